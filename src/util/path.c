@@ -1,0 +1,152 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "nook.h"
+#include "error.h"
+#include "macro.h"
+#include "path.h"
+#include "str.h"
+
+int path_home_default(char **ret, nook_error *err) {
+        const char *e = secure_getenv("NOOK_HOME");
+        char *p;
+
+        if (!isempty(e)) {
+                if (e[0] != '/')
+                        return nook_err_set(err, NOOK_E_INVALID,
+                                "NOOK_HOME must be an absolute path, got '%s'", e);
+                p = strdup(e);
+        } else if (geteuid() == 0)
+                p = strdup("/var/lib/nook");
+        else if (!isempty(e = secure_getenv("XDG_DATA_HOME")) && e[0] == '/')
+                p = strprintf("%s/nook", e);
+        else if (!isempty(e = secure_getenv("HOME")) && e[0] == '/')
+                p = strprintf("%s/.local/share/nook", e);
+        else
+                return nook_err_set(err, NOOK_E_INVALID,
+                        "Cannot find a state folder: set NOOK_HOME, XDG_DATA_HOME or HOME");
+        if (!p)
+                return nook_err_oom(err);
+        /* drop trailing slashes, keep "/" */
+        for (size_t n = strlen(p); n > 1 && p[n - 1] == '/'; n--)
+                p[n - 1] = 0;
+        *ret = p;
+        return 0;
+}
+
+int path_mkdir_p(const char *path, mode_t mode, nook_error *err) {
+        _cleanup_free_ char *p = strdup(path);
+        if (!p)
+                return nook_err_oom(err);
+        for (char *s = p + 1;; s++) {
+                if (*s != '/' && *s != 0)
+                        continue;
+                char saved = *s;
+                *s = 0;
+                if (mkdir(p, mode) < 0 && errno != EEXIST)
+                        return nook_err_errno(err, NOOK_E_IO, "Cannot create directory '%s'", p);
+                *s = saved;
+                if (!saved)
+                        break;
+        }
+        struct stat st;
+        if (stat(path, &st) < 0)
+                return nook_err_errno(err, NOOK_E_IO, "Cannot stat '%s'", path);
+        if (!S_ISDIR(st.st_mode))
+                return nook_err_set(err, NOOK_E_INVALID, "'%s' exists and is not a directory", path);
+        return 0;
+}
+
+static int rm_at(int dirfd, const char *name, unsigned depth, nook_error *err);
+
+static int rm_tree_fd(int dfd, unsigned depth, nook_error *err) {
+        if (depth > 4096)
+                return nook_err_set(err, NOOK_E_INVALID, "Directory tree too deep to remove");
+        int dup_fd = fcntl(dfd, F_DUPFD_CLOEXEC, 3);
+        if (dup_fd < 0)
+                return nook_err_errno(err, NOOK_E_IO, "Cannot duplicate directory fd");
+        DIR *d = fdopendir(dup_fd);
+        if (!d) {
+                safe_close(dup_fd);
+                return nook_err_errno(err, NOOK_E_IO, "Cannot read directory");
+        }
+        int r = 0;
+        struct dirent *de;
+        while ((de = readdir(d))) {
+                if (streq(de->d_name, ".") || streq(de->d_name, ".."))
+                        continue;
+                r = rm_at(dfd, de->d_name, depth + 1, err);
+                if (r < 0)
+                        break;
+        }
+        closedir(d);
+        return r;
+}
+
+int path_rm_rf_at(int dirfd, const char *name, nook_error *err) {
+        return rm_at(dirfd, name, 0, err);
+}
+
+static int rm_at(int dirfd, const char *name, unsigned depth, nook_error *err) {
+        struct stat st;
+        if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+                if (errno == ENOENT)
+                        return 0;
+                return nook_err_errno(err, NOOK_E_IO, "Cannot stat '%s'", name);
+        }
+        if (!S_ISDIR(st.st_mode)) {
+                if (unlinkat(dirfd, name, 0) < 0 && errno != ENOENT)
+                        return nook_err_errno(err, NOOK_E_IO, "Cannot remove '%s'", name);
+                return 0;
+        }
+        _cleanup_close_ int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0) {
+                if (errno == ENOENT)
+                        return 0;
+                return nook_err_errno(err, NOOK_E_IO, "Cannot open directory '%s'", name);
+        }
+        struct stat fst;
+        if (fstat(fd, &fst) < 0)
+                return nook_err_errno(err, NOOK_E_IO, "Cannot stat '%s'", name);
+        if (fst.st_dev != st.st_dev || fst.st_ino != st.st_ino)
+                return nook_err_set(err, NOOK_E_BUSY, "'%s' changed while being removed", name);
+        /* A mount point below us: never descend into another filesystem. */
+        struct stat parent;
+        if (fstat(dirfd, &parent) == 0 && parent.st_dev != fst.st_dev)
+                return nook_err_set(err, NOOK_E_BUSY, "'%s' is a mount point; unmount it first", name);
+        (void)fchmod(fd, 0700); /* a read-only directory written by a sandbox must still go */
+        int r = rm_tree_fd(fd, depth, err);
+        if (r < 0)
+                return r;
+        if (unlinkat(dirfd, name, AT_REMOVEDIR) < 0 && errno != ENOENT)
+                return nook_err_errno(err, NOOK_E_IO, "Cannot remove directory '%s'", name);
+        return 0;
+}
+
+int path_rm_rf(const char *path, nook_error *err) {
+        if (!path || path[0] != '/' || streq(path, "/"))
+                return nook_err_set(err, NOOK_E_INVALID, "Refusing to remove '%s'", path ? path : "(null)");
+        _cleanup_free_ char *dir = strdup(path);
+        if (!dir)
+                return nook_err_oom(err);
+        char *slash = strrchr(dir, '/');
+        const char *base = slash + 1;
+        if (slash == dir)
+                dir[1] = 0;
+        else
+                *slash = 0;
+        base = path + (base - dir);
+        _cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (dfd < 0) {
+                if (errno == ENOENT)
+                        return 0;
+                return nook_err_errno(err, NOOK_E_IO, "Cannot open '%s'", dir);
+        }
+        return path_rm_rf_at(dfd, base, err);
+}

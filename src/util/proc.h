@@ -1,0 +1,23 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Processes: kill-and-reap on scope exit, start times (pid reuse detection), pidfds. */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* SIGKILL + waitpid of a half-started child unless TAKE_PID() moved it (STYLE.md R12). */
+void pid_killp(pid_t *pid);
+#define _cleanup_pid_kill_ _cleanup_(pid_killp)
+/* waitpid retrying on EINTR; returns the raw status or -errno. */
+int pid_wait(pid_t pid, int *ret_status);
+/* The process start time in clock ticks since boot (field 22 of /proc/PID/stat), or 0. */
+uint64_t proc_start_time(pid_t pid);
+/* True when pid runs and started at start_time (0 matches any). */
+bool proc_alive(pid_t pid, uint64_t start_time);
+int pidfd_open_(pid_t pid);
+int pidfd_send_signal_(int pidfd, int sig);
+/* Monotonic time in milliseconds. */
+uint64_t now_ms(void);
+/* Wall-clock time in seconds since the epoch. */
+int64_t now_epoch(void);

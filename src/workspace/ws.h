@@ -16,6 +16,7 @@
 #include <sys/types.h>
 
 #include "nook.h"
+#include "util/macro.h"
 
 typedef struct ws ws;
 
@@ -24,11 +25,17 @@ typedef struct ws ws;
  * differ from the caller's (rootful: the sandbox's mapped root; rootless: ourselves). */
 int ws_open(const char *dir, bool create, uid_t owner_uid, gid_t owner_gid, ws **ret, nook_error *err);
 ws *ws_free(ws *w);
+DEFINE_TRIVIAL_CLEANUP_FUNC(ws *, ws_free);
 const char *ws_root(const ws *w);
 int ws_root_fd(const ws *w);
+/* false when lookups use the O_NOFOLLOW component walk (no openat2, or NOOK_TEST_NO_OPENAT2=1
+ * in a build with test hooks). */
+bool ws_uses_openat2(const ws *w);
 
 /* The path rule alone: the normalised relative path ("" = the workspace root). */
 int ws_path_normalize(const char *path, char **ret_rel, nook_error *err);
+/* The same for a byte string with a length: a NUL byte inside is NOOK_E_INVALID. */
+int ws_path_normalize_len(const char *path, size_t len, char **ret_rel, nook_error *err);
 /* Absolute host path for a guest path, resolved under the rule (the target need not exist,
  * its parent must resolve inside). */
 int ws_host_path(ws *w, const char *path, char **ret, nook_error *err);
@@ -43,7 +50,9 @@ int ws_open_read(ws *w, const char *path, int *ret_fd, nook_error *err);
 int ws_exists(ws *w, const char *path, nook_error *err);
 int ws_stat(ws *w, const char *path, nook_stat *ret, nook_error *err);
 int ws_mkdir_p(ws *w, const char *path, mode_t mode, nook_error *err);
+/* Entries sorted by name, symlinks reported as NOOK_FILE_SYMLINK (not followed). */
 int ws_list(ws *w, const char *path, nook_dirent **ret, size_t *ret_n, nook_error *err);
+void ws_dirents_free(nook_dirent *d, size_t n);
 /* Removes a file, a symlink (not its target) or a whole tree.  Missing: NOOK_E_NOT_FOUND. */
 int ws_remove(ws *w, const char *path, nook_error *err);
 int ws_rename(ws *w, const char *from, const char *to, nook_error *err);

@@ -1,0 +1,563 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* File operations on the workspace, each one: normalise the guest path (ws_path.c), resolve the
+ * directory it lives in beneath the root, then act on the last name with an *at() call.
+ *
+ * Which operations follow a symlink at the last name (one that stays inside; one that leads out
+ * is refused): read, open_read, exists, stat, list, mkdir, host_path.  Which act on the link
+ * itself: write (the rename replaces the link), remove, rename.
+ *
+ * Syscalls per operation are counted because the workspace is nook's speed argument (DESIGN.md,
+ * "place 200 files ≤ 1.2× plain host writes"): a write is openat2(parent) + openat(temp) + write
+ * + close + renameat (+ close of the parent), mkdir -p only after the parent lookup said ENOENT;
+ * a read is openat2 + fstat + read to EOF + close. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "nook.h"
+#include "util/error.h"
+#include "util/fd.h"
+#include "util/macro.h"
+#include "util/path.h"
+#include "util/str.h"
+#include "workspace/ws.h"
+#include "workspace/ws_internal.h"
+
+#define WS_READ_MAX_DEFAULT ((size_t)1 << 30)
+#define WS_TMP_PREFIX ".nook-tmp-"
+#define WS_TMP_ATTEMPTS 64
+
+/* Temp names are "<prefix><pid>-<counter>": the pid keeps processes apart, the atomic counter
+ * threads, and O_EXCL plus a retry covers a pid reused after a crash left a temp file behind. */
+static uint64_t ws_tmp_counter;
+
+static int ws_normalize_nonroot(const char *path, char **ret_rel, nook_error *err) {
+        _cleanup_free_ char *rel = NULL;
+        int r = ws_path_normalize(path, &rel, err);
+        if (r < 0)
+                return r;
+        if (!rel[0])
+                return nook_err_set(err, NOOK_E_INVALID, "'%s' is the workspace root itself", path);
+        *ret_rel = TAKE_PTR(rel);
+        return 0;
+}
+
+static int ws_chown_fd(const ws *w, int fd) {
+        if (!w->chown)
+                return 0;
+        /* AT_EMPTY_PATH works on O_PATH fds too (fchown does not). */
+        return fchownat(fd, "", w->owner_uid, w->owner_gid, AT_EMPTY_PATH) < 0 ? -errno : 0;
+}
+
+/* mkdir -p of rel (normalised, not "") beneath the root; returns an O_PATH fd on the last
+ * directory or -errno.  Existing prefixes are opened with O_NOFOLLOW; a symlink among them is
+ * resolved under the rule from the root (so it may lead elsewhere inside, never out), and no
+ * directory is created through a link. */
+static int ws_mkdir_rel(ws *w, char *rel, mode_t mode) {
+        int fd = ws_openat_beneath(w, rel, O_PATH | O_DIRECTORY);
+        if (fd != -ENOENT)
+                return fd;
+
+        _cleanup_close_ int cur = -1;
+        for (char *p = rel;;) {
+                char *end = strchrnul(p, '/');
+                char saved = *end;
+                int dfd = cur >= 0 ? cur : w->root_fd;
+
+                *end = 0;
+                fd = openat(dfd, p, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                if (fd < 0 && errno == ENOENT) {
+                        bool made = mkdirat(dfd, p, mode) == 0;
+                        if (!made && errno != EEXIST) {
+                                *end = saved;
+                                return -errno;
+                        }
+                        fd = openat(dfd, p, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                        if (fd >= 0 && made) {
+                                int r = ws_chown_fd(w, fd);
+                                if (r < 0) {
+                                        safe_close(fd);
+                                        *end = saved;
+                                        return r;
+                                }
+                        }
+                }
+                if (fd < 0 && errno == ENOTDIR)
+                        fd = ws_openat_beneath(w, rel, O_PATH | O_DIRECTORY); /* rel ends at p */
+                else if (fd < 0)
+                        fd = -errno;
+                *end = saved;
+                if (fd < 0)
+                        return fd;
+                safe_close(cur);
+                cur = fd;
+                if (!saved)
+                        return TAKE_FD(cur);
+                p = end + 1;
+        }
+}
+
+/* Resolves the directory that holds rel's last name.  rel is split in place and *ret_base points
+ * at that name.  Returns 1 with an fd the caller closes, or 0 with the borrowed root fd. */
+static int ws_parent(ws *w, char *rel, const char *path, bool create, int *ret_fd, const char **ret_base,
+        nook_error *err) {
+        char *slash = strrchr(rel, '/');
+        if (!slash) {
+                *ret_fd = w->root_fd;
+                *ret_base = rel;
+                return 0;
+        }
+        *slash = 0;
+        /* The common case first: the parent exists, one openat2.  mkdir -p only on ENOENT. */
+        int fd = ws_openat_beneath(w, rel, O_PATH | O_DIRECTORY);
+        if (fd == -ENOENT && create)
+                fd = ws_mkdir_rel(w, rel, 0755);
+        if (fd < 0)
+                return ws_err_resolve(err, fd, path);
+        *ret_fd = fd;
+        *ret_base = slash + 1;
+        return 1;
+}
+
+static int ws_tmp_create(
+        ws *w, int dfd, mode_t mode, char *ret_name, size_t name_size, int *ret_fd, nook_error *err) {
+        for (int i = 0; i < WS_TMP_ATTEMPTS; i++) {
+                uint64_t c = __atomic_fetch_add(&ws_tmp_counter, 1, __ATOMIC_RELAXED);
+                (void)snprintf(ret_name, name_size, WS_TMP_PREFIX "%d-%" PRIu64, (int)getpid(), c);
+                int fd = openat(dfd, ret_name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+                if (fd < 0 && errno == EEXIST)
+                        continue;
+                if (fd < 0)
+                        return nook_err_errno(
+                                err, NOOK_E_IO, "Cannot create a temporary file in the workspace");
+                int r = ws_chown_fd(w, fd);
+                if (r < 0) {
+                        safe_close(fd);
+                        (void)unlinkat(dfd, ret_name, 0);
+                        return nook_err_errnum(err, NOOK_E_IO, r, "Cannot hand a new file to uid %u",
+                                (unsigned)w->owner_uid);
+                }
+                *ret_fd = fd;
+                return 0;
+        }
+        return nook_err_set(err, NOOK_E_BUSY, "Cannot find a free temporary name in the workspace");
+}
+
+static int ws_copy_fd(int out, int in) {
+        _cleanup_free_ char *buf = malloc(128 * 1024);
+        if (!buf)
+                return -ENOMEM;
+        for (;;) {
+                ssize_t n = read(in, buf, 128 * 1024);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0)
+                        return -errno;
+                if (n == 0)
+                        return 0;
+                int r = fd_write_all(out, buf, (size_t)n);
+                if (r < 0)
+                        return r;
+        }
+}
+
+/* Atomic replace: a reader sees the old file or the new one, never half of one (no fsync: this
+ * is about concurrent readers, not power loss).  renameat over an existing symlink replaces the
+ * link; nothing is ever written through it. */
+static int ws_write_common(
+        ws *w, const char *path, const void *data, size_t len, int src_fd, mode_t mode, nook_error *err) {
+        _cleanup_free_ char *rel = NULL;
+        _cleanup_close_ int owned = -1, tfd = -1;
+        const char *base;
+        char tmp[64];
+        int dfd, r;
+
+        r = ws_normalize_nonroot(path, &rel, err);
+        if (r < 0)
+                return r;
+        r = ws_parent(w, rel, path, /* create= */ true, &dfd, &base, err);
+        if (r < 0)
+                return r;
+        if (r > 0)
+                owned = dfd;
+        r = ws_tmp_create(w, dfd, (mode & 07777) ? (mode & 07777) : 0644, tmp, sizeof(tmp), &tfd, err);
+        if (r < 0)
+                return nook_err_wrap(err, "writing '%s'", path);
+
+        r = src_fd >= 0 ? ws_copy_fd(tfd, src_fd) : fd_write_all(tfd, data, len);
+        if (r == 0 && close(TAKE_FD(tfd)) < 0)
+                r = -errno;
+        if (r == 0 && renameat(dfd, tmp, dfd, base) < 0)
+                r = -errno;
+        if (r == 0)
+                return 0;
+        (void)unlinkat(dfd, tmp, 0);
+        if (r == -EISDIR || r == -ENOTEMPTY || r == -EEXIST)
+                return nook_err_set(err, NOOK_E_INVALID, "Cannot write '%s': it is a directory", path);
+        if (r == -ENOMEM)
+                return nook_err_oom(err);
+        return nook_err_errnum(err, NOOK_E_IO, r, "Cannot write '%s' in the workspace", path);
+}
+
+int ws_write(ws *w, const char *path, const void *data, size_t len, mode_t mode, nook_error *err) {
+        if (!data && len > 0)
+                return nook_err_set(err, NOOK_E_INVALID, "No data to write to '%s'", path);
+        return ws_write_common(w, path, data, len, -1, mode, err);
+}
+
+int ws_write_fd(ws *w, const char *path, int fd, mode_t mode, nook_error *err) {
+        if (fd < 0)
+                return nook_err_set(err, NOOK_E_INVALID, "No file descriptor to copy to '%s'", path);
+        return ws_write_common(w, path, NULL, 0, fd, mode, err);
+}
+
+/* Opens a regular file for reading.  O_NONBLOCK keeps a FIFO planted by the sandbox from
+ * blocking the open (fifo(7)); O_NOCTTY keeps a tty from becoming ours.  Anything but a regular
+ * file is refused after fstat, before a single byte is read. */
+static int ws_open_regular(ws *w, const char *path, int *ret_fd, struct stat *ret_st, nook_error *err) {
+        _cleanup_free_ char *rel = NULL;
+        int r = ws_path_normalize(path, &rel, err);
+        if (r < 0)
+                return r;
+        _cleanup_close_ int fd = ws_openat_beneath(w, rel, O_RDONLY | O_NONBLOCK | O_NOCTTY);
+        if (fd < 0)
+                return ws_err_resolve(err, TAKE_FD(fd), path);
+        if (fstat(fd, ret_st) < 0)
+                return nook_err_errno(err, NOOK_E_IO, "Cannot stat '%s'", path);
+        if (S_ISDIR(ret_st->st_mode))
+                return nook_err_set(err, NOOK_E_INVALID, "'%s' is a directory, not a file", path);
+        if (!S_ISREG(ret_st->st_mode))
+                return nook_err_set(err, NOOK_E_INVALID,
+                        "'%s' is not a regular file (%s); refusing to read it", path,
+                        S_ISFIFO(ret_st->st_mode)                                      ? "a FIFO"
+                                : S_ISCHR(ret_st->st_mode) || S_ISBLK(ret_st->st_mode) ? "a device"
+                                : S_ISSOCK(ret_st->st_mode)                            ? "a socket"
+                                                                                       : "a special file");
+        *ret_fd = TAKE_FD(fd);
+        return 0;
+}
+
+int ws_open_read(ws *w, const char *path, int *ret_fd, nook_error *err) {
+        _cleanup_close_ int fd = -1;
+        struct stat st;
+        int r = ws_open_regular(w, path, &fd, &st, err);
+        if (r < 0)
+                return r;
+        /* The fd leaves us: give the caller ordinary blocking semantics. */
+        r = fd_set_nonblock(fd, false);
+        if (r < 0)
+                return nook_err_errnum(err, NOOK_E_IO, r, "Cannot open '%s'", path);
+        *ret_fd = TAKE_FD(fd);
+        return 0;
+}
+
+/* O_NONBLOCK stays set here: it has no effect on regular files (open(2)), and EAGAIN from an
+ * odd filesystem clears it and retries. */
+static int ws_read_fd(int fd, const struct stat *st, size_t max, const char *path, char **ret,
+        size_t *ret_len, nook_error *err) {
+        if ((uint64_t)st->st_size > max)
+                return nook_err_set(
+                        err, NOOK_E_INVALID, "'%s' is larger than the limit of %zu bytes", path, max);
+        size_t cap = (size_t)st->st_size + 1, len = 0; /* +1: EOF is seen without growing */
+        _cleanup_free_ char *buf = malloc(cap + 1);
+        if (!buf)
+                return nook_err_oom(err);
+        for (;;) {
+                if (len == cap) {
+                        if (len > max)
+                                return nook_err_set(err, NOOK_E_INVALID,
+                                        "'%s' is larger than the limit of %zu bytes", path, max);
+                        char *nb = realloc(buf, cap * 2 + 1);
+                        if (!nb)
+                                return nook_err_oom(err);
+                        buf = nb;
+                        cap *= 2;
+                }
+                ssize_t n = read(fd, buf + len, cap - len);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0 && errno == EAGAIN && fd_set_nonblock(fd, false) == 0)
+                        continue;
+                if (n < 0)
+                        return nook_err_errno(err, NOOK_E_IO, "Cannot read '%s'", path);
+                if (n == 0)
+                        break;
+                len += (size_t)n;
+        }
+        if (len > max)
+                return nook_err_set(
+                        err, NOOK_E_INVALID, "'%s' is larger than the limit of %zu bytes", path, max);
+        buf[len] = 0;
+        *ret = TAKE_PTR(buf);
+        *ret_len = len;
+        return 0;
+}
+
+int ws_read(ws *w, const char *path, size_t max, void **ret_data, size_t *ret_len, nook_error *err) {
+        _cleanup_close_ int fd = -1;
+        struct stat st;
+        char *data = NULL;
+        size_t len = 0;
+
+        int r = ws_open_regular(w, path, &fd, &st, err);
+        if (r < 0)
+                return r;
+        r = ws_read_fd(fd, &st, max ? max : WS_READ_MAX_DEFAULT, path, &data, &len, err);
+        if (r < 0)
+                return r;
+        *ret_data = data;
+        if (ret_len)
+                *ret_len = len;
+        return 0;
+}
+
+int ws_exists(ws *w, const char *path, nook_error *err) {
+        _cleanup_free_ char *rel = NULL;
+        int r = ws_path_normalize(path, &rel, err);
+        if (r < 0)
+                return r;
+        /* O_PATH: no permission to read is needed, and nothing is read. */
+        int fd = ws_openat_beneath(w, rel, O_PATH);
+        if (fd >= 0) {
+                safe_close(fd);
+                return 1;
+        }
+        if (fd == -ENOENT || fd == -ENOTDIR)
+                return 0;
+        return ws_err_resolve(err, fd, path);
+}
+
+static nook_file_type ws_file_type(mode_t m) {
+        return S_ISREG(m)    ? NOOK_FILE_REGULAR
+                : S_ISDIR(m) ? NOOK_FILE_DIRECTORY
+                : S_ISLNK(m) ? NOOK_FILE_SYMLINK
+                             : NOOK_FILE_OTHER;
+}
+
+int ws_stat(ws *w, const char *path, nook_stat *ret, nook_error *err) {
+        _cleanup_free_ char *rel = NULL;
+        struct stat st;
+
+        int r = ws_path_normalize(path, &rel, err);
+        if (r < 0)
+                return r;
+        _cleanup_close_ int fd = ws_openat_beneath(w, rel, O_PATH);
+        if (fd < 0)
+                return ws_err_resolve(err, TAKE_FD(fd), path);
+        if (fstat(fd, &st) < 0)
+                return nook_err_errno(err, NOOK_E_IO, "Cannot stat '%s'", path);
+        *ret = (nook_stat){
+                .type = ws_file_type(st.st_mode),
+                .size = (uint64_t)st.st_size,
+                .mode = st.st_mode & 07777,
+                .mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec,
+        };
+        return 0;
+}
+
+int ws_mkdir_p(ws *w, const char *path, mode_t mode, nook_error *err) {
+        _cleanup_free_ char *rel = NULL;
+        int r = ws_path_normalize(path, &rel, err);
+        if (r < 0)
+                return r;
+        if (!rel[0])
+                return 0; /* the root exists by construction */
+        int fd = ws_mkdir_rel(w, rel, (mode & 07777) ? (mode & 07777) : 0755);
+        if (fd == -ENOTDIR || fd == -EEXIST)
+                return nook_err_set(err, NOOK_E_INVALID,
+                        "'%s' or one of its parents exists and is not a directory", path);
+        if (fd < 0)
+                return ws_err_resolve(err, fd, path);
+        safe_close(fd);
+        return 0;
+}
+
+void ws_dirents_free(nook_dirent *d, size_t n) {
+        if (!d)
+                return;
+        for (size_t i = 0; i < n; i++)
+                free(d[i].name);
+        free(d);
+}
+
+static int dirent_cmp(const void *a, const void *b) {
+        return strcmp(((const nook_dirent *)a)->name, ((const nook_dirent *)b)->name);
+}
+
+static void closedirp(DIR **d) {
+        if (*d)
+                (void)closedir(*d);
+}
+
+typedef struct dirent_vec {
+        nook_dirent *v;
+        size_t n, cap;
+} dirent_vec;
+
+static void dirent_vec_done(dirent_vec *v) {
+        ws_dirents_free(v->v, v->n);
+}
+
+static int dirent_vec_add(dirent_vec *v, int dfd, const char *name) {
+        struct stat st;
+
+        /* The entry may vanish between readdir and fstatat: the sandbox is live. */
+        if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                return errno == ENOENT ? 0 : -errno;
+        if (v->n == v->cap) {
+                size_t ncap = v->cap ? v->cap * 2 : 32;
+                nook_dirent *nv = realloc(v->v, ncap * sizeof(*nv));
+                if (!nv)
+                        return -ENOMEM;
+                v->v = nv;
+                v->cap = ncap;
+        }
+        char *copy = strdup(name);
+        if (!copy)
+                return -ENOMEM;
+        v->v[v->n++] = (nook_dirent){
+                .name = copy, .type = ws_file_type(st.st_mode), .size = (uint64_t)st.st_size
+        };
+        return 0;
+}
+
+int ws_list(ws *w, const char *path, nook_dirent **ret, size_t *ret_n, nook_error *err) {
+        _cleanup_free_ char *rel = NULL;
+        _cleanup_(dirent_vec_done) dirent_vec v = {};
+        _cleanup_(closedirp) DIR *d = NULL;
+        struct dirent *de;
+
+        int r = ws_path_normalize(path, &rel, err);
+        if (r < 0)
+                return r;
+        int fd = ws_openat_beneath(w, rel, O_RDONLY | O_DIRECTORY);
+        if (fd == -ENOTDIR)
+                return nook_err_set(err, NOOK_E_INVALID, "'%s' is not a directory", path);
+        if (fd < 0)
+                return ws_err_resolve(err, fd, path);
+        d = fdopendir(fd);
+        if (!d) {
+                safe_close(fd);
+                return nook_err_errno(err, NOOK_E_IO, "Cannot list '%s'", path);
+        }
+        while ((errno = 0, de = readdir(d))) {
+                if (streq(de->d_name, ".") || streq(de->d_name, ".."))
+                        continue;
+                r = dirent_vec_add(&v, dirfd(d), de->d_name);
+                if (r < 0)
+                        return r == -ENOMEM ? nook_err_oom(err)
+                                            : nook_err_errnum(err, NOOK_E_IO, r, "Cannot list '%s'", path);
+        }
+        if (errno != 0)
+                return nook_err_errno(err, NOOK_E_IO, "Cannot list '%s'", path);
+        if (v.n > 1)
+                qsort(v.v, v.n, sizeof(*v.v), dirent_cmp);
+        *ret = TAKE_PTR(v.v);
+        *ret_n = v.n;
+        v.n = 0;
+        return 0;
+}
+
+int ws_remove(ws *w, const char *path, nook_error *err) {
+        _cleanup_free_ char *rel = NULL;
+        _cleanup_close_ int owned = -1;
+        const char *base;
+        struct stat st;
+        int dfd;
+
+        int r = ws_path_normalize(path, &rel, err);
+        if (r < 0)
+                return r;
+        if (!rel[0])
+                return nook_err_set(
+                        err, NOOK_E_INVALID, "Refusing to remove the workspace root ('%s')", path);
+        r = ws_parent(w, rel, path, /* create= */ false, &dfd, &base, err);
+        if (r < 0)
+                return r;
+        if (r > 0)
+                owned = dfd;
+        if (fstatat(dfd, base, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                return ws_err_resolve(err, -errno, path);
+        r = path_rm_rf_at(dfd, base, err);
+        if (r < 0)
+                return nook_err_wrap(err, "removing '%s' from the workspace", path);
+        return 0;
+}
+
+int ws_rename(ws *w, const char *from, const char *to, nook_error *err) {
+        _cleanup_free_ char *rfrom = NULL, *rto = NULL;
+        _cleanup_close_ int ofrom = -1, oto = -1;
+        const char *bfrom, *bto;
+        struct stat st;
+        int dfrom, dto;
+
+        int r = ws_normalize_nonroot(from, &rfrom, err);
+        if (r < 0)
+                return r;
+        r = ws_normalize_nonroot(to, &rto, err);
+        if (r < 0)
+                return r;
+        r = ws_parent(w, rfrom, from, /* create= */ false, &dfrom, &bfrom, err);
+        if (r < 0)
+                return r;
+        if (r > 0)
+                ofrom = dfrom;
+        /* Checked before the destination's parents are made, so a failed rename leaves nothing. */
+        if (fstatat(dfrom, bfrom, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                return ws_err_resolve(err, -errno, from);
+        r = ws_parent(w, rto, to, /* create= */ true, &dto, &bto, err);
+        if (r < 0)
+                return r;
+        if (r > 0)
+                oto = dto;
+        if (renameat(dfrom, bfrom, dto, bto) < 0) {
+                if (errno == ENOENT)
+                        return ws_err_resolve(err, -errno, from);
+                return nook_err_errno(err,
+                        errno == EISDIR || errno == ENOTDIR || errno == ENOTEMPTY || errno == EEXIST ||
+                                        errno == EINVAL
+                                ? NOOK_E_INVALID
+                                : NOOK_E_IO,
+                        "Cannot rename '%s' to '%s'", from, to);
+        }
+        return 0;
+}
+
+/* The path is only as good as the moment it was checked: the sandbox can swap a name for a
+ * symlink right after.  Callers that open it again on the host should prefer the ws_* calls. */
+int ws_host_path(ws *w, const char *path, char **ret, nook_error *err) {
+        _cleanup_free_ char *rel = NULL;
+        int r = ws_path_normalize(path, &rel, err);
+        if (r < 0)
+                return r;
+        /* The full path is resolved, not just its parent: a dangling link "x -> /etc/y" must not
+         * come back as "<root>/x", which a host writer would follow out. */
+        int fd = ws_openat_beneath(w, rel, O_PATH);
+        char *slash = strrchr(rel, '/');
+        if (fd == -ENOENT && slash) { /* a new name: its parent must exist and resolve inside */
+                *slash = 0;
+                fd = ws_openat_beneath(w, rel, O_PATH | O_DIRECTORY);
+                *slash = '/';
+        } else if (fd == -ENOENT)
+                fd = INT_MAX; /* a new name right under the root */
+        if (fd < 0)
+                return ws_err_resolve(err, fd, path);
+        if (fd != INT_MAX)
+                safe_close(fd);
+        char *p = rel[0] ? strprintf("%s/%s", w->root, rel) : strdup(w->root);
+        if (!p)
+                return nook_err_oom(err);
+        if (strlen(p) >= PATH_MAX) {
+                free(p);
+                return nook_err_set(err, NOOK_E_INVALID, "The host path of '%s' is too long", path);
+        }
+        *ret = p;
+        return 0;
+}

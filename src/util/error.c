@@ -91,7 +91,16 @@ int nook_err_wrap(nook_error *err, const char *fmt, ...) {
         va_end(ap);
         memcpy(old, err->msg, sizeof(old));
         old[sizeof(old) - 1] = 0;
-        (void)snprintf(err->msg, sizeof(err->msg), "%s: %s", prefix, old);
+        /* Truncation is fine here: the message stays NUL-terminated and the prefix comes first. */
+        size_t p = strnlen(prefix, sizeof(prefix));
+        if (p > sizeof(err->msg) - 3)
+                p = sizeof(err->msg) - 3;
+        memcpy(err->msg, prefix, p);
+        memcpy(err->msg + p, ": ", 2);
+        size_t room = sizeof(err->msg) - p - 3;
+        size_t o = strnlen(old, room);
+        memcpy(err->msg + p + 2, old, o);
+        err->msg[p + 2 + o] = 0;
         if (err->code <= NOOK_E_OK || err->code >= _NOOK_E_MAX)
                 err->code = NOOK_E_INTERNAL;
         return -(int)err->code;

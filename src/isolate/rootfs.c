@@ -1,0 +1,339 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include <errno.h>
+#include <fcntl.h>
+#include <net/if.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "nook.h"
+#include "isolate/rootfs.h"
+#include "util/error.h"
+#include "util/macro.h"
+#include "util/str.h"
+
+/* Scratch place for the new root inside our private mount namespace.  /tmp exists on every
+ * host we support; the tmpfs we put over it is visible only to this sandbox. */
+#define SCRATCH "/tmp"
+#define NEWROOT SCRATCH "/nook-root"
+
+static int mkdir_at_root(const char *rel, mode_t mode, nook_error *err) {
+        char path[PATH_MAX];
+        (void)snprintf(path, sizeof(path), NEWROOT "%s", rel);
+        if (mkdir(path, mode) < 0 && errno != EEXIST)
+                return nook_err_errno(err, NOOK_E_IO, "Cannot create '%s' in the sandbox root", rel);
+        return 0;
+}
+
+/* Creates every missing directory of rel under the new root (the overlay's upper layer takes
+ * them, the image stays untouched). */
+static int mkdir_p_at_root(const char *rel, nook_error *err) {
+        char buf[PATH_MAX];
+        if (strlen(rel) >= sizeof(buf))
+                return nook_err_set(err, NOOK_E_INVALID, "Path too long: '%s'", rel);
+        strcpy(buf, rel);
+        for (char *s = buf + 1;; s++) {
+                if (*s != '/' && *s != 0)
+                        continue;
+                char saved = *s;
+                *s = 0;
+                int r = mkdir_at_root(buf, 0755, err);
+                if (r < 0)
+                        return r;
+                *s = saved;
+                if (!saved)
+                        return 0;
+        }
+}
+
+static int touch_at_root(const char *rel, nook_error *err) {
+        char path[PATH_MAX];
+        (void)snprintf(path, sizeof(path), NEWROOT "%s", rel);
+        int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+        if (fd < 0 && errno != EEXIST)
+                return nook_err_errno(err, NOOK_E_IO, "Cannot create mount point '%s'", rel);
+        safe_close(fd);
+        return 0;
+}
+
+/* A bind mount keeps the flags of its source; a read-only remount inside a user namespace must
+ * repeat the locked ones (nosuid, nodev, noexec, atime) or the kernel refuses it (mount(2),
+ * EPERM "locked mount flags"). */
+static unsigned long locked_flags(const char *path) {
+        struct statvfs sv;
+        unsigned long f = 0;
+        if (statvfs(path, &sv) < 0)
+                return 0;
+        if (sv.f_flag & ST_NOSUID)
+                f |= MS_NOSUID;
+        if (sv.f_flag & ST_NODEV)
+                f |= MS_NODEV;
+        if (sv.f_flag & ST_NOEXEC)
+                f |= MS_NOEXEC;
+        if (sv.f_flag & ST_NOATIME)
+                f |= MS_NOATIME;
+        if (sv.f_flag & ST_NODIRATIME)
+                f |= MS_NODIRATIME;
+        if (sv.f_flag & ST_RELATIME)
+                f |= MS_RELATIME;
+        return f;
+}
+
+static int bind_ro(const char *src, const char *dst, bool recursive, unsigned long extra, nook_error *err) {
+        if (mount(src, dst, NULL, MS_BIND | (recursive ? MS_REC : 0), NULL) < 0)
+                return nook_err_errno(err, NOOK_E_IO, "Cannot bind '%s' into the sandbox", src);
+        unsigned long fl = MS_BIND | MS_REMOUNT | MS_RDONLY | extra | locked_flags(dst);
+        if (mount(NULL, dst, NULL, fl, NULL) < 0)
+                return nook_err_errno(err, NOOK_E_IO, "Cannot make '%s' read-only in the sandbox", src);
+        return 0;
+}
+
+static int mount_overlay(const iso_rootfs *rf, nook_error *err) {
+        char opts[4096];
+        size_t n = 0;
+
+        if (rf->n_lowers == 0 || rf->n_lowers > ISO_MAX_LOWERS)
+                return nook_err_set(err, NOOK_E_INVALID, "A sandbox needs 1 to %d image layers, got %zu",
+                        ISO_MAX_LOWERS, rf->n_lowers);
+        n += (size_t)snprintf(opts + n, sizeof(opts) - n, "lowerdir=");
+        for (size_t i = 0; i < rf->n_lowers; i++)
+                n += (size_t)snprintf(opts + n, sizeof(opts) - n, "%s/proc/self/fd/%d", i ? ":" : "",
+                        rf->lower_fds[i]);
+        if (rf->upper_fd >= 0)
+                n += (size_t)snprintf(opts + n, sizeof(opts) - n, ",upperdir=/proc/self/fd/%d,workdir=/proc/self/fd/%d",
+                        rf->upper_fd, rf->work_fd);
+        if (n >= sizeof(opts))
+                return nook_err_set(err, NOOK_E_INVALID, "Too many image layers for one overlay mount");
+        /* userxattr: inside a user namespace overlayfs may only use user.* xattrs (kernel 5.11+). */
+        const char *variants[] = { ",userxattr", "" };
+        for (size_t i = 0; i < ELEMENTSOF(variants); i++) {
+                char full[4200];
+                (void)snprintf(full, sizeof(full), "%s%s", opts, variants[i]);
+                if (mount("overlay", NEWROOT, "overlay", MS_NOSUID | MS_NODEV, full) == 0)
+                        return 0;
+        }
+        if (errno == EPERM)
+                return nook_err_errno(err, NOOK_E_MISSING_FEATURE,
+                        "Cannot mount the sandbox's overlay root filesystem in a user namespace (needs Linux >= 5.11); run 'nook doctor'");
+        return nook_err_errno(err, NOOK_E_IO, "Cannot mount the sandbox's overlay root filesystem");
+}
+
+static int setup_dev(nook_error *err) {
+        static const char *const nodes[] = { "null", "zero", "full", "random", "urandom", "tty" };
+        int r;
+
+        r = mkdir_at_root("/dev", 0755, err);
+        if (r < 0)
+                return r;
+        if (mount("tmpfs", NEWROOT "/dev", "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=0755,size=65536k") < 0)
+                return nook_err_errno(err, NOOK_E_IO, "Cannot mount /dev in the sandbox");
+        /* No mknod in a user namespace: device nodes are bind mounts of the host's (bwrap does
+         * the same).  These six are harmless by design. */
+        for (size_t i = 0; i < ELEMENTSOF(nodes); i++) {
+                char src[64], rel[64];
+                (void)snprintf(src, sizeof(src), "/dev/%s", nodes[i]);
+                (void)snprintf(rel, sizeof(rel), "/dev/%s", nodes[i]);
+                r = touch_at_root(rel, err);
+                if (r < 0)
+                        return r;
+                char dst[PATH_MAX];
+                (void)snprintf(dst, sizeof(dst), NEWROOT "%s", rel);
+                if (mount(src, dst, NULL, MS_BIND, NULL) < 0)
+                        return nook_err_errno(err, NOOK_E_IO, "Cannot bind '%s' into the sandbox", src);
+        }
+        r = mkdir_at_root("/dev/pts", 0755, err);
+        if (r < 0)
+                return r;
+        if (mount("devpts", NEWROOT "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC,
+                    "newinstance,ptmxmode=0666,mode=620") < 0)
+                return nook_err_errno(err, NOOK_E_IO, "Cannot mount /dev/pts in the sandbox");
+        if (symlink("pts/ptmx", NEWROOT "/dev/ptmx") < 0)
+                return nook_err_errno(err, NOOK_E_IO, "Cannot create /dev/ptmx in the sandbox");
+        r = mkdir_at_root("/dev/shm", 01777, err);
+        if (r < 0)
+                return r;
+        if (mount("tmpfs", NEWROOT "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777") < 0)
+                return nook_err_errno(err, NOOK_E_IO, "Cannot mount /dev/shm in the sandbox");
+        static const char *const links[][2] = {
+                { "/proc/self/fd", "/dev/fd" },
+                { "/proc/self/fd/0", "/dev/stdin" },
+                { "/proc/self/fd/1", "/dev/stdout" },
+                { "/proc/self/fd/2", "/dev/stderr" },
+                { "/proc/kcore", "/dev/core" },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(links); i++) {
+                char dst[PATH_MAX];
+                (void)snprintf(dst, sizeof(dst), NEWROOT "%s", links[i][1]);
+                if (symlink(links[i][0], dst) < 0)
+                        return nook_err_errno(err, NOOK_E_IO, "Cannot create '%s' in the sandbox", links[i][1]);
+        }
+        return 0;
+}
+
+/* Paths in /proc that expose the host or let root inside poke at the kernel. */
+static int mask_proc(nook_error *err) {
+        static const char *const hide[] = { "/proc/kcore", "/proc/keys", "/proc/timer_list",
+                "/proc/sched_debug", "/proc/latency_stats" };
+        static const char *const ro[] = { "/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus",
+                "/proc/fs" };
+        static const char *const empty[] = { "/proc/acpi", "/proc/scsi" };
+
+        for (size_t i = 0; i < ELEMENTSOF(hide); i++) {
+                char dst[PATH_MAX];
+                (void)snprintf(dst, sizeof(dst), NEWROOT "%s", hide[i]);
+                if (access(dst, F_OK) < 0)
+                        continue;
+                if (mount(NEWROOT "/dev/null", dst, NULL, MS_BIND, NULL) < 0)
+                        return nook_err_errno(err, NOOK_E_IO, "Cannot mask '%s' in the sandbox", hide[i]);
+        }
+        for (size_t i = 0; i < ELEMENTSOF(ro); i++) {
+                char dst[PATH_MAX];
+                (void)snprintf(dst, sizeof(dst), NEWROOT "%s", ro[i]);
+                if (access(dst, F_OK) < 0)
+                        continue;
+                int r = bind_ro(dst, dst, true, MS_NOSUID | MS_NODEV | MS_NOEXEC, err);
+                if (r < 0)
+                        return r;
+        }
+        for (size_t i = 0; i < ELEMENTSOF(empty); i++) {
+                char dst[PATH_MAX];
+                (void)snprintf(dst, sizeof(dst), NEWROOT "%s", empty[i]);
+                if (access(dst, F_OK) < 0)
+                        continue;
+                if (mount("tmpfs", dst, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=0") < 0)
+                        return nook_err_errno(err, NOOK_E_IO, "Cannot mask '%s' in the sandbox", empty[i]);
+        }
+        return 0;
+}
+
+static int setup_proc_sys(nook_error *err) {
+        int r = mkdir_at_root("/proc", 0555, err);
+        if (r < 0)
+                return r;
+        if (mount("proc", NEWROOT "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
+                return nook_err_errno(err, NOOK_E_IO, "Cannot mount /proc in the sandbox");
+        r = mkdir_at_root("/sys", 0555, err);
+        if (r < 0)
+                return r;
+        /* sysfs is mountable because we own the network namespace; read-only, and absent (an
+         * empty directory) where the host refuses it. */
+        if (mount("sysfs", NEWROOT "/sys", "sysfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) == 0) {
+                char fw[PATH_MAX];
+                (void)snprintf(fw, sizeof(fw), NEWROOT "/sys/firmware");
+                if (access(fw, F_OK) == 0)
+                        (void)mount("tmpfs", fw, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=0");
+        }
+        return 0;
+}
+
+static int setup_binds(const iso_rootfs *rf, nook_error *err) {
+        int r;
+        STRV_FOREACH(p, rf->ro_binds) {
+                struct stat st;
+                if (stat(*p, &st) < 0)
+                        continue; /* the host lacks it; the image does not need it then */
+                char dst[PATH_MAX];
+                (void)snprintf(dst, sizeof(dst), NEWROOT "%s", *p);
+                if (S_ISDIR(st.st_mode))
+                        r = mkdir_p_at_root(*p, err);
+                else
+                        r = touch_at_root(*p, err);
+                if (r < 0)
+                        return r;
+                r = bind_ro(*p, dst, true, MS_NOSUID | MS_NODEV, err);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+static int setup_workspace_tmp(const iso_rootfs *rf, nook_error *err) {
+        int r = mkdir_at_root("/tmp", 01777, err);
+        if (r < 0)
+                return r;
+        if (mount("tmpfs", NEWROOT "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777") < 0)
+                return nook_err_errno(err, NOOK_E_IO, "Cannot mount /tmp in the sandbox");
+        if (rf->workspace_fd < 0)
+                return 0;
+        r = mkdir_at_root("/workspace", 0755, err);
+        if (r < 0)
+                return r;
+        char src[64];
+        (void)snprintf(src, sizeof(src), "/proc/self/fd/%d", rf->workspace_fd);
+        if (mount(src, NEWROOT "/workspace", NULL, MS_BIND, NULL) < 0)
+                return nook_err_errno(err, NOOK_E_IO, "Cannot bind the workspace at /workspace");
+        if (mount(NULL, NEWROOT "/workspace", NULL, MS_BIND | MS_REMOUNT | MS_NOSUID | MS_NODEV |
+                            locked_flags(NEWROOT "/workspace"), NULL) < 0)
+                return nook_err_errno(err, NOOK_E_IO, "Cannot set nosuid,nodev on /workspace");
+        return 0;
+}
+
+static int pivot_into_new_root(nook_error *err) {
+        if (chdir(NEWROOT) < 0)
+                return nook_err_errno(err, NOOK_E_IO, "Cannot enter the new root");
+        /* pivot_root(".", ".") stacks the old root under the new one; detaching "." then drops
+         * it without needing a directory for it (pivot_root(2), NOTES). */
+        if (syscall(SYS_pivot_root, ".", ".") < 0)
+                return nook_err_errno(err, NOOK_E_IO, "pivot_root into the sandbox root failed");
+        if (umount2(".", MNT_DETACH) < 0)
+                return nook_err_errno(err, NOOK_E_IO, "Cannot detach the host root");
+        if (chdir("/") < 0)
+                return nook_err_errno(err, NOOK_E_IO, "Cannot chdir to the new root");
+        return 0;
+}
+
+/* Runs in the sandbox init after clone() and the id maps.  State:
+ *   userns: new, maps written, we are uid 0 with a full capability set in it
+ *   mntns:  new, still a copy of the host's      pidns: new, we are PID 1
+ *   caps:   none on the host; fds of every host directory were opened by the supervisor. */
+int iso_rootfs_setup(const iso_rootfs *rf, nook_error *err) {
+        int r;
+
+        if (mount(NULL, "/", NULL, MS_SLAVE | MS_REC, NULL) < 0)
+                return nook_err_errno(err, NOOK_E_IO, "Cannot make the sandbox's mounts private");
+        if (mount("tmpfs", SCRATCH, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0700,size=64k") < 0)
+                return nook_err_errno(err, NOOK_E_IO, "Cannot mount the scratch tmpfs");
+        if (mkdir(NEWROOT, 0755) < 0)
+                return nook_err_errno(err, NOOK_E_IO, "Cannot create the new root");
+        r = mount_overlay(rf, err);
+        if (r < 0)
+                return r;
+        r = setup_binds(rf, err);
+        if (r < 0)
+                return r;
+        r = setup_proc_sys(err);
+        if (r < 0)
+                return r;
+        r = setup_dev(err);
+        if (r < 0)
+                return r;
+        r = mask_proc(err);
+        if (r < 0)
+                return r;
+        r = setup_workspace_tmp(rf, err);
+        if (r < 0)
+                return r;
+        return pivot_into_new_root(err);
+}
+
+int iso_net_uts_setup(const char *hostname, nook_error *err) {
+        if (hostname && sethostname(hostname, strlen(hostname)) < 0)
+                return nook_err_errno(err, NOOK_E_IO, "Cannot set the hostname to '%s'", hostname);
+        _cleanup_close_ int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+        if (s < 0)
+                return nook_err_errno(err, NOOK_E_IO, "Cannot open a socket to bring up loopback");
+        struct ifreq ifr = { 0 };
+        strcpy(ifr.ifr_name, "lo");
+        if (ioctl(s, SIOCGIFFLAGS, &ifr) < 0)
+                return nook_err_errno(err, NOOK_E_IO, "Cannot read the loopback interface");
+        ifr.ifr_flags |= IFF_UP | IFF_RUNNING;
+        if (ioctl(s, SIOCSIFFLAGS, &ifr) < 0)
+                return nook_err_errno(err, NOOK_E_IO, "Cannot bring up the loopback interface");
+        return 0;
+}

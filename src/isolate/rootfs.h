@@ -1,0 +1,38 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The sandbox's root filesystem and mount plan, applied by the sandbox init right after
+ * clone() into new user, mount, pid, uts, ipc, net and cgroup namespaces.
+ *
+ * Setup order (a synthesis of crun, bubblewrap and systemd-nspawn; each step is one function):
+ *   1. the supervisor validates the config and opens every host directory as an O_PATH fd
+ *      *before* clone, so bad input changes nothing and the child never has to walk the
+ *      (0700) state folder by path: in a rootful sandbox its root is an unprivileged host uid;
+ *   2. clone with CLONE_NEWUSER and the rest; the supervisor writes the id maps, then syncs;
+ *   3. the child makes "/" MS_SLAVE|MS_REC (host mount events still reach us, ours never leak);
+ *   4. it mounts a private tmpfs as scratch and the overlay (image layers read-only, the
+ *      sandbox's upper layer writable) inside it, through /proc/self/fd/N paths;
+ *   5. it applies the plan under the new root: read-only host binds (the built-in host image),
+ *      /proc, a minimal /dev, /tmp, /sys (read-only), /workspace, masked /proc paths;
+ *   6. pivot_root(".", "."), then detaches the old root;
+ *   7. hostname, loopback up; the caller then drops caps, sets no_new_privs, loads seccomp. */
+#pragma once
+
+#include <stdbool.h>
+
+#include "nook.h"
+
+#define ISO_MAX_LOWERS 64
+
+typedef struct iso_rootfs {
+        const char *hostname;
+        int lower_fds[ISO_MAX_LOWERS]; /* image layers, topmost first */
+        size_t n_lowers;
+        int upper_fd, work_fd; /* per-sandbox writable layer; -1 with n_lowers == 1: read-only root */
+        int workspace_fd;
+        char **ro_binds; /* host paths bound read-only at the same place (built-in host image) */
+        bool rootless;   /* setgroups is denied in the user namespace */
+} iso_rootfs;
+
+/* Steps 3-6.  Runs in the child, as root of the new user namespace.  Leaves cwd at "/". */
+int iso_rootfs_setup(const iso_rootfs *rf, nook_error *err);
+/* Step 7: hostname and loopback. */
+int iso_net_uts_setup(const char *hostname, nook_error *err);

@@ -1,0 +1,124 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "nook.h"
+#include "supervisor/config.h"
+#include "util/error.h"
+#include "util/fd.h"
+#include "util/macro.h"
+#include "util/str.h"
+
+void sup_config_done(sup_config *c) {
+        free(c->name);
+        strv_free(c->lowers);
+        free(c->upper);
+        free(c->work);
+        strv_free(c->ro_binds);
+        free(c->workspace);
+        strv_free(c->env);
+        free(c->workdir);
+        free(c->user);
+        free(c->profile);
+        memset(c, 0, sizeof(*c));
+}
+
+static json_t *strv_to_json(char **l) {
+        json_t *a = json_array();
+        STRV_FOREACH(s, l)
+                json_array_append_new(a, json_string(*s));
+        return a;
+}
+
+int sup_config_to_file(const sup_config *c, const char *path, nook_error *err) {
+        json_t *o = json_pack("{s:s, s:o, s:s?, s:s?, s:o, s:s?, s:o, s:s?, s:s?, s:s?, s:I, s:I, s:b}",
+                "name", c->name, "lowers", strv_to_json(c->lowers), "upper", c->upper, "work", c->work,
+                "roBinds", strv_to_json(c->ro_binds), "workspace", c->workspace, "env", strv_to_json(c->env),
+                "workdir", c->workdir, "user", c->user, "profile", c->profile, "maxDurationMs",
+                (json_int_t)c->max_duration_ms, "idleTimeoutMs", (json_int_t)c->idle_timeout_ms, "ephemeral",
+                c->ephemeral);
+        if (!o)
+                return nook_err_oom(err);
+        _cleanup_free_ char *tmp = strprintf("%s.tmp", path);
+        if (!tmp) {
+                json_decref(o);
+                return nook_err_oom(err);
+        }
+        int r = json_dump_file(o, tmp, JSON_COMPACT);
+        json_decref(o);
+        if (r < 0)
+                return nook_err_errno(err, NOOK_E_IO, "Cannot write '%s'", tmp);
+        if (rename(tmp, path) < 0)
+                return nook_err_errno(err, NOOK_E_IO, "Cannot write '%s'", path);
+        return 0;
+}
+
+static int get_strv(json_t *o, const char *key, char ***ret, nook_error *err) {
+        json_t *a = json_object_get(o, key);
+        size_t i;
+        json_t *v;
+        char **l = calloc(1, sizeof(char *));
+        if (!l)
+                return nook_err_oom(err);
+        if (a && !json_is_array(a)) {
+                strv_free(l);
+                return nook_err_set(err, NOOK_E_INVALID, "config: '%s' must be an array", key);
+        }
+        json_array_foreach(a, i, v) {
+                if (!json_is_string(v) || strv_push(&l, json_string_value(v)) < 0) {
+                        strv_free(l);
+                        return nook_err_set(err, NOOK_E_INVALID, "config: '%s' must hold strings", key);
+                }
+        }
+        *ret = l;
+        return 0;
+}
+
+static int get_str(json_t *o, const char *key, bool required, char **ret, nook_error *err) {
+        json_t *v = json_object_get(o, key);
+        if (!v || json_is_null(v)) {
+                if (required)
+                        return nook_err_set(err, NOOK_E_INVALID, "config: '%s' is missing", key);
+                *ret = NULL;
+                return 0;
+        }
+        if (!json_is_string(v))
+                return nook_err_set(err, NOOK_E_INVALID, "config: '%s' must be a string", key);
+        *ret = strdup(json_string_value(v));
+        return *ret ? 0 : nook_err_oom(err);
+}
+
+int sup_config_from_file(const char *path, sup_config *ret, nook_error *err) {
+        json_error_t jerr;
+        json_t *o = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
+        sup_config c = { 0 };
+        int r;
+
+        if (!o || !json_is_object(o)) {
+                json_decref(o);
+                return nook_err_set(err, NOOK_E_INVALID, "Cannot read the sandbox config '%s': %s", path, jerr.text);
+        }
+        if ((r = get_str(o, "name", true, &c.name, err)) < 0 || (r = get_strv(o, "lowers", &c.lowers, err)) < 0 ||
+                (r = get_str(o, "upper", false, &c.upper, err)) < 0 ||
+                (r = get_str(o, "work", false, &c.work, err)) < 0 ||
+                (r = get_strv(o, "roBinds", &c.ro_binds, err)) < 0 ||
+                (r = get_str(o, "workspace", false, &c.workspace, err)) < 0 ||
+                (r = get_strv(o, "env", &c.env, err)) < 0 || (r = get_str(o, "workdir", false, &c.workdir, err)) < 0 ||
+                (r = get_str(o, "user", false, &c.user, err)) < 0 ||
+                (r = get_str(o, "profile", false, &c.profile, err)) < 0) {
+                json_decref(o);
+                sup_config_done(&c);
+                return r;
+        }
+        c.max_duration_ms = (uint64_t)json_integer_value(json_object_get(o, "maxDurationMs"));
+        c.idle_timeout_ms = (uint64_t)json_integer_value(json_object_get(o, "idleTimeoutMs"));
+        c.ephemeral = json_is_true(json_object_get(o, "ephemeral"));
+        json_decref(o);
+        *ret = c;
+        return 0;
+}

@@ -1,0 +1,28 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The supervisor's configuration: everything it needs to create one sandbox, written by libnook
+ * as <state>/config.json before the supervisor starts.  It never holds a secret value. */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "nook.h"
+
+typedef struct sup_config {
+        char *name;
+        char **lowers;   /* image layers, topmost first */
+        char *upper;     /* NULL: read-only root */
+        char *work;
+        char **ro_binds; /* host paths bound read-only (built-in host image) */
+        char *workspace;
+        char **env;      /* sandbox env, "KEY=VALUE" */
+        char *workdir;   /* default cwd of execs */
+        char *user;      /* default user of execs */
+        char *profile;   /* "default" | "restricted" */
+        uint64_t max_duration_ms, idle_timeout_ms;
+        bool ephemeral;
+} sup_config;
+
+void sup_config_done(sup_config *c);
+int sup_config_to_file(const sup_config *c, const char *path, nook_error *err);
+int sup_config_from_file(const char *path, sup_config *ret, nook_error *err);

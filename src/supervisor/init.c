@@ -1,0 +1,553 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <jansson.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "nook.h"
+#include "isolate/caps.h"
+#include "isolate/seccomp.h"
+#include "supervisor/init.h"
+#include "supervisor/proto.h"
+#include "util/error.h"
+#include "util/fd.h"
+#include "util/macro.h"
+#include "util/proc.h"
+#include "util/str.h"
+
+#define MAX_EXECS 1024
+
+typedef struct init_exec {
+        uint64_t id;
+        pid_t helper;
+        int status_fd; /* read end: the helper writes the command's wait status here */
+        bool reported;
+} init_exec;
+
+static init_exec execs[MAX_EXECS];
+static size_t n_execs;
+
+_Noreturn static void fail_to_supervisor(int sock, const nook_error *e) {
+        json_t *m = proto_error_msg(e);
+        if (m)
+                (void)proto_send(sock, m, NULL, 0);
+        _exit(1);
+}
+
+/* ---- user lookup inside the sandbox -------------------------------------------------------- */
+
+/* Looks name up in the sandbox's /etc/passwd or /etc/group (field 3 is the id).  We parse the
+ * files ourselves: the image's libc and NSS modules are not ours to load. */
+static int lookup_id(const char *file, const char *name, unsigned *ret_id, unsigned *ret_gid, char *home,
+        size_t home_len) {
+        FILE *f = fopen(file, "re");
+        char line[1024];
+        if (!f)
+                return -ENOENT;
+        while (fgets(line, sizeof(line), f)) {
+                char *fields[7] = { 0 };
+                char *p = line;
+                for (int i = 0; i < 7 && p; i++) {
+                        fields[i] = p;
+                        p = strchr(p, ':');
+                        if (p)
+                                *p++ = 0;
+                }
+                if (!fields[2] || !streq(fields[0], name))
+                        continue;
+                *ret_id = (unsigned)strtoul(fields[2], NULL, 10);
+                if (ret_gid && fields[3])
+                        *ret_gid = (unsigned)strtoul(fields[3], NULL, 10);
+                if (home && fields[5]) {
+                        (void)snprintf(home, home_len, "%s", fields[5]);
+                        home[strcspn(home, "\n")] = 0;
+                }
+                fclose(f);
+                return 0;
+        }
+        fclose(f);
+        return -ENOENT;
+}
+
+static bool parse_uint(const char *s, unsigned *ret) {
+        char *end;
+        if (!s || !*s || *s < '0' || *s > '9')
+                return false;
+        errno = 0;
+        unsigned long v = strtoul(s, &end, 10);
+        if (errno || *end || v > 0xFFFFFFFEul)
+                return false;
+        *ret = (unsigned)v;
+        return true;
+}
+
+/* user: "name", "uid", "uid:gid", "name:group". */
+static int resolve_user(const char *user, unsigned *uid, unsigned *gid, char *home, size_t home_len) {
+        char u[256], *g;
+        (void)snprintf(u, sizeof(u), "%s", user ? user : "0");
+        g = strchr(u, ':');
+        if (g)
+                *g++ = 0;
+        *gid = 0;
+        (void)snprintf(home, home_len, "/");
+        if (parse_uint(u, uid)) {
+                char name[256];
+                *gid = *uid;
+                /* find the home of a numeric uid, best effort */
+                FILE *f = fopen("/etc/passwd", "re");
+                if (f) {
+                        char line[1024];
+                        while (fgets(line, sizeof(line), f)) {
+                                unsigned id, pg;
+                                char h[256];
+                                if (sscanf(line, "%255[^:]:%*[^:]:%u:%u:%*[^:]:%255[^:]", name, &id, &pg, h) == 4 &&
+                                        id == *uid) {
+                                        *gid = pg;
+                                        (void)snprintf(home, home_len, "%s", h);
+                                        break;
+                                }
+                        }
+                        fclose(f);
+                }
+        } else if (lookup_id("/etc/passwd", u, uid, gid, home, home_len) < 0)
+                return -ESRCH;
+        if (g && !parse_uint(g, gid) && lookup_id("/etc/group", g, gid, NULL, NULL, 0) < 0)
+                return -ESRCH;
+        return 0;
+}
+
+/* ---- the per-exec helper -------------------------------------------------------------------- */
+
+static volatile sig_atomic_t helper_kill_tree, helper_forward;
+
+static void helper_on_signal(int sig) {
+        if (sig == SIGUSR1)
+                helper_kill_tree = 1;
+        else
+                helper_forward = sig;
+}
+
+/* Kills every descendant of the calling process.  We are a child subreaper, so orphans are
+ * re-parented to us and stay findable; repeat until no descendant is left (a process forking
+ * while we scan is caught on the next round). */
+static void kill_descendants(void) {
+        for (int round = 0; round < 100; round++) {
+                DIR *d = opendir("/proc");
+                pid_t me = getpid();
+                size_t killed = 0;
+                static pid_t pids[65536], ppids[65536];
+                size_t n = 0;
+                struct dirent *de;
+                if (!d)
+                        return;
+                while ((de = readdir(d)) && n < ELEMENTSOF(pids)) {
+                        char path[64], buf[512];
+                        char *end;
+                        long pid = strtol(de->d_name, &end, 10);
+                        if (*end || pid <= 1)
+                                continue;
+                        (void)snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
+                        int fd = open(path, O_RDONLY | O_CLOEXEC);
+                        if (fd < 0)
+                                continue;
+                        ssize_t k = read(fd, buf, sizeof(buf) - 1);
+                        safe_close(fd);
+                        if (k <= 0)
+                                continue;
+                        buf[k] = 0;
+                        char *p = strrchr(buf, ')');
+                        int ppid;
+                        if (!p || sscanf(p + 2, "%*c %d", &ppid) != 1)
+                                continue;
+                        pids[n] = (pid_t)pid;
+                        ppids[n] = (pid_t)ppid;
+                        n++;
+                }
+                closedir(d);
+                /* mark descendants: repeat the parent walk until nothing changes */
+                static bool desc[65536];
+                memset(desc, 0, sizeof(bool) * n);
+                for (bool changed = true; changed;) {
+                        changed = false;
+                        for (size_t i = 0; i < n; i++) {
+                                if (desc[i])
+                                        continue;
+                                bool parent_is_desc = ppids[i] == me;
+                                for (size_t j = 0; j < n && !parent_is_desc; j++)
+                                        parent_is_desc = desc[j] && pids[j] == ppids[i];
+                                if (parent_is_desc) {
+                                        desc[i] = true;
+                                        changed = true;
+                                }
+                        }
+                }
+                for (size_t i = 0; i < n; i++)
+                        if (desc[i] && kill(pids[i], SIGKILL) == 0)
+                                killed++;
+                while (waitpid(-1, NULL, WNOHANG) > 0)
+                        ;
+                if (killed == 0)
+                        return;
+                usleep(1000);
+        }
+}
+
+typedef struct exec_req {
+        char **argv;
+        char **env;
+        const char *cwd;
+        const char *user;
+} exec_req;
+
+_Noreturn static void exec_command(const exec_req *req, int in, int out, int errfd) {
+        unsigned uid, gid;
+        char home[256];
+
+        (void)setsid();
+        if ((in >= 0 && fd_move_to(in, 0) < 0) || (out >= 0 && fd_move_to(out, 1) < 0) ||
+                (errfd >= 0 && fd_move_to(errfd, 2) < 0))
+                _exit(126);
+        if (in < 0) {
+                int nul = open("/dev/null", O_RDONLY);
+                if (nul >= 0 && nul != 0) {
+                        (void)dup2(nul, 0);
+                        (void)close(nul);
+                }
+        }
+        (void)fd_close_all_except(3, NULL, 0);
+        if (resolve_user(req->user, &uid, &gid, home, sizeof(home)) < 0) {
+                dprintf(2, "nook: no user '%s' in this sandbox's /etc/passwd\n", req->user);
+                _exit(126);
+        }
+        if (strv_env_find(req->env, "HOME", 4) < 0) {
+                char h[300];
+                (void)snprintf(h, sizeof(h), "HOME=%s", home);
+                (void)strv_env_set((char ***)&req->env, h);
+        }
+        if (gid != 0 || uid != 0) {
+                if (setgroups(0, NULL) < 0 && errno != EPERM) {
+                        dprintf(2, "nook: cannot drop supplementary groups: %s\n", strerror(errno));
+                        _exit(126);
+                }
+                if (setresgid(gid, gid, gid) < 0 || setresuid(uid, uid, uid) < 0) {
+                        dprintf(2, "nook: cannot switch to user '%s' (%u:%u): %s; rootless sandboxes without a /etc/subuid range only map root\n",
+                                req->user, uid, gid, strerror(errno));
+                        _exit(126);
+                }
+        }
+        if (chdir(req->cwd ? req->cwd : "/") < 0) {
+                dprintf(2, "nook: cannot change to directory '%s': %s\n", req->cwd, strerror(errno));
+                _exit(126);
+        }
+        sigset_t none;
+        sigemptyset(&none);
+        (void)sigprocmask(SIG_SETMASK, &none, NULL);
+        /* execvp searches the PATH of the current environment, so install the command's first. */
+        extern char **environ;
+        environ = req->env;
+        execvp(req->argv[0], req->argv);
+        int e = errno;
+        dprintf(2, "nook: cannot run '%s': %s\n", req->argv[0], strerror(e));
+        _exit(e == ENOENT ? 127 : 126);
+}
+
+/* The helper: child subreaper between init and the command.  Reports the command's wait status
+ * on status_fd as soon as it exits, then keeps reaping whatever the command left running. */
+_Noreturn static void helper_main(const exec_req *req, int fds[3], int status_fd) {
+        struct sigaction sa = { .sa_handler = helper_on_signal };
+        static const int fwd[] = { SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR2, SIGWINCH, SIGUSR1 };
+        sigset_t none;
+
+        (void)prctl(PR_SET_CHILD_SUBREAPER, 1);
+        (void)prctl(PR_SET_PDEATHSIG, SIGKILL);
+        for (size_t i = 0; i < ELEMENTSOF(fwd); i++)
+                (void)sigaction(fwd[i], &sa, NULL);
+        sigemptyset(&none);
+        (void)sigprocmask(SIG_SETMASK, &none, NULL);
+
+        pid_t cmd = fork();
+        if (cmd < 0)
+                _exit(126);
+        if (cmd == 0) {
+                safe_close(status_fd);
+                exec_command(req, fds[0], fds[1], fds[2]);
+        }
+        for (int i = 0; i < 3; i++)
+                fds[i] = safe_close(fds[i]);
+        bool cmd_done = false;
+        for (;;) {
+                if (helper_kill_tree) {
+                        helper_kill_tree = 0;
+                        kill_descendants();
+                }
+                if (helper_forward) {
+                        int sig = helper_forward;
+                        helper_forward = 0;
+                        if (!cmd_done)
+                                (void)kill(cmd, sig);
+                }
+                int st;
+                pid_t p = waitpid(-1, &st, 0);
+                if (p < 0 && errno == EINTR)
+                        continue;
+                if (p < 0)
+                        _exit(0); /* ECHILD: nothing left below us */
+                if (p == cmd && !cmd_done) {
+                        cmd_done = true;
+                        (void)fd_write_all(status_fd, &st, sizeof(st));
+                        status_fd = safe_close(status_fd);
+                }
+        }
+}
+
+/* ---- init ------------------------------------------------------------------------------------ */
+
+static int json_strv(json_t *a, char ***ret) {
+        size_t i;
+        json_t *v;
+        char **l = calloc(1, sizeof(char *));
+        if (!l)
+                return -ENOMEM;
+        json_array_foreach(a, i, v) {
+                if (!json_is_string(v) || strv_push(&l, json_string_value(v)) < 0) {
+                        strv_free(l);
+                        return -EINVAL;
+                }
+        }
+        *ret = l;
+        return 0;
+}
+
+static void init_report(int sock, const char *op, uint64_t id, json_int_t key_val, const char *key) {
+        json_t *m = json_pack("{s:s, s:I, s:I}", "op", op, "id", (json_int_t)id, key, key_val);
+        if (m)
+                (void)proto_send(sock, m, NULL, 0);
+        json_decref(m);
+}
+
+static void init_start_exec(int sock, json_t *msg, int fds[3]) {
+        exec_req req = { 0 };
+        uint64_t id = (uint64_t)json_integer_value(json_object_get(msg, "id"));
+        int pipefd[2];
+
+        if (n_execs >= MAX_EXECS || json_strv(json_object_get(msg, "argv"), &req.argv) < 0 ||
+                json_strv(json_object_get(msg, "env"), &req.env) < 0 || !req.argv[0] ||
+                pipe2(pipefd, O_CLOEXEC) < 0) {
+                init_report(sock, "exited", id, 126 << 8, "status");
+                strv_free(req.argv);
+                strv_free(req.env);
+                return;
+        }
+        req.cwd = json_string_value(json_object_get(msg, "cwd"));
+        req.user = json_string_value(json_object_get(msg, "user"));
+        pid_t helper = fork();
+        if (helper == 0) {
+                safe_close(pipefd[0]);
+                safe_close(sock);
+                helper_main(&req, fds, pipefd[1]);
+        }
+        safe_close(pipefd[1]);
+        strv_free(req.argv);
+        strv_free(req.env);
+        if (helper < 0) {
+                safe_close(pipefd[0]);
+                init_report(sock, "exited", id, 126 << 8, "status");
+                return;
+        }
+        execs[n_execs++] = (init_exec){ .id = id, .helper = helper, .status_fd = pipefd[0] };
+        init_report(sock, "started", id, helper, "pid");
+}
+
+static init_exec *find_exec(uint64_t id) {
+        for (size_t i = 0; i < n_execs; i++)
+                if (execs[i].id == id)
+                        return &execs[i];
+        return NULL;
+}
+
+static void remove_exec(init_exec *e) {
+        e->status_fd = safe_close(e->status_fd);
+        *e = execs[--n_execs];
+}
+
+/* A status arrived from a helper (or it died without one). */
+static void init_exec_finished(int sock, init_exec *e, int status) {
+        if (!e->reported) {
+                e->reported = true;
+                init_report(sock, "exited", e->id, status, "status");
+        }
+        e->status_fd = safe_close(e->status_fd);
+}
+
+_Noreturn static void init_stop(uint64_t timeout_ms) {
+        /* From PID 1, kill(-1) reaches every other process in our pid namespace. */
+        (void)kill(-1, SIGTERM);
+        uint64_t deadline = now_ms() + timeout_ms;
+        while (now_ms() < deadline) {
+                pid_t p = waitpid(-1, NULL, WNOHANG);
+                if (p < 0 && errno == ECHILD)
+                        break;
+                if (p <= 0)
+                        usleep(5000);
+        }
+        /* Leaving PID 1 makes the kernel SIGKILL whatever is left in the namespace. */
+        _exit(0);
+}
+
+static void init_handle_msg(int sock, json_t *msg, int *fds, size_t n_fds) {
+        const char *op = proto_op(msg);
+        if (streq(op, "exec")) {
+                int std[3] = { -1, -1, -1 };
+                for (size_t i = 0; i < 3 && i < n_fds; i++) {
+                        std[i] = fds[i];
+                        fds[i] = -1;
+                }
+                init_start_exec(sock, msg, std);
+                for (int i = 0; i < 3; i++)
+                        safe_close(std[i]);
+        } else if (streq(op, "kill")) {
+                init_exec *e = find_exec((uint64_t)json_integer_value(json_object_get(msg, "id")));
+                int sig = (int)json_integer_value(json_object_get(msg, "signal"));
+                if (e && sig > 0 && sig < 65)
+                        (void)kill(e->helper, sig == SIGKILL ? SIGUSR1 : sig);
+        } else if (streq(op, "stop"))
+                init_stop((uint64_t)json_integer_value(json_object_get(msg, "timeoutMs")));
+        proto_close_fds(fds, n_fds);
+}
+
+_Noreturn static void init_loop(int sock) {
+        sigset_t mask;
+        sigemptyset(&mask);
+        sigaddset(&mask, SIGCHLD);
+        sigaddset(&mask, SIGTERM);
+        sigaddset(&mask, SIGINT);
+        sigaddset(&mask, SIGHUP);
+        (void)sigprocmask(SIG_BLOCK, &mask, NULL);
+        int sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+
+        for (;;) {
+                struct pollfd pfd[2 + MAX_EXECS];
+                size_t n = 0;
+                pfd[n++] = (struct pollfd){ .fd = sock, .events = POLLIN };
+                pfd[n++] = (struct pollfd){ .fd = sfd, .events = POLLIN };
+                for (size_t i = 0; i < n_execs; i++)
+                        pfd[n++] = (struct pollfd){ .fd = execs[i].status_fd, .events = POLLIN };
+                if (poll(pfd, n, -1) < 0 && errno != EINTR)
+                        _exit(1);
+                if (pfd[0].revents & (POLLHUP | POLLERR))
+                        _exit(0); /* the supervisor is gone: so is the sandbox */
+                if (pfd[0].revents & POLLIN) {
+                        json_t *msg = NULL;
+                        int fds[PROTO_MAX_FDS];
+                        size_t n_fds = 0;
+                        int r = proto_recv(sock, &msg, fds, &n_fds);
+                        if (r == 0)
+                                _exit(0);
+                        if (r > 0) {
+                                init_handle_msg(sock, msg, fds, n_fds);
+                                json_decref(msg);
+                        }
+                }
+                for (size_t i = 0; i < n_execs; i++) {
+                        if (pfd[2 + i].fd < 0 || !(pfd[2 + i].revents & (POLLIN | POLLHUP)))
+                                continue;
+                        int st;
+                        ssize_t k = fd_read_all(execs[i].status_fd, &st, sizeof(st));
+                        if (k == (ssize_t)sizeof(st))
+                                init_exec_finished(sock, &execs[i], st);
+                        else
+                                execs[i].status_fd = safe_close(execs[i].status_fd);
+                }
+                if (pfd[1].revents & POLLIN) {
+                        struct signalfd_siginfo si;
+                        while (read(sfd, &si, sizeof(si)) == sizeof(si))
+                                if (si.ssi_signo != SIGCHLD)
+                                        init_stop(2000); /* a signal to PID 1 from outside: stop */
+                }
+                /* Reap everything: helpers (ours) and orphans re-parented to PID 1. */
+                for (;;) {
+                        int st;
+                        pid_t p = waitpid(-1, &st, WNOHANG);
+                        if (p <= 0)
+                                break;
+                        for (size_t i = 0; i < n_execs; i++) {
+                                if (execs[i].helper != p)
+                                        continue;
+                                /* The helper wrote the command's status before it exited: prefer
+                                 * that over the helper's own status.  Its write end is closed now,
+                                 * so this read cannot block. */
+                                int cst;
+                                if (execs[i].status_fd >= 0 &&
+                                        fd_read_all(execs[i].status_fd, &cst, sizeof(cst)) == (ssize_t)sizeof(cst))
+                                        st = cst;
+                                init_exec_finished(sock, &execs[i], st);
+                                remove_exec(&execs[i]);
+                                break;
+                        }
+                }
+        }
+}
+
+static int init_become_root(bool rootless, nook_error *err) {
+        if (setresgid(0, 0, 0) < 0)
+                return nook_err_errno(err, NOOK_E_IO, "Cannot become root (gid) in the sandbox's user namespace");
+        /* Host root's supplementary groups would still grant host access: drop them.  Rootless,
+         * setgroups is denied in the namespace and we keep the caller's (user_namespaces(7)). */
+        if (!rootless && setgroups(0, NULL) < 0)
+                return nook_err_errno(err, NOOK_E_IO, "Cannot drop supplementary groups");
+        if (setresuid(0, 0, 0) < 0)
+                return nook_err_errno(err, NOOK_E_IO, "Cannot become root (uid) in the sandbox's user namespace");
+        return 0;
+}
+
+static int init_security(const sup_config *c, nook_error *err) {
+        iso_profile p = iso_profile_from_string(c->profile ? c->profile : "default");
+        int r;
+        if (p < 0)
+                return nook_err_set(err, NOOK_E_INVALID, "Unknown security profile '%s'", c->profile);
+        r = iso_caps_drop(p, err);
+        if (r < 0)
+                return r;
+        r = iso_set_no_new_privs(err);
+        if (r < 0)
+                return r;
+        /* Last: the filter would refuse some of the calls above. */
+        return iso_seccomp_load(p, err);
+}
+
+_Noreturn void init_main(int sock, const sup_config *c, const iso_rootfs *rf) {
+        nook_error err = { 0 };
+        json_t *msg = NULL;
+        int r;
+
+        (void)prctl(PR_SET_PDEATHSIG, SIGKILL);
+        /* Step 2: wait until the supervisor has written our id maps. */
+        r = proto_recv(sock, &msg, NULL, NULL);
+        if (r <= 0 || !streq(proto_op(msg), "maps"))
+                _exit(1);
+        json_decref(msg);
+        if ((r = init_become_root(rf->rootless, &err)) < 0 || (r = iso_rootfs_setup(rf, &err)) < 0 ||
+                (r = iso_net_uts_setup(c->name, &err)) < 0)
+                fail_to_supervisor(sock, &err);
+        int keep[] = { sock };
+        (void)fd_close_all_except(3, keep, 1);
+        (void)prctl(PR_SET_DUMPABLE, 0);
+        r = init_security(c, &err);
+        if (r < 0)
+                fail_to_supervisor(sock, &err);
+        msg = json_pack("{s:s}", "op", "ready");
+        if (!msg || proto_send(sock, msg, NULL, 0) < 0)
+                _exit(1);
+        json_decref(msg);
+        init_loop(sock);
+}

@@ -1,0 +1,13 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The sandbox init: PID 1 inside the sandbox.  It finishes the sandbox setup (rootfs, hostname,
+ * capabilities, no_new_privs, seccomp), then reaps orphans and runs the supervisor's exec
+ * requests, each under a small per-exec helper that is a child subreaper: every process the
+ * command starts stays below the helper, so a timeout or cancellation can kill the whole tree
+ * (a double fork or setsid() does not escape it). */
+#pragma once
+
+#include "isolate/rootfs.h"
+#include "supervisor/config.h"
+
+/* Runs in the child of clone(); never returns. */
+_Noreturn void init_main(int sock, const sup_config *c, const iso_rootfs *rf);

@@ -1,0 +1,86 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* nook-supervisor: started by libnook with exec (never a bare fork in a threaded caller),
+ *   nook-supervisor --state DIR --ready-fd N
+ * It forks once more and lets the first process exit at once, so the caller reaps it right
+ * away and the supervisor is re-parented and detached in its own session (conmon's pattern). */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include "nook.h"
+#include "supervisor/config.h"
+#include "supervisor/sup.h"
+#include "util/error.h"
+#include "util/fd.h"
+#include "util/macro.h"
+#include "util/str.h"
+
+static int usage(void) {
+        fprintf(stderr, "usage: nook-supervisor --state DIR --ready-fd N\n"
+                        "Started by nook; not meant to be run by hand.\n");
+        return 2;
+}
+
+static void redirect_stdio(const char *state_dir) {
+        _cleanup_free_ char *log = strprintf("%s/supervisor.log", state_dir);
+        int nul = open("/dev/null", O_RDWR | O_CLOEXEC);
+        int lfd = log ? open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600) : -1;
+        if (nul >= 0)
+                (void)dup2(nul, 0);
+        if (lfd >= 0) {
+                (void)dup2(lfd, 1);
+                (void)dup2(lfd, 2);
+        } else if (nul >= 0) {
+                (void)dup2(nul, 1);
+                (void)dup2(nul, 2);
+        }
+        safe_close(nul);
+        safe_close(lfd);
+}
+
+int main(int argc, char **argv) {
+        const char *state_dir = NULL;
+        int ready_fd = -1;
+        nook_error err = { 0 };
+
+        for (int i = 1; i + 1 < argc; i += 2) {
+                if (streq(argv[i], "--state"))
+                        state_dir = argv[i + 1];
+                else if (streq(argv[i], "--ready-fd"))
+                        ready_fd = atoi(argv[i + 1]);
+                else
+                        return usage();
+        }
+        if (!state_dir || state_dir[0] != '/' || ready_fd < 3 || fcntl(ready_fd, F_GETFD) < 0)
+                return usage();
+        (void)fd_set_cloexec(ready_fd, true);
+
+        pid_t pid = fork();
+        if (pid < 0) {
+                perror("nook-supervisor: fork");
+                return 1;
+        }
+        if (pid > 0)
+                _exit(0);
+        (void)setsid();
+        redirect_stdio(state_dir);
+        int keep[] = { ready_fd };
+        (void)fd_close_all_except(3, keep, 1);
+        (void)prctl(PR_SET_NAME, "nook-supervisor");
+
+        sup_config cfg = { 0 };
+        _cleanup_free_ char *cfg_path = strprintf("%s/config.json", state_dir);
+        if (!cfg_path || sup_config_from_file(cfg_path, &cfg, &err) < 0) {
+                fprintf(stderr, "nook-supervisor: %s\n", err.msg);
+                dprintf(ready_fd, "{\"ok\":false,\"code\":\"%s\",\"message\":\"Cannot read the sandbox config\"}\n",
+                        nook_errc_to_string(err.code ? err.code : NOOK_E_NOMEM));
+                return 1;
+        }
+        int r = sup_run(&cfg, state_dir, ready_fd);
+        sup_config_done(&cfg);
+        return r;
+}

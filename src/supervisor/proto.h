@@ -1,0 +1,39 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Messages between a client and the supervisor (the control socket) and between the supervisor
+ * and the sandbox init: one JSON object per SOCK_SEQPACKET record, with up to 8 fds attached
+ * (SCM_RIGHTS).  A client's stdio travels as fds, so output never takes an extra copy.
+ *
+ * Client -> supervisor:  {"op":"exec", "argv":[..], "env":[..], "cwd":"/workspace", "user":"0",
+ *                         "timeoutMs":0, "detach":false}  + fds stdin, stdout, stderr
+ *                        {"op":"cancel"} {"op":"signal","signal":15} {"op":"stop","timeoutMs":N}
+ *                        {"op":"status"}
+ * Supervisor -> client:  {"op":"started","id":N,"pid":P} {"op":"exited","id":N,"status":W,
+ *                         "reason":"exited|timeout|cancelled|lost"} {"op":"error","code":"..","message":".."}
+ *                        {"op":"status",...} {"op":"stopped"}
+ * Supervisor -> init:    {"op":"exec","id":N,...} + fds, {"op":"kill","id":N,"signal":S},
+ *                        {"op":"stop","timeoutMs":N}
+ * Init -> supervisor:    {"op":"ready"} {"op":"error",...} {"op":"started","id":N,"pid":P}
+ *                        {"op":"exited","id":N,"status":W}
+ * Every field that reaches the supervisor from init or a client is checked before use: init runs
+ * inside the sandbox and is as trusted as the code it hosts. */
+#pragma once
+
+#include <jansson.h>
+#include <stddef.h>
+
+#include "nook.h"
+
+#define PROTO_MAX_MSG (256 * 1024)
+#define PROTO_MAX_FDS 8
+
+/* Sends msg (not consumed) with fds.  Returns 0 or -errno. */
+int proto_send(int sock, json_t *msg, const int *fds, size_t n_fds);
+/* Receives one message.  Returns 1 with *ret set, 0 on orderly EOF, or -errno; a message that is
+ * not a JSON object is -EBADMSG.  Received fds are CLOEXEC; unused ones must be closed. */
+int proto_recv(int sock, json_t **ret, int *ret_fds, size_t *ret_n_fds);
+/* An {"op":"error"} message from a nook_error. */
+json_t *proto_error_msg(const nook_error *e);
+/* Fills err from an {"op":"error"} message. Returns -code. */
+int proto_error_from_msg(json_t *msg, nook_error *err);
+const char *proto_op(json_t *msg);
+void proto_close_fds(int *fds, size_t n);

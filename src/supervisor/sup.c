@@ -1,0 +1,592 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "nook.h"
+#include "isolate/rootfs.h"
+#include "isolate/userns.h"
+#include "supervisor/exitfile.h"
+#include "supervisor/init.h"
+#include "supervisor/proto.h"
+#include "supervisor/sup.h"
+#include "util/error.h"
+#include "util/fd.h"
+#include "util/log.h"
+#include "util/macro.h"
+#include "util/path.h"
+#include "util/proc.h"
+#include "util/str.h"
+
+#define MAX_CLIENTS 512
+#define SETUP_TIMEOUT_MS 30000
+#define RETIRE_GRACE_MS 5000
+#define DEFAULT_PATH "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+typedef struct client {
+        int fd;
+        uint64_t exec_id;   /* 0: none */
+        bool exec_running;
+        bool detach;
+        bool wants_stopped; /* sent "stop": answer when the sandbox is down */
+        uint64_t deadline;  /* exec timeout (monotonic ms), 0 = none */
+        const char *reason; /* why the exec ended early: "timeout", "cancelled" */
+} client;
+
+typedef struct sup {
+        const sup_config *cfg;
+        const char *state_dir;
+        int init_sock, listen_fd, sig_fd;
+        pid_t init_pid;
+        client clients[MAX_CLIENTS];
+        size_t n_clients;
+        uint64_t next_exec_id;
+        uint64_t started_ms, last_activity_ms;
+        size_t detached_running; /* execs whose client went away on purpose */
+        bool stopping;
+        uint64_t stop_deadline;
+        const char *stop_reason;
+} sup;
+
+static void sup_log(const char *line) {
+        fprintf(stderr, "%s\n", line);
+}
+
+/* ---- setup ----------------------------------------------------------------------------------- */
+
+static int open_dir_path(const char *p, int *ret, nook_error *err) {
+        int fd = open(p, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0)
+                return nook_err_errno(err, NOOK_E_IO, "Cannot open '%s'", p);
+        *ret = fd;
+        return 0;
+}
+
+static int prepare_rootfs(const sup_config *c, iso_rootfs *rf, nook_error *err) {
+        int r;
+        *rf = (iso_rootfs){ .hostname = c->name, .upper_fd = -1, .work_fd = -1, .workspace_fd = -1,
+                .ro_binds = c->ro_binds, .rootless = geteuid() != 0 };
+        STRV_FOREACH(l, c->lowers) {
+                if (rf->n_lowers >= ISO_MAX_LOWERS)
+                        return nook_err_set(err, NOOK_E_INVALID, "Too many image layers (max %d)", ISO_MAX_LOWERS);
+                r = open_dir_path(*l, &rf->lower_fds[rf->n_lowers], err);
+                if (r < 0)
+                        return r;
+                rf->n_lowers++;
+        }
+        if (c->upper && ((r = open_dir_path(c->upper, &rf->upper_fd, err)) < 0 ||
+                                (r = open_dir_path(c->work, &rf->work_fd, err)) < 0))
+                return r;
+        if (c->workspace && (r = open_dir_path(c->workspace, &rf->workspace_fd, err)) < 0)
+                return r;
+        return 0;
+}
+
+/* Waits for init's first message: "ready" or an error. */
+static int wait_ready(sup *s, nook_error *err) {
+        struct pollfd p = { .fd = s->init_sock, .events = POLLIN };
+        int r = poll(&p, 1, SETUP_TIMEOUT_MS);
+        if (r == 0)
+                return nook_err_set(err, NOOK_E_TIMEOUT, "The sandbox did not finish its setup within %d s",
+                        SETUP_TIMEOUT_MS / 1000);
+        json_t *msg = NULL;
+        r = proto_recv(s->init_sock, &msg, NULL, NULL);
+        if (r <= 0)
+                return nook_err_set(err, NOOK_E_INTERNAL, "The sandbox init died during setup; see the supervisor log");
+        if (streq(proto_op(msg), "ready")) {
+                json_decref(msg);
+                return 0;
+        }
+        r = proto_error_from_msg(msg, err);
+        json_decref(msg);
+        return nook_err_wrap(err, "setting up the sandbox");
+}
+
+static int start_init(sup *s, nook_error *err) {
+        iso_rootfs rf;
+        int sp[2] = { -1, -1 };
+        int r = prepare_rootfs(s->cfg, &rf, err);
+        if (r < 0)
+                return r;
+        if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0)
+                return nook_err_errno(err, NOOK_E_IO, "Cannot create the init socket");
+        /* clone() as a fork with namespace flags: we are single-threaded (STYLE.md R12).  The
+         * child creates every namespace at once, owned by its new user namespace. */
+        long pid = syscall(SYS_clone, CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWUTS | CLONE_NEWIPC |
+                        CLONE_NEWNET | CLONE_NEWCGROUP | SIGCHLD,
+                0, 0, 0, 0);
+        if (pid < 0) {
+                int e = errno;
+                safe_close(sp[0]);
+                safe_close(sp[1]);
+                return nook_err_errnum(err, e == EPERM || e == EINVAL || e == ENOSPC ? NOOK_E_MISSING_FEATURE : NOOK_E_IO, e,
+                        "Cannot create the sandbox's namespaces (user namespaces may be disabled; run 'nook doctor')");
+        }
+        if (pid == 0) {
+                safe_close(sp[0]);
+                init_main(sp[1], s->cfg, &rf);
+        }
+        safe_close(sp[1]);
+        for (size_t i = 0; i < rf.n_lowers; i++)
+                safe_close(rf.lower_fds[i]);
+        safe_close(rf.upper_fd);
+        safe_close(rf.work_fd);
+        safe_close(rf.workspace_fd);
+        s->init_pid = (pid_t)pid;
+        s->init_sock = sp[0];
+        r = iso_userns_write_maps(s->init_pid, err);
+        if (r < 0)
+                return r;
+        json_t *m = json_pack("{s:s}", "op", "maps");
+        r = m ? proto_send(s->init_sock, m, NULL, 0) : -ENOMEM;
+        json_decref(m);
+        if (r < 0)
+                return nook_err_errnum(err, NOOK_E_IO, -r, "Cannot talk to the sandbox init");
+        return wait_ready(s, err);
+}
+
+static int listen_control(sup *s, nook_error *err) {
+        /* sun_path holds 108 bytes; a deep NOOK_HOME would not fit, so bind through the
+         * directory's fd (the path is resolved like any other). */
+        _cleanup_close_ int dfd = open(s->state_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (dfd < 0)
+                return nook_err_errno(err, NOOK_E_IO, "Cannot open '%s'", s->state_dir);
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        (void)snprintf(sa.sun_path, sizeof(sa.sun_path), "/proc/self/fd/%d/ctl.sock", dfd);
+        (void)unlink(sa.sun_path);
+        int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+        if (fd < 0)
+                return nook_err_errno(err, NOOK_E_IO, "Cannot create the control socket");
+        mode_t old = umask(0077); /* the socket is 0600: only the owner may control the sandbox */
+        int r = bind(fd, (struct sockaddr *)&sa, sizeof(sa));
+        umask(old);
+        if (r < 0 || listen(fd, 128) < 0) {
+                safe_close(fd);
+                return nook_err_errno(err, NOOK_E_IO, "Cannot listen on the control socket in '%s'", s->state_dir);
+        }
+        s->listen_fd = fd;
+        return 0;
+}
+
+static void notify_ready(int ready_fd, const nook_error *e, pid_t init_pid) {
+        json_t *m;
+        if (e)
+                m = json_pack("{s:b, s:s, s:s, s:i}", "ok", 0, "code", nook_errc_to_string(e->code), "message",
+                        e->msg, "errno", e->sys_errno);
+        else
+                m = json_pack("{s:b, s:i, s:i}", "ok", 1, "pid", (int)getpid(), "initPid", (int)init_pid);
+        char *text = m ? json_dumps(m, JSON_COMPACT) : NULL;
+        if (text) {
+                (void)fd_write_all(ready_fd, text, strlen(text));
+                (void)fd_write_all(ready_fd, "\n", 1);
+        }
+        free(text);
+        json_decref(m);
+}
+
+/* ---- clients --------------------------------------------------------------------------------- */
+
+static void client_send(client *c, json_t *m) {
+        if (c->fd >= 0 && m)
+                (void)proto_send(c->fd, m, NULL, 0);
+        json_decref(m);
+}
+
+static void client_error(client *c, nook_errc code, const char *fmt, const char *arg) {
+        nook_error e = { 0 };
+        (void)nook_err_set(&e, code, fmt, arg);
+        client_send(c, proto_error_msg(&e));
+}
+
+static client *client_by_exec(sup *s, uint64_t id) {
+        for (size_t i = 0; i < s->n_clients; i++)
+                if (s->clients[i].exec_id == id)
+                        return &s->clients[i];
+        return NULL;
+}
+
+static void init_kill(sup *s, uint64_t id, int sig) {
+        json_t *m = json_pack("{s:s, s:I, s:i}", "op", "kill", "id", (json_int_t)id, "signal", sig);
+        if (m)
+                (void)proto_send(s->init_sock, m, NULL, 0);
+        json_decref(m);
+}
+
+static void begin_stop(sup *s, const char *reason, uint64_t grace_ms) {
+        if (s->stopping)
+                return;
+        s->stopping = true;
+        s->stop_reason = reason;
+        s->stop_deadline = now_ms() + grace_ms + 2000;
+        log_debug("stopping: %s", reason);
+        json_t *m = json_pack("{s:s, s:I}", "op", "stop", "timeoutMs", (json_int_t)grace_ms);
+        if (m)
+                (void)proto_send(s->init_sock, m, NULL, 0);
+        json_decref(m);
+}
+
+/* Checks the "exec" request and builds the message for init.  The environment is the sandbox's,
+ * then the request's on top; values never reach a log. */
+static json_t *build_exec(sup *s, json_t *req, uint64_t id, nook_error *err) {
+        json_t *argv = json_object_get(req, "argv"), *env = json_object_get(req, "env"), *v;
+        const char *cwd = json_string_value(json_object_get(req, "cwd"));
+        const char *user = json_string_value(json_object_get(req, "user"));
+        _cleanup_strv_free_ char **merged = NULL;
+        size_t i;
+
+        if (!json_is_array(argv) || json_array_size(argv) == 0) {
+                (void)nook_err_set(err, NOOK_E_INVALID, "exec: 'argv' must be a non-empty array of strings");
+                return NULL;
+        }
+        json_array_foreach(argv, i, v) if (!json_is_string(v)) {
+                (void)nook_err_set(err, NOOK_E_INVALID, "exec: argv[%zu] must be a string", i);
+                return NULL;
+        }
+        if (strv_push(&merged, DEFAULT_PATH) < 0 || strv_push(&merged, "TERM=xterm") < 0 ||
+                strv_push(&merged, "HOSTNAME=") < 0) {
+                (void)nook_err_oom(err);
+                return NULL;
+        }
+        _cleanup_free_ char *hn = strprintf("HOSTNAME=%s", s->cfg->name);
+        if (!hn || strv_env_set(&merged, hn) < 0) {
+                (void)nook_err_oom(err);
+                return NULL;
+        }
+        STRV_FOREACH(e, s->cfg->env)
+                if (strv_env_set(&merged, *e) < 0) {
+                        (void)nook_err_oom(err);
+                        return NULL;
+                }
+        if (env && !json_is_array(env)) {
+                (void)nook_err_set(err, NOOK_E_INVALID, "exec: 'env' must be an array of \"NAME=value\" strings");
+                return NULL;
+        }
+        json_array_foreach(env, i, v) {
+                const char *a = json_string_value(v);
+                const char *eq = a ? strchr(a, '=') : NULL;
+                if (!eq || !env_name_is_valid(a, (size_t)(eq - a))) {
+                        (void)nook_err_set(err, NOOK_E_INVALID, "exec: env[%zu] must be \"NAME=value\" with a valid name", i);
+                        return NULL;
+                }
+                if (strv_env_set(&merged, a) < 0) {
+                        (void)nook_err_oom(err);
+                        return NULL;
+                }
+        }
+        if (cwd && cwd[0] != '/') {
+                (void)nook_err_set(err, NOOK_E_INVALID, "exec: the working directory '%s' must be absolute", cwd);
+                return NULL;
+        }
+        json_t *envj = json_array();
+        STRV_FOREACH(e, merged)
+                json_array_append_new(envj, json_string(*e));
+        return json_pack("{s:s, s:I, s:O, s:o, s:s, s:s}", "op", "exec", "id", (json_int_t)id, "argv", argv, "env",
+                envj, "cwd", cwd ? cwd : (s->cfg->workdir ? s->cfg->workdir : "/workspace"), "user",
+                user ? user : (s->cfg->user ? s->cfg->user : "0"));
+}
+
+static void handle_exec(sup *s, client *c, json_t *req, int *fds, size_t n_fds) {
+        nook_error err = { 0 };
+        if (s->stopping) {
+                client_error(c, NOOK_E_STATE, "The sandbox '%s' is stopping", s->cfg->name);
+                return;
+        }
+        if (c->exec_id) {
+                client_error(c, NOOK_E_STATE, "One exec per connection (%s)", "open another connection");
+                return;
+        }
+        if (n_fds != 3) {
+                client_error(c, NOOK_E_INVALID, "exec: expected 3 stdio descriptors (%s)", "stdin, stdout, stderr");
+                return;
+        }
+        uint64_t id = ++s->next_exec_id;
+        json_t *m = build_exec(s, req, id, &err);
+        if (!m) {
+                client_send(c, proto_error_msg(&err));
+                return;
+        }
+        int r = proto_send(s->init_sock, m, fds, 3);
+        json_decref(m);
+        if (r < 0) {
+                client_error(c, NOOK_E_IO, "Cannot pass the command to the sandbox init (%s)", strerror(-r));
+                return;
+        }
+        json_int_t t = json_integer_value(json_object_get(req, "timeoutMs"));
+        c->exec_id = id;
+        c->exec_running = true;
+        c->detach = json_is_true(json_object_get(req, "detach"));
+        c->deadline = t > 0 ? now_ms() + (uint64_t)t : 0;
+        s->last_activity_ms = now_ms();
+}
+
+static json_t *status_msg(sup *s) {
+        size_t running = s->detached_running;
+        for (size_t i = 0; i < s->n_clients; i++)
+                running += s->clients[i].exec_running;
+        return json_pack("{s:s, s:s, s:i, s:i, s:I, s:I}", "op", "status", "state", s->stopping ? "stopping" : "running",
+                "pid", (int)getpid(), "initPid", (int)s->init_pid, "execsRunning", (json_int_t)running, "uptimeMs",
+                (json_int_t)(now_ms() - s->started_ms));
+}
+
+static void client_drop(sup *s, size_t i) {
+        client *c = &s->clients[i];
+        if (c->exec_running) {
+                if (c->detach)
+                        s->detached_running++;
+                else
+                        init_kill(s, c->exec_id, SIGKILL); /* a vanished client takes its command along */
+        }
+        safe_close(c->fd);
+        s->clients[i] = s->clients[--s->n_clients];
+        s->last_activity_ms = now_ms();
+}
+
+static void handle_client(sup *s, size_t i) {
+        client *c = &s->clients[i];
+        json_t *msg = NULL;
+        int fds[PROTO_MAX_FDS];
+        size_t n_fds = 0;
+        int r = proto_recv(c->fd, &msg, fds, &n_fds);
+        if (r == -EAGAIN)
+                return;
+        if (r <= 0) {
+                client_drop(s, i);
+                return;
+        }
+        const char *op = proto_op(msg);
+        if (streq(op, "exec"))
+                handle_exec(s, c, msg, fds, n_fds);
+        else if (streq(op, "cancel") && c->exec_running) {
+                c->reason = "cancelled";
+                init_kill(s, c->exec_id, SIGKILL);
+        } else if (streq(op, "signal") && c->exec_running) {
+                json_int_t sig = json_integer_value(json_object_get(msg, "signal"));
+                if (sig > 0 && sig < 65)
+                        init_kill(s, c->exec_id, (int)sig);
+        } else if (streq(op, "stop")) {
+                json_int_t t = json_integer_value(json_object_get(msg, "timeoutMs"));
+                c->wants_stopped = true;
+                begin_stop(s, "user", t > 0 && t < 3600000 ? (uint64_t)t : 10000);
+        } else if (streq(op, "status"))
+                client_send(c, status_msg(s));
+        else if (!streq(op, "cancel") && !streq(op, "signal"))
+                client_error(c, NOOK_E_INVALID, "Unknown request '%s'", op);
+        proto_close_fds(fds, n_fds);
+        json_decref(msg);
+}
+
+static void accept_clients(sup *s) {
+        for (;;) {
+                int fd = accept4(s->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+                if (fd < 0)
+                        return;
+                if (s->n_clients >= MAX_CLIENTS) {
+                        safe_close(fd);
+                        continue;
+                }
+                s->clients[s->n_clients++] = (client){ .fd = fd };
+        }
+}
+
+/* ---- messages from init ---------------------------------------------------------------------- */
+
+static void handle_init(sup *s) {
+        json_t *msg = NULL;
+        int r = proto_recv(s->init_sock, &msg, NULL, NULL);
+        if (r <= 0) {
+                /* init closed its end: it is exiting; SIGCHLD follows */
+                s->init_sock = safe_close(s->init_sock);
+                return;
+        }
+        const char *op = proto_op(msg);
+        json_int_t id = json_integer_value(json_object_get(msg, "id"));
+        client *c = id > 0 ? client_by_exec(s, (uint64_t)id) : NULL;
+        if (streq(op, "started")) {
+                if (c)
+                        client_send(c, json_pack("{s:s, s:I, s:I}", "op", "started", "id", id, "pid",
+                                                       json_integer_value(json_object_get(msg, "pid"))));
+        } else if (streq(op, "exited")) {
+                json_int_t st = json_integer_value(json_object_get(msg, "status"));
+                if (c) {
+                        c->exec_running = false;
+                        client_send(c, json_pack("{s:s, s:I, s:I, s:s}", "op", "exited", "id", id, "status", st,
+                                                       "reason", c->reason ? c->reason : "exited"));
+                } else if (s->detached_running > 0)
+                        s->detached_running--;
+                s->last_activity_ms = now_ms();
+        }
+        json_decref(msg);
+}
+
+/* ---- the loop -------------------------------------------------------------------------------- */
+
+static uint64_t next_deadline(sup *s) {
+        uint64_t d = UINT64_MAX;
+        const sup_config *c = s->cfg;
+        if (s->stopping)
+                return s->stop_deadline;
+        if (c->max_duration_ms)
+                d = s->started_ms + c->max_duration_ms;
+        bool busy = s->n_clients > 0 || s->detached_running > 0;
+        if (c->idle_timeout_ms && !busy && s->last_activity_ms + c->idle_timeout_ms < d)
+                d = s->last_activity_ms + c->idle_timeout_ms;
+        for (size_t i = 0; i < s->n_clients; i++)
+                if (s->clients[i].exec_running && s->clients[i].deadline && s->clients[i].deadline < d)
+                        d = s->clients[i].deadline;
+        return d;
+}
+
+static void check_deadlines(sup *s) {
+        uint64_t now = now_ms();
+        const sup_config *c = s->cfg;
+        if (s->stopping) {
+                if (now >= s->stop_deadline)
+                        (void)kill(s->init_pid, SIGKILL);
+                return;
+        }
+        if (c->max_duration_ms && now >= s->started_ms + c->max_duration_ms) {
+                begin_stop(s, "max_duration", RETIRE_GRACE_MS);
+                return;
+        }
+        bool busy = s->n_clients > 0 || s->detached_running > 0;
+        if (c->idle_timeout_ms && !busy && now >= s->last_activity_ms + c->idle_timeout_ms) {
+                begin_stop(s, "idle", RETIRE_GRACE_MS);
+                return;
+        }
+        for (size_t i = 0; i < s->n_clients; i++) {
+                client *cl = &s->clients[i];
+                if (cl->exec_running && cl->deadline && now >= cl->deadline && !cl->reason) {
+                        cl->reason = "timeout";
+                        init_kill(s, cl->exec_id, SIGKILL);
+                }
+        }
+}
+
+/* Returns init's wait status once it has exited, -1 while it runs. */
+static int reap(sup *s) {
+        int st, result = -1;
+        for (;;) {
+                pid_t p = waitpid(-1, &st, WNOHANG);
+                if (p <= 0)
+                        return result;
+                if (p == s->init_pid)
+                        result = st;
+        }
+}
+
+static int sup_loop(sup *s) {
+        for (;;) {
+                struct pollfd pfd[3 + MAX_CLIENTS];
+                size_t n = 0;
+                pfd[n++] = (struct pollfd){ .fd = s->sig_fd, .events = POLLIN };
+                pfd[n++] = (struct pollfd){ .fd = s->init_sock, .events = POLLIN };
+                pfd[n++] = (struct pollfd){ .fd = s->listen_fd, .events = POLLIN };
+                for (size_t i = 0; i < s->n_clients; i++)
+                        pfd[n++] = (struct pollfd){ .fd = s->clients[i].fd, .events = POLLIN };
+                uint64_t d = next_deadline(s), now = now_ms();
+                int timeout = d == UINT64_MAX ? -1 : d <= now ? 0 : (int)((d - now) > 60000 ? 60000 : (d - now));
+                if (poll(pfd, n, timeout) < 0 && errno != EINTR)
+                        return 1;
+                if (pfd[0].revents & POLLIN) {
+                        struct signalfd_siginfo si;
+                        while (read(s->sig_fd, &si, sizeof(si)) == sizeof(si))
+                                if (si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT)
+                                        begin_stop(s, "signal", RETIRE_GRACE_MS);
+                        int st = reap(s);
+                        if (st >= 0)
+                                return st;
+                }
+                if (pfd[1].revents & (POLLIN | POLLHUP))
+                        handle_init(s);
+                if (pfd[2].revents & POLLIN)
+                        accept_clients(s);
+                /* back to front: client_drop moves the last client into the freed slot */
+                for (size_t i = n - 3; i-- > 0;)
+                        if (pfd[3 + i].revents & (POLLIN | POLLHUP | POLLERR))
+                                handle_client(s, i);
+                check_deadlines(s);
+        }
+}
+
+static void finish(sup *s, int init_status) {
+        nook_error err = { 0 };
+        exit_record rec = { .stopped_at = now_epoch(), .init_status = init_status };
+        (void)snprintf(rec.reason, sizeof(rec.reason), "%s", s->stopping ? s->stop_reason : "init_died");
+        log_debug("sandbox stopped: %s (init status %d)", rec.reason, init_status);
+        _cleanup_free_ char *sock = strprintf("%s/ctl.sock", s->state_dir);
+        if (sock)
+                (void)unlink(sock);
+        /* An ephemeral sandbox's writable layer goes with it; its workspace stays. */
+        if (s->cfg->ephemeral && s->cfg->upper) {
+                if (path_rm_rf(s->cfg->upper, &err) < 0 || path_rm_rf(s->cfg->work, &err) < 0)
+                        log_debug("removing the writable layer: %s, ignoring", err.msg);
+        }
+        if (exit_record_write(s->state_dir, &rec, &err) < 0)
+                log_debug("%s, ignoring", err.msg);
+        for (size_t i = 0; i < s->n_clients; i++) {
+                client *c = &s->clients[i];
+                if (c->exec_running)
+                        client_send(c, json_pack("{s:s, s:I, s:i, s:s}", "op", "exited", "id", (json_int_t)c->exec_id,
+                                               "status", SIGKILL, "reason", "stopped"));
+                if (c->wants_stopped)
+                        client_send(c, json_pack("{s:s, s:s}", "op", "stopped", "reason", rec.reason));
+                safe_close(c->fd);
+        }
+}
+
+int sup_run(const sup_config *c, const char *state_dir, int ready_fd) {
+        nook_error err = { 0 };
+        sup s = { .cfg = c, .state_dir = state_dir, .init_sock = -1, .listen_fd = -1, .sig_fd = -1 };
+        sigset_t mask;
+        int r;
+
+        log_set_sink(sup_log);
+        sigemptyset(&mask);
+        sigaddset(&mask, SIGCHLD);
+        sigaddset(&mask, SIGTERM);
+        sigaddset(&mask, SIGINT);
+        sigaddset(&mask, SIGHUP);
+        (void)sigprocmask(SIG_BLOCK, &mask, NULL);
+        (void)signal(SIGPIPE, SIG_IGN);
+        s.sig_fd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+        if (s.sig_fd < 0)
+                r = nook_err_errno(&err, NOOK_E_IO, "Cannot create a signalfd");
+        else
+                r = start_init(&s, &err);
+        if (r >= 0)
+                r = listen_control(&s, &err);
+        if (r < 0) {
+                log_debug("setup failed: %s", err.msg);
+                if (s.init_pid > 0) {
+                        (void)kill(s.init_pid, SIGKILL);
+                        (void)pid_wait(s.init_pid, NULL);
+                }
+                if (s.listen_fd >= 0) {
+                        _cleanup_free_ char *sock = strprintf("%s/ctl.sock", state_dir);
+                        if (sock)
+                                (void)unlink(sock);
+                }
+                notify_ready(ready_fd, &err, 0);
+                return 1;
+        }
+        s.started_ms = s.last_activity_ms = now_ms();
+        log_debug("sandbox '%s' running, init pid %d", c->name, (int)s.init_pid);
+        notify_ready(ready_fd, NULL, s.init_pid);
+        safe_close(ready_fd);
+        int st = sup_loop(&s);
+        finish(&s, st);
+        return 0;
+}

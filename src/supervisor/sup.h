@@ -1,0 +1,11 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The per-sandbox supervisor: creates the sandbox, owns its lifetime (stop, maximum duration,
+ * idle timeout), and serves the control socket.  Single-threaded: only it calls clone(). */
+#pragma once
+
+#include "supervisor/config.h"
+
+/* Runs the sandbox described by c in state_dir until it stops.  ready_fd receives one JSON
+ * line: {"ok":true,...} once the sandbox answers execs, or {"ok":false,"code":..,"message":..}.
+ * Returns the process exit status. */
+int sup_run(const sup_config *c, const char *state_dir, int ready_fd);

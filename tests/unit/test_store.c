@@ -1,0 +1,536 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The state store against a real SQLite file in a temporary folder. */
+#include <criterion/criterion.h>
+#include <fcntl.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "nook.h"
+#include "store/store.h"
+#include "util/macro.h"
+#include "util/path.h"
+#include "util/str.h"
+
+static char home[64];
+
+static void setup(void) {
+        (void)snprintf(home, sizeof(home), "/tmp/nook-test-store-XXXXXX");
+        cr_assert_not_null(mkdtemp(home));
+}
+
+static void teardown(void) {
+        nook_error err = {};
+        (void)path_rm_rf(home, &err);
+}
+
+TestSuite(store, .init = setup, .fini = teardown);
+
+static store *open_ok(void) {
+        nook_error err = {};
+        store *st = NULL;
+        int r = store_open(home, &st, &err);
+        cr_assert_eq(r, 0, "store_open: %s", err.msg);
+        return st;
+}
+
+/* Reads one integer or text with a separate plain SQLite connection, to check what is on disk. */
+static long long raw_int(const char *sql) {
+        _cleanup_free_ char *p = strprintf("%s/nook.db", home);
+        sqlite3 *db = NULL;
+        sqlite3_stmt *s = NULL;
+        cr_assert_eq(sqlite3_open(p, &db), SQLITE_OK);
+        cr_assert_eq(sqlite3_prepare_v2(db, sql, -1, &s, NULL), SQLITE_OK, "%s", sqlite3_errmsg(db));
+        cr_assert_eq(sqlite3_step(s), SQLITE_ROW);
+        long long v = sqlite3_column_int64(s, 0);
+        sqlite3_finalize(s);
+        sqlite3_close(db);
+        return v;
+}
+
+static void rec_init(sandbox_rec *r, const char *name, const char *state) {
+        *r = (sandbox_rec){ .name = (char *)name,
+                .state = (char *)state,
+                .image = (char *)"alpine:3",
+                .spec_json = (char *)"{\"memoryMib\":512}",
+                .created_at = 1700000000 };
+}
+
+static void insert_ok(store *st, const char *name, const char *const *labels) {
+        nook_error err = {};
+        sandbox_rec r;
+        rec_init(&r, name, "running");
+        r.labels = (char **)labels;
+        cr_assert_eq(store_sandbox_insert(st, &r, &err), 0, "insert '%s': %s", name, err.msg);
+}
+
+Test(store, open_creates_private_wal_db_at_latest_version) {
+        store *st = open_ok();
+        nook_error err = {};
+        int v = -1;
+        struct stat sb;
+        _cleanup_free_ char *p = strprintf("%s/nook.db", home);
+
+        cr_assert_eq(stat(p, &sb), 0);
+        cr_assert_eq(sb.st_mode & 0777, 0600, "mode %o", sb.st_mode & 0777);
+        cr_assert_eq(store_schema_version(st, &v, &err), 0, "%s", err.msg);
+        cr_assert_eq(v, store_schema_latest());
+        cr_assert_str_eq(store_path(st), p);
+        cr_assert_eq(store_integrity_check(st, &err), 0, "%s", err.msg);
+        /* The -wal file SQLite made copies the main file's mode. */
+        _cleanup_free_ char *wal = strprintf("%s-wal", p);
+        cr_assert_eq(stat(wal, &sb), 0);
+        cr_assert_eq(sb.st_mode & 0777, 0600, "wal mode %o", sb.st_mode & 0777);
+        store_free(st);
+
+        /* journal_mode is persistent in the file: a plain connection sees WAL too. */
+        sqlite3 *db = NULL;
+        sqlite3_stmt *s = NULL;
+        cr_assert_eq(sqlite3_open(p, &db), SQLITE_OK);
+        cr_assert_eq(sqlite3_prepare_v2(db, "PRAGMA journal_mode", -1, &s, NULL), SQLITE_OK);
+        cr_assert_eq(sqlite3_step(s), SQLITE_ROW);
+        cr_assert_str_eq((const char *)sqlite3_column_text(s, 0), "wal");
+        sqlite3_finalize(s);
+        sqlite3_close(db);
+}
+
+Test(store, migrations_applied_once_and_reopen_keeps_data) {
+        store *st = open_ok();
+        insert_ok(st, "keep", (const char *const[]){ "team=a", NULL });
+        store_free(st);
+        st = open_ok();
+        store_free(st);
+        st = open_ok();
+
+        nook_error err = {};
+        sandbox_rec got = {};
+        cr_assert_eq(store_sandbox_get(st, "keep", &got, &err), 0, "%s", err.msg);
+        cr_assert_str_eq(got.name, "keep");
+        cr_assert_str_eq(got.state, "running");
+        cr_assert_str_eq(got.image, "alpine:3");
+        cr_assert_str_eq(got.spec_json, "{\"memoryMib\":512}");
+        cr_assert_eq(got.created_at, 1700000000);
+        cr_assert_null(got.stop_reason);
+        cr_assert_not_null(got.labels);
+        cr_assert_str_eq(got.labels[0], "team=a");
+        cr_assert_null(got.labels[1]);
+        sandbox_rec_done(&got);
+        store_free(st);
+
+        cr_assert_eq(raw_int("SELECT count(*) FROM schema_version"), store_schema_latest());
+        cr_assert_eq(raw_int("SELECT max(version) FROM schema_version"), store_schema_latest());
+}
+
+Test(store, all_tables_exist) {
+        store_free(open_ok());
+        const char *tables[] = { "sandboxes", "sandbox_labels", "images", "image_refs", "layers",
+                "image_layers", "snapshots", "volumes", "schema_version" };
+        for (size_t i = 0; i < ELEMENTSOF(tables); i++) {
+                _cleanup_free_ char *q = strprintf(
+                        "SELECT count(*) FROM sqlite_schema WHERE type='table' AND name='%s'", tables[i]);
+                cr_assert_eq(raw_int(q), 1, "table %s", tables[i]);
+        }
+}
+
+Test(store, every_field_round_trips) {
+        store *st = open_ok();
+        nook_error err = {};
+        sandbox_rec r = { .name = (char *)"full",
+                .state = (char *)"stopped",
+                .image = NULL,
+                .spec_json = NULL,
+                .sticky = true,
+                .created_at = 1,
+                .started_at = 2,
+                .stopped_at = 3,
+                .supervisor_pid = 4242,
+                .supervisor_start = UINT64_MAX - 5,
+                .stop_reason = (char *)"idle" };
+        sandbox_rec got = {};
+
+        cr_assert_eq(store_sandbox_insert(st, &r, &err), 0, "%s", err.msg);
+        cr_assert_eq(store_sandbox_get(st, "full", &got, &err), 0, "%s", err.msg);
+        cr_assert_null(got.image);
+        cr_assert_null(got.spec_json);
+        cr_assert_null(got.labels);
+        cr_assert(got.sticky);
+        cr_assert_eq(got.created_at, 1);
+        cr_assert_eq(got.started_at, 2);
+        cr_assert_eq(got.stopped_at, 3);
+        cr_assert_eq(got.supervisor_pid, 4242);
+        cr_assert_eq(got.supervisor_start, UINT64_MAX - 5);
+        cr_assert_str_eq(got.stop_reason, "idle");
+        sandbox_rec_done(&got);
+        sandbox_rec_done(&got); /* done twice is harmless */
+        store_free(st);
+}
+
+Test(store, hostile_strings_are_data_not_sql) {
+        store *st = open_ok();
+        nook_error err = {};
+        const char *name = "x'); DROP TABLE sandboxes; --";
+        sandbox_rec got = {};
+
+        insert_ok(st, name, (const char *const[]){ "k'=v\"", "a=b=c", NULL });
+        cr_assert_eq(store_sandbox_get(st, name, &got, &err), 0, "%s", err.msg);
+        cr_assert_str_eq(got.name, name);
+        cr_assert_str_eq(got.labels[0], "a=b=c");
+        cr_assert_str_eq(got.labels[1], "k'=v\"");
+        sandbox_rec_done(&got);
+        store_free(st);
+        cr_assert_eq(raw_int("SELECT count(*) FROM sandboxes"), 1);
+}
+
+Test(store, duplicate_insert_is_exists_and_changes_nothing) {
+        store *st = open_ok();
+        nook_error err = {};
+        sandbox_rec r;
+
+        insert_ok(st, "dup", (const char *const[]){ "a=1", NULL });
+        rec_init(&r, "dup", "creating");
+        r.labels = (char **)(const char *const[]){ "b=2", NULL };
+        cr_assert_eq(store_sandbox_insert(st, &r, &err), -NOOK_E_EXISTS);
+        cr_assert_eq(err.code, NOOK_E_EXISTS);
+        cr_assert(strstr(err.msg, "'dup'"), "%s", err.msg);
+        store_free(st);
+        cr_assert_eq(raw_int("SELECT count(*) FROM sandbox_labels"), 1);
+        cr_assert_eq(raw_int("SELECT count(*) FROM sandboxes WHERE state = 'running'"), 1);
+}
+
+Test(store, missing_is_not_found_and_delete_of_missing_succeeds) {
+        store *st = open_ok();
+        nook_error err = {};
+        sandbox_rec got = {};
+
+        cr_assert_eq(store_sandbox_get(st, "nope", &got, &err), -NOOK_E_NOT_FOUND);
+        cr_assert_eq(err.code, NOOK_E_NOT_FOUND);
+        cr_assert(strstr(err.msg, "'nope'"), "%s", err.msg);
+        cr_assert_null(got.name, "ret untouched on failure");
+        cr_assert_eq(store_sandbox_delete(st, "nope", &err), 0);
+        store_free(st);
+}
+
+Test(store, labels_cascade_on_delete) {
+        store *st = open_ok();
+        nook_error err = {};
+
+        insert_ok(st, "a", (const char *const[]){ "x=1", "y=2", NULL });
+        insert_ok(st, "b", (const char *const[]){ "x=1", NULL });
+        cr_assert_eq(store_sandbox_delete(st, "a", &err), 0, "%s", err.msg);
+        store_free(st);
+        cr_assert_eq(raw_int("SELECT count(*) FROM sandbox_labels WHERE sandbox = 'a'"), 0);
+        cr_assert_eq(raw_int("SELECT count(*) FROM sandbox_labels WHERE sandbox = 'b'"), 1);
+}
+
+Test(store, update_replaces_fields_and_labels) {
+        store *st = open_ok();
+        nook_error err = {};
+        sandbox_rec r, got = {};
+
+        insert_ok(st, "u", (const char *const[]){ "old=1", "keep=1", NULL });
+        rec_init(&r, "u", "stopped");
+        r.stop_reason = (char *)"max_duration";
+        r.labels = (char **)(const char *const[]){ "keep=2", "bare", "keep=3", NULL };
+        cr_assert_eq(store_sandbox_update(st, &r, &err), 0, "%s", err.msg);
+        cr_assert_eq(store_sandbox_get(st, "u", &got, &err), 0, "%s", err.msg);
+        cr_assert_str_eq(got.state, "stopped");
+        cr_assert_str_eq(got.stop_reason, "max_duration");
+        cr_assert_eq(strv_length(got.labels), 2);
+        cr_assert_str_eq(got.labels[0], "bare=");
+        cr_assert_str_eq(got.labels[1], "keep=3", "the last value of a key wins");
+        sandbox_rec_done(&got);
+
+        r.labels = (char **)(const char *const[]){ "=x", NULL };
+        cr_assert_eq(store_sandbox_update(st, &r, &err), -NOOK_E_INVALID);
+        cr_assert(strstr(err.msg, "'=x'"), "%s", err.msg);
+        /* The failed update rolled back: labels as before. */
+        cr_assert_eq(store_sandbox_get(st, "u", &got, &err), 0, "%s", err.msg);
+        cr_assert_eq(strv_length(got.labels), 2);
+        sandbox_rec_done(&got);
+        store_free(st);
+}
+
+Test(store, list_orders_by_name_and_filters_by_labels) {
+        store *st = open_ok();
+        nook_error err = {};
+        sandbox_rec *a = NULL;
+        size_t n = 0;
+
+        insert_ok(st, "c", (const char *const[]){ "team=x", "tier=gold", NULL });
+        insert_ok(st, "a", (const char *const[]){ "team=x", NULL });
+        insert_ok(st, "b", (const char *const[]){ "team=y", "tier=", NULL });
+        insert_ok(st, "d", NULL);
+
+        cr_assert_eq(store_sandbox_list(st, NULL, &a, &n, &err), 0, "%s", err.msg);
+        cr_assert_eq(n, 4);
+        cr_assert_str_eq(a[0].name, "a");
+        cr_assert_str_eq(a[3].name, "d");
+        cr_assert_str_eq(a[2].labels[1], "tier=gold");
+        sandbox_rec_array_free(a, n);
+
+        cr_assert_eq(store_sandbox_list(st, (const char *const[]){ "team=x", NULL }, &a, &n, &err), 0);
+        cr_assert_eq(n, 2);
+        cr_assert_str_eq(a[0].name, "a");
+        cr_assert_str_eq(a[1].name, "c");
+        sandbox_rec_array_free(a, n);
+
+        cr_assert_eq(store_sandbox_list(st, (const char *const[]){ "tier", NULL }, &a, &n, &err), 0);
+        cr_assert_eq(n, 2);
+        cr_assert_str_eq(a[0].name, "b");
+        sandbox_rec_array_free(a, n);
+
+        cr_assert_eq(
+                store_sandbox_list(st, (const char *const[]){ "team=x", "tier=gold", NULL }, &a, &n, &err),
+                0);
+        cr_assert_eq(n, 1);
+        cr_assert_str_eq(a[0].name, "c");
+        sandbox_rec_array_free(a, n);
+
+        cr_assert_eq(store_sandbox_list(st, (const char *const[]){ "tier=", NULL }, &a, &n, &err), 0);
+        cr_assert_eq(n, 1);
+        cr_assert_str_eq(a[0].name, "b");
+        sandbox_rec_array_free(a, n);
+
+        cr_assert_eq(store_sandbox_list(st, (const char *const[]){ "nobody=1", NULL }, &a, &n, &err), 0);
+        cr_assert_eq(n, 0);
+        sandbox_rec_array_free(a, n);
+
+        cr_assert_eq(
+                store_sandbox_list(st, (const char *const[]){ "=v", NULL }, &a, &n, &err), -NOOK_E_INVALID);
+        cr_assert(strstr(err.msg, "'=v'"), "%s", err.msg);
+        store_free(st);
+}
+
+Test(store, transactions_nest_and_roll_back) {
+        store *st = open_ok();
+        nook_error err = {};
+        sandbox_rec *a = NULL;
+        size_t n = 0;
+
+        cr_assert_eq(store_begin(st, &err), 0, "%s", err.msg);
+        insert_ok(st, "t1", NULL);
+        store_rollback(st);
+
+        cr_assert_eq(store_begin(st, &err), 0);
+        insert_ok(st, "t2", NULL);
+        cr_assert_eq(store_begin(st, &err), 0);
+        insert_ok(st, "t3", NULL);
+        store_rollback(st); /* inner only */
+        cr_assert_eq(store_commit(st, &err), 0, "%s", err.msg);
+
+        cr_assert_eq(store_commit(st, &err), -NOOK_E_INTERNAL);
+        store_rollback(st); /* without a transaction: nothing */
+
+        cr_assert_eq(store_sandbox_list(st, NULL, &a, &n, &err), 0);
+        cr_assert_eq(n, 1);
+        cr_assert_str_eq(a[0].name, "t2");
+        sandbox_rec_array_free(a, n);
+        store_free(st);
+}
+
+/* Children run after fork() and report through their exit status only. */
+static int child_open_and_insert(const char *name, int start_fd) {
+        nook_error err = {};
+        store *st = NULL;
+        char c;
+
+        if (read(start_fd, &c, 1) < 0)
+                return 10;
+        if (store_open(home, &st, &err) < 0) {
+                fprintf(stderr, "child %s: %s\n", name, err.msg);
+                return 11;
+        }
+        sandbox_rec r;
+        rec_init(&r, name, "running");
+        if (store_sandbox_insert(st, &r, &err) < 0) {
+                fprintf(stderr, "child %s: %s\n", name, err.msg);
+                return 12;
+        }
+        store_free(st);
+        return 0;
+}
+
+static void wait_all(pid_t *pids, size_t n) {
+        for (size_t i = 0; i < n; i++) {
+                int status = 0;
+                cr_assert_eq(waitpid(pids[i], &status, 0), pids[i]);
+                cr_assert(
+                        WIFEXITED(status) && WEXITSTATUS(status) == 0, "child %zu: status 0x%x", i, status);
+        }
+}
+
+Test(store, fifty_processes_open_a_new_db_at_once, .timeout = 120) {
+        pid_t pids[50];
+        int start[2];
+
+        cr_assert_eq(pipe(start), 0);
+        for (size_t i = 0; i < ELEMENTSOF(pids); i++) {
+                pids[i] = fork();
+                cr_assert_geq(pids[i], 0);
+                if (pids[i] == 0) {
+                        char name[32];
+                        close(start[1]);
+                        (void)snprintf(name, sizeof(name), "p%zu", i);
+                        _exit(child_open_and_insert(name, start[0]));
+                }
+        }
+        close(start[0]);
+        close(start[1]); /* EOF releases every child at the same moment */
+        wait_all(pids, ELEMENTSOF(pids));
+
+        cr_assert_eq(raw_int("SELECT count(*) FROM sandboxes"), 50);
+        cr_assert_eq(raw_int("SELECT count(*) FROM schema_version"), store_schema_latest());
+        store *st = open_ok();
+        nook_error err = {};
+        cr_assert_eq(store_integrity_check(st, &err), 0, "%s", err.msg);
+        store_free(st);
+}
+
+#define WORKERS 20
+#define PER_WORKER 40
+
+/* Worker w inserts w-0..w-39 with labels, updates each to "stopped" with a new label set, and
+ * deletes those with i % 4 == 0; some of it inside a caller transaction, to mix shapes. */
+static int child_churn(int w) {
+        nook_error err = {};
+        store *st = NULL;
+        char name[32], owner[32];
+
+        if (store_open(home, &st, &err) < 0)
+                goto fail;
+        (void)snprintf(owner, sizeof(owner), "owner=w%d", w);
+        for (int i = 0; i < PER_WORKER; i++) {
+                sandbox_rec r;
+                (void)snprintf(name, sizeof(name), "w%d-%d", w, i);
+                rec_init(&r, name, "creating");
+                r.labels = (char **)(const char *const[]){ owner, "phase=new", NULL };
+                if (store_sandbox_insert(st, &r, &err) < 0)
+                        goto fail;
+                bool tx = i % 2 == 0;
+                if (tx && store_begin(st, &err) < 0)
+                        goto fail;
+                r.state = (char *)"stopped";
+                r.supervisor_pid = 1000 + i;
+                r.labels = (char **)(const char *const[]){ owner, "phase=done", NULL };
+                if (store_sandbox_update(st, &r, &err) < 0)
+                        goto fail;
+                if (i % 4 == 0 && store_sandbox_delete(st, name, &err) < 0)
+                        goto fail;
+                if (tx && store_commit(st, &err) < 0)
+                        goto fail;
+        }
+        store_free(st);
+        return 0;
+fail:
+        fprintf(stderr, "worker %d: %s\n", w, err.msg);
+        return 1;
+}
+
+Test(store, twenty_processes_churn_one_db, .timeout = 300) {
+        pid_t pids[WORKERS];
+
+        store_free(open_ok());
+        for (int w = 0; w < WORKERS; w++) {
+                pids[w] = fork();
+                cr_assert_geq(pids[w], 0);
+                if (pids[w] == 0)
+                        _exit(child_churn(w));
+        }
+        wait_all(pids, WORKERS);
+
+        store *st = open_ok();
+        nook_error err = {};
+        cr_assert_eq(store_integrity_check(st, &err), 0, "%s", err.msg);
+        int per = PER_WORKER - (PER_WORKER + 3) / 4;
+        sandbox_rec *a = NULL;
+        size_t n = 0;
+        cr_assert_eq(store_sandbox_list(st, NULL, &a, &n, &err), 0, "%s", err.msg);
+        cr_assert_eq(n, (size_t)(WORKERS * per));
+        for (size_t i = 0; i < n; i++) {
+                cr_assert_str_eq(a[i].state, "stopped");
+                cr_assert_eq(strv_length(a[i].labels), 2);
+                cr_assert_str_eq(a[i].labels[1], "phase=done");
+        }
+        sandbox_rec_array_free(a, n);
+        cr_assert_eq(store_sandbox_list(
+                             st, (const char *const[]){ "owner=w7", "phase=done", NULL }, &a, &n, &err),
+                0);
+        cr_assert_eq(n, (size_t)per);
+        sandbox_rec_array_free(a, n);
+        store_free(st);
+        cr_assert_eq(raw_int("SELECT count(*) FROM sandbox_labels"), 2 * WORKERS * per);
+        cr_assert_eq(raw_int("SELECT count(*) FROM sandbox_labels WHERE value = 'new'"), 0);
+}
+
+Test(store, corrupted_file_names_the_file) {
+        _cleanup_free_ char *p = strprintf("%s/nook.db", home);
+        char junk[8192];
+        nook_error err = {};
+        store *st = NULL;
+
+        memset(junk, 'Z', sizeof(junk));
+        int fd = open(p, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+        cr_assert_geq(fd, 0);
+        cr_assert_eq(write(fd, junk, sizeof(junk)), (ssize_t)sizeof(junk));
+        close(fd);
+        cr_assert_eq(store_open(home, &st, &err), -NOOK_E_IO);
+        cr_assert_null(st);
+        cr_assert(strstr(err.msg, p), "%s", err.msg);
+        cr_assert(strstr(err.msg, "not a database"), "%s", err.msg);
+        cr_assert(strstr(err.msg, "move it away"), "%s", err.msg);
+}
+
+Test(store, newer_schema_is_refused) {
+        store_free(open_ok());
+        _cleanup_free_ char *p = strprintf("%s/nook.db", home);
+        sqlite3 *db = NULL;
+        cr_assert_eq(sqlite3_open(p, &db), SQLITE_OK);
+        cr_assert_eq(sqlite3_exec(db, "INSERT INTO schema_version VALUES (999, '999_future.sql', 0)", NULL,
+                             NULL, NULL),
+                SQLITE_OK);
+        sqlite3_close(db);
+
+        nook_error err = {};
+        store *st = NULL;
+        cr_assert_eq(store_open(home, &st, &err), -NOOK_E_STATE);
+        cr_assert(strstr(err.msg, "999"), "%s", err.msg);
+        cr_assert(strstr(err.msg, "upgrade nook"), "%s", err.msg);
+}
+
+Test(store, symlinked_db_is_refused) {
+        _cleanup_free_ char *p = strprintf("%s/nook.db", home);
+        _cleanup_free_ char *target = strprintf("%s/elsewhere.db", home);
+        nook_error err = {};
+        store *st = NULL;
+
+        cr_assert_eq(symlink(target, p), 0);
+        cr_assert_eq(store_open(home, &st, &err), -NOOK_E_REFUSED);
+        cr_assert(strstr(err.msg, "symlink"), "%s", err.msg);
+        cr_assert_eq(access(target, F_OK), -1, "nothing created through the link");
+}
+
+Test(store, missing_home_is_an_error) {
+        nook_error err = {};
+        store *st = NULL;
+        _cleanup_free_ char *missing = strprintf("%s/not-there", home);
+
+        cr_assert_eq(store_open(missing, &st, &err), -NOOK_E_NOT_FOUND);
+        cr_assert(strstr(err.msg, missing), "%s", err.msg);
+        cr_assert_eq(store_open("", &st, &err), -NOOK_E_INVALID);
+}
+
+Test(store, wider_mode_is_tightened) {
+        _cleanup_free_ char *p = strprintf("%s/nook.db", home);
+        struct stat sb;
+        int fd = open(p, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+        cr_assert_geq(fd, 0);
+        (void)fchmod(fd, 0644);
+        close(fd);
+        store_free(open_ok());
+        cr_assert_eq(stat(p, &sb), 0);
+        cr_assert_eq(sb.st_mode & 0777, 0600);
+}

@@ -1,0 +1,277 @@
+# SPDX-License-Identifier: Apache-2.0
+# shellcheck shell=bash
+#
+# A small TAP library for integration tests that drive the real `nook` binary.
+# Source it first thing in a tests/integration/test_*.sh file:
+#
+#       . "$(dirname "$0")/lib.sh"
+#       plan 3
+#       run_nook --help
+#       is "$status" 0 "nook --help exits 0"
+#       like "$out" "run" "help mentions run"
+#       expect_fail 2 "unknown command" frobnicate
+#
+# What it gives a test file:
+#   - $NOOK, $NOOK_SUPERVISOR, $NOOK_PROBE: the binaries under $NOOK_BUILD_DIR (set by meson).
+#   - A fresh NOOK_HOME (mktemp -d under /var/tmp, mode 0700), exported, removed on exit.
+#   - At exit, one more test: nothing leaked (mounts under NOOK_HOME, processes naming it,
+#     new nook-* cgroups), then the TAP plan line. Exit status 0 only if every test passed.
+#
+# Skips: `skip "reason"` is a failure when NOOK_MUST_WORK=1 (CI sets it), as with bwrap's
+# BWRAP_MUST_WORK. `skip_expected "reason"` is for a feature the current stage can never have
+# (e.g. a cgroup limit inside `unshare -r`, where the cgroup tree belongs to the real root);
+# it stays a skip in CI, so say precisely why. $NOOK_TEST_STAGE names the stage scripts/test
+# is running (root, user, unshare, asan-root, asan-user; empty when run by hand).
+
+set -uo pipefail
+
+NOOK_BUILD_DIR=${NOOK_BUILD_DIR:-}
+if [[ -z "$NOOK_BUILD_DIR" ]]; then
+        # Run by hand: assume the default test build next to the sources.
+        NOOK_BUILD_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/build-test"
+fi
+NOOK="$NOOK_BUILD_DIR/src/cli/nook"
+NOOK_SUPERVISOR="$NOOK_BUILD_DIR/src/supervisor/nook-supervisor"
+NOOK_PROBE="$NOOK_BUILD_DIR/tests/helpers/nook-probe"
+NOOK_TEST_TIMEOUT=${NOOK_TEST_TIMEOUT:-120}
+export NOOK_BUILD_DIR NOOK NOOK_SUPERVISOR NOOK_PROBE
+
+_tap_n=0          # tests run
+_tap_failed=0     # tests failed
+_tap_planned=""   # from plan
+_tap_done=0
+
+# Output of the last run_nook.
+out=""
+err=""
+status=0
+
+_tap_result() {
+        # _tap_result ok|not_ok DESC [DIRECTIVE]
+        local verdict=$1 desc=${2//$'\n'/ } directive=${3:-}
+        _tap_n=$((_tap_n + 1))
+        if [[ $verdict == ok ]]; then
+                echo "ok $_tap_n - $desc${directive:+ # $directive}"
+        else
+                _tap_failed=$((_tap_failed + 1))
+                echo "not ok $_tap_n - $desc${directive:+ # $directive}"
+        fi
+}
+
+# diag MSG...: TAP comments, one line per line of each MSG.
+diag() {
+        local m line
+        for m in "$@"; do
+                while IFS= read -r line; do
+                        echo "# $line"
+                done <<<"$m"
+        done
+}
+
+# plan N: the number of tests this file runs (not counting the leak check lib.sh adds).
+# plan skip_all REASON: nothing here can run on this host.
+plan() {
+        if [[ $1 == skip_all ]]; then
+                if [[ "${NOOK_MUST_WORK:-0}" == 1 ]]; then
+                        _tap_result not_ok "skipped but NOOK_MUST_WORK=1: ${2:-no reason given}"
+                        exit 1
+                fi
+                _tap_done=1
+                echo "1..0 # SKIP ${2:-no reason given}"
+                exit 0
+        fi
+        _tap_planned=$1
+}
+
+ok() { _tap_result ok "$1"; }
+not_ok() {
+        _tap_result not_ok "$1"
+        [[ $# -gt 1 ]] && diag "${@:2}"
+        return 0
+}
+
+# check DESC CMD...: ok if CMD succeeds.
+check() {
+        local desc=$1
+        shift
+        if "$@"; then ok "$desc"; else not_ok "$desc" "command failed: $*"; fi
+}
+
+# is GOT WANT DESC
+is() {
+        if [[ "$1" == "$2" ]]; then
+                ok "$3"
+        else
+                not_ok "$3" "got:  '$1'" "want: '$2'"
+        fi
+}
+
+# isnt GOT UNWANTED DESC
+isnt() {
+        if [[ "$1" != "$2" ]]; then ok "$3"; else not_ok "$3" "got the unwanted '$1'"; fi
+}
+
+# like GOT REGEX DESC (bash ERE)
+like() {
+        if [[ "$1" =~ $2 ]]; then
+                ok "$3"
+        else
+                not_ok "$3" "got:  '$1'" "want a match for: $2"
+        fi
+}
+
+# unlike GOT REGEX DESC
+unlike() {
+        if [[ ! "$1" =~ $2 ]]; then ok "$3"; else not_ok "$3" "got:  '$1'" "want no match for: $2"; fi
+}
+
+# skip REASON: a skipped test; a failure under NOOK_MUST_WORK=1.
+skip() {
+        if [[ "${NOOK_MUST_WORK:-0}" == 1 ]]; then
+                _tap_result not_ok "skipped but NOOK_MUST_WORK=1: $1"
+        else
+                _tap_result ok "$1" "SKIP $1"
+        fi
+}
+
+# skip_expected REASON: a skip this stage can never avoid; stays a skip in CI.
+skip_expected() { _tap_result ok "$1" "SKIP $1"; }
+
+# bail_out REASON: stop the whole file.
+bail_out() {
+        echo "Bail out! $*"
+        _tap_done=1
+        exit 1
+}
+
+_sanitizer_report() {
+        [[ "$1" == *"ERROR: AddressSanitizer"* || "$1" == *"ERROR: LeakSanitizer"* ||
+                "$1" == *"runtime error:"* ]]
+}
+
+# run_nook ARGS...: runs $NOOK with ARGS (stdin from /dev/null unless NOOK_STDIN names a
+# file), under a timeout of $NOOK_TEST_TIMEOUT seconds. Sets $out, $err and $status (124 on a
+# timeout). A sanitizer report on stderr is a failed test of its own.
+run_nook() {
+        local ofile efile
+        ofile=$(mktemp "$NOOK_HOME.out.XXXXXX")
+        efile=$(mktemp "$NOOK_HOME.err.XXXXXX")
+        timeout --kill-after=5 "$NOOK_TEST_TIMEOUT" "$NOOK" "$@" \
+                <"${NOOK_STDIN:-/dev/null}" >"$ofile" 2>"$efile"
+        status=$?
+        out=$(cat "$ofile")
+        err=$(cat "$efile")
+        rm -f "$ofile" "$efile"
+        if _sanitizer_report "$err"; then
+                not_ok "no sanitizer report from: nook $*" "$err"
+        fi
+        return 0
+}
+
+# expect_fail CODE DESC ARGS...: runs nook ARGS and checks the exit status is CODE and that
+# it said something on stderr. $out/$err/$status stay set for further checks.
+expect_fail() {
+        local code=$1 desc=$2
+        shift 2
+        run_nook "$@"
+        if [[ $status == "$code" && -n "$err" ]]; then
+                ok "$desc: nook $* fails with status $code"
+        else
+                not_ok "$desc: nook $* fails with status $code" \
+                        "status: $status" "stderr: $err" "stdout: $out"
+        fi
+}
+
+# require_bin PATH...: bail out if a binary the file needs was not built.
+require_bin() {
+        local b
+        for b in "$@"; do
+                [[ -x "$b" ]] || bail_out "not built: $b (run: ninja -C $NOOK_BUILD_DIR)"
+        done
+}
+
+# --- leaks -----------------------------------------------------------------------------
+
+_nook_cgroups() {
+        # Every cgroup directory named nook-* in any mounted hierarchy, one per line.
+        find /sys/fs/cgroup -mindepth 1 -maxdepth 6 -type d -name 'nook-*' 2>/dev/null | sort
+}
+
+# leaks: prints what this file left behind (empty when nothing).
+leaks() {
+        local pid cmd env_sid my_sid
+        # Mounts: the test's NOOK_HOME is unique, so any mount point under it is ours.
+        awk -v home="$NOOK_HOME" '
+                { mp = $5; gsub(/\\040/, " ", mp) }
+                index(mp, home) == 1 { print "mount left: " mp }' /proc/self/mountinfo
+        # Processes naming NOOK_HOME on their command line, or carrying it in the environment
+        # while living in another session (a supervisor that daemonized); not this shell's own.
+        my_sid=$(ps -o sid= -p $$ | tr -d ' ')
+        for pid in /proc/[0-9]*; do
+                pid=${pid#/proc/}
+                [[ $pid == "$$" || $pid == "$BASHPID" ]] && continue
+                cmd=$(tr '\0' ' ' 2>/dev/null <"/proc/$pid/cmdline") || continue
+                if [[ "$cmd" == *"$NOOK_HOME"* ]]; then
+                        echo "process left: $pid $cmd"
+                        continue
+                fi
+                if tr '\0' '\n' 2>/dev/null <"/proc/$pid/environ" | grep -qxF "NOOK_HOME=$NOOK_HOME"; then
+                        env_sid=$(ps -o sid= -p "$pid" 2>/dev/null | tr -d ' ')
+                        [[ -n "$env_sid" && "$env_sid" != "$my_sid" ]] &&
+                                echo "process left: $pid $cmd"
+                fi
+        done
+        # cgroups: compare with what existed when the file started (other sandboxes on a
+        # developer's machine are not ours).
+        comm -13 <(printf '%s\n' "$_nook_cgroups_before") <(_nook_cgroups) |
+                sed -n 's/^/cgroup left: /p' | grep -v '^cgroup left: $' || true
+}
+
+_tap_finish() {
+        local rc=$? leftover
+        if [[ $_tap_done == 1 ]]; then
+                _tap_cleanup
+                exit $rc
+        fi
+        _tap_done=1
+        leftover=$(leaks)
+        if [[ -z "$leftover" ]]; then
+                ok "nothing leaked (mounts, processes, cgroups)"
+        else
+                not_ok "nothing leaked (mounts, processes, cgroups)" "$leftover"
+        fi
+        if [[ -n "$_tap_planned" && $((_tap_n - 1)) != "$_tap_planned" ]]; then
+                not_ok "planned $_tap_planned tests, ran $((_tap_n - 1))"
+        fi
+        if [[ $rc != 0 && $_tap_failed == 0 ]]; then
+                not_ok "test script exited with status $rc"
+        fi
+        echo "1..$_tap_n"
+        _tap_cleanup
+        [[ $_tap_failed == 0 ]] && exit 0
+        exit 1
+}
+
+_tap_cleanup() {
+        [[ -n "${NOOK_HOME:-}" && -d "$NOOK_HOME" ]] || return 0
+        if [[ "${NOOK_TEST_KEEP:-0}" == 1 ]]; then
+                echo "# NOOK_TEST_KEEP=1: kept $NOOK_HOME"
+                return 0
+        fi
+        # Detach anything a failed test left mounted so rm cannot cross into it.
+        awk -v home="$NOOK_HOME" '{ mp = $5; gsub(/\\040/, " ", mp) }
+                index(mp, home) == 1 { print mp }' /proc/self/mountinfo | sort -r |
+                while IFS= read -r mp; do umount -l "$mp" 2>/dev/null || true; done
+        rm -rf --one-file-system "$NOOK_HOME" 2>/dev/null || {
+                chmod -R u+rwX "$NOOK_HOME" 2>/dev/null
+                rm -rf --one-file-system "$NOOK_HOME" 2>/dev/null
+        } || echo "# could not remove $NOOK_HOME"
+}
+
+NOOK_HOME=$(mktemp -d /var/tmp/nook-test.XXXXXXXX) || bail_out "mktemp under /var/tmp failed"
+chmod 0700 "$NOOK_HOME"
+export NOOK_HOME
+_nook_cgroups_before=$(_nook_cgroups)
+trap _tap_finish EXIT
+trap 'exit 130' INT TERM
+diag "NOOK_HOME=$NOOK_HOME stage=${NOOK_TEST_STAGE:-manual} uid=$(id -u) must_work=${NOOK_MUST_WORK:-0}"

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# The CLI's own surface: help, version, unknown commands, name rules. Needs no sandbox.
+. "$(dirname "$0")/lib.sh"
+
+require_bin "$NOOK"
+plan 13
+
+run_nook --help
+is "$status" 0 "nook --help exits 0"
+like "$out" "(^|[[:space:]])run([[:space:]]|$)" "nook --help lists the run command"
+
+run_nook --version
+is "$status" 0 "nook --version exits 0"
+like "$out" "[0-9]+\.[0-9]+\.[0-9]+" "nook --version prints a version number"
+
+expect_fail 2 "an unknown command is a usage error" frobnicate-xyz
+like "$err" "frobnicate-xyz" "the error names the unknown command"
+
+# Hostile sandbox names are refused by the name rule before anything touches the disk.
+for name in "../x" "A" ""; do
+        run_nook ws path "$name"
+        if [[ $status != 0 && $status != 124 ]]; then
+                ok "nook ws path '$name' is refused"
+        else
+                not_ok "nook ws path '$name' is refused" "status: $status" "stdout: $out"
+        fi
+        like "$err" "name must be" "the refusal of '$name' states the name rule"
+done
+is "$(find "$NOOK_HOME" -mindepth 1 -path "$NOOK_HOME/workspaces/*" 2>/dev/null)" "" \
+        "refused names created no workspace"

@@ -67,8 +67,9 @@ int ws_open(const char *dir, bool create, uid_t owner_uid, gid_t owner_gid, ws *
                 return nook_err_oom(err);
         w->root_fd = -1;
         w->root = strdup(dir);
+        /* cppcheck does not see the cleanup attribute on w: this report is false. */
         if (!w->root)
-                return nook_err_oom(err);
+                return nook_err_oom(err); /* cppcheck-suppress memleak */
         for (size_t n = strlen(w->root); n > 1 && w->root[n - 1] == '/'; n--)
                 w->root[n - 1] = 0;
         w->owner_uid = owner_uid;

@@ -9,12 +9,13 @@
  * Syscalls per operation are counted because the workspace is nook's speed argument (DESIGN.md,
  * "place 200 files ≤ 1.2× plain host writes"): a write is openat2(parent) + openat(temp) + write
  * + close + renameat (+ close of the parent), mkdir -p only after the parent lookup said ENOENT;
- * a read is openat2 + fstat + read to EOF + close. */
+ * a read is openat2 + fstat + read + close. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,8 +36,20 @@
 #define WS_TMP_ATTEMPTS 64
 
 /* Temp names are "<prefix><pid>-<counter>": the pid keeps processes apart, the atomic counter
- * threads, and O_EXCL plus a retry covers a pid reused after a crash left a temp file behind. */
+ * threads, and O_EXCL plus a retry covers a pid reused after a crash left a temp file behind.
+ * glibc no longer caches getpid() (2.25), so we do, and a forked child refreshes it. */
 static uint64_t ws_tmp_counter;
+static pid_t ws_tmp_pid;
+static pthread_once_t ws_tmp_once = PTHREAD_ONCE_INIT;
+
+static void ws_tmp_pid_refresh(void) {
+        __atomic_store_n(&ws_tmp_pid, getpid(), __ATOMIC_RELAXED);
+}
+
+static void ws_tmp_init(void) {
+        ws_tmp_pid_refresh();
+        (void)pthread_atfork(NULL, NULL, ws_tmp_pid_refresh);
+}
 
 static int ws_normalize_nonroot(const char *path, char **ret_rel, nook_error *err) {
         _cleanup_free_ char *rel = NULL;
@@ -104,14 +117,25 @@ static int ws_mkdir_rel(ws *w, char *rel, mode_t mode) {
         }
 }
 
-/* Resolves the directory that holds rel's last name.  rel is split in place and *ret_base points
- * at that name.  Returns 1 with an fd the caller closes, or 0 with the borrowed root fd. */
-static int ws_parent(ws *w, char *rel, const char *path, bool create, int *ret_fd, const char **ret_base,
-        nook_error *err) {
+/* The directory that holds a path's last name. */
+typedef struct ws_parent_dir {
+        int fd; /* the directory: owned, or the root's fd */
+        int owned; /* what ws_parent_dir_done closes; -1 when fd is the root's */
+        const char *base; /* the last name, inside the caller's rel */
+} ws_parent_dir;
+
+static void ws_parent_dir_done(ws_parent_dir *d) {
+        d->owned = safe_close(d->owned);
+}
+
+#define WS_PARENT_DIR_NULL                                                                                  \
+        { .fd = -1, .owned = -1 }
+
+/* Resolves the directory that holds rel's last name; rel is split in place. */
+static int ws_parent(ws *w, char *rel, const char *path, bool create, ws_parent_dir *ret, nook_error *err) {
         char *slash = strrchr(rel, '/');
         if (!slash) {
-                *ret_fd = w->root_fd;
-                *ret_base = rel;
+                *ret = (ws_parent_dir){ .fd = w->root_fd, .owned = -1, .base = rel };
                 return 0;
         }
         *slash = 0;
@@ -121,16 +145,17 @@ static int ws_parent(ws *w, char *rel, const char *path, bool create, int *ret_f
                 fd = ws_mkdir_rel(w, rel, 0755);
         if (fd < 0)
                 return ws_err_resolve(err, fd, path);
-        *ret_fd = fd;
-        *ret_base = slash + 1;
-        return 1;
+        *ret = (ws_parent_dir){ .fd = fd, .owned = fd, .base = slash + 1 };
+        return 0;
 }
 
 static int ws_tmp_create(
         ws *w, int dfd, mode_t mode, char *ret_name, size_t name_size, int *ret_fd, nook_error *err) {
+        (void)pthread_once(&ws_tmp_once, ws_tmp_init);
         for (int i = 0; i < WS_TMP_ATTEMPTS; i++) {
                 uint64_t c = __atomic_fetch_add(&ws_tmp_counter, 1, __ATOMIC_RELAXED);
-                (void)snprintf(ret_name, name_size, WS_TMP_PREFIX "%d-%" PRIu64, (int)getpid(), c);
+                (void)snprintf(ret_name, name_size, WS_TMP_PREFIX "%d-%" PRIu64,
+                        (int)__atomic_load_n(&ws_tmp_pid, __ATOMIC_RELAXED), c);
                 int fd = openat(dfd, ret_name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
                 if (fd < 0 && errno == EEXIST)
                         continue;
@@ -174,31 +199,28 @@ static int ws_copy_fd(int out, int in) {
 static int ws_write_common(
         ws *w, const char *path, const void *data, size_t len, int src_fd, mode_t mode, nook_error *err) {
         _cleanup_free_ char *rel = NULL;
-        _cleanup_close_ int owned = -1, tfd = -1;
-        const char *base;
+        _cleanup_(ws_parent_dir_done) ws_parent_dir d = WS_PARENT_DIR_NULL;
         char tmp[64];
-        int dfd, r;
+        int tfd = -1, r;
 
         r = ws_normalize_nonroot(path, &rel, err);
         if (r < 0)
                 return r;
-        r = ws_parent(w, rel, path, /* create= */ true, &dfd, &base, err);
+        r = ws_parent(w, rel, path, /* create= */ true, &d, err);
         if (r < 0)
                 return r;
-        if (r > 0)
-                owned = dfd;
-        r = ws_tmp_create(w, dfd, (mode & 07777) ? (mode & 07777) : 0644, tmp, sizeof(tmp), &tfd, err);
+        r = ws_tmp_create(w, d.fd, (mode & 07777) ? (mode & 07777) : 0644, tmp, sizeof(tmp), &tfd, err);
         if (r < 0)
                 return nook_err_wrap(err, "writing '%s'", path);
 
         r = src_fd >= 0 ? ws_copy_fd(tfd, src_fd) : fd_write_all(tfd, data, len);
-        if (r == 0 && close(TAKE_FD(tfd)) < 0)
+        if (close(tfd) < 0 && r == 0)
                 r = -errno;
-        if (r == 0 && renameat(dfd, tmp, dfd, base) < 0)
+        if (r == 0 && renameat(d.fd, tmp, d.fd, d.base) < 0)
                 r = -errno;
         if (r == 0)
                 return 0;
-        (void)unlinkat(dfd, tmp, 0);
+        (void)unlinkat(d.fd, tmp, 0);
         if (r == -EISDIR || r == -ENOTEMPTY || r == -EEXIST)
                 return nook_err_set(err, NOOK_E_INVALID, "Cannot write '%s': it is a directory", path);
         if (r == -ENOMEM)
@@ -216,6 +238,16 @@ int ws_write_fd(ws *w, const char *path, int fd, mode_t mode, nook_error *err) {
         if (fd < 0)
                 return nook_err_set(err, NOOK_E_INVALID, "No file descriptor to copy to '%s'", path);
         return ws_write_common(w, path, NULL, 0, fd, mode, err);
+}
+
+static const char *ws_special_kind(mode_t m) {
+        if (S_ISFIFO(m))
+                return "a FIFO";
+        if (S_ISCHR(m) || S_ISBLK(m))
+                return "a device";
+        if (S_ISSOCK(m))
+                return "a socket";
+        return "a special file";
 }
 
 /* Opens a regular file for reading.  O_NONBLOCK keeps a FIFO planted by the sandbox from
@@ -236,10 +268,8 @@ static int ws_open_regular(ws *w, const char *path, int *ret_fd, struct stat *re
         if (!S_ISREG(ret_st->st_mode))
                 return nook_err_set(err, NOOK_E_INVALID,
                         "'%s' is not a regular file (%s); refusing to read it", path,
-                        S_ISFIFO(ret_st->st_mode)                                      ? "a FIFO"
-                                : S_ISCHR(ret_st->st_mode) || S_ISBLK(ret_st->st_mode) ? "a device"
-                                : S_ISSOCK(ret_st->st_mode)                            ? "a socket"
-                                                                                       : "a special file");
+                        ws_special_kind(ret_st->st_mode));
+        /* cppcheck-suppress unreadVariable ; TAKE_FD clears fd for its cleanup attribute */
         *ret_fd = TAKE_FD(fd);
         return 0;
 }
@@ -290,6 +320,12 @@ static int ws_read_fd(int fd, const struct stat *st, size_t max, const char *pat
                 if (n == 0)
                         break;
                 len += (size_t)n;
+                /* We asked for one byte more than fstat reported and got exactly the reported
+                 * size: that is EOF for a regular file (read(2) returns less than asked only at
+                 * the end), which saves the read that would return 0.  A file that shrank or
+                 * grew meanwhile is read on to a real EOF. */
+                if (len == (size_t)st->st_size && len < cap)
+                        break;
         }
         if (len > max)
                 return nook_err_set(
@@ -467,10 +503,8 @@ int ws_list(ws *w, const char *path, nook_dirent **ret, size_t *ret_n, nook_erro
 
 int ws_remove(ws *w, const char *path, nook_error *err) {
         _cleanup_free_ char *rel = NULL;
-        _cleanup_close_ int owned = -1;
-        const char *base;
+        _cleanup_(ws_parent_dir_done) ws_parent_dir d = WS_PARENT_DIR_NULL;
         struct stat st;
-        int dfd;
 
         int r = ws_path_normalize(path, &rel, err);
         if (r < 0)
@@ -478,14 +512,12 @@ int ws_remove(ws *w, const char *path, nook_error *err) {
         if (!rel[0])
                 return nook_err_set(
                         err, NOOK_E_INVALID, "Refusing to remove the workspace root ('%s')", path);
-        r = ws_parent(w, rel, path, /* create= */ false, &dfd, &base, err);
+        r = ws_parent(w, rel, path, /* create= */ false, &d, err);
         if (r < 0)
                 return r;
-        if (r > 0)
-                owned = dfd;
-        if (fstatat(dfd, base, &st, AT_SYMLINK_NOFOLLOW) < 0)
+        if (fstatat(d.fd, d.base, &st, AT_SYMLINK_NOFOLLOW) < 0)
                 return ws_err_resolve(err, -errno, path);
-        r = path_rm_rf_at(dfd, base, err);
+        r = path_rm_rf_at(d.fd, d.base, err);
         if (r < 0)
                 return nook_err_wrap(err, "removing '%s' from the workspace", path);
         return 0;
@@ -493,10 +525,8 @@ int ws_remove(ws *w, const char *path, nook_error *err) {
 
 int ws_rename(ws *w, const char *from, const char *to, nook_error *err) {
         _cleanup_free_ char *rfrom = NULL, *rto = NULL;
-        _cleanup_close_ int ofrom = -1, oto = -1;
-        const char *bfrom, *bto;
+        _cleanup_(ws_parent_dir_done) ws_parent_dir df = WS_PARENT_DIR_NULL, dt = WS_PARENT_DIR_NULL;
         struct stat st;
-        int dfrom, dto;
 
         int r = ws_normalize_nonroot(from, &rfrom, err);
         if (r < 0)
@@ -504,20 +534,16 @@ int ws_rename(ws *w, const char *from, const char *to, nook_error *err) {
         r = ws_normalize_nonroot(to, &rto, err);
         if (r < 0)
                 return r;
-        r = ws_parent(w, rfrom, from, /* create= */ false, &dfrom, &bfrom, err);
+        r = ws_parent(w, rfrom, from, /* create= */ false, &df, err);
         if (r < 0)
                 return r;
-        if (r > 0)
-                ofrom = dfrom;
         /* Checked before the destination's parents are made, so a failed rename leaves nothing. */
-        if (fstatat(dfrom, bfrom, &st, AT_SYMLINK_NOFOLLOW) < 0)
+        if (fstatat(df.fd, df.base, &st, AT_SYMLINK_NOFOLLOW) < 0)
                 return ws_err_resolve(err, -errno, from);
-        r = ws_parent(w, rto, to, /* create= */ true, &dto, &bto, err);
+        r = ws_parent(w, rto, to, /* create= */ true, &dt, err);
         if (r < 0)
                 return r;
-        if (r > 0)
-                oto = dto;
-        if (renameat(dfrom, bfrom, dto, bto) < 0) {
+        if (renameat(df.fd, df.base, dt.fd, dt.base) < 0) {
                 if (errno == ENOENT)
                         return ws_err_resolve(err, -errno, from);
                 return nook_err_errno(err,

@@ -1,0 +1,231 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Workspace file API against plain host calls, side by side in one run (DESIGN.md budget:
+ * "place 200 × 1 KiB files / read them back ≤ 1.2× plain host writes/reads").
+ *
+ *   plain: open(O_CREAT|O_TRUNC) + write + close; open + read to EOF + close
+ *   ws:    ws_write (resolve the parent beneath the root, temp file, rename); ws_read
+ *
+ * Each round writes into fresh, empty directories (the "src" subdirectory exists, as it would in
+ * a project), then reads the same files back.  The sides alternate file by file, and which one
+ * starts alternates per round, so neither the page cache, the journal nor other load favours
+ * one of them.  Per-round totals are summed from per-file timings; medians over the rounds are
+ * reported.
+ *
+ * usage: bench-ws-files [rounds] [dir]   (defaults: 21, a mkdtemp under /tmp) */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "nook.h"
+#include "util/macro.h"
+#include "util/path.h"
+#include "workspace/ws.h"
+
+#define N_FILES 200
+#define FILE_SIZE 1024
+#define ROOTFUL_UID 100000000u
+
+static char payload[FILE_SIZE];
+
+static double now_us(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
+}
+
+static void die(const char *what) {
+        fprintf(stderr, "bench-ws-files: %s: %s\n", what, strerror(errno));
+        exit(1);
+}
+
+static void fresh_dir(const char *dir) {
+        nook_error err = {};
+        char sub[PATH_MAX];
+
+        if (path_rm_rf(dir, &err) < 0) {
+                fprintf(stderr, "bench-ws-files: %s\n", err.msg);
+                exit(1);
+        }
+        snprintf(sub, sizeof(sub), "%s/src", dir);
+        if (path_mkdir_p(sub, 0755, &err) < 0) {
+                fprintf(stderr, "bench-ws-files: %s\n", err.msg);
+                exit(1);
+        }
+}
+
+/* One file each way, timed separately.  The two sides are interleaved file by file (order
+ * alternating) so that load from other processes on this 2-core machine hits both equally. */
+static double plain_write_one(const char *dir, int i) {
+        char p[PATH_MAX];
+        snprintf(p, sizeof(p), "%s/src/f%03d.txt", dir, i);
+        double t0 = now_us();
+        int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        if (fd < 0 || write(fd, payload, FILE_SIZE) != FILE_SIZE || close(fd) < 0)
+                die("plain write");
+        return now_us() - t0;
+}
+
+static double plain_read_one(const char *dir, int i) {
+        static char buf[FILE_SIZE * 4];
+        char p[PATH_MAX];
+        size_t len = 0;
+        ssize_t n;
+
+        snprintf(p, sizeof(p), "%s/src/f%03d.txt", dir, i);
+        double t0 = now_us();
+        int fd = open(p, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                die("plain open");
+        while ((n = read(fd, buf + len, sizeof(buf) - len)) > 0)
+                len += (size_t)n;
+        if (n < 0 || len != FILE_SIZE)
+                die("plain read");
+        close(fd);
+        return now_us() - t0;
+}
+
+static double ws_write_one(ws *w, int i) {
+        nook_error err = {};
+        char p[64];
+        snprintf(p, sizeof(p), "/workspace/src/f%03d.txt", i);
+        double t0 = now_us();
+        if (ws_write(w, p, payload, FILE_SIZE, 0644, &err) < 0) {
+                fprintf(stderr, "bench-ws-files: %s\n", err.msg);
+                exit(1);
+        }
+        return now_us() - t0;
+}
+
+static double ws_read_one(ws *w, int i) {
+        nook_error err = {};
+        char p[64];
+        void *data;
+        size_t len;
+
+        snprintf(p, sizeof(p), "/workspace/src/f%03d.txt", i);
+        double t0 = now_us();
+        if (ws_read(w, p, 0, &data, &len, &err) < 0 || len != FILE_SIZE) {
+                fprintf(stderr, "bench-ws-files: %s\n", err.msg);
+                exit(1);
+        }
+        free(data);
+        return now_us() - t0;
+}
+
+static int cmp_double(const void *a, const void *b) {
+        double x = *(const double *)a, y = *(const double *)b;
+        return (x > y) - (x < y);
+}
+
+static double median(double *v, int n) {
+        qsort(v, (size_t)n, sizeof(*v), cmp_double);
+        return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+typedef struct sample {
+        double pw, pr, ww, wr;
+} sample;
+
+static void round_once(
+        const char *plain_dir, const char *ws_dir, uid_t uid, gid_t gid, bool ws_first, sample *s) {
+        nook_error err = {};
+        ws *w = NULL;
+
+        fresh_dir(plain_dir);
+        fresh_dir(ws_dir);
+        if (ws_open(ws_dir, false, uid, gid, &w, &err) < 0) {
+                fprintf(stderr, "bench-ws-files: %s\n", err.msg);
+                exit(1);
+        }
+        *s = (sample){};
+        for (int i = 0; i < N_FILES; i++) {
+                if ((i + ws_first) % 2) {
+                        s->ww += ws_write_one(w, i);
+                        s->pw += plain_write_one(plain_dir, i);
+                } else {
+                        s->pw += plain_write_one(plain_dir, i);
+                        s->ww += ws_write_one(w, i);
+                }
+        }
+        for (int i = 0; i < N_FILES; i++) {
+                if ((i + ws_first) % 2) {
+                        s->wr += ws_read_one(w, i);
+                        s->pr += plain_read_one(plain_dir, i);
+                } else {
+                        s->pr += plain_read_one(plain_dir, i);
+                        s->wr += ws_read_one(w, i);
+                }
+        }
+        ws_free(w);
+}
+
+static void run(const char *label, const char *base, int rounds, uid_t uid, gid_t gid) {
+        char plain_dir[PATH_MAX], ws_dir[PATH_MAX];
+        double *pw = calloc((size_t)rounds, sizeof(double)), *pr = calloc((size_t)rounds, sizeof(double));
+        double *ww = calloc((size_t)rounds, sizeof(double)), *wr = calloc((size_t)rounds, sizeof(double));
+        if (!pw || !pr || !ww || !wr)
+                die("calloc");
+
+        snprintf(plain_dir, sizeof(plain_dir), "%s/plain", base);
+        snprintf(ws_dir, sizeof(ws_dir), "%s/ws", base);
+        sample warm;
+        round_once(plain_dir, ws_dir, uid, gid, false, &warm); /* warm-up, not counted */
+        for (int r = 0; r < rounds; r++) {
+                sample s;
+                round_once(plain_dir, ws_dir, uid, gid, r % 2 == 1, &s);
+                pw[r] = s.pw, pr[r] = s.pr, ww[r] = s.ww, wr[r] = s.wr;
+        }
+        double mpw = median(pw, rounds), mpr = median(pr, rounds);
+        double mww = median(ww, rounds), mwr = median(wr, rounds);
+        /* after median() sorted them: [0] is the best round, the least disturbed by other load */
+        double bw = ww[0] / pw[0], br = wr[0] / pr[0];
+        printf("%s: %d files x %d B, %d rounds, medians\n", label, N_FILES, FILE_SIZE, rounds);
+        printf("  write: plain %8.0f us  ws %8.0f us  (%.1f vs %.1f us/file)\n", mpw, mww, mpw / N_FILES,
+                mww / N_FILES);
+        printf("  read:  plain %8.0f us  ws %8.0f us  (%.1f vs %.1f us/file)\n", mpr, mwr, mpr / N_FILES,
+                mwr / N_FILES);
+        printf("  write ratio %.2fx (target <= 1.2x)\n", mww / mpw);
+        printf("  read ratio  %.2fx (target <= 1.2x)\n", mwr / mpr);
+        printf("  best rounds: write %.2fx, read %.2fx\n", bw, br);
+        free(pw);
+        free(pr);
+        free(ww);
+        free(wr);
+}
+
+int main(int argc, char **argv) {
+        int rounds = argc > 1 ? atoi(argv[1]) : 21;
+        char base[PATH_MAX / 2]; /* room for the subdirectories below it */
+        nook_error err = {};
+        bool own_base = argc <= 2;
+
+        if (rounds < 1)
+                rounds = 1;
+        if (own_base) {
+                snprintf(base, sizeof(base), "/tmp/nook-bench-ws-XXXXXX");
+                if (!mkdtemp(base))
+                        die("mkdtemp");
+        } else
+                snprintf(base, sizeof(base), "%s", argv[2]);
+        memset(payload, 'x', sizeof(payload));
+
+        run("rootless (files stay ours)", base, rounds, geteuid(), getegid());
+        if (geteuid() == 0)
+                /* Rootful: each new file is also fchown'ed to the sandbox's root on the host. */
+                run("rootful (fchown to the sandbox root)", base, rounds, ROOTFUL_UID, ROOTFUL_UID);
+
+        char p[PATH_MAX];
+        snprintf(p, sizeof(p), "%s/plain", base);
+        (void)path_rm_rf(p, &err);
+        snprintf(p, sizeof(p), "%s/ws", base);
+        (void)path_rm_rf(p, &err);
+        if (own_base)
+                (void)rmdir(base);
+        return 0;
+}

@@ -32,13 +32,14 @@ fi || {
         exit 1
 }
 
-# name<TAB>path of every fuzz_* executable meson knows.
+# name<TAB>path (relative to the build dir, as ninja names targets) of every fuzz_* executable.
 mapfile -t targets < <(meson introspect "$builddir" --targets | python3 -c '
-import json, sys
+import json, os, sys
+root = os.path.realpath(sys.argv[1])
 for t in json.load(sys.stdin):
     if t["type"] == "executable" and t["name"].startswith("fuzz_"):
-        print(t["name"] + "\t" + t["filename"][0])
-' | sort)
+        print(t["name"] + "\t" + os.path.relpath(os.path.realpath(t["filename"][0]), root))
+' "$builddir" | sort)
 if [[ -n "${FUZZ_ONLY:-}" ]]; then
         mapfile -t targets < <(printf '%s\n' "${targets[@]}" | grep -E "^($(tr ' ' '|' <<<"$FUZZ_ONLY"))"$'\t')
 fi
@@ -60,7 +61,7 @@ work=$(mktemp -d /tmp/nook-fuzz.XXXXXX)
 trap '[[ "${FUZZ_KEEP_CORPUS:-0}" == 1 ]] && echo "fuzz: corpora kept in $work" || rm -rf "$work"' EXIT
 for t in "${targets[@]}"; do
         name=${t%%$'\t'*}
-        exe=${t#*$'\t'}
+        exe=$builddir/${t#*$'\t'}
         seeds="tests/fuzz/corpus/${name#fuzz_}"
         corpus="$work/$name/corpus"
         artifacts="$builddir/fuzz-artifacts/$name"

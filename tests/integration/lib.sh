@@ -197,30 +197,41 @@ _nook_cgroups() {
         find /sys/fs/cgroup -mindepth 1 -maxdepth 6 -type d -name 'nook-*' 2>/dev/null | sort
 }
 
+_sid_of() {
+        # Session id, field 6 of /proc/PID/stat (after the parenthesised comm, which may hold
+        # spaces).
+        local stat rest
+        stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
+        rest=${stat##*) }
+        read -r _ _ _ sid _ <<<"$rest"
+        echo "$sid"
+}
+
 # leaks: prints what this file left behind (empty when nothing).
 leaks() {
-        local pid cmd env_sid my_sid
+        local f pid sid my_sid
         # Mounts: the test's NOOK_HOME is unique, so any mount point under it is ours.
         awk -v home="$NOOK_HOME" '
                 { mp = $5; gsub(/\\040/, " ", mp) }
                 index(mp, home) == 1 { print "mount left: " mp }' /proc/self/mountinfo
         # Processes naming NOOK_HOME on their command line, or carrying it in the environment
-        # while living in another session (a supervisor that daemonized); not this shell's own.
-        my_sid=$(ps -o sid= -p $$ | tr -d ' ')
-        for pid in /proc/[0-9]*; do
-                pid=${pid#/proc/}
+        # while living in another session (a supervisor that daemonized). One grep over all of
+        # /proc; the pattern comes from a file so that grep's own argv does not match.
+        my_sid=$(_sid_of $$)
+        while IFS= read -r f; do
+                pid=${f#/proc/}
+                pid=${pid%%/*}
                 [[ $pid == "$$" || $pid == "$BASHPID" ]] && continue
-                cmd=$(tr '\0' ' ' 2>/dev/null <"/proc/$pid/cmdline") || continue
-                if [[ "$cmd" == *"$NOOK_HOME"* ]]; then
-                        echo "process left: $pid $cmd"
-                        continue
-                fi
-                if tr '\0' '\n' 2>/dev/null <"/proc/$pid/environ" | grep -qxF "NOOK_HOME=$NOOK_HOME"; then
-                        env_sid=$(ps -o sid= -p "$pid" 2>/dev/null | tr -d ' ')
-                        [[ -n "$env_sid" && "$env_sid" != "$my_sid" ]] &&
-                                echo "process left: $pid $cmd"
-                fi
-        done
+                echo "process left: $pid $(tr '\0' ' ' 2>/dev/null <"/proc/$pid/cmdline")"
+        done < <(grep -lsF -f <(printf '%s\n' "$NOOK_HOME") /proc/[0-9]*/cmdline)
+        while IFS= read -r f; do
+                pid=${f#/proc/}
+                pid=${pid%%/*}
+                sid=$(_sid_of "$pid") || continue # gone meanwhile
+                [[ -z "$sid" || "$sid" == "$my_sid" ]] && continue
+                grep -qsF -f <(printf '%s\n' "$NOOK_HOME") "/proc/$pid/cmdline" && continue
+                echo "process left: $pid $(tr '\0' ' ' 2>/dev/null <"/proc/$pid/cmdline")"
+        done < <(grep -lszxF -f <(printf 'NOOK_HOME=%s\n' "$NOOK_HOME") /proc/[0-9]*/environ)
         # cgroups: compare with what existed when the file started (other sandboxes on a
         # developer's machine are not ours).
         comm -13 <(printf '%s\n' "$_nook_cgroups_before") <(_nook_cgroups) |

@@ -49,6 +49,15 @@ NOOK_PUBLIC const char *nook_version(void);
 /* Frees memory that libnook returned to the caller (strings, buffers, arrays). */
 NOOK_PUBLIC void nook_free(void *p);
 
+/* Docker-style durations ("500ms", "30s", "5m", "1h30m"; a plain number is seconds) and sizes
+ * ("512m", "2g", "1048576k", "100b"), parsed once here for the CLI and the bindings. */
+NOOK_PUBLIC int nook_parse_duration_ms(const char *s, uint64_t *ret_ms, nook_error *err);
+NOOK_PUBLIC int nook_parse_size(const char *s, uint64_t *ret_bytes, nook_error *err);
+
+/* The host capability report of `nook doctor`, as a JSON object {"ok": bool, "checks": [...]};
+ * returns 1 when nook can run sandboxes here, 0 when it cannot. */
+NOOK_PUBLIC int nook_doctor(char **ret_json, nook_error *err);
+
 /* ---- context: the state root --------------------------------------------------------------- */
 
 /* One handle per state root.  home NULL: $NOOK_HOME, else /var/lib/nook for root, else
@@ -112,7 +121,76 @@ NOOK_PUBLIC void nook_dirents_free(nook_dirent *d, size_t n);
 NOOK_PUBLIC int nook_ws_remove(nook_ws *w, const char *path, nook_error *err);
 NOOK_PUBLIC int nook_ws_rename(nook_ws *w, const char *from, const char *to, nook_error *err);
 
-/* @@SANDBOX-API@@ */
+/* ---- sandboxes ------------------------------------------------------------------------------ */
+
+/* spec_json is a JSON object (NULL or "{}" for the defaults):
+ *   image            "host" (default: the host's /usr read-only, a generated /etc) or the path of
+ *                    a root filesystem directory
+ *   env              {"NAME": "value"} for every exec (never put secrets here: it is stored)
+ *   labels           {"key": "value"}
+ *   persistence      "ephemeral" (default: the writable root layer is discarded on stop) or
+ *                    "sticky" (kept and reused by the next start/create of the same name)
+ *   maxDurationSecs  retire (stop, keep the workspace) after this long; 0 = never
+ *   idleTimeoutSecs  stop when no exec ran and no client was attached for this long; 0 = never
+ *   security         "default" or "restricted"
+ *   network          "off" (default: loopback only)
+ *   workdir          default working directory of execs (default /workspace)
+ *   user             default user of execs (default root of the sandbox)
+ * Unknown fields are an error naming them. */
+#define NOOK_CREATE_REPLACE (1u << 0) /* stop a running sandbox of that name first */
+
+NOOK_PUBLIC int nook_sandbox_create(nook *n, const char *name, const char *spec_json, unsigned flags,
+        nook_error *err);
+/* Starts a stopped sandbox again from its stored spec. */
+NOOK_PUBLIC int nook_sandbox_start(nook *n, const char *name, nook_error *err);
+/* Stops: processes get SIGTERM, then SIGKILL after timeout_ms.  The workspace stays.  Stopping a
+ * stopped sandbox succeeds. */
+NOOK_PUBLIC int nook_sandbox_stop(nook *n, const char *name, uint64_t timeout_ms, nook_error *err);
+/* Deletes the sandbox, its writable layer, its workspace and its record: unconditionally. */
+NOOK_PUBLIC int nook_sandbox_remove(nook *n, const char *name, nook_error *err);
+/* A JSON object describing the sandbox (state, why it stopped, spec, times, workspace). */
+NOOK_PUBLIC int nook_sandbox_inspect(nook *n, const char *name, char **ret_json, nook_error *err);
+/* A JSON array of those objects; label_filters ("k=v" or "k") keep the matching ones. */
+NOOK_PUBLIC int nook_sandbox_list(nook *n, const char *const *label_filters, char **ret_json, nook_error *err);
+
+typedef struct nook_exec_opts {
+        const char *const *argv;       /* the command, or NULL when shell is set */
+        const char *shell;             /* a shell string, run as /bin/sh -lc SHELL */
+        const char *const *env;        /* "NAME=value", over the sandbox's env */
+        const char *const *secret_env; /* "NAME=value", never stored, logged or put in an argv */
+        const char *cwd;               /* default: the sandbox's workdir, /workspace */
+        const char *user;              /* "name", "uid" or "uid:gid"; default root */
+        int stdin_fd, stdout_fd, stderr_fd; /* passed to the command as is; -1: /dev/null */
+        uint64_t timeout_ms;                /* 0: none; on expiry the whole process tree is killed */
+        bool detach;                        /* keep running when this client goes away */
+} nook_exec_opts;
+
+/* Zeroes o and sets the stdio fds to -1. */
+NOOK_PUBLIC void nook_exec_opts_init(nook_exec_opts *o);
+
+typedef struct nook_exec_result {
+        int exit_code;   /* 0-255, or -1 when killed by a signal */
+        int signal;      /* the terminating signal, 0 if none */
+        char reason[16]; /* "exited", "timeout", "cancelled", "stopped" */
+} nook_exec_result;
+
+typedef struct nook_exec nook_exec;
+NOOK_PUBLIC int nook_exec_start(nook *n, const char *name, const nook_exec_opts *o, nook_exec **ret,
+        nook_error *err);
+/* The process id of the command's helper inside the sandbox (0 until known). */
+NOOK_PUBLIC int nook_exec_pid(const nook_exec *e);
+/* A descriptor that becomes readable when the exec has news; for event loops. */
+NOOK_PUBLIC int nook_exec_fd(const nook_exec *e);
+/* Waits for the command to end. */
+NOOK_PUBLIC int nook_exec_wait(nook_exec *e, nook_exec_result *ret, nook_error *err);
+/* Kills the command's whole process tree. */
+NOOK_PUBLIC int nook_exec_cancel(nook_exec *e, nook_error *err);
+NOOK_PUBLIC int nook_exec_signal(nook_exec *e, int sig, nook_error *err);
+/* Closing a running, non-detached exec kills its process tree. */
+NOOK_PUBLIC nook_exec *nook_exec_free(nook_exec *e);
+/* start + wait. */
+NOOK_PUBLIC int nook_exec_run(nook *n, const char *name, const nook_exec_opts *o, nook_exec_result *ret,
+        nook_error *err);
 
 #ifdef __cplusplus
 }

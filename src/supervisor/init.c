@@ -525,17 +525,71 @@ static int init_security(const sup_config *c, nook_error *err) {
         return iso_seccomp_load(p, err);
 }
 
-_Noreturn void init_main(int sock, const sup_config *c, const iso_rootfs *rf) {
+static int open_dir_path(const char *p, int *ret, nook_error *err) {
+        int fd = open(p, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0)
+                return nook_err_errno(err, NOOK_E_IO, "Cannot open '%s'", p);
+        *ret = fd;
+        return 0;
+}
+
+/* Opens every host directory the sandbox needs.  This runs right after clone(), before the id
+ * maps: the fds must belong to our own mount namespace (overlayfs and bind mounts refuse mounts
+ * of another namespace), and our host credentials are still the supervisor's, so a rootful
+ * sandbox can still walk the 0700 state folder it could not enter as its mapped root. */
+static int open_rootfs(const sup_config *c, iso_rootfs *rf, nook_error *err) {
+        int r;
+        *rf = (iso_rootfs){ .hostname = c->name, .upper_fd = -1, .work_fd = -1, .workspace_fd = -1,
+                .ro_binds = c->ro_binds, .rootless = geteuid() != 0 };
+        STRV_FOREACH(l, c->lowers) {
+                if (rf->n_lowers >= ISO_MAX_LOWERS)
+                        return nook_err_set(err, NOOK_E_INVALID, "Too many image layers (max %d)", ISO_MAX_LOWERS);
+                r = open_dir_path(*l, &rf->lower_fds[rf->n_lowers], err);
+                if (r < 0)
+                        return r;
+                rf->n_lowers++;
+        }
+        if (c->upper && ((r = open_dir_path(c->upper, &rf->upper_fd, err)) < 0 ||
+                                (r = open_dir_path(c->work, &rf->work_fd, err)) < 0))
+                return r;
+        if (c->workspace && (r = open_dir_path(c->workspace, &rf->workspace_fd, err)) < 0)
+                return r;
+        return 0;
+}
+
+/* Our argv still names the supervisor binary and the state folder on the host; processes in the
+ * sandbox can read /proc/1/cmdline, so overwrite it in place (our copy, after clone). */
+static void hide_cmdline(void) {
+        char buf[4096];
+        int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return;
+        ssize_t n = read(fd, buf, sizeof(buf));
+        safe_close(fd);
+        if (n <= (ssize_t)sizeof("nook-init"))
+                return;
+        memset(program_invocation_name, 0, (size_t)n);
+        strcpy(program_invocation_name, "nook-init");
+}
+
+_Noreturn void init_main(int sock, const sup_config *c) {
         nook_error err = { 0 };
         json_t *msg = NULL;
+        iso_rootfs rfs;
+        const iso_rootfs *rf = &rfs;
         int r;
 
         (void)prctl(PR_SET_PDEATHSIG, SIGKILL);
+        hide_cmdline();
+        (void)prctl(PR_SET_NAME, "nook-init");
+        bool opened = open_rootfs(c, &rfs, &err) >= 0;
         /* Step 2: wait until the supervisor has written our id maps. */
         r = proto_recv(sock, &msg, NULL, NULL);
         if (r <= 0 || !streq(proto_op(msg), "maps"))
                 _exit(1);
         json_decref(msg);
+        if (!opened)
+                fail_to_supervisor(sock, &err);
         if ((r = init_become_root(rf->rootless, &err)) < 0 || (r = iso_rootfs_setup(rf, &err)) < 0 ||
                 (r = iso_net_uts_setup(c->name, &err)) < 0)
                 fail_to_supervisor(sock, &err);

@@ -10,4 +10,4 @@
 #include "supervisor/config.h"
 
 /* Runs in the child of clone(); never returns. */
-_Noreturn void init_main(int sock, const sup_config *c, const iso_rootfs *rf);
+_Noreturn void init_main(int sock, const sup_config *c);

@@ -67,34 +67,6 @@ static void sup_log(const char *line) {
 
 /* ---- setup ----------------------------------------------------------------------------------- */
 
-static int open_dir_path(const char *p, int *ret, nook_error *err) {
-        int fd = open(p, O_PATH | O_DIRECTORY | O_CLOEXEC);
-        if (fd < 0)
-                return nook_err_errno(err, NOOK_E_IO, "Cannot open '%s'", p);
-        *ret = fd;
-        return 0;
-}
-
-static int prepare_rootfs(const sup_config *c, iso_rootfs *rf, nook_error *err) {
-        int r;
-        *rf = (iso_rootfs){ .hostname = c->name, .upper_fd = -1, .work_fd = -1, .workspace_fd = -1,
-                .ro_binds = c->ro_binds, .rootless = geteuid() != 0 };
-        STRV_FOREACH(l, c->lowers) {
-                if (rf->n_lowers >= ISO_MAX_LOWERS)
-                        return nook_err_set(err, NOOK_E_INVALID, "Too many image layers (max %d)", ISO_MAX_LOWERS);
-                r = open_dir_path(*l, &rf->lower_fds[rf->n_lowers], err);
-                if (r < 0)
-                        return r;
-                rf->n_lowers++;
-        }
-        if (c->upper && ((r = open_dir_path(c->upper, &rf->upper_fd, err)) < 0 ||
-                                (r = open_dir_path(c->work, &rf->work_fd, err)) < 0))
-                return r;
-        if (c->workspace && (r = open_dir_path(c->workspace, &rf->workspace_fd, err)) < 0)
-                return r;
-        return 0;
-}
-
 /* Waits for init's first message: "ready" or an error. */
 static int wait_ready(sup *s, nook_error *err) {
         struct pollfd p = { .fd = s->init_sock, .events = POLLIN };
@@ -116,11 +88,8 @@ static int wait_ready(sup *s, nook_error *err) {
 }
 
 static int start_init(sup *s, nook_error *err) {
-        iso_rootfs rf;
         int sp[2] = { -1, -1 };
-        int r = prepare_rootfs(s->cfg, &rf, err);
-        if (r < 0)
-                return r;
+        int r;
         if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0)
                 return nook_err_errno(err, NOOK_E_IO, "Cannot create the init socket");
         /* clone() as a fork with namespace flags: we are single-threaded (STYLE.md R12).  The
@@ -137,14 +106,9 @@ static int start_init(sup *s, nook_error *err) {
         }
         if (pid == 0) {
                 safe_close(sp[0]);
-                init_main(sp[1], s->cfg, &rf);
+                init_main(sp[1], s->cfg);
         }
         safe_close(sp[1]);
-        for (size_t i = 0; i < rf.n_lowers; i++)
-                safe_close(rf.lower_fds[i]);
-        safe_close(rf.upper_fd);
-        safe_close(rf.work_fd);
-        safe_close(rf.workspace_fd);
         s->init_pid = (pid_t)pid;
         s->init_sock = sp[0];
         r = iso_userns_write_maps(s->init_pid, err);
@@ -205,9 +169,9 @@ static void client_send(client *c, json_t *m) {
         json_decref(m);
 }
 
-static void client_error(client *c, nook_errc code, const char *fmt, const char *arg) {
+static void client_error(client *c, nook_errc code, const char *msg) {
         nook_error e = { 0 };
-        (void)nook_err_set(&e, code, fmt, arg);
+        (void)nook_err_set(&e, code, "%s", msg);
         client_send(c, proto_error_msg(&e));
 }
 
@@ -301,15 +265,15 @@ static json_t *build_exec(sup *s, json_t *req, uint64_t id, nook_error *err) {
 static void handle_exec(sup *s, client *c, json_t *req, int *fds, size_t n_fds) {
         nook_error err = { 0 };
         if (s->stopping) {
-                client_error(c, NOOK_E_STATE, "The sandbox '%s' is stopping", s->cfg->name);
+                client_error(c, NOOK_E_STATE, "The sandbox is stopping");
                 return;
         }
         if (c->exec_id) {
-                client_error(c, NOOK_E_STATE, "One exec per connection (%s)", "open another connection");
+                client_error(c, NOOK_E_STATE, "One exec per connection: open another connection");
                 return;
         }
         if (n_fds != 3) {
-                client_error(c, NOOK_E_INVALID, "exec: expected 3 stdio descriptors (%s)", "stdin, stdout, stderr");
+                client_error(c, NOOK_E_INVALID, "exec: expected 3 stdio descriptors (stdin, stdout, stderr)");
                 return;
         }
         uint64_t id = ++s->next_exec_id;
@@ -321,7 +285,7 @@ static void handle_exec(sup *s, client *c, json_t *req, int *fds, size_t n_fds) 
         int r = proto_send(s->init_sock, m, fds, 3);
         json_decref(m);
         if (r < 0) {
-                client_error(c, NOOK_E_IO, "Cannot pass the command to the sandbox init (%s)", strerror(-r));
+                client_error(c, NOOK_E_IO, "Cannot pass the command to the sandbox init");
                 return;
         }
         json_int_t t = json_integer_value(json_object_get(req, "timeoutMs"));
@@ -383,7 +347,7 @@ static void handle_client(sup *s, size_t i) {
         } else if (streq(op, "status"))
                 client_send(c, status_msg(s));
         else if (!streq(op, "cancel") && !streq(op, "signal"))
-                client_error(c, NOOK_E_INVALID, "Unknown request '%s'", op);
+                client_error(c, NOOK_E_INVALID, "Unknown request");
         proto_close_fds(fds, n_fds);
         json_decref(msg);
 }

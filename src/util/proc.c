@@ -51,7 +51,7 @@ uint64_t proc_start_time(pid_t pid) {
                 return 0;
         p++;
         /* field 3 (state) is the first after ')'; start time is field 22 */
-        for (int field = 2; field < 22 && p; field++) {
+        for (int field = 3; field < 22 && p; field++) {
                 p = strchr(p + 1, ' ');
         }
         if (!p)

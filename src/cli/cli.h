@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The nook command: parse, call libnook (public API only), print.  No rule lives here. */
+#pragma once
+
+#include <jansson.h>
+#include <stdbool.h>
+
+#include "nook.h"
+
+/* Exit statuses: 0 ok, 1 a nook error, 2 bad usage; exec and run pass the command's own status
+ * through (128+N for a signal), 124 when it timed out, 125 when nook itself failed. */
+#define CLI_EXIT_ERROR 1
+#define CLI_EXIT_USAGE 2
+#define CLI_EXIT_TIMEOUT 124
+#define CLI_EXIT_EXEC_FAILED 125
+
+extern bool arg_json;
+extern const char *arg_home;
+
+typedef struct cli_command {
+        const char *name;
+        int (*run)(int argc, char **argv);
+        const char *summary;
+} cli_command;
+
+/* Prints "nook: <message>" (control characters escaped) and returns the exit status. */
+int cli_fail(const nook_error *err);
+/* Prints a usage error naming the command and returns CLI_EXIT_USAGE. */
+int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Opens the state root (honours --home / NOOK_HOME). */
+int cli_open(nook **ret, nook_error *err);
+/* Prints a string with control characters escaped. */
+void cli_print_safe(FILE *f, const char *s);
+/* Splits "NAME:PATH"; returns false when there is no ':' or NAME is empty. */
+bool cli_split_target(const char *arg, char **ret_name, const char **ret_path);
+
+int cmd_create(int argc, char **argv);
+int cmd_start(int argc, char **argv);
+int cmd_stop(int argc, char **argv);
+int cmd_rm(int argc, char **argv);
+int cmd_ls(int argc, char **argv);
+int cmd_inspect(int argc, char **argv);
+int cmd_logs(int argc, char **argv);
+int cmd_exec(int argc, char **argv);
+int cmd_run(int argc, char **argv);
+int cmd_ws(int argc, char **argv);
+int cmd_cp(int argc, char **argv);
+int cmd_cat(int argc, char **argv);
+int cmd_doctor(int argc, char **argv);

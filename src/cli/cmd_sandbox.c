@@ -1,0 +1,267 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* create, start, stop, rm, ls, inspect, logs */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "nook.h"
+#include "cli/cli.h"
+#include "cli/spec_opts.h"
+
+static void print_json_string(const char *s) {
+        json_t *o = json_loads(s, 0, NULL);
+        char *t = o ? json_dumps(o, JSON_INDENT(2)) : NULL;
+        puts(t ? t : s);
+        free(t);
+        json_decref(o);
+}
+
+int cmd_create(int argc, char **argv) {
+        static const struct option opts[] = { SPEC_OPTS_LONG, { "replace", no_argument, NULL, 'r' },
+                { "help", no_argument, NULL, 'h' }, {} };
+        json_t *spec = json_object();
+        unsigned flags = 0;
+        int c, r;
+        while ((c = getopt_long(argc, argv, "+h" SPEC_OPTS_SHORT "u:", opts, NULL)) >= 0) {
+                if (c == 'h') {
+                        printf("Usage: nook create NAME [OPTIONS]\n\nCreate and start a sandbox. A stopped sandbox of the same name is\n"
+                               "re-created over the same workspace.\n\n" SPEC_OPTS_HELP
+                               "  --replace              stop a running sandbox of that name first\n");
+                        json_decref(spec);
+                        return 0;
+                }
+                if (c == 'r') {
+                        flags |= NOOK_CREATE_REPLACE;
+                        continue;
+                }
+                r = spec_opt_apply("create", spec, c, optarg);
+                if (r <= 0) {
+                        json_decref(spec);
+                        return r < 0 ? CLI_EXIT_USAGE : cli_usage_error("create", "unknown option");
+                }
+        }
+        if (optind != argc - 1) {
+                json_decref(spec);
+                return cli_usage_error("create", "expected exactly one sandbox NAME");
+        }
+        char *text = json_dumps(spec, JSON_COMPACT);
+        json_decref(spec);
+        nook *n = NULL;
+        nook_error err = { 0 };
+        r = cli_open(&n, &err);
+        if (r >= 0)
+                r = nook_sandbox_create(n, argv[optind], text, flags, &err);
+        free(text);
+        nook_close(n);
+        if (r < 0)
+                return cli_fail(&err);
+        if (arg_json)
+                printf("{\"name\":\"%s\",\"state\":\"running\"}\n", argv[optind]);
+        else
+                puts(argv[optind]);
+        return 0;
+}
+
+/* For commands of the shape "nook VERB NAME..." */
+typedef int (*name_op)(nook *n, const char *name, void *userdata, nook_error *err);
+
+static int for_each_name(const char *cmd, int argc, char **argv, name_op op, void *userdata, bool print) {
+        nook *n = NULL;
+        nook_error err = { 0 };
+        int status = 0;
+        if (optind >= argc)
+                return cli_usage_error(cmd, "expected at least one sandbox NAME");
+        if (cli_open(&n, &err) < 0)
+                return cli_fail(&err);
+        for (int i = optind; i < argc; i++) {
+                if (op(n, argv[i], userdata, &err) < 0)
+                        status = cli_fail(&err);
+                else if (print)
+                        puts(argv[i]);
+        }
+        nook_close(n);
+        return status;
+}
+
+static int op_start(nook *n, const char *name, void *u, nook_error *err) {
+        return nook_sandbox_start(n, name, err);
+}
+
+int cmd_start(int argc, char **argv) {
+        if (argc > 1 && ((strcmp(argv[1], "-h") == 0) || (strcmp(argv[1], "--help") == 0))) {
+                printf("Usage: nook start NAME...\n\nStart stopped sandboxes again from their stored spec.\n");
+                return 0;
+        }
+        optind = 1;
+        return for_each_name("start", argc, argv, op_start, NULL, true);
+}
+
+static int op_stop(nook *n, const char *name, void *u, nook_error *err) {
+        return nook_sandbox_stop(n, name, *(uint64_t *)u, err);
+}
+
+int cmd_stop(int argc, char **argv) {
+        static const struct option opts[] = { { "timeout", required_argument, NULL, 't' },
+                { "help", no_argument, NULL, 'h' }, {} };
+        uint64_t timeout_ms = 10000;
+        nook_error err = { 0 };
+        int c;
+        while ((c = getopt_long(argc, argv, "+ht:", opts, NULL)) >= 0) {
+                if (c == 'h') {
+                        printf("Usage: nook stop [--timeout DUR] NAME...\n\nStop sandboxes: SIGTERM, then SIGKILL after the timeout (default 10s).\n"
+                               "The workspace is kept; an ephemeral sandbox's writable layer is discarded.\n");
+                        return 0;
+                }
+                if (c != 't')
+                        return cli_usage_error("stop", "unknown option");
+                if (nook_parse_duration_ms(optarg, &timeout_ms, &err) < 0)
+                        return cli_usage_error("stop", "--timeout: %s", err.msg);
+        }
+        return for_each_name("stop", argc, argv, op_stop, &timeout_ms, true);
+}
+
+static int op_rm(nook *n, const char *name, void *u, nook_error *err) {
+        return nook_sandbox_remove(n, name, err);
+}
+
+int cmd_rm(int argc, char **argv) {
+        static const struct option opts[] = { { "force", no_argument, NULL, 'f' }, { "help", no_argument, NULL, 'h' }, {} };
+        int c;
+        while ((c = getopt_long(argc, argv, "+hf", opts, NULL)) >= 0) {
+                if (c == 'h') {
+                        printf("Usage: nook rm [-f] NAME...\n\nRemove sandboxes, running or not: the supervisor, the writable layer,\n"
+                               "the record and the workspace. -f is accepted for docker compatibility.\n");
+                        return 0;
+                }
+                if (c != 'f')
+                        return cli_usage_error("rm", "unknown option");
+        }
+        return for_each_name("rm", argc, argv, op_rm, NULL, true);
+}
+
+static const char *age(json_int_t t, char *buf, size_t len) {
+        if (t <= 0)
+                return "-";
+        long d = (long)(time(NULL) - t);
+        if (d < 60)
+                snprintf(buf, len, "%lds ago", d);
+        else if (d < 3600)
+                snprintf(buf, len, "%ldm ago", d / 60);
+        else if (d < 86400)
+                snprintf(buf, len, "%ldh ago", d / 3600);
+        else
+                snprintf(buf, len, "%ldd ago", d / 86400);
+        return buf;
+}
+
+int cmd_ls(int argc, char **argv) {
+        static const struct option opts[] = { { "label", required_argument, NULL, 'l' }, { "json", no_argument, NULL, 'j' },
+                { "quiet", no_argument, NULL, 'q' }, { "help", no_argument, NULL, 'h' }, {} };
+        const char *filters[65] = { 0 };
+        size_t nf = 0;
+        bool quiet = false;
+        int c;
+        while ((c = getopt_long(argc, argv, "+hl:qj", opts, NULL)) >= 0) {
+                if (c == 'h') {
+                        printf("Usage: nook ls [--label KEY[=VALUE]]... [--json] [-q]\n");
+                        return 0;
+                } else if (c == 'l' && nf < 64)
+                        filters[nf++] = optarg;
+                else if (c == 'j')
+                        arg_json = true;
+                else if (c == 'q')
+                        quiet = true;
+                else
+                        return cli_usage_error("ls", "unknown option");
+        }
+        nook *n = NULL;
+        nook_error err = { 0 };
+        char *text = NULL;
+        if (cli_open(&n, &err) < 0 || nook_sandbox_list(n, filters, &text, &err) < 0) {
+                nook_close(n);
+                return cli_fail(&err);
+        }
+        nook_close(n);
+        if (arg_json) {
+                print_json_string(text);
+                nook_free(text);
+                return 0;
+        }
+        json_t *a = json_loads(text, 0, NULL);
+        nook_free(text);
+        size_t i;
+        json_t *o;
+        if (!quiet)
+                printf("%-24s %-9s %-10s %-12s %s\n", "NAME", "STATE", "PERSIST", "CREATED", "IMAGE");
+        json_array_foreach(a, i, o) {
+                const char *name = json_string_value(json_object_get(o, "name"));
+                if (quiet) {
+                        puts(name);
+                        continue;
+                }
+                char buf[32];
+                printf("%-24s %-9s %-10s %-12s %s\n", name, json_string_value(json_object_get(o, "state")),
+                        json_string_value(json_object_get(o, "persistence")),
+                        age(json_integer_value(json_object_get(o, "createdAt")), buf, sizeof(buf)),
+                        json_string_value(json_object_get(o, "image")));
+        }
+        json_decref(a);
+        return 0;
+}
+
+int cmd_inspect(int argc, char **argv) {
+        if (argc != 2 || argv[1][0] == '-') {
+                if (argc == 2 && ((strcmp(argv[1], "-h") == 0) || (strcmp(argv[1], "--help") == 0))) {
+                        printf("Usage: nook inspect NAME\n\nPrints the sandbox as JSON: state, stopReason, spec, times, workspace.\n");
+                        return 0;
+                }
+                return cli_usage_error("inspect", "expected exactly one sandbox NAME");
+        }
+        nook *n = NULL;
+        nook_error err = { 0 };
+        char *text = NULL;
+        if (cli_open(&n, &err) < 0 || nook_sandbox_inspect(n, argv[1], &text, &err) < 0) {
+                nook_close(n);
+                return cli_fail(&err);
+        }
+        nook_close(n);
+        print_json_string(text);
+        nook_free(text);
+        return 0;
+}
+
+int cmd_logs(int argc, char **argv) {
+        if (argc != 2 || argv[1][0] == '-') {
+                if (argc == 2 && ((strcmp(argv[1], "-h") == 0) || (strcmp(argv[1], "--help") == 0))) {
+                        printf("Usage: nook logs NAME\n\nPrints the sandbox supervisor's log (lifecycle events; never env values).\n");
+                        return 0;
+                }
+                return cli_usage_error("logs", "expected exactly one sandbox NAME");
+        }
+        nook *n = NULL;
+        nook_error err = { 0 };
+        if (cli_open(&n, &err) < 0 || nook_name_validate(argv[1], &err) < 0) {
+                nook_close(n);
+                return cli_fail(&err);
+        }
+        char path[4096];
+        snprintf(path, sizeof(path), "%s/sandboxes/%s/supervisor.log", nook_home(n), argv[1]);
+        nook_close(n);
+        FILE *f = fopen(path, "re");
+        if (!f) {
+                fprintf(stderr, "nook: no log for sandbox '%s'\n", argv[1]);
+                return CLI_EXIT_ERROR;
+        }
+        char buf[4096];
+        size_t k;
+        while ((k = fread(buf, 1, sizeof(buf), f)) > 0)
+                fwrite(buf, 1, k, stdout);
+        fclose(f);
+        return 0;
+}

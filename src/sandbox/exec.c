@@ -1,0 +1,204 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* exec: the client side.  The command's stdio are the caller's own descriptors, passed to the
+ * supervisor and on to the sandbox (SCM_RIGHTS): output goes straight from the command to the
+ * caller's pipe or terminal.  No database access on this path: exec only needs the socket. */
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "nook.h"
+#include "sandbox/ctx.h"
+#include "sandbox/lifecycle.h"
+#include "supervisor/proto.h"
+#include "util/error.h"
+#include "util/macro.h"
+#include "util/name.h"
+#include "util/str.h"
+
+struct nook_exec {
+        int fd;
+        int pid;
+        bool done, detach;
+        nook_exec_result result;
+};
+
+void nook_exec_opts_init(nook_exec_opts *o) {
+        memset(o, 0, sizeof(*o));
+        o->stdin_fd = o->stdout_fd = o->stderr_fd = -1;
+}
+
+static int add_env(json_t *a, const char *const *env, const char *what, nook_error *err) {
+        for (size_t i = 0; env && env[i]; i++) {
+                const char *eq = strchr(env[i], '=');
+                if (!eq || !env_name_is_valid(env[i], (size_t)(eq - env[i])))
+                        /* never echo the value: it may be a secret */
+                        return nook_err_set(err, NOOK_E_INVALID, "Invalid %s entry %zu: must be NAME=value with NAME matching [A-Za-z_][A-Za-z0-9_]*", what, i);
+                json_array_append_new(a, json_string(env[i]));
+        }
+        return 0;
+}
+
+static json_t *exec_request(const nook_exec_opts *o, nook_error *err) {
+        json_t *argv = json_array(), *env = json_array();
+        if (!argv || !env) {
+                json_decref(argv);
+                json_decref(env);
+                (void)nook_err_oom(err);
+                return NULL;
+        }
+        int r = 0;
+        if (o->shell) {
+                json_array_append_new(argv, json_string("/bin/sh"));
+                json_array_append_new(argv, json_string("-lc"));
+                json_array_append_new(argv, json_string(o->shell));
+        } else if (o->argv && o->argv[0] && o->argv[0][0]) {
+                for (size_t i = 0; o->argv[i]; i++)
+                        json_array_append_new(argv, json_string(o->argv[i]));
+        } else
+                r = nook_err_set(err, NOOK_E_INVALID, "exec: give a command (argv) or a shell string");
+        if (r >= 0)
+                r = add_env(env, o->env, "env", err);
+        if (r >= 0)
+                r = add_env(env, o->secret_env, "secret env", err);
+        if (r >= 0 && o->cwd && o->cwd[0] != '/')
+                r = nook_err_set(err, NOOK_E_INVALID, "exec: the working directory '%s' must be an absolute path", o->cwd);
+        if (r < 0) {
+                json_decref(argv);
+                json_decref(env);
+                return NULL;
+        }
+        return json_pack("{s:s, s:o, s:o, s:s?, s:s?, s:I, s:b}", "op", "exec", "argv", argv, "env", env, "cwd", o->cwd,
+                "user", o->user, "timeoutMs", (json_int_t)o->timeout_ms, "detach", o->detach);
+}
+
+int nook_exec_start(nook *n, const char *name, const nook_exec_opts *o, nook_exec **ret, nook_error *err) {
+        _cleanup_close_ int fd = -1, nul = -1;
+        int r = name_validate("sandbox", name, err);
+        if (r < 0)
+                return r;
+        json_t *req = exec_request(o, err);
+        if (!req)
+                return -err->code;
+        r = sb_connect(n, name, &fd, err);
+        if (r < 0) {
+                json_decref(req);
+                return r;
+        }
+        int fds[3] = { o->stdin_fd, o->stdout_fd, o->stderr_fd };
+        for (int i = 0; i < 3; i++) {
+                if (fds[i] >= 0)
+                        continue;
+                if (nul < 0 && (nul = open("/dev/null", O_RDWR | O_CLOEXEC)) < 0) {
+                        json_decref(req);
+                        return nook_err_errno(err, NOOK_E_IO, "Cannot open /dev/null");
+                }
+                fds[i] = nul;
+        }
+        r = proto_send(fd, req, fds, 3);
+        json_decref(req);
+        if (r < 0)
+                return nook_err_errnum(err, NOOK_E_IO, -r, "Cannot send the command to sandbox '%s'", name);
+        nook_exec *e = calloc(1, sizeof(*e));
+        if (!e)
+                return nook_err_oom(err);
+        e->fd = TAKE_FD(fd);
+        e->detach = o->detach;
+        *ret = e;
+        return 0;
+}
+
+int nook_exec_pid(const nook_exec *e) {
+        return e->pid;
+}
+
+int nook_exec_fd(const nook_exec *e) {
+        return e->fd;
+}
+
+static void fill_result(nook_exec *e, json_t *m) {
+        int st = (int)json_integer_value(json_object_get(m, "status"));
+        const char *reason = json_string_value(json_object_get(m, "reason"));
+        e->result = (nook_exec_result){ 0 };
+        if (WIFSIGNALED(st)) {
+                e->result.exit_code = -1;
+                e->result.signal = WTERMSIG(st);
+        } else
+                e->result.exit_code = WEXITSTATUS(st);
+        (void)snprintf(e->result.reason, sizeof(e->result.reason), "%s", reason ? reason : "exited");
+        e->done = true;
+}
+
+int nook_exec_wait(nook_exec *e, nook_exec_result *ret, nook_error *err) {
+        while (!e->done) {
+                json_t *m = NULL;
+                int r = proto_recv(e->fd, &m, NULL, NULL);
+                if (r == -EINTR)
+                        continue;
+                if (r == 0)
+                        return nook_err_set(err, NOOK_E_STATE, "The sandbox stopped while the command ran");
+                if (r < 0)
+                        return nook_err_errnum(err, NOOK_E_IO, -r, "Lost the connection to the sandbox");
+                const char *op = proto_op(m);
+                if (streq(op, "started"))
+                        e->pid = (int)json_integer_value(json_object_get(m, "pid"));
+                else if (streq(op, "exited"))
+                        fill_result(e, m);
+                else if (streq(op, "error")) {
+                        r = proto_error_from_msg(m, err);
+                        json_decref(m);
+                        return r;
+                }
+                json_decref(m);
+                if (e->detach && e->pid)
+                        break;
+        }
+        if (ret)
+                *ret = e->result;
+        return 0;
+}
+
+static int send_simple(nook_exec *e, json_t *m, nook_error *err) {
+        int r = m ? proto_send(e->fd, m, NULL, 0) : -ENOMEM;
+        json_decref(m);
+        if (r < 0)
+                return nook_err_errnum(err, NOOK_E_IO, -r, "Cannot reach the sandbox");
+        return 0;
+}
+
+int nook_exec_cancel(nook_exec *e, nook_error *err) {
+        if (e->done)
+                return 0;
+        return send_simple(e, json_pack("{s:s}", "op", "cancel"), err);
+}
+
+int nook_exec_signal(nook_exec *e, int sig, nook_error *err) {
+        if (sig <= 0 || sig > 64)
+                return nook_err_set(err, NOOK_E_INVALID, "Invalid signal number %d", sig);
+        if (e->done)
+                return 0;
+        return send_simple(e, json_pack("{s:s, s:i}", "op", "signal", "signal", sig), err);
+}
+
+nook_exec *nook_exec_free(nook_exec *e) {
+        if (!e)
+                return NULL;
+        /* Closing the connection of a running, attached exec makes the supervisor kill it. */
+        safe_close(e->fd);
+        free(e);
+        return NULL;
+}
+
+int nook_exec_run(nook *n, const char *name, const nook_exec_opts *o, nook_exec_result *ret, nook_error *err) {
+        nook_exec *e = NULL;
+        int r = nook_exec_start(n, name, o, &e, err);
+        if (r < 0)
+                return r;
+        r = nook_exec_wait(e, ret, err);
+        nook_exec_free(e);
+        return r;
+}

@@ -1,0 +1,616 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Sandbox operations: create, start, stop, remove, inspect, list.  Every state change of one
+ * name holds that name's lock file (<home>/locks/<name>.lock), so separate processes never
+ * interleave on one sandbox; the database keeps the records consistent across names. */
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <dlfcn.h>
+#include <libgen.h>
+
+#include "nook.h"
+#include "config.h"
+#include "sandbox/ctx.h"
+#include "sandbox/image_local.h"
+#include "sandbox/lifecycle.h"
+#include "sandbox/spec.h"
+#include "store/store.h"
+#include "supervisor/config.h"
+#include "supervisor/exitfile.h"
+#include "supervisor/proto.h"
+#include "util/error.h"
+#include "util/fd.h"
+#include "util/macro.h"
+#include "util/name.h"
+#include "util/path.h"
+#include "util/proc.h"
+#include "util/str.h"
+
+#define READY_TIMEOUT_MS 60000
+#define DEFAULT_STOP_MS 10000
+
+/* ---- locks ----------------------------------------------------------------------------------- */
+
+static int lock_name(nook *n, const char *name, int *ret_fd, nook_error *err) {
+        _cleanup_free_ char *dir = strprintf("%s/locks", n->home);
+        _cleanup_free_ char *p = strprintf("%s/locks/%s.lock", n->home, name);
+        if (!dir || !p)
+                return nook_err_oom(err);
+        if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+                return nook_err_errno(err, NOOK_E_IO, "Cannot create '%s'", dir);
+        int fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+        if (fd < 0)
+                return nook_err_errno(err, NOOK_E_IO, "Cannot open the lock '%s'", p);
+        while (flock(fd, LOCK_EX) < 0) {
+                if (errno != EINTR) {
+                        safe_close(fd);
+                        return nook_err_errno(err, NOOK_E_IO, "Cannot lock '%s'", p);
+                }
+        }
+        *ret_fd = fd;
+        return 0;
+}
+
+/* ---- the supervisor -------------------------------------------------------------------------- */
+
+/* Where nook-supervisor lives: $NOOK_SUPERVISOR, beside libnook.so (and in a build tree under
+ * src/supervisor/), or the install's libexec folder. */
+static char *find_supervisor(void) {
+        const char *e = secure_getenv("NOOK_SUPERVISOR");
+        if (!isempty(e))
+                return strdup(e);
+        Dl_info info;
+        if (dladdr((void *)find_supervisor, &info) && info.dli_fname) {
+                _cleanup_free_ char *copy = strdup(info.dli_fname);
+                if (!copy)
+                        return NULL;
+                const char *d = dirname(copy);
+                const char *cands[] = { "nook-supervisor", "src/supervisor/nook-supervisor",
+                        "../supervisor/nook-supervisor", "../libexec/nook-supervisor" };
+                for (size_t i = 0; i < ELEMENTSOF(cands); i++) {
+                        char *p = strprintf("%s/%s", d, cands[i]);
+                        if (p && access(p, X_OK) == 0)
+                                return p;
+                        free(p);
+                }
+        }
+        return strprintf("%s/nook-supervisor", NOOK_LIBEXECDIR);
+}
+
+static int read_ready(int fd, json_t **ret, nook_error *err) {
+        char buf[2048];
+        size_t len = 0;
+        uint64_t deadline = now_ms() + READY_TIMEOUT_MS;
+        while (len < sizeof(buf) - 1) {
+                uint64_t now = now_ms();
+                if (now >= deadline)
+                        return nook_err_set(err, NOOK_E_TIMEOUT, "The sandbox supervisor did not report within %d s",
+                                READY_TIMEOUT_MS / 1000);
+                struct pollfd p = { .fd = fd, .events = POLLIN };
+                int r = poll(&p, 1, (int)(deadline - now));
+                if (r < 0 && errno == EINTR)
+                        continue;
+                ssize_t k = read(fd, buf + len, sizeof(buf) - 1 - len);
+                if (k < 0 && errno == EINTR)
+                        continue;
+                if (k <= 0)
+                        break;
+                len += (size_t)k;
+                if (memchr(buf, '\n', len))
+                        break;
+        }
+        buf[len] = 0;
+        json_t *m = json_loads(buf, JSON_DISABLE_EOF_CHECK, NULL);
+        if (!m || !json_is_object(m)) {
+                json_decref(m);
+                return nook_err_set(err, NOOK_E_INTERNAL,
+                        "The sandbox supervisor exited during setup; see its log with 'nook logs'");
+        }
+        *ret = m;
+        return 0;
+}
+
+/* Starts nook-supervisor by exec (posix_spawn: safe from a threaded caller such as Node) with a
+ * clean environment, and waits for its ready line. */
+static int spawn_supervisor(const char *state_dir, pid_t *ret_pid, nook_error *err) {
+        _cleanup_free_ char *bin = find_supervisor();
+        int pfd[2];
+        if (!bin)
+                return nook_err_oom(err);
+        if (pipe2(pfd, O_CLOEXEC) < 0)
+                return nook_err_errno(err, NOOK_E_IO, "Cannot create a pipe");
+        posix_spawn_file_actions_t fa;
+        posix_spawnattr_t attr;
+        posix_spawn_file_actions_init(&fa);
+        posix_spawnattr_init(&attr);
+        posix_spawn_file_actions_adddup2(&fa, pfd[1], 3);
+        posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+        sigset_t none, all;
+        sigemptyset(&none);
+        sigfillset(&all);
+        posix_spawnattr_setsigmask(&attr, &none);
+        posix_spawnattr_setsigdefault(&attr, &all);
+        char *argv[] = { bin, (char *)"--state", (char *)state_dir, (char *)"--ready-fd", (char *)"3", NULL };
+        const char *dbg = secure_getenv("NOOK_DEBUG");
+        _cleanup_free_ char *dbg_env = strprintf("NOOK_DEBUG=%s", dbg ? dbg : "");
+        char *envp[] = { (char *)"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", dbg_env, NULL };
+        pid_t pid;
+        int r = posix_spawn(&pid, bin, &fa, &attr, argv, envp);
+        posix_spawn_file_actions_destroy(&fa);
+        posix_spawnattr_destroy(&attr);
+        safe_close(pfd[1]);
+        if (r != 0) {
+                safe_close(pfd[0]);
+                return nook_err_errnum(err, NOOK_E_MISSING_FEATURE, r, "Cannot start the supervisor '%s'", bin);
+        }
+        (void)pid_wait(pid, NULL); /* the first process exits at once; the supervisor lives on */
+        json_t *m = NULL;
+        r = read_ready(pfd[0], &m, err);
+        safe_close(pfd[0]);
+        if (r < 0)
+                return r;
+        if (!json_is_true(json_object_get(m, "ok"))) {
+                r = proto_error_from_msg(m, err);
+                json_decref(m);
+                return r;
+        }
+        *ret_pid = (pid_t)json_integer_value(json_object_get(m, "pid"));
+        json_decref(m);
+        return 0;
+}
+
+/* ---- create ------------------------------------------------------------------------------------ */
+
+static int mkdir_owned(const char *p, mode_t mode, uid_t uid, gid_t gid, nook_error *err) {
+        if (mkdir(p, mode) < 0 && errno != EEXIST)
+                return nook_err_errno(err, NOOK_E_IO, "Cannot create '%s'", p);
+        if (chown(p, uid, gid) < 0 && errno != EPERM)
+                return nook_err_errno(err, NOOK_E_IO, "Cannot give '%s' to the sandbox's root", p);
+        return 0;
+}
+
+static int write_owned(const char *p, const char *content, uid_t uid, gid_t gid, nook_error *err) {
+        _cleanup_close_ int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+        if (fd < 0)
+                return nook_err_errno(err, NOOK_E_IO, "Cannot write '%s'", p);
+        int r = fd_write_all(fd, content, strlen(content));
+        if (r < 0)
+                return nook_err_errnum(err, NOOK_E_IO, -r, "Cannot write '%s'", p);
+        (void)fchown(fd, uid, gid);
+        return 0;
+}
+
+/* The per-sandbox state folder: config.json, the writable layer (upper, work), the socket. */
+static int prepare_state(nook *n, const char *name, const sb_spec *spec, bool keep_upper, const char *sdir,
+        const char *wsdir, nook_error *err) {
+        _cleanup_free_ char *upper = strprintf("%s/upper", sdir), *work = strprintf("%s/work", sdir);
+        _cleanup_free_ char *etc = strprintf("%s/upper/etc", sdir), *sdirs = strprintf("%s/sandboxes", n->home);
+        _cleanup_free_ char *wsdirs = strprintf("%s/workspaces", n->home);
+        _cleanup_free_ char *cfgp = strprintf("%s/config.json", sdir);
+        int r;
+        if (!upper || !work || !etc || !sdirs || !wsdirs || !cfgp)
+                return nook_err_oom(err);
+        if ((r = path_mkdir_p(sdirs, 0700, err)) < 0 || (r = path_mkdir_p(wsdirs, 0711, err)) < 0)
+                return r;
+        if (mkdir(sdir, 0700) < 0 && errno != EEXIST)
+                return nook_err_errno(err, NOOK_E_IO, "Cannot create '%s'", sdir);
+        /* the sandbox's root walks to its upper layer through an fd, yet the overlay's work dir
+         * must be on the same filesystem as upper: both live here */
+        if (!keep_upper) {
+                if ((r = path_rm_rf(upper, err)) < 0)
+                        return r;
+        }
+        if ((r = path_rm_rf(work, err)) < 0)
+                return r;
+        (void)unlink(cfgp);
+        if ((r = mkdir_owned(upper, 0755, n->ws_uid, n->ws_gid, err)) < 0 ||
+                (r = mkdir_owned(work, 0700, n->ws_uid, n->ws_gid, err)) < 0 ||
+                (r = mkdir_owned(etc, 0755, n->ws_uid, n->ws_gid, err)) < 0 ||
+                (r = mkdir_owned(wsdir, 0755, n->ws_uid, n->ws_gid, err)) < 0)
+                return r;
+        _cleanup_free_ char *hosts = strprintf("127.0.0.1\tlocalhost\n127.0.1.1\t%s\n::1\tlocalhost ip6-localhost ip6-loopback\n", name);
+        _cleanup_free_ char *hostname = strprintf("%s\n", name);
+        _cleanup_free_ char *hp = strprintf("%s/hosts", etc), *hnp = strprintf("%s/hostname", etc);
+        if (!hosts || !hostname || !hp || !hnp)
+                return nook_err_oom(err);
+        if ((r = write_owned(hp, hosts, n->ws_uid, n->ws_gid, err)) < 0 ||
+                (r = write_owned(hnp, hostname, n->ws_uid, n->ws_gid, err)) < 0)
+                return r;
+
+        sup_config c = { .name = (char *)name, .upper = upper, .work = work, .workspace = (char *)wsdir,
+                .env = spec->env, .workdir = spec->workdir, .user = spec->user, .profile = spec->security,
+                .max_duration_ms = spec->max_duration_secs * 1000, .idle_timeout_ms = spec->idle_timeout_secs * 1000,
+                .ephemeral = !spec->sticky };
+        r = sb_image_local(n->home, spec->image, n->ws_uid, n->ws_gid, &c.lowers, &c.ro_binds, err);
+        if (r < 0)
+                return r;
+        r = sup_config_to_file(&c, cfgp, err);
+        strv_free(c.lowers);
+        strv_free(c.ro_binds);
+        return r;
+}
+
+static int rec_fill(sandbox_rec *rec, const char *name, const sb_spec *spec, const char *spec_json, nook_error *err) {
+        sandbox_rec_done(rec);
+        rec->name = strdup(name);
+        rec->state = strdup("creating");
+        rec->image = strdup(spec->image);
+        rec->spec_json = strdup(spec_json);
+        rec->labels = strv_copy((const char *const *)spec->labels);
+        rec->sticky = spec->sticky;
+        rec->created_at = now_epoch();
+        if (!rec->name || !rec->state || !rec->image || !rec->spec_json || !rec->labels)
+                return nook_err_oom(err);
+        return 0;
+}
+
+static int set_state(sandbox_rec *rec, const char *state, nook_error *err) {
+        char *s = strdup(state);
+        if (!s)
+                return nook_err_oom(err);
+        free(rec->state);
+        rec->state = s;
+        return 0;
+}
+
+static int stop_locked(nook *n, sandbox_rec *rec, uint64_t timeout_ms, const char *reason, nook_error *err);
+
+/* Creates (or re-creates over the same workspace) and starts; the caller holds the lock. */
+static int create_locked(nook *n, const char *name, const sb_spec *spec, unsigned flags, nook_error *err) {
+        _cleanup_free_ char *spec_json = sb_spec_to_json(spec), *sdir = NULL, *wsdir = NULL;
+        sandbox_rec rec = { 0 };
+        store *st;
+        bool existed, ws_existed, keep_upper = false;
+        int r;
+
+        if (!spec_json)
+                return nook_err_oom(err);
+        if ((r = ctx_store(n, &st, err)) < 0 || (r = ctx_sandbox_dir(n, name, &sdir, err)) < 0 ||
+                (r = ctx_ws_dir(n, name, &wsdir, err)) < 0)
+                return r;
+        r = store_sandbox_get(st, name, &rec, err);
+        if (r < 0 && r != -NOOK_E_NOT_FOUND)
+                return r;
+        existed = r >= 0;
+        if (existed) {
+                if ((r = sb_reconcile(n, &rec, err)) < 0)
+                        goto out;
+                if (!streq(rec.state, "stopped")) {
+                        if (!(flags & NOOK_CREATE_REPLACE)) {
+                                r = nook_err_set(err, NOOK_E_EXISTS,
+                                        "Sandbox '%s' is already running; stop it first, or create with --replace", name);
+                                goto out;
+                        }
+                        if ((r = stop_locked(n, &rec, DEFAULT_STOP_MS, "replaced", err)) < 0)
+                                goto out;
+                }
+                /* A sticky sandbox keeps its writable layer across create of the same name. */
+                keep_upper = rec.sticky && spec->sticky;
+        }
+        ws_existed = access(wsdir, F_OK) == 0;
+        int64_t created = existed ? rec.created_at : 0;
+        if ((r = rec_fill(&rec, name, spec, spec_json, err)) < 0)
+                goto out;
+        if (created)
+                rec.created_at = created;
+        r = existed ? store_sandbox_update(st, &rec, err) : store_sandbox_insert(st, &rec, err);
+        if (r < 0)
+                goto out;
+        r = prepare_state(n, name, spec, keep_upper, sdir, wsdir, err);
+        pid_t pid = 0;
+        if (r >= 0)
+                r = spawn_supervisor(sdir, &pid, err);
+        if (r < 0) {
+                /* Nothing half-made stays: the state folder, a workspace we made, the record. */
+                nook_error ignore;
+                if (!keep_upper)
+                        (void)path_rm_rf(sdir, &ignore);
+                if (!ws_existed)
+                        (void)path_rm_rf(wsdir, &ignore);
+                if (existed) {
+                        (void)set_state(&rec, "stopped", &ignore);
+                        (void)store_sandbox_update(st, &rec, &ignore);
+                } else
+                        (void)store_sandbox_delete(st, name, &ignore);
+                goto out;
+        }
+        rec.supervisor_pid = pid;
+        rec.supervisor_start = proc_start_time(pid);
+        rec.started_at = now_epoch();
+        rec.stopped_at = 0;
+        free(rec.stop_reason);
+        rec.stop_reason = NULL;
+        if ((r = set_state(&rec, "running", err)) >= 0)
+                r = store_sandbox_update(st, &rec, err);
+out:
+        sandbox_rec_done(&rec);
+        return r;
+}
+
+int nook_sandbox_create(nook *n, const char *name, const char *spec_json, unsigned flags, nook_error *err) {
+        _cleanup_close_ int lock = -1;
+        sb_spec spec = { 0 };
+        int r = name_validate("sandbox", name, err);
+        if (r < 0)
+                return r;
+        if ((r = sb_spec_parse(spec_json, &spec, err)) < 0)
+                return r;
+        r = lock_name(n, name, &lock, err);
+        if (r >= 0)
+                r = create_locked(n, name, &spec, flags, err);
+        sb_spec_done(&spec);
+        if (r < 0)
+                return nook_err_wrap(err, "creating sandbox '%s'", name);
+        return 0;
+}
+
+int nook_sandbox_start(nook *n, const char *name, nook_error *err) {
+        _cleanup_close_ int lock = -1;
+        sandbox_rec rec = { 0 };
+        sb_spec spec = { 0 };
+        store *st;
+        int r = name_validate("sandbox", name, err);
+        if (r < 0)
+                return r;
+        if ((r = lock_name(n, name, &lock, err)) < 0 || (r = ctx_store(n, &st, err)) < 0 ||
+                (r = store_sandbox_get(st, name, &rec, err)) < 0)
+                return r;
+        if ((r = sb_reconcile(n, &rec, err)) >= 0) {
+                if (streq(rec.state, "running"))
+                        r = 0; /* already running: nothing to do */
+                else if ((r = sb_spec_parse(rec.spec_json, &spec, err)) >= 0)
+                        r = create_locked(n, name, &spec, 0, err);
+        }
+        sb_spec_done(&spec);
+        sandbox_rec_done(&rec);
+        if (r < 0)
+                return nook_err_wrap(err, "starting sandbox '%s'", name);
+        return 0;
+}
+
+/* ---- control socket, stop ---------------------------------------------------------------------- */
+
+int sb_connect(nook *n, const char *name, int *ret_fd, nook_error *err) {
+        _cleanup_free_ char *sdir = NULL;
+        int r = ctx_sandbox_dir(n, name, &sdir, err);
+        if (r < 0)
+                return r;
+        _cleanup_close_ int dfd = open(sdir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (dfd < 0)
+                return nook_err_set(err, NOOK_E_NOT_FOUND, "No sandbox '%s'", name);
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        (void)snprintf(sa.sun_path, sizeof(sa.sun_path), "/proc/self/fd/%d/ctl.sock", dfd);
+        int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+        if (fd < 0)
+                return nook_err_errno(err, NOOK_E_IO, "Cannot create a socket");
+        if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+                int e = errno;
+                safe_close(fd);
+                if (e == ENOENT || e == ECONNREFUSED)
+                        return nook_err_set(err, NOOK_E_STATE, "Sandbox '%s' is not running; start it with 'nook start %s'",
+                                name, name);
+                return nook_err_errnum(err, NOOK_E_IO, e, "Cannot reach sandbox '%s'", name);
+        }
+        *ret_fd = fd;
+        return 0;
+}
+
+static bool wait_gone(pid_t pid, uint64_t start, uint64_t timeout_ms) {
+        uint64_t deadline = now_ms() + timeout_ms;
+        while (proc_alive(pid, start)) {
+                if (now_ms() >= deadline)
+                        return false;
+                usleep(2000);
+        }
+        return true;
+}
+
+/* Asks the supervisor to stop and waits until it is gone; kills it if it does not answer. */
+static int stop_locked(nook *n, sandbox_rec *rec, uint64_t timeout_ms, const char *reason, nook_error *err) {
+        int fd = -1;
+        nook_error e2 = { 0 };
+        if (sb_connect(n, rec->name, &fd, &e2) >= 0) {
+                json_t *m = json_pack("{s:s, s:I}", "op", "stop", "timeoutMs", (json_int_t)timeout_ms);
+                if (m && proto_send(fd, m, NULL, 0) >= 0) {
+                        struct pollfd p = { .fd = fd, .events = POLLIN };
+                        uint64_t deadline = now_ms() + timeout_ms + 5000;
+                        while (now_ms() < deadline) {
+                                if (poll(&p, 1, (int)(deadline - now_ms())) <= 0)
+                                        break;
+                                json_t *reply = NULL;
+                                int r = proto_recv(fd, &reply, NULL, NULL);
+                                bool done = r <= 0 || streq(proto_op(reply), "stopped");
+                                json_decref(reply);
+                                if (done)
+                                        break;
+                        }
+                }
+                json_decref(m);
+                safe_close(fd);
+        }
+        if (rec->supervisor_pid > 0 && !wait_gone(rec->supervisor_pid, rec->supervisor_start, 5000)) {
+                /* It did not answer: its init dies with it (PR_SET_PDEATHSIG). */
+                (void)kill(rec->supervisor_pid, SIGKILL);
+                (void)wait_gone(rec->supervisor_pid, rec->supervisor_start, 5000);
+        }
+        (void)reason;
+        return sb_reconcile(n, rec, err);
+}
+
+int nook_sandbox_stop(nook *n, const char *name, uint64_t timeout_ms, nook_error *err) {
+        _cleanup_close_ int lock = -1;
+        sandbox_rec rec = { 0 };
+        store *st;
+        int r = name_validate("sandbox", name, err);
+        if (r < 0)
+                return r;
+        if ((r = lock_name(n, name, &lock, err)) < 0 || (r = ctx_store(n, &st, err)) < 0 ||
+                (r = store_sandbox_get(st, name, &rec, err)) < 0)
+                return r;
+        r = sb_reconcile(n, &rec, err);
+        if (r >= 0 && !streq(rec.state, "stopped"))
+                r = stop_locked(n, &rec, timeout_ms ? timeout_ms : DEFAULT_STOP_MS, "user", err);
+        sandbox_rec_done(&rec);
+        if (r < 0)
+                return nook_err_wrap(err, "stopping sandbox '%s'", name);
+        return 0;
+}
+
+/* ---- reconcile ------------------------------------------------------------------------------------ */
+
+int sb_reconcile(nook *n, sandbox_rec *rec, nook_error *err) {
+        store *st;
+        int r;
+        if (streq(rec->state, "stopped"))
+                return 0;
+        if (rec->supervisor_pid > 0 && proc_alive(rec->supervisor_pid, rec->supervisor_start))
+                return 0;
+        if (streq(rec->state, "creating") && rec->supervisor_pid == 0 && now_epoch() - rec->created_at < 120)
+                return 0; /* another process is creating it right now (it holds the lock) */
+        _cleanup_free_ char *sdir = NULL;
+        if ((r = ctx_sandbox_dir(n, rec->name, &sdir, err)) < 0 || (r = ctx_store(n, &st, err)) < 0)
+                return r;
+        exit_record ex;
+        nook_error ignore;
+        const char *reason = "supervisor_died";
+        if (exit_record_read(sdir, &ex, &ignore) >= 0 && ex.stopped_at >= rec->started_at)
+                reason = ex.reason;
+        _cleanup_free_ char *sock = strprintf("%s/ctl.sock", sdir);
+        if (sock)
+                (void)unlink(sock);
+        if (!rec->sticky) {
+                _cleanup_free_ char *upper = strprintf("%s/upper", sdir), *work = strprintf("%s/work", sdir);
+                if (upper && work) {
+                        (void)path_rm_rf(upper, &ignore);
+                        (void)path_rm_rf(work, &ignore);
+                }
+        }
+        char *rs = strdup(reason);
+        if (!rs)
+                return nook_err_oom(err);
+        free(rec->stop_reason);
+        rec->stop_reason = rs;
+        if ((r = set_state(rec, "stopped", err)) < 0)
+                return r;
+        rec->stopped_at = now_epoch();
+        rec->supervisor_pid = 0;
+        rec->supervisor_start = 0;
+        return store_sandbox_update(st, rec, err);
+}
+
+/* ---- remove --------------------------------------------------------------------------------------- */
+
+int nook_sandbox_remove(nook *n, const char *name, nook_error *err) {
+        _cleanup_close_ int lock = -1;
+        _cleanup_free_ char *sdir = NULL, *wsdir = NULL;
+        sandbox_rec rec = { 0 };
+        store *st;
+        int r = name_validate("sandbox", name, err);
+        if (r < 0)
+                return r;
+        if ((r = lock_name(n, name, &lock, err)) < 0 || (r = ctx_store(n, &st, err)) < 0 ||
+                (r = ctx_sandbox_dir(n, name, &sdir, err)) < 0 || (r = ctx_ws_dir(n, name, &wsdir, err)) < 0)
+                return r;
+        r = store_sandbox_get(st, name, &rec, err);
+        bool has_rec = r >= 0;
+        if (r < 0 && r != -NOOK_E_NOT_FOUND)
+                return r;
+        if (!has_rec && access(sdir, F_OK) < 0 && access(wsdir, F_OK) < 0)
+                return nook_err_set(err, NOOK_E_NOT_FOUND, "No sandbox '%s'", name);
+        if (has_rec) {
+                r = sb_reconcile(n, &rec, err);
+                if (r >= 0 && !streq(rec.state, "stopped"))
+                        r = stop_locked(n, &rec, 1000, "removed", err);
+                if (r < 0 && rec.supervisor_pid > 0) {
+                        (void)kill(rec.supervisor_pid, SIGKILL);
+                        (void)wait_gone(rec.supervisor_pid, rec.supervisor_start, 5000);
+                }
+        }
+        sandbox_rec_done(&rec);
+        if ((r = path_rm_rf(sdir, err)) < 0 || (r = path_rm_rf(wsdir, err)) < 0)
+                return nook_err_wrap(err, "removing sandbox '%s'", name);
+        if (has_rec && (r = store_sandbox_delete(st, name, err)) < 0)
+                return nook_err_wrap(err, "removing sandbox '%s'", name);
+        return 0;
+}
+
+/* ---- inspect / list ------------------------------------------------------------------------------ */
+
+static json_t *rec_to_json(nook *n, const sandbox_rec *rec) {
+        json_t *spec = json_loads(rec->spec_json ? rec->spec_json : "{}", 0, NULL);
+        json_t *labels = json_object();
+        _cleanup_free_ char *wsdir = NULL;
+        nook_error ignore;
+        (void)ctx_ws_dir(n, rec->name, &wsdir, &ignore);
+        STRV_FOREACH(l, rec->labels) {
+                char *eq = strchr(*l, '=');
+                _cleanup_free_ char *k = eq ? strndup(*l, (size_t)(eq - *l)) : strdup(*l);
+                if (k)
+                        json_object_set_new(labels, k, json_string(eq ? eq + 1 : ""));
+        }
+        return json_pack("{s:s, s:s, s:s?, s:o?, s:o, s:s, s:I, s:o?, s:o?, s:s?, s:s?, s:o?}", "name", rec->name, "state",
+                rec->state, "image", rec->image, "spec", spec, "labels", labels, "persistence",
+                rec->sticky ? "sticky" : "ephemeral", "createdAt", (json_int_t)rec->created_at, "startedAt",
+                rec->started_at ? json_integer(rec->started_at) : NULL, "stoppedAt",
+                rec->stopped_at ? json_integer(rec->stopped_at) : NULL, "stopReason", rec->stop_reason, "workspace",
+                wsdir, "supervisorPid", rec->supervisor_pid ? json_integer(rec->supervisor_pid) : NULL);
+}
+
+int nook_sandbox_inspect(nook *n, const char *name, char **ret_json, nook_error *err) {
+        sandbox_rec rec = { 0 };
+        store *st;
+        int r = name_validate("sandbox", name, err);
+        if (r < 0)
+                return r;
+        if ((r = ctx_store(n, &st, err)) < 0)
+                return r;
+        if ((r = store_sandbox_get(st, name, &rec, err)) < 0)
+                return nook_err_set(err, NOOK_E_NOT_FOUND, "No sandbox '%s'", name);
+        r = sb_reconcile(n, &rec, err);
+        json_t *o = r >= 0 ? rec_to_json(n, &rec) : NULL;
+        sandbox_rec_done(&rec);
+        if (r < 0)
+                return r;
+        char *t = o ? json_dumps(o, JSON_COMPACT) : NULL;
+        json_decref(o);
+        if (!t)
+                return nook_err_oom(err);
+        *ret_json = t;
+        return 0;
+}
+
+int nook_sandbox_list(nook *n, const char *const *label_filters, char **ret_json, nook_error *err) {
+        sandbox_rec *recs = NULL;
+        size_t nrec = 0;
+        store *st;
+        int r = ctx_store(n, &st, err);
+        if (r < 0)
+                return r;
+        if ((r = store_sandbox_list(st, label_filters, &recs, &nrec, err)) < 0)
+                return r;
+        json_t *a = json_array();
+        for (size_t i = 0; i < nrec && a; i++) {
+                nook_error ignore;
+                (void)sb_reconcile(n, &recs[i], &ignore);
+                json_array_append_new(a, rec_to_json(n, &recs[i]));
+        }
+        sandbox_rec_array_free(recs, nrec);
+        char *t = a ? json_dumps(a, JSON_COMPACT) : NULL;
+        json_decref(a);
+        if (!t)
+                return nook_err_oom(err);
+        *ret_json = t;
+        return 0;
+}

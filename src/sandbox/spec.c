@@ -1,0 +1,221 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include <errno.h>
+#include <jansson.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "nook.h"
+#include "sandbox/spec.h"
+#include "util/error.h"
+#include "util/macro.h"
+#include "util/str.h"
+
+#define SPEC_MAX_BYTES (1024 * 1024)
+#define MAX_SECS (10ull * 365 * 24 * 3600)
+
+void sb_spec_done(sb_spec *s) {
+        free(s->image);
+        strv_free(s->env);
+        strv_free(s->labels);
+        free(s->security);
+        free(s->workdir);
+        free(s->user);
+        memset(s, 0, sizeof(*s));
+}
+
+/* Fields that a later version of nook implements: refused clearly instead of ignored. */
+static const char *const not_yet[] = { "cpus", "maxCpus", "memoryMib", "maxMemoryMib", "memory", "pidsMax", "ports",
+        "volumes", "snapshot", "scripts", "setupFiles", "pullPolicy" };
+static const char *const known[] = { "image", "env", "labels", "persistence", "maxDurationSecs", "idleTimeoutSecs",
+        "security", "network", "workdir", "user" };
+
+static bool in_list(const char *k, const char *const *l, size_t n) {
+        for (size_t i = 0; i < n; i++)
+                if (streq(k, l[i]))
+                        return true;
+        return false;
+}
+
+static int get_string(json_t *o, const char *k, const char *def, char **ret, nook_error *err) {
+        json_t *v = json_object_get(o, k);
+        if (!v || json_is_null(v)) {
+                *ret = def ? strdup(def) : NULL;
+                return (def && !*ret) ? nook_err_oom(err) : 0;
+        }
+        if (!json_is_string(v))
+                return nook_err_set(err, NOOK_E_INVALID, "Invalid spec: field '%s' must be a string", k);
+        const char *s = json_string_value(v);
+        if (strlen(s) != json_string_length(v))
+                return nook_err_set(err, NOOK_E_INVALID, "Invalid spec: field '%s' contains a NUL byte", k);
+        *ret = strdup(s);
+        return *ret ? 0 : nook_err_oom(err);
+}
+
+static int get_secs(json_t *o, const char *k, uint64_t *ret, nook_error *err) {
+        json_t *v = json_object_get(o, k);
+        *ret = 0;
+        if (!v || json_is_null(v))
+                return 0;
+        if (!json_is_number(v))
+                return nook_err_set(err, NOOK_E_INVALID, "Invalid spec: field '%s' must be a number of seconds", k);
+        double d = json_number_value(v);
+        if (!(d >= 0) || d > (double)MAX_SECS)
+                return nook_err_set(err, NOOK_E_INVALID,
+                        "Invalid spec: field '%s' must be between 0 and %llu seconds", k, MAX_SECS);
+        *ret = (uint64_t)(d + 0.999999);
+        return 0;
+}
+
+/* {"NAME": "value"} -> "NAME=value"; names checked with is_env rules or label rules. */
+static int get_map(json_t *o, const char *k, bool env, char ***ret, nook_error *err) {
+        json_t *m = json_object_get(o, k), *v;
+        const char *key;
+        char **l = calloc(1, sizeof(char *));
+        if (!l)
+                return nook_err_oom(err);
+        *ret = l;
+        if (!m || json_is_null(m))
+                return 0;
+        if (!json_is_object(m))
+                return nook_err_set(err, NOOK_E_INVALID, "Invalid spec: field '%s' must be an object of strings", k);
+        json_object_foreach(m, key, v) {
+                if (!json_is_string(v))
+                        return nook_err_set(err, NOOK_E_INVALID, "Invalid spec: %s '%s' must be a string", k, key);
+                const char *val = json_string_value(v);
+                if (strlen(val) != json_string_length(v))
+                        return nook_err_set(err, NOOK_E_INVALID, "Invalid spec: %s '%s' contains a NUL byte", k, key);
+                if (env && !env_name_is_valid(key, strlen(key)))
+                        return nook_err_set(err, NOOK_E_INVALID,
+                                "Invalid spec: env name '%s' must match [A-Za-z_][A-Za-z0-9_]*", key);
+                if (!env && (strlen(key) == 0 || strlen(key) > 128 || strchr(key, '=') || strlen(val) > 1024))
+                        return nook_err_set(err, NOOK_E_INVALID,
+                                "Invalid spec: label '%s' must be 1-128 characters without '=' and its value at most 1024", key);
+                _cleanup_free_ char *a = strprintf("%s=%s", key, val);
+                if (!a || strv_push(ret, a) < 0)
+                        return nook_err_oom(err);
+        }
+        return 0;
+}
+
+static int resolve_image(sb_spec *s, nook_error *err) {
+        if (streq(s->image, "host"))
+                return 0;
+        if (s->image[0] == '/' || s->image[0] == '.') {
+                char real[PATH_MAX];
+                struct stat st;
+                if (!realpath(s->image, real) || stat(real, &st) < 0)
+                        return nook_err_errno(err, NOOK_E_NOT_FOUND, "Invalid spec: image '%s' is not a directory", s->image);
+                if (!S_ISDIR(st.st_mode))
+                        return nook_err_set(err, NOOK_E_INVALID, "Invalid spec: image '%s' is not a directory", s->image);
+                if (streq(real, "/"))
+                        return nook_err_set(err, NOOK_E_REFUSED, "Invalid spec: the host's '/' cannot be an image; use 'host'");
+                char *c = strdup(real);
+                if (!c)
+                        return nook_err_oom(err);
+                free(s->image);
+                s->image = c;
+                return 0;
+        }
+        return nook_err_set(err, NOOK_E_MISSING_FEATURE,
+                "Image '%s': registry images are not supported by this version of nook yet; use 'host' or the path of a root filesystem directory",
+                s->image);
+}
+
+static int check_fields(json_t *o, nook_error *err) {
+        const char *k;
+        json_t *v;
+        json_object_foreach(o, k, v) {
+                if (in_list(k, not_yet, ELEMENTSOF(not_yet)))
+                        return nook_err_set(err, NOOK_E_MISSING_FEATURE,
+                                "Spec field '%s' is not supported by this version of nook yet", k);
+                if (!in_list(k, known, ELEMENTSOF(known)))
+                        return nook_err_set(err, NOOK_E_INVALID, "Invalid spec: unknown field '%s'", k);
+        }
+        return 0;
+}
+
+static int parse_fields(json_t *o, sb_spec *s, nook_error *err) {
+        _cleanup_free_ char *persistence = NULL, *network = NULL;
+        int r;
+        if ((r = check_fields(o, err)) < 0 || (r = get_string(o, "image", "host", &s->image, err)) < 0 ||
+                (r = get_map(o, "env", true, &s->env, err)) < 0 || (r = get_map(o, "labels", false, &s->labels, err)) < 0 ||
+                (r = get_string(o, "persistence", "ephemeral", &persistence, err)) < 0 ||
+                (r = get_secs(o, "maxDurationSecs", &s->max_duration_secs, err)) < 0 ||
+                (r = get_secs(o, "idleTimeoutSecs", &s->idle_timeout_secs, err)) < 0 ||
+                (r = get_string(o, "security", "default", &s->security, err)) < 0 ||
+                (r = get_string(o, "network", "off", &network, err)) < 0 ||
+                (r = get_string(o, "workdir", "/workspace", &s->workdir, err)) < 0 ||
+                (r = get_string(o, "user", NULL, &s->user, err)) < 0)
+                return r;
+        if (streq(persistence, "sticky"))
+                s->sticky = true;
+        else if (!streq(persistence, "ephemeral"))
+                return nook_err_set(err, NOOK_E_INVALID,
+                        "Invalid spec: persistence must be 'ephemeral' or 'sticky', got '%s'", persistence);
+        if (!streq(s->security, "default") && !streq(s->security, "restricted"))
+                return nook_err_set(err, NOOK_E_INVALID,
+                        "Invalid spec: security must be 'default' or 'restricted', got '%s'", s->security);
+        if (streq(network, "public") || streq(network, "policy"))
+                return nook_err_set(err, NOOK_E_MISSING_FEATURE,
+                        "Network mode '%s' is not supported by this version of nook yet; only 'off'", network);
+        if (!streq(network, "off"))
+                return nook_err_set(err, NOOK_E_INVALID, "Invalid spec: network must be 'off', 'public' or 'policy', got '%s'",
+                        network);
+        if (s->workdir[0] != '/' || strlen(s->workdir) >= PATH_MAX)
+                return nook_err_set(err, NOOK_E_INVALID, "Invalid spec: workdir '%s' must be an absolute path", s->workdir);
+        if (s->user && (strlen(s->user) == 0 || strlen(s->user) > 64 || strpbrk(s->user, "\n/")))
+                return nook_err_set(err, NOOK_E_INVALID, "Invalid spec: user '%s' is not a user name or uid[:gid]", s->user);
+        return resolve_image(s, err);
+}
+
+int sb_spec_parse(const char *spec_json, sb_spec *ret, nook_error *err) {
+        sb_spec s = { 0 };
+        json_error_t jerr;
+        const char *text = isempty(spec_json) ? "{}" : spec_json;
+
+        if (strlen(text) > SPEC_MAX_BYTES)
+                return nook_err_set(err, NOOK_E_INVALID, "Invalid spec: larger than %d bytes", SPEC_MAX_BYTES);
+        json_t *o = json_loads(text, JSON_REJECT_DUPLICATES, &jerr);
+        if (!o)
+                return nook_err_set(err, NOOK_E_INVALID, "Invalid spec: %s (line %d, column %d)", jerr.text, jerr.line,
+                        jerr.column);
+        if (!json_is_object(o)) {
+                json_decref(o);
+                return nook_err_set(err, NOOK_E_INVALID, "Invalid spec: must be a JSON object");
+        }
+        int r = parse_fields(o, &s, err);
+        json_decref(o);
+        if (r < 0) {
+                sb_spec_done(&s);
+                return r;
+        }
+        *ret = s;
+        return 0;
+}
+
+static json_t *strv_to_map(char **l) {
+        json_t *m = json_object();
+        STRV_FOREACH(a, l) {
+                char *eq = strchr(*a, '=');
+                if (!eq)
+                        continue;
+                _cleanup_free_ char *k = strndup(*a, (size_t)(eq - *a));
+                if (k)
+                        json_object_set_new(m, k, json_string(eq + 1));
+        }
+        return m;
+}
+
+char *sb_spec_to_json(const sb_spec *s) {
+        json_t *o = json_pack("{s:s, s:o, s:o, s:s, s:I, s:I, s:s, s:s, s:s, s:s?}", "image", s->image, "env",
+                strv_to_map(s->env), "labels", strv_to_map(s->labels), "persistence", s->sticky ? "sticky" : "ephemeral",
+                "maxDurationSecs", (json_int_t)s->max_duration_secs, "idleTimeoutSecs", (json_int_t)s->idle_timeout_secs,
+                "security", s->security, "network", "off", "workdir", s->workdir, "user", s->user);
+        if (!o)
+                return NULL;
+        char *t = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
+        json_decref(o);
+        return t;
+}

@@ -1,0 +1,25 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The sandbox spec: parsed and validated once, before anything is created. */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "nook.h"
+
+typedef struct sb_spec {
+        char *image;    /* "host" or an absolute rootfs directory (resolved at parse time) */
+        char **env;     /* "NAME=value" */
+        char **labels;  /* "key=value" */
+        bool sticky;
+        uint64_t max_duration_secs, idle_timeout_secs;
+        char *security; /* "default" | "restricted" */
+        char *workdir;
+        char *user;
+} sb_spec;
+
+void sb_spec_done(sb_spec *s);
+/* Parses and checks spec_json (NULL = defaults).  Errors name the field. */
+int sb_spec_parse(const char *spec_json, sb_spec *ret, nook_error *err);
+/* The canonical JSON form stored in the database. */
+char *sb_spec_to_json(const sb_spec *s);

@@ -1,0 +1,355 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* util: errors (make, wrap, truncate), strings, names, paths (tree removal never follows a
+ * symlink out). */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "nook.h"
+#include "util/error.h"
+#include "util/macro.h"
+#include "util/name.h"
+#include "util/path.h"
+#include "util/str.h"
+
+/* ---- error.c ------------------------------------------------------------------------------ */
+
+Test(util, err_set_fills_and_returns_negative_code) {
+        nook_error err = {};
+        cr_expect_eq(nook_err_set(&err, NOOK_E_NOT_FOUND, "No sandbox named '%s'", "w"), -NOOK_E_NOT_FOUND);
+        cr_expect_eq(err.code, NOOK_E_NOT_FOUND);
+        cr_expect_eq(err.sys_errno, 0);
+        cr_expect_str_eq(err.msg, "No sandbox named 'w'");
+        /* A code outside the table is a bug: it becomes "internal". */
+        cr_expect_eq(nook_err_set(&err, (nook_errc)999, "x"), -NOOK_E_INTERNAL);
+        cr_expect_eq(nook_err_set(&err, NOOK_E_OK, "x"), -NOOK_E_INTERNAL);
+        /* No error object: still the code. */
+        cr_expect_eq(nook_err_set(NULL, NOOK_E_IO, "x"), -NOOK_E_IO);
+        cr_expect_eq(nook_err_oom(&err), -NOOK_E_NOMEM);
+}
+
+Test(util, err_errno_appends_strerror_and_keeps_errno) {
+        nook_error err = {};
+        errno = ENOENT;
+        cr_expect_eq(nook_err_errno(&err, NOOK_E_IO, "Cannot open '%s'", "/x"), -NOOK_E_IO);
+        cr_expect_eq(errno, ENOENT);
+        cr_expect_eq(err.sys_errno, ENOENT);
+        cr_expect_str_eq(err.msg, "Cannot open '/x': No such file or directory");
+        cr_expect_eq(nook_err_errnum(&err, NOOK_E_IO, -EACCES, "op"), -NOOK_E_IO);
+        cr_expect_eq(err.sys_errno, EACCES);
+        cr_expect_str_eq(err.msg, "op: Permission denied");
+        errno = 0; /* a caller that forgot errno still gets a cause */
+        nook_err_errno(&err, NOOK_E_IO, "op");
+        cr_expect_eq(err.sys_errno, EIO);
+}
+
+Test(util, err_wrap_prefixes_and_keeps_code) {
+        nook_error err = {};
+        nook_err_set(&err, NOOK_E_REFUSED, "Refusing a path outside the workspace");
+        cr_expect_eq(nook_err_wrap(&err, "writing '%s'", "/x"), -NOOK_E_REFUSED);
+        cr_expect_str_eq(err.msg, "writing '/x': Refusing a path outside the workspace");
+        cr_expect_eq(err.code, NOOK_E_REFUSED);
+        cr_expect_eq(nook_err_wrap(NULL, "x"), -NOOK_E_INTERNAL);
+}
+
+Test(util, err_messages_truncate_safely) {
+        nook_error err = {};
+        char big[2000];
+        memset(big, 'a', sizeof(big) - 1);
+        big[sizeof(big) - 1] = 0;
+
+        nook_err_set(&err, NOOK_E_INVALID, "%s", big);
+        cr_expect_eq(strlen(err.msg), sizeof(err.msg) - 1);
+        /* errno text on a full message is dropped, never written past the end */
+        errno = EPERM;
+        nook_err_errno(&err, NOOK_E_IO, "%s", big);
+        cr_expect_eq(strlen(err.msg), sizeof(err.msg) - 1);
+
+        /* long old message: prefix kept whole, old cut */
+        nook_err_set(&err, NOOK_E_INVALID, "%s", big);
+        nook_err_wrap(&err, "ctx");
+        cr_expect(strncmp(err.msg, "ctx: aaa", 8) == 0, "%.20s", err.msg);
+        cr_expect_lt(strlen(err.msg), sizeof(err.msg));
+        cr_expect_eq(err.code, NOOK_E_INVALID);
+
+        /* long prefix: cut to fit, message still terminated */
+        nook_err_set(&err, NOOK_E_IO, "old");
+        nook_err_wrap(&err, "%s", big);
+        cr_expect_lt(strlen(err.msg), sizeof(err.msg));
+        cr_expect_eq(err.msg[0], 'a');
+
+        /* wrapping many times never overflows */
+        nook_err_set(&err, NOOK_E_IO, "root cause");
+        for (int i = 0; i < 100; i++)
+                nook_err_wrap(&err, "level %d", i);
+        cr_expect_lt(strlen(err.msg), sizeof(err.msg));
+        cr_expect(strncmp(err.msg, "level 99: level 98: ", 20) == 0, "%.40s", err.msg);
+}
+
+Test(util, errc_strings_round_trip) {
+        for (int c = NOOK_E_OK; c < _NOOK_E_MAX; c++)
+                cr_expect_eq(nook_errc_from_string(nook_errc_to_string((nook_errc)c)), (nook_errc)c);
+        cr_expect_str_eq(nook_errc_to_string(NOOK_E_REFUSED), "refused");
+        cr_expect_str_eq(nook_errc_to_string((nook_errc)-1), "internal");
+        cr_expect_str_eq(nook_errc_to_string(_NOOK_E_MAX), "internal");
+        cr_expect_eq(nook_errc_from_string("nonsense"), NOOK_E_INTERNAL);
+        cr_expect_eq(nook_errc_from_string(NULL), NOOK_E_INTERNAL);
+        cr_expect_eq(nook_errc_from_errno(ENOENT), NOOK_E_NOT_FOUND);
+        cr_expect_eq(nook_errc_from_errno(-EEXIST), NOOK_E_EXISTS);
+        cr_expect_eq(nook_errc_from_errno(ELOOP), NOOK_E_REFUSED);
+        cr_expect_eq(nook_errc_from_errno(ENOSYS), NOOK_E_MISSING_FEATURE);
+        cr_expect_eq(nook_errc_from_errno(EIO), NOOK_E_IO);
+}
+
+/* ---- str.c -------------------------------------------------------------------------------- */
+
+Test(util, str_basics) {
+        _cleanup_free_ char *s = strprintf("%s-%d", "a", 7);
+        cr_expect_str_eq(s, "a-7");
+        cr_expect(startswith("abc", "ab"));
+        cr_expect(startswith("abc", ""));
+        cr_expect(!startswith("a", "ab"));
+        cr_expect(endswith("abc", "bc"));
+        cr_expect(!endswith("c", "bc"));
+        cr_expect(endswith("", ""));
+}
+
+Test(util, strv_push_copy_length) {
+        _cleanup_strv_free_ char **l = NULL;
+        cr_expect_eq(strv_length(l), 0);
+        cr_expect_eq(strv_push(&l, "a"), 0);
+        cr_expect_eq(strv_push(&l, "b"), 0);
+        cr_expect_eq(strv_length(l), 2);
+        cr_expect_null(l[2]);
+        _cleanup_strv_free_ char **c = strv_copy((const char *const *)l);
+        cr_expect_eq(strv_length(c), 2);
+        cr_expect_str_eq(c[1], "b");
+        cr_expect_neq(c[1], l[1]);
+        _cleanup_strv_free_ char **e = strv_copy(NULL);
+        cr_expect_not_null(e);
+        cr_expect_null(e[0]);
+        size_t n = 0;
+        STRV_FOREACH (i, l)
+                n++;
+        cr_expect_eq(n, 2);
+}
+
+Test(util, strv_env) {
+        _cleanup_strv_free_ char **l = NULL;
+        cr_expect_eq(strv_env_set(&l, "A=1"), 0);
+        cr_expect_eq(strv_env_set(&l, "AB=2"), 0);
+        cr_expect_eq(strv_env_set(&l, "A=3"), 0);
+        cr_expect_eq(strv_length(l), 2);
+        cr_expect_str_eq(l[0], "A=3");
+        cr_expect_eq(strv_env_find(l, "AB", 2), 1);
+        cr_expect_eq(strv_env_find(l, "B", 1), -1);
+        cr_expect_eq(strv_env_set(&l, "NOEQUALS"), -EINVAL);
+        cr_expect(env_name_is_valid("PATH", 4));
+        cr_expect(env_name_is_valid("_x9", 3));
+        cr_expect(!env_name_is_valid("9x", 2));
+        cr_expect(!env_name_is_valid("", 0));
+        cr_expect(!env_name_is_valid("A-B", 3));
+        cr_expect(!env_name_is_valid("A=B", 3));
+}
+
+/* ---- name.c ------------------------------------------------------------------------------- */
+
+Test(util, names_valid) {
+        static const char *const good[] = { "a", "0", "w", "my-box", "a_b.c-d", "9lives", "a.", "a-",
+                "a.b.c", "abcdefghijklmnopqrstuvwxyz0123456789abcdefghijklmnopqrstuvwxyz0" /* 63 */ };
+        for (size_t i = 0; i < ELEMENTSOF(good); i++) {
+                nook_error err = {};
+                cr_expect_eq(name_validate("sandbox", good[i], &err), 0, "'%s': %s", good[i], err.msg);
+                cr_expect_eq(nook_name_validate(good[i], &err), 0, "'%s'", good[i]);
+        }
+}
+
+Test(util, names_hostile_refused) {
+        static const char *const bad[] = {
+                "",
+                ".",
+                "..",
+                ".a",
+                ".hidden",
+                "-a",
+                "_a",
+                "a..b",
+                "a..",
+                "A",
+                "Abc",
+                "a/b",
+                "/a",
+                "a/",
+                "../x",
+                "a b",
+                " a",
+                "a\t",
+                "a\n",
+                "a\r",
+                "a\x01",
+                "a\x1b[31m",
+                "a\x7f",
+                "a:b",
+                "a@b",
+                "a\\b",
+                "a;rm",
+                "a$b",
+                "a*",
+                "a?",
+                "a'b",
+                "a\"b",
+                "a%s",
+                "a=b",
+                "a,b",
+                "a+b",
+                "a~",
+                "\xc3\xa9", /* é */
+                "caf\xc3\xa9", /* café */
+                "\xd0\xb0", /* Cyrillic а, looks like a */
+                "a\xe2\x80\x8b\x62", /* zero-width space */
+                "a\xc0\xaf\x62", /* overlong '/' */
+                "a\xef\xbc\x8f\x62", /* full-width solidus */
+                "\xff",
+                "a\xe2\x80\xae\x62", /* right-to-left override */
+                "abcdefghijklmnopqrstuvwxyz0123456789abcdefghijklmnopqrstuvwxyz01" /* 64 */,
+        };
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+                nook_error err = {};
+                cr_expect_eq(
+                        name_validate("sandbox", bad[i], &err), -NOOK_E_INVALID, "accepted name #%zu", i);
+                cr_expect_eq(err.code, NOOK_E_INVALID);
+                cr_expect(strstr(err.msg, "Invalid sandbox name"), "%s", err.msg);
+        }
+        nook_error err = {};
+        cr_expect_eq(name_validate("snapshot", NULL, &err), -NOOK_E_INVALID);
+        cr_expect(strstr(err.msg, "snapshot"), "%s", err.msg);
+        /* An over-long name is reported without reading past a bounded prefix. */
+        char huge[4096];
+        memset(huge, 'a', sizeof(huge) - 1);
+        huge[sizeof(huge) - 1] = 0;
+        cr_expect_eq(name_validate("sandbox", huge, &err), -NOOK_E_INVALID);
+        cr_expect(strstr(err.msg, "longer than 63"), "%s", err.msg);
+}
+
+/* ---- path.c ------------------------------------------------------------------------------- */
+
+static char tmp[64];
+
+static void tmp_setup(void) {
+        (void)snprintf(tmp, sizeof(tmp), "/tmp/nook-test-util-XXXXXX");
+        cr_assert_not_null(mkdtemp(tmp));
+}
+
+static void tmp_teardown(void) {
+        nook_error err = {};
+        (void)path_rm_rf(tmp, &err);
+}
+
+static void touch(const char *p) {
+        int fd = open(p, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+        cr_assert_geq(fd, 0, "%s: %m", p);
+        cr_assert_eq(write(fd, "x", 1), 1);
+        close(fd);
+}
+
+static bool exists(const char *p) {
+        struct stat sb;
+        return lstat(p, &sb) == 0;
+}
+
+Test(util, rm_rf_removes_tree_but_not_symlink_targets, .init = tmp_setup, .fini = tmp_teardown) {
+        _cleanup_free_ char *outside = strprintf("%s/outside", tmp);
+        _cleanup_free_ char *outside_file = strprintf("%s/outside/keep", tmp);
+        _cleanup_free_ char *tree = strprintf("%s/tree", tmp);
+        _cleanup_free_ char *deep = strprintf("%s/tree/a/b/c", tmp);
+        _cleanup_free_ char *f = strprintf("%s/tree/a/b/c/file", tmp);
+        _cleanup_free_ char *ro = strprintf("%s/tree/ro", tmp);
+        _cleanup_free_ char *ro_file = strprintf("%s/tree/ro/f", tmp);
+        _cleanup_free_ char *link_dir = strprintf("%s/tree/a/to-outside", tmp);
+        _cleanup_free_ char *link_file = strprintf("%s/tree/a/to-file", tmp);
+        _cleanup_free_ char *link_dangling = strprintf("%s/tree/dangling", tmp);
+        nook_error err = {};
+
+        cr_assert_eq(path_mkdir_p(outside, 0700, &err), 0, "%s", err.msg);
+        touch(outside_file);
+        cr_assert_eq(path_mkdir_p(deep, 0700, &err), 0, "%s", err.msg);
+        touch(f);
+        cr_assert_eq(path_mkdir_p(ro, 0700, &err), 0, "%s", err.msg);
+        touch(ro_file);
+        cr_assert_eq(chmod(ro, 0500), 0);
+        cr_assert_eq(symlink(outside, link_dir), 0);
+        cr_assert_eq(symlink(outside_file, link_file), 0);
+        cr_assert_eq(symlink("/nonexistent/x", link_dangling), 0);
+
+        cr_assert_eq(path_rm_rf(tree, &err), 0, "%s", err.msg);
+        cr_expect(!exists(tree));
+        cr_expect(exists(outside_file), "a symlink's target outside the tree survives");
+        cr_expect(exists(outside));
+
+        /* Missing is success; a symlink itself as the target is removed, not followed. */
+        cr_expect_eq(path_rm_rf(tree, &err), 0);
+        _cleanup_free_ char *top_link = strprintf("%s/top-link", tmp);
+        cr_assert_eq(symlink(outside, top_link), 0);
+        cr_expect_eq(path_rm_rf(top_link, &err), 0, "%s", err.msg);
+        cr_expect(!exists(top_link));
+        cr_expect(exists(outside_file));
+}
+
+Test(util, rm_rf_refuses_root_and_relative) {
+        nook_error err = {};
+        cr_expect_eq(path_rm_rf("/", &err), -NOOK_E_INVALID);
+        cr_expect_eq(path_rm_rf("relative/dir", &err), -NOOK_E_INVALID);
+        cr_expect_eq(path_rm_rf("", &err), -NOOK_E_INVALID);
+        cr_expect_eq(path_rm_rf(NULL, &err), -NOOK_E_INVALID);
+}
+
+Test(util, rm_rf_at_removes_a_file, .init = tmp_setup, .fini = tmp_teardown) {
+        _cleanup_free_ char *f = strprintf("%s/file", tmp);
+        nook_error err = {};
+        touch(f);
+        int dfd = open(tmp, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        cr_assert_geq(dfd, 0);
+        cr_expect_eq(path_rm_rf_at(dfd, "file", &err), 0, "%s", err.msg);
+        cr_expect_eq(path_rm_rf_at(dfd, "file", &err), 0);
+        close(dfd);
+        cr_expect(!exists(f));
+}
+
+Test(util, mkdir_p_modes_and_conflicts, .init = tmp_setup, .fini = tmp_teardown) {
+        _cleanup_free_ char *d = strprintf("%s/x/y/z", tmp);
+        _cleanup_free_ char *f = strprintf("%s/file", tmp);
+        _cleanup_free_ char *under = strprintf("%s/file/sub", tmp);
+        nook_error err = {};
+        struct stat sb;
+
+        mode_t old = umask(0);
+        cr_expect_eq(path_mkdir_p(d, 0700, &err), 0, "%s", err.msg);
+        umask(old);
+        cr_expect_eq(stat(d, &sb), 0);
+        cr_expect_eq(sb.st_mode & 0777, 0700);
+        cr_expect_eq(path_mkdir_p(d, 0700, &err), 0, "existing is fine");
+        touch(f);
+        cr_expect_eq(path_mkdir_p(f, 0700, &err), -NOOK_E_INVALID);
+        cr_expect(strstr(err.msg, "not a directory"), "%s", err.msg);
+        cr_expect_lt(path_mkdir_p(under, 0700, &err), 0);
+        cr_expect(strstr(err.msg, under) || strstr(err.msg, f), "%s", err.msg);
+}
+
+Test(util, home_default_honours_nook_home) {
+        nook_error err = {};
+        _cleanup_free_ char *h = NULL;
+        cr_assert_eq(setenv("NOOK_HOME", "/srv/nook//", 1), 0);
+        cr_expect_eq(path_home_default(&h, &err), 0, "%s", err.msg);
+        cr_expect_str_eq(h, "/srv/nook");
+        cr_assert_eq(setenv("NOOK_HOME", "relative", 1), 0);
+        char *h2 = NULL;
+        cr_expect_eq(path_home_default(&h2, &err), -NOOK_E_INVALID);
+        cr_expect_null(h2);
+        cr_expect(strstr(err.msg, "'relative'"), "%s", err.msg);
+        unsetenv("NOOK_HOME");
+}

@@ -537,10 +537,10 @@ static int open_dir_path(const char *p, int *ret, nook_error *err) {
  * maps: the fds must belong to our own mount namespace (overlayfs and bind mounts refuse mounts
  * of another namespace), and our host credentials are still the supervisor's, so a rootful
  * sandbox can still walk the 0700 state folder it could not enter as its mapped root. */
-static int open_rootfs(const sup_config *c, iso_rootfs *rf, nook_error *err) {
+static int open_rootfs(const sup_config *c, bool rootless, iso_rootfs *rf, nook_error *err) {
         int r;
         *rf = (iso_rootfs){ .hostname = c->name, .upper_fd = -1, .work_fd = -1, .workspace_fd = -1,
-                .ro_binds = c->ro_binds, .rootless = geteuid() != 0 };
+                .ro_binds = c->ro_binds, .rootless = rootless };
         STRV_FOREACH(l, c->lowers) {
                 if (rf->n_lowers >= ISO_MAX_LOWERS)
                         return nook_err_set(err, NOOK_E_INVALID, "Too many image layers (max %d)", ISO_MAX_LOWERS);
@@ -572,7 +572,7 @@ static void hide_cmdline(void) {
         strcpy(program_invocation_name, "nook-init");
 }
 
-_Noreturn void init_main(int sock, const sup_config *c) {
+_Noreturn void init_main(int sock, const sup_config *c, bool rootless) {
         nook_error err = { 0 };
         json_t *msg = NULL;
         iso_rootfs rfs;
@@ -582,7 +582,7 @@ _Noreturn void init_main(int sock, const sup_config *c) {
         (void)prctl(PR_SET_PDEATHSIG, SIGKILL);
         hide_cmdline();
         (void)prctl(PR_SET_NAME, "nook-init");
-        bool opened = open_rootfs(c, &rfs, &err) >= 0;
+        bool opened = open_rootfs(c, rootless, &rfs, &err) >= 0;
         /* Step 2: wait until the supervisor has written our id maps. */
         r = proto_recv(sock, &msg, NULL, NULL);
         if (r <= 0 || !streq(proto_op(msg), "maps"))

@@ -90,6 +90,7 @@ static int wait_ready(sup *s, nook_error *err) {
 static int start_init(sup *s, nook_error *err) {
         int sp[2] = { -1, -1 };
         int r;
+        bool rootless = geteuid() != 0;
         if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0)
                 return nook_err_errno(err, NOOK_E_IO, "Cannot create the init socket");
         /* clone() as a fork with namespace flags: we are single-threaded (STYLE.md R12).  The
@@ -106,7 +107,7 @@ static int start_init(sup *s, nook_error *err) {
         }
         if (pid == 0) {
                 safe_close(sp[0]);
-                init_main(sp[1], s->cfg);
+                init_main(sp[1], s->cfg, rootless);
         }
         safe_close(sp[1]);
         s->init_pid = (pid_t)pid;

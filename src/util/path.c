@@ -2,6 +2,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -106,6 +107,17 @@ static int rm_at(int dirfd, const char *name, unsigned depth, nook_error *err) {
                 return 0;
         }
         _cleanup_close_ int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0 && errno == EACCES) {
+                /* A directory we own with no permissions (overlayfs leaves work/work at mode 0):
+                 * chmod exactly that inode through an O_PATH fd, never a path a sandbox could swap. */
+                _cleanup_close_ int pfd = openat(dirfd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                char proc[64];
+                (void)snprintf(proc, sizeof(proc), "/proc/self/fd/%d", pfd);
+                if (pfd >= 0 && chmod(proc, 0700) == 0)
+                        fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                else
+                        errno = EACCES;
+        }
         if (fd < 0) {
                 if (errno == ENOENT)
                         return 0;

@@ -824,3 +824,41 @@ Test(workspace, open_errors) {
         w = ws_free(w);
         cr_expect_null(ws_free(NULL));
 }
+
+/* The public wrappers: nook_ws_dir creates nothing, nook_ws_open creates the directory. */
+Test(workspace, public_api) {
+        nook_error err = {};
+        nook *n = NULL;
+        nook_ws *w = NULL;
+        char home[PATH_MAX / 2], expect[PATH_MAX];
+        char *dir = NULL;
+        void *data = NULL;
+        size_t len = 0;
+
+        snprintf(home, sizeof(home), "%s/home", base);
+        cr_assert_eq(nook_open(home, &n, &err), 0, "%s", err.msg);
+        cr_assert_eq(nook_ws_dir(n, "w1", &dir, &err), 0, "%s", err.msg);
+        snprintf(expect, sizeof(expect), "%s/workspaces/w1", home);
+        cr_expect_str_eq(dir, expect);
+        cr_expect_eq(access(dir, F_OK), -1, "nook_ws_dir creates nothing");
+        cr_expect_eq(nook_ws_dir(n, "../x", &dir, &err), -NOOK_E_INVALID);
+        cr_expect_eq(nook_ws_open(n, "Bad/Name", &w, &err), -NOOK_E_INVALID);
+
+        cr_assert_eq(nook_ws_open(n, "w1", &w, &err), 0, "%s", err.msg);
+        cr_expect_str_eq(nook_ws_root(w), expect);
+        cr_assert_eq(nook_ws_write(w, "/src/main.js", "console.log(41 + 1)", 19, &err), 0, "%s", err.msg);
+        cr_assert_eq(nook_ws_read(w, "/workspace/src/main.js", 0, &data, &len, &err), 0, "%s", err.msg);
+        cr_expect_str_eq(data, "console.log(41 + 1)");
+        nook_free(data);
+        cr_expect_eq(nook_ws_exists(w, "src/main.js", &err), 1);
+        cr_expect_eq(nook_ws_write(w, "/workspace/../../etc/x", "x", 1, &err), -NOOK_E_REFUSED);
+        cr_expect_str_eq(err.msg, "Refusing a path outside the workspace: '/workspace/../../etc/x'");
+        nook_dirent *de = NULL;
+        size_t nde = 0;
+        cr_assert_eq(nook_ws_list(w, "/", &de, &nde, &err), 0, "%s", err.msg);
+        cr_expect_eq(nde, 1);
+        nook_dirents_free(de, nde);
+        w = nook_ws_close(w);
+        n = nook_close(n);
+        free(dir);
+}

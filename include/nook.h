@@ -23,17 +23,17 @@ extern "C" {
 
 typedef enum nook_errc {
         NOOK_E_OK = 0,
-        NOOK_E_INVALID,         /* bad input: a field, a path, a name */
-        NOOK_E_REFUSED,         /* a path outside the workspace, a forbidden request */
-        NOOK_E_NOT_FOUND,       /* no such sandbox, file, image */
-        NOOK_E_EXISTS,          /* already exists */
-        NOOK_E_STATE,           /* wrong state for the operation (e.g. not running) */
+        NOOK_E_INVALID, /* bad input: a field, a path, a name */
+        NOOK_E_REFUSED, /* a path outside the workspace, a forbidden request */
+        NOOK_E_NOT_FOUND, /* no such sandbox, file, image */
+        NOOK_E_EXISTS, /* already exists */
+        NOOK_E_STATE, /* wrong state for the operation (e.g. not running) */
         NOOK_E_MISSING_FEATURE, /* the host lacks something the request needs */
-        NOOK_E_TIMEOUT,         /* a deadline passed */
-        NOOK_E_IO,              /* a system call failed */
-        NOOK_E_NOMEM,           /* out of memory */
-        NOOK_E_BUSY,            /* locked or in use */
-        NOOK_E_INTERNAL,        /* a bug in nook, or a protocol violation */
+        NOOK_E_TIMEOUT, /* a deadline passed */
+        NOOK_E_IO, /* a system call failed */
+        NOOK_E_NOMEM, /* out of memory */
+        NOOK_E_BUSY, /* locked or in use */
+        NOOK_E_INTERNAL, /* a bug in nook, or a protocol violation */
         _NOOK_E_MAX,
 } nook_errc;
 
@@ -109,14 +109,15 @@ NOOK_PUBLIC int nook_ws_host_path(nook_ws *w, const char *path, char **ret, nook
 NOOK_PUBLIC int nook_ws_write(nook_ws *w, const char *path, const void *data, size_t len, nook_error *err);
 NOOK_PUBLIC int nook_ws_write_fd(nook_ws *w, const char *path, int fd, nook_error *err);
 /* Reads a regular file (max 0 = 1 GiB); *ret_data is NUL-terminated for convenience. */
-NOOK_PUBLIC int nook_ws_read(nook_ws *w, const char *path, size_t max, void **ret_data, size_t *ret_len,
-        nook_error *err);
+NOOK_PUBLIC int nook_ws_read(
+        nook_ws *w, const char *path, size_t max, void **ret_data, size_t *ret_len, nook_error *err);
 NOOK_PUBLIC int nook_ws_open_read(nook_ws *w, const char *path, int *ret_fd, nook_error *err);
 /* 1 if it exists, 0 if not; never reads the file. */
 NOOK_PUBLIC int nook_ws_exists(nook_ws *w, const char *path, nook_error *err);
 NOOK_PUBLIC int nook_ws_stat(nook_ws *w, const char *path, nook_stat *ret, nook_error *err);
 NOOK_PUBLIC int nook_ws_mkdir(nook_ws *w, const char *path, nook_error *err);
-NOOK_PUBLIC int nook_ws_list(nook_ws *w, const char *path, nook_dirent **ret, size_t *ret_n, nook_error *err);
+NOOK_PUBLIC int nook_ws_list(
+        nook_ws *w, const char *path, nook_dirent **ret, size_t *ret_n, nook_error *err);
 NOOK_PUBLIC void nook_dirents_free(nook_dirent *d, size_t n);
 NOOK_PUBLIC int nook_ws_remove(nook_ws *w, const char *path, nook_error *err);
 NOOK_PUBLIC int nook_ws_rename(nook_ws *w, const char *from, const char *to, nook_error *err);
@@ -139,8 +140,8 @@ NOOK_PUBLIC int nook_ws_rename(nook_ws *w, const char *from, const char *to, noo
  * Unknown fields are an error naming them. */
 #define NOOK_CREATE_REPLACE (1u << 0) /* stop a running sandbox of that name first */
 
-NOOK_PUBLIC int nook_sandbox_create(nook *n, const char *name, const char *spec_json, unsigned flags,
-        nook_error *err);
+NOOK_PUBLIC int nook_sandbox_create(
+        nook *n, const char *name, const char *spec_json, unsigned flags, nook_error *err);
 /* Starts a stopped sandbox again from its stored spec. */
 NOOK_PUBLIC int nook_sandbox_start(nook *n, const char *name, nook_error *err);
 /* Stops: processes get SIGTERM, then SIGKILL after timeout_ms.  The workspace stays.  Stopping a
@@ -151,32 +152,33 @@ NOOK_PUBLIC int nook_sandbox_remove(nook *n, const char *name, nook_error *err);
 /* A JSON object describing the sandbox (state, why it stopped, spec, times, workspace). */
 NOOK_PUBLIC int nook_sandbox_inspect(nook *n, const char *name, char **ret_json, nook_error *err);
 /* A JSON array of those objects; label_filters ("k=v" or "k") keep the matching ones. */
-NOOK_PUBLIC int nook_sandbox_list(nook *n, const char *const *label_filters, char **ret_json, nook_error *err);
+NOOK_PUBLIC int nook_sandbox_list(
+        nook *n, const char *const *label_filters, char **ret_json, nook_error *err);
 
 typedef struct nook_exec_opts {
-        const char *const *argv;       /* the command, or NULL when shell is set */
-        const char *shell;             /* a shell string, run as /bin/sh -lc SHELL */
-        const char *const *env;        /* "NAME=value", over the sandbox's env */
+        const char *const *argv; /* the command, or NULL when shell is set */
+        const char *shell; /* a shell string, run as /bin/sh -lc SHELL */
+        const char *const *env; /* "NAME=value", over the sandbox's env */
         const char *const *secret_env; /* "NAME=value", never stored, logged or put in an argv */
-        const char *cwd;               /* default: the sandbox's workdir, /workspace */
-        const char *user;              /* "name", "uid" or "uid:gid"; default root */
+        const char *cwd; /* default: the sandbox's workdir, /workspace */
+        const char *user; /* "name", "uid" or "uid:gid"; default root */
         int stdin_fd, stdout_fd, stderr_fd; /* passed to the command as is; -1: /dev/null */
-        uint64_t timeout_ms;                /* 0: none; on expiry the whole process tree is killed */
-        bool detach;                        /* keep running when this client goes away */
+        uint64_t timeout_ms; /* 0: none; on expiry the whole process tree is killed */
+        bool detach; /* keep running when this client goes away */
 } nook_exec_opts;
 
 /* Zeroes o and sets the stdio fds to -1. */
 NOOK_PUBLIC void nook_exec_opts_init(nook_exec_opts *o);
 
 typedef struct nook_exec_result {
-        int exit_code;   /* 0-255, or -1 when killed by a signal */
-        int signal;      /* the terminating signal, 0 if none */
+        int exit_code; /* 0-255, or -1 when killed by a signal */
+        int signal; /* the terminating signal, 0 if none */
         char reason[16]; /* "exited", "timeout", "cancelled", "stopped" */
 } nook_exec_result;
 
 typedef struct nook_exec nook_exec;
-NOOK_PUBLIC int nook_exec_start(nook *n, const char *name, const nook_exec_opts *o, nook_exec **ret,
-        nook_error *err);
+NOOK_PUBLIC int nook_exec_start(
+        nook *n, const char *name, const nook_exec_opts *o, nook_exec **ret, nook_error *err);
 /* The process id of the command's helper inside the sandbox (0 until known). */
 NOOK_PUBLIC int nook_exec_pid(const nook_exec *e);
 /* A descriptor that becomes readable when the exec has news; for event loops. */
@@ -189,8 +191,8 @@ NOOK_PUBLIC int nook_exec_signal(nook_exec *e, int sig, nook_error *err);
 /* Closing a running, non-detached exec kills its process tree. */
 NOOK_PUBLIC nook_exec *nook_exec_free(nook_exec *e);
 /* start + wait. */
-NOOK_PUBLIC int nook_exec_run(nook *n, const char *name, const nook_exec_opts *o, nook_exec_result *ret,
-        nook_error *err);
+NOOK_PUBLIC int nook_exec_run(
+        nook *n, const char *name, const nook_exec_opts *o, nook_exec_result *ret, nook_error *err);
 
 #ifdef __cplusplus
 }

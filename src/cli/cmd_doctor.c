@@ -35,13 +35,19 @@ int cmd_doctor(int argc, char **argv) {
                 json_array_foreach(json_object_get(o, "checks"), i, c) {
                         bool ok = json_is_true(json_object_get(c, "ok"));
                         bool req = json_is_true(json_object_get(c, "required"));
-                        printf("%-4s %-20s %s\n", ok ? "ok" : req ? "FAIL" : "--", json_string_value(json_object_get(c, "name")),
+                        printf("%-4s %-20s %s\n",
+                                ok            ? "ok"
+                                        : req ? "FAIL"
+                                              : "--",
+                                json_string_value(json_object_get(c, "name")),
                                 json_string_value(json_object_get(c, "detail")));
                         const char *fix = json_string_value(json_object_get(c, "fix"));
                         if (!ok && fix)
                                 printf("     %-20s fix: %s\n", "", fix);
                 }
-                printf("\n%s\n", r == 1 ? "nook can run sandboxes here." : "nook cannot run sandboxes here: see FAIL above.");
+                printf("\n%s\n",
+                        r == 1 ? "nook can run sandboxes here."
+                               : "nook cannot run sandboxes here: see FAIL above.");
         }
         json_decref(o);
         nook_free(text);

@@ -17,15 +17,15 @@
 #include "cli/cli.h"
 #include "cli/spec_opts.h"
 
-#define EXEC_OPTS_HELP                                                                                  \
-        "  -e, --env NAME=VALUE     environment for this command\n"                                     \
-        "  --secret-env NAME        pass NAME from this environment as a secret (NAME=- reads the\n"      \
-        "                           value from stdin); never stored, logged or put in an argv\n"       \
-        "  -w, --workdir DIR        working directory (default /workspace)\n"                           \
-        "  -u, --user USER          user name, uid or uid:gid\n"                                        \
-        "  -i, --interactive        pass stdin to the command (default: /dev/null)\n"                   \
-        "  --timeout DUR            kill the command's whole process tree after DUR\n"                 \
-        "  -d, --detach             start it and return; it keeps running\n"                          \
+#define EXEC_OPTS_HELP                                                                                      \
+        "  -e, --env NAME=VALUE     environment for this command\n"                                         \
+        "  --secret-env NAME        pass NAME from this environment as a secret (NAME=- reads the\n"        \
+        "                           value from stdin); never stored, logged or put in an argv\n"            \
+        "  -w, --workdir DIR        working directory (default /workspace)\n"                               \
+        "  -u, --user USER          user name, uid or uid:gid\n"                                            \
+        "  -i, --interactive        pass stdin to the command (default: /dev/null)\n"                       \
+        "  --timeout DUR            kill the command's whole process tree after DUR\n"                      \
+        "  -d, --detach             start it and return; it keeps running\n"                                \
         "  -c, --sh STRING          run STRING with /bin/sh -lc instead of an argv\n"
 
 typedef struct exec_args {
@@ -87,12 +87,14 @@ static int exec_opt_apply(const char *cmd, exec_args *a, int opt, const char *ar
                         snprintf(name, sizeof(name), "%.*s", (int)nl, arg);
                         v = read_secret_stdin(name);
                 } else if (arg[nl] == '=') {
-                        cli_usage_error(cmd, "--secret-env takes NAME (value from the environment) or NAME=- (from stdin), never a value on the command line");
+                        cli_usage_error(cmd,
+                                "--secret-env takes NAME (value from the environment) or NAME=- (from stdin), never a value on the command line");
                         return -1;
                 } else {
                         const char *val = getenv(arg);
                         if (!val) {
-                                cli_usage_error(cmd, "--secret-env %s: no such variable in this environment", arg);
+                                cli_usage_error(
+                                        cmd, "--secret-env %s: no such variable in this environment", arg);
                                 return -1;
                         }
                         if (asprintf(&v, "%s=%s", arg, val) < 0)
@@ -129,16 +131,19 @@ static int exec_opt_apply(const char *cmd, exec_args *a, int opt, const char *ar
         }
 }
 
-#define EXEC_OPTS_LONG_RUN                                                                              \
-        { "secret-env", required_argument, NULL, 2000 }, { "cwd", required_argument, NULL, 'w' },        \
-                { "interactive", no_argument, NULL, 'i' }, { "timeout", required_argument, NULL, 2001 }, \
-                { "sh", required_argument, NULL, 'c' }, { "tty", no_argument, NULL, 't' }
-#define EXEC_OPTS_LONG                                                                                  \
-        { "env", required_argument, NULL, 'e' }, { "secret-env", required_argument, NULL, 2000 },       \
-                { "workdir", required_argument, NULL, 'w' }, { "user", required_argument, NULL, 'u' },  \
-                { "interactive", no_argument, NULL, 'i' }, { "timeout", required_argument, NULL, 2001 }, \
-                { "detach", no_argument, NULL, 'd' }, { "sh", required_argument, NULL, 'c' },           \
-                { "tty", no_argument, NULL, 't' }
+#define EXEC_OPTS_LONG_RUN                                                                                  \
+        { "secret-env", required_argument, NULL, 2000 }, { "cwd", required_argument, NULL, 'w' },           \
+                { "interactive", no_argument, NULL, 'i' }, { "timeout", required_argument, NULL, 2001 },    \
+                { "sh", required_argument, NULL, 'c' }, {                                                   \
+                "tty", no_argument, NULL, 't'                                                               \
+        }
+#define EXEC_OPTS_LONG                                                                                      \
+        { "env", required_argument, NULL, 'e' }, { "secret-env", required_argument, NULL, 2000 },           \
+                { "workdir", required_argument, NULL, 'w' }, { "user", required_argument, NULL, 'u' },      \
+                { "interactive", no_argument, NULL, 'i' }, { "timeout", required_argument, NULL, 2001 },    \
+                { "detach", no_argument, NULL, 'd' }, { "sh", required_argument, NULL, 'c' }, {             \
+                "tty", no_argument, NULL, 't'                                                               \
+        }
 
 static int run_exec(nook *n, const char *name, exec_args *a, char **argv) {
         nook_exec_opts o;
@@ -235,8 +240,9 @@ int cmd_exec(int argc, char **argv) {
 }
 
 int cmd_run(int argc, char **argv) {
-        static const struct option opts[] = { SPEC_OPTS_LONG, EXEC_OPTS_LONG_RUN, { "name", required_argument, NULL, 3000 },
-                { "keep", no_argument, NULL, 3001 }, { "help", no_argument, NULL, 'h' }, {} };
+        static const struct option opts[] = { SPEC_OPTS_LONG, EXEC_OPTS_LONG_RUN,
+                { "name", required_argument, NULL, 3000 }, { "keep", no_argument, NULL, 3001 },
+                { "help", no_argument, NULL, 'h' }, {} };
         json_t *spec = json_object();
         exec_args a = { 0 };
         const char *name = NULL;
@@ -248,7 +254,7 @@ int cmd_run(int argc, char **argv) {
                                "Create a sandbox, run one command in it, and remove it with its workspace.\n\n"
                                "  --name NAME            name the sandbox (default: run-<random>)\n"
                                "  --keep                 keep the sandbox (stopped) and its workspace\n" SPEC_OPTS_HELP
-                               EXEC_OPTS_HELP);
+                                        EXEC_OPTS_HELP);
                         json_decref(spec);
                         return 0;
                 }
@@ -287,7 +293,8 @@ int cmd_run(int argc, char **argv) {
                 unsigned char rnd[6];
                 if (getrandom(rnd, sizeof(rnd), 0) != sizeof(rnd))
                         memset(rnd, 0x5a, sizeof(rnd));
-                snprintf(gen, sizeof(gen), "run-%02x%02x%02x%02x%02x%02x", rnd[0], rnd[1], rnd[2], rnd[3], rnd[4], rnd[5]);
+                snprintf(gen, sizeof(gen), "run-%02x%02x%02x%02x%02x%02x", rnd[0], rnd[1], rnd[2], rnd[3],
+                        rnd[4], rnd[5]);
                 name = gen;
         }
         char *text = json_dumps(spec, JSON_COMPACT);

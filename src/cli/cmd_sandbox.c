@@ -131,7 +131,8 @@ static int op_rm(nook *n, const char *name, void *u, nook_error *err) {
 }
 
 int cmd_rm(int argc, char **argv) {
-        static const struct option opts[] = { { "force", no_argument, NULL, 'f' }, { "help", no_argument, NULL, 'h' }, {} };
+        static const struct option opts[] = { { "force", no_argument, NULL, 'f' },
+                { "help", no_argument, NULL, 'h' }, {} };
         int c;
         while ((c = getopt_long(argc, argv, "+hf", opts, NULL)) >= 0) {
                 if (c == 'h') {
@@ -161,8 +162,9 @@ static const char *age(json_int_t t, char *buf, size_t len) {
 }
 
 int cmd_ls(int argc, char **argv) {
-        static const struct option opts[] = { { "label", required_argument, NULL, 'l' }, { "json", no_argument, NULL, 'j' },
-                { "quiet", no_argument, NULL, 'q' }, { "help", no_argument, NULL, 'h' }, {} };
+        static const struct option opts[] = { { "label", required_argument, NULL, 'l' },
+                { "json", no_argument, NULL, 'j' }, { "quiet", no_argument, NULL, 'q' },
+                { "help", no_argument, NULL, 'h' }, {} };
         const char *filters[65] = { 0 };
         size_t nf = 0;
         bool quiet = false;

@@ -15,16 +15,17 @@
 #include "nook.h"
 #include "cli/cli.h"
 
-static const char ws_help[] = "Usage: nook ws COMMAND NAME [ARGS]\n\n"
-                              "Workspace files of sandbox NAME (a host directory mounted at /workspace).\n"
-                              "Paths may be written with or without /workspace; '..' is refused.\n\n"
-                              "  path NAME [PATH]          print the host path (works before the sandbox exists)\n"
-                              "  write NAME PATH [FILE|-]  write a file atomically (default: stdin)\n"
-                              "  cat NAME PATH             print a file\n"
-                              "  ls NAME [PATH]            list a directory\n"
-                              "  rm NAME PATH              remove a file or a whole tree\n"
-                              "  mkdir NAME PATH           create a directory and its parents\n"
-                              "  mv NAME FROM TO           rename inside the workspace\n";
+static const char ws_help[] =
+        "Usage: nook ws COMMAND NAME [ARGS]\n\n"
+        "Workspace files of sandbox NAME (a host directory mounted at /workspace).\n"
+        "Paths may be written with or without /workspace; '..' is refused.\n\n"
+        "  path NAME [PATH]          print the host path (works before the sandbox exists)\n"
+        "  write NAME PATH [FILE|-]  write a file atomically (default: stdin)\n"
+        "  cat NAME PATH             print a file\n"
+        "  ls NAME [PATH]            list a directory\n"
+        "  rm NAME PATH              remove a file or a whole tree\n"
+        "  mkdir NAME PATH           create a directory and its parents\n"
+        "  mv NAME FROM TO           rename inside the workspace\n";
 
 static int with_ws(const char *name, nook **ret_n, nook_ws **ret_w, nook_error *err) {
         int r = cli_open(ret_n, err);
@@ -48,7 +49,8 @@ static int stream_out(nook_ws *w, const char *path, int out, nook_error *err) {
                         if (m < 0) {
                                 close(fd);
                                 err->code = NOOK_E_IO;
-                                snprintf(err->msg, sizeof(err->msg), "Cannot write the output: %s", strerror(errno));
+                                snprintf(err->msg, sizeof(err->msg), "Cannot write the output: %s",
+                                        strerror(errno));
                                 return -NOOK_E_IO;
                         }
                         off += m;
@@ -82,8 +84,9 @@ static int ws_ls(nook_ws *w, const char *path, nook_error *err) {
         if (arg_json) {
                 json_t *a = json_array();
                 for (size_t i = 0; i < n; i++)
-                        json_array_append_new(a, json_pack("{s:s, s:s, s:I}", "name", d[i].name, "type", type_name(d[i].type),
-                                                         "size", (json_int_t)d[i].size));
+                        json_array_append_new(a,
+                                json_pack("{s:s, s:s, s:I}", "name", d[i].name, "type", type_name(d[i].type),
+                                        "size", (json_int_t)d[i].size));
                 char *t = json_dumps(a, JSON_INDENT(2));
                 puts(t ? t : "[]");
                 free(t);
@@ -166,7 +169,8 @@ int cmd_ws(int argc, char **argv) {
                         return cli_usage_error("ws", "%s takes NAME PATH", sub);
                 r = with_ws(name, &n, &w, &err);
                 if (r >= 0)
-                        r = sub[0] == 'r' ? nook_ws_remove(w, argv[3], &err) : nook_ws_mkdir(w, argv[3], &err);
+                        r = sub[0] == 'r' ? nook_ws_remove(w, argv[3], &err)
+                                          : nook_ws_mkdir(w, argv[3], &err);
         } else if (strcmp(sub, "mv") == 0) {
                 if (argc != 5)
                         return cli_usage_error("ws", "mv takes NAME FROM TO");
@@ -186,7 +190,8 @@ static int cp_in(nook_ws *w, const char *src, const char *dst, int depth, nook_e
         struct stat st;
         if (depth > 256 || lstat(src, &st) < 0) {
                 err->code = NOOK_E_NOT_FOUND;
-                snprintf(err->msg, sizeof(err->msg), "Cannot read '%s': %s", src, depth > 256 ? "too deep" : strerror(errno));
+                snprintf(err->msg, sizeof(err->msg), "Cannot read '%s': %s", src,
+                        depth > 256 ? "too deep" : strerror(errno));
                 return -NOOK_E_NOT_FOUND;
         }
         if (S_ISREG(st.st_mode))

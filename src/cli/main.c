@@ -29,21 +29,23 @@ static const cli_command commands[] = {
 };
 
 static void help(FILE *f) {
-        fprintf(f, "Usage: nook [--home DIR] [--json] COMMAND [ARGS...]\n\n"
-                   "nook runs untrusted code in local sandboxes: isolated Linux containers with a\n"
-                   "workspace that is a host directory, mounted at /workspace.\n\nCommands:\n");
+        fprintf(f,
+                "Usage: nook [--home DIR] [--json] COMMAND [ARGS...]\n\n"
+                "nook runs untrusted code in local sandboxes: isolated Linux containers with a\n"
+                "workspace that is a host directory, mounted at /workspace.\n\nCommands:\n");
         for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
                 fprintf(f, "  %-9s %s\n", commands[i].name, commands[i].summary);
-        fprintf(f, "\nOptions:\n"
-                   "  --home DIR   state folder (default $NOOK_HOME, /var/lib/nook as root,\n"
-                   "               ~/.local/share/nook otherwise)\n"
-                   "  --json       machine-readable output\n"
-                   "  -h, --help   this help; 'nook COMMAND --help' for a command's\n"
-                   "  --version    print the version\n\n"
-                   "Images: 'host' (the default: the host's /usr read-only, no download) or a root\n"
-                   "filesystem directory. Registry images, network egress, resource limits, volumes\n"
-                   "and snapshots are not in this version yet.\n\n"
-                   "Example:\n  nook run -- sh -c 'echo hello from $(hostname)'\n");
+        fprintf(f,
+                "\nOptions:\n"
+                "  --home DIR   state folder (default $NOOK_HOME, /var/lib/nook as root,\n"
+                "               ~/.local/share/nook otherwise)\n"
+                "  --json       machine-readable output\n"
+                "  -h, --help   this help; 'nook COMMAND --help' for a command's\n"
+                "  --version    print the version\n\n"
+                "Images: 'host' (the default: the host's /usr read-only, no download) or a root\n"
+                "filesystem directory. Registry images, network egress, resource limits, volumes\n"
+                "and snapshots are not in this version yet.\n\n"
+                "Example:\n  nook run -- sh -c 'echo hello from $(hostname)'\n");
 }
 
 void cli_print_safe(FILE *f, const char *s) {

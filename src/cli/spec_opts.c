@@ -10,7 +10,8 @@
 static int set_kv(const char *cmd, json_t *spec, const char *field, const char *arg) {
         const char *eq = strchr(arg, '=');
         if (!eq || eq == arg) {
-                cli_usage_error(cmd, "--%s expects KEY=VALUE, got '%s'", strcmp(field, "env") == 0 ? "env" : "label", arg);
+                cli_usage_error(cmd, "--%s expects KEY=VALUE, got '%s'",
+                        strcmp(field, "env") == 0 ? "env" : "label", arg);
                 return -1;
         }
         json_t *m = json_object_get(spec, field);

@@ -7,27 +7,30 @@
 #include <stdbool.h>
 
 #define SPEC_OPTS_SHORT "e:l:"
-#define SPEC_OPTS_LONG                                                                                  \
-        { "image", required_argument, NULL, 1000 }, { "env", required_argument, NULL, 'e' },            \
-                { "label", required_argument, NULL, 'l' }, { "sticky", no_argument, NULL, 1001 },       \
-                { "max-duration", required_argument, NULL, 1002 },                                      \
-                { "idle-timeout", required_argument, NULL, 1003 },                                      \
-                { "security", required_argument, NULL, 1004 }, { "network", required_argument, NULL, 1005 }, \
-                { "workdir", required_argument, NULL, 1006 }, { "spec", required_argument, NULL, 1007 },  \
-                { "persistence", required_argument, NULL, 1008 }, { "user", required_argument, NULL, 'u' }
+#define SPEC_OPTS_LONG                                                                                      \
+        { "image", required_argument, NULL, 1000 }, { "env", required_argument, NULL, 'e' },                \
+                { "label", required_argument, NULL, 'l' }, { "sticky", no_argument, NULL, 1001 },           \
+                { "max-duration", required_argument, NULL, 1002 },                                          \
+                { "idle-timeout", required_argument, NULL, 1003 },                                          \
+                { "security", required_argument, NULL, 1004 },                                              \
+                { "network", required_argument, NULL, 1005 }, { "workdir", required_argument, NULL, 1006 }, \
+                { "spec", required_argument, NULL, 1007 },                                                  \
+                { "persistence", required_argument, NULL, 1008 }, {                                         \
+                "user", required_argument, NULL, 'u'                                                        \
+        }
 
-#define SPEC_OPTS_HELP                                                                                  \
-        "  --image IMAGE          'host' (default) or a root filesystem directory\n"                  \
-        "  -e, --env NAME=VALUE   environment for every exec (stored: no secrets here)\n"            \
-        "  -l, --label KEY=VALUE  a label (repeatable)\n"                                             \
-        "  --sticky               keep the writable root layer across stop/start\n"                   \
-        "  --persistence MODE     ephemeral (default) or sticky\n"                                   \
-        "  --max-duration DUR     retire after DUR (e.g. 30m); the workspace is kept\n"               \
-        "  --idle-timeout DUR     stop after DUR with no exec and no client\n"                        \
-        "  --security PROFILE     default or restricted\n"                                            \
-        "  --network MODE         off (default; loopback only)\n"                                     \
-        "  --workdir DIR          default working directory of execs (default /workspace)\n"         \
-        "  -u, --user USER        default user of execs\n"                                            \
+#define SPEC_OPTS_HELP                                                                                      \
+        "  --image IMAGE          'host' (default) or a root filesystem directory\n"                        \
+        "  -e, --env NAME=VALUE   environment for every exec (stored: no secrets here)\n"                   \
+        "  -l, --label KEY=VALUE  a label (repeatable)\n"                                                   \
+        "  --sticky               keep the writable root layer across stop/start\n"                         \
+        "  --persistence MODE     ephemeral (default) or sticky\n"                                          \
+        "  --max-duration DUR     retire after DUR (e.g. 30m); the workspace is kept\n"                     \
+        "  --idle-timeout DUR     stop after DUR with no exec and no client\n"                              \
+        "  --security PROFILE     default or restricted\n"                                                  \
+        "  --network MODE         off (default; loopback only)\n"                                           \
+        "  --workdir DIR          default working directory of execs (default /workspace)\n"                \
+        "  -u, --user USER        default user of execs\n"                                                  \
         "  --spec FILE            a JSON spec (- for stdin); the options above override it\n"
 
 /* Applies one parsed option to the spec; returns 1 if it was a spec option, 0 if not, <0 with

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <net/if.h>
 #include <stdio.h>
 #include <string.h>
@@ -103,11 +104,11 @@ static int mount_overlay(const iso_rootfs *rf, nook_error *err) {
                         ISO_MAX_LOWERS, rf->n_lowers);
         n += (size_t)snprintf(opts + n, sizeof(opts) - n, "lowerdir=");
         for (size_t i = 0; i < rf->n_lowers; i++)
-                n += (size_t)snprintf(opts + n, sizeof(opts) - n, "%s/proc/self/fd/%d", i ? ":" : "",
-                        rf->lower_fds[i]);
+                n += (size_t)snprintf(
+                        opts + n, sizeof(opts) - n, "%s/proc/self/fd/%d", i ? ":" : "", rf->lower_fds[i]);
         if (rf->upper_fd >= 0)
-                n += (size_t)snprintf(opts + n, sizeof(opts) - n, ",upperdir=/proc/self/fd/%d,workdir=/proc/self/fd/%d",
-                        rf->upper_fd, rf->work_fd);
+                n += (size_t)snprintf(opts + n, sizeof(opts) - n,
+                        ",upperdir=/proc/self/fd/%d,workdir=/proc/self/fd/%d", rf->upper_fd, rf->work_fd);
         if (n >= sizeof(opts))
                 return nook_err_set(err, NOOK_E_INVALID, "Too many image layers for one overlay mount");
         /* userxattr: inside a user namespace overlayfs may only use user.* xattrs (kernel 5.11+). */
@@ -171,7 +172,8 @@ static int setup_dev(nook_error *err) {
                 char dst[PATH_MAX];
                 (void)snprintf(dst, sizeof(dst), NEWROOT "%s", links[i][1]);
                 if (symlink(links[i][0], dst) < 0)
-                        return nook_err_errno(err, NOOK_E_IO, "Cannot create '%s' in the sandbox", links[i][1]);
+                        return nook_err_errno(
+                                err, NOOK_E_IO, "Cannot create '%s' in the sandbox", links[i][1]);
         }
         return 0;
 }
@@ -223,18 +225,20 @@ static int setup_proc_sys(nook_error *err) {
                 return r;
         /* sysfs is mountable because we own the network namespace; read-only, and absent (an
          * empty directory) where the host refuses it. */
-        if (mount("sysfs", NEWROOT "/sys", "sysfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) == 0) {
+        if (mount("sysfs", NEWROOT "/sys", "sysfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) ==
+                0) {
                 char fw[PATH_MAX];
                 (void)snprintf(fw, sizeof(fw), NEWROOT "/sys/firmware");
                 if (access(fw, F_OK) == 0)
-                        (void)mount("tmpfs", fw, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=0");
+                        (void)mount("tmpfs", fw, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+                                "size=0");
         }
         return 0;
 }
 
 static int setup_binds(const iso_rootfs *rf, nook_error *err) {
         int r;
-        STRV_FOREACH(p, rf->ro_binds) {
+        STRV_FOREACH (p, rf->ro_binds) {
                 struct stat st;
                 if (stat(*p, &st) < 0)
                         continue; /* the host lacks it; the image does not need it then */
@@ -268,8 +272,9 @@ static int setup_workspace_tmp(const iso_rootfs *rf, nook_error *err) {
         (void)snprintf(src, sizeof(src), "/proc/self/fd/%d", rf->workspace_fd);
         if (mount(src, NEWROOT "/workspace", NULL, MS_BIND, NULL) < 0)
                 return nook_err_errno(err, NOOK_E_IO, "Cannot bind the workspace at /workspace");
-        if (mount(NULL, NEWROOT "/workspace", NULL, MS_BIND | MS_REMOUNT | MS_NOSUID | MS_NODEV |
-                            locked_flags(NEWROOT "/workspace"), NULL) < 0)
+        if (mount(NULL, NEWROOT "/workspace", NULL,
+                    MS_BIND | MS_REMOUNT | MS_NOSUID | MS_NODEV | locked_flags(NEWROOT "/workspace"),
+                    NULL) < 0)
                 return nook_err_errno(err, NOOK_E_IO, "Cannot set nosuid,nodev on /workspace");
         return 0;
 }

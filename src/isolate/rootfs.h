@@ -29,7 +29,7 @@ typedef struct iso_rootfs {
         int upper_fd, work_fd; /* per-sandbox writable layer; -1 with n_lowers == 1: read-only root */
         int workspace_fd;
         char **ro_binds; /* host paths bound read-only at the same place (built-in host image) */
-        bool rootless;   /* setgroups is denied in the user namespace */
+        bool rootless; /* setgroups is denied in the user namespace */
 } iso_rootfs;
 
 /* Steps 3-6.  Runs in the child, as root of the new user namespace.  Leaves cwd at "/". */

@@ -28,12 +28,13 @@ int nook_doctor(char **ret_json, nook_error *err) {
         for (size_t i = 0; i < n; i++) {
                 if (rows[i].required && !rows[i].ok)
                         ok = false;
-                json_array_append_new(checks, json_pack("{s:s, s:b, s:b, s:s, s:s?}", "name", rows[i].name, "ok",
-                                                      rows[i].ok, "required", rows[i].required, "detail", rows[i].detail,
-                                                      "fix", rows[i].ok ? NULL : rows[i].fix));
+                json_array_append_new(checks,
+                        json_pack("{s:s, s:b, s:b, s:s, s:s?}", "name", rows[i].name, "ok", rows[i].ok,
+                                "required", rows[i].required, "detail", rows[i].detail, "fix",
+                                rows[i].ok ? NULL : rows[i].fix));
         }
-        json_t *o = json_pack("{s:b, s:s, s:b, s:o}", "ok", ok, "kernel", c.kernel, "rootless", c.rootless, "checks",
-                checks);
+        json_t *o = json_pack("{s:b, s:s, s:b, s:o}", "ok", ok, "kernel", c.kernel, "rootless", c.rootless,
+                "checks", checks);
         char *t = o ? json_dumps(o, JSON_COMPACT) : NULL;
         json_decref(o);
         if (!t)

@@ -28,7 +28,8 @@ int nook_open(const char *home, nook **ret, nook_error *err) {
 
         if (home) {
                 if (home[0] != '/')
-                        return nook_err_set(err, NOOK_E_INVALID, "The state folder must be an absolute path, got '%s'", home);
+                        return nook_err_set(err, NOOK_E_INVALID,
+                                "The state folder must be an absolute path, got '%s'", home);
                 h = strdup(home);
                 if (!h)
                         return nook_err_oom(err);

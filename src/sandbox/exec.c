@@ -37,7 +37,9 @@ static int add_env(json_t *a, const char *const *env, const char *what, nook_err
                 const char *eq = strchr(env[i], '=');
                 if (!eq || !env_name_is_valid(env[i], (size_t)(eq - env[i])))
                         /* never echo the value: it may be a secret */
-                        return nook_err_set(err, NOOK_E_INVALID, "Invalid %s entry %zu: must be NAME=value with NAME matching [A-Za-z_][A-Za-z0-9_]*", what, i);
+                        return nook_err_set(err, NOOK_E_INVALID,
+                                "Invalid %s entry %zu: must be NAME=value with NAME matching [A-Za-z_][A-Za-z0-9_]*",
+                                what, i);
                 json_array_append_new(a, json_string(env[i]));
         }
         return 0;
@@ -66,14 +68,15 @@ static json_t *exec_request(const nook_exec_opts *o, nook_error *err) {
         if (r >= 0)
                 r = add_env(env, o->secret_env, "secret env", err);
         if (r >= 0 && o->cwd && o->cwd[0] != '/')
-                r = nook_err_set(err, NOOK_E_INVALID, "exec: the working directory '%s' must be an absolute path", o->cwd);
+                r = nook_err_set(err, NOOK_E_INVALID,
+                        "exec: the working directory '%s' must be an absolute path", o->cwd);
         if (r < 0) {
                 json_decref(argv);
                 json_decref(env);
                 return NULL;
         }
-        return json_pack("{s:s, s:o, s:o, s:s?, s:s?, s:I, s:b}", "op", "exec", "argv", argv, "env", env, "cwd", o->cwd,
-                "user", o->user, "timeoutMs", (json_int_t)o->timeout_ms, "detach", o->detach);
+        return json_pack("{s:s, s:o, s:o, s:s?, s:s?, s:I, s:b}", "op", "exec", "argv", argv, "env", env,
+                "cwd", o->cwd, "user", o->user, "timeoutMs", (json_int_t)o->timeout_ms, "detach", o->detach);
 }
 
 int nook_exec_start(nook *n, const char *name, const nook_exec_opts *o, nook_exec **ret, nook_error *err) {
@@ -193,7 +196,8 @@ nook_exec *nook_exec_free(nook_exec *e) {
         return NULL;
 }
 
-int nook_exec_run(nook *n, const char *name, const nook_exec_opts *o, nook_exec_result *ret, nook_error *err) {
+int nook_exec_run(
+        nook *n, const char *name, const nook_exec_opts *o, nook_exec_result *ret, nook_error *err) {
         nook_exec *e = NULL;
         int r = nook_exec_start(n, name, o, &e, err);
         if (r < 0)

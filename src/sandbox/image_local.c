@@ -28,33 +28,52 @@
 static const char *const top_dirs[] = { "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32" };
 static const char *const etc_entries[] = { "/etc/alternatives", "/etc/ld.so.cache", "/etc/ld.so.conf",
         "/etc/ld.so.conf.d", "/etc/ssl/certs", "/etc/ssl/openssl.cnf", "/etc/ca-certificates.conf",
-        "/etc/localtime", "/etc/os-release", "/etc/mime.types", "/etc/protocols", "/etc/services", "/etc/debian_version" };
+        "/etc/localtime", "/etc/os-release", "/etc/mime.types", "/etc/protocols", "/etc/services",
+        "/etc/debian_version" };
 
 static const struct {
         const char *path;
         const char *content;
 } etc_files[] = {
-        { "etc/passwd", "root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n" },
+        { "etc/passwd",
+                "root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n" },
         { "etc/group", "root:x:0:\nnogroup:x:65534:\n" },
         { "etc/hosts", "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n" },
-        { "etc/nsswitch.conf", "passwd: files\ngroup: files\nshadow: files\nhosts: files dns\nnetworks: files\nprotocols: files\nservices: files\n" },
+        { "etc/nsswitch.conf",
+                "passwd: files\ngroup: files\nshadow: files\nhosts: files dns\nnetworks: files\nprotocols: files\nservices: files\n" },
         { "etc/resolv.conf", "# nook: the network is off for this sandbox\n" },
         { "etc/hostname", "nook\n" },
-        { "etc/profile", "export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin\n"
-                         "if [ \"$(id -u)\" -eq 0 ]; then PS1='# '; else PS1='$ '; fi\n" },
+        { "etc/profile",
+                "export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin\n"
+                "if [ \"$(id -u)\" -eq 0 ]; then PS1='# '; else PS1='$ '; fi\n" },
 };
 
 static const struct {
         const char *path;
         mode_t mode;
 } skel_dirs[] = {
-        { "etc", 0755 }, { "etc/ssl", 0755 }, { "usr", 0755 }, { "proc", 0555 }, { "sys", 0555 }, { "dev", 0755 },
-        { "tmp", 01777 }, { "workspace", 0755 }, { "root", 0700 }, { "home", 0755 }, { "var", 0755 },
-        { "var/tmp", 01777 }, { "run", 0755 }, { "mnt", 0755 }, { "opt", 0755 }, { "srv", 0755 },
+        { "etc", 0755 },
+        { "etc/ssl", 0755 },
+        { "usr", 0755 },
+        { "proc", 0555 },
+        { "sys", 0555 },
+        { "dev", 0755 },
+        { "tmp", 01777 },
+        { "workspace", 0755 },
+        { "root", 0700 },
+        { "home", 0755 },
+        { "var", 0755 },
+        { "var/tmp", 01777 },
+        { "run", 0755 },
+        { "mnt", 0755 },
+        { "opt", 0755 },
+        { "srv", 0755 },
 };
 
-static int write_file_at(int dfd, const char *rel, const char *content, uid_t uid, gid_t gid, nook_error *err) {
-        _cleanup_close_ int fd = openat(dfd, rel, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+static int write_file_at(
+        int dfd, const char *rel, const char *content, uid_t uid, gid_t gid, nook_error *err) {
+        _cleanup_close_ int fd =
+                openat(dfd, rel, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
         if (fd < 0)
                 return nook_err_errno(err, NOOK_E_IO, "Cannot create '%s' in the host image", rel);
         int r = fd_write_all(fd, content, strlen(content));
@@ -96,7 +115,8 @@ static int build_skeleton(const char *dir, uid_t uid, gid_t gid, nook_error *err
                 return nook_err_errno(err, NOOK_E_IO, "Cannot open '%s'", dir);
         for (size_t i = 0; i < ELEMENTSOF(skel_dirs); i++) {
                 if (mkdirat(dfd, skel_dirs[i].path, skel_dirs[i].mode) < 0 && errno != EEXIST)
-                        return nook_err_errno(err, NOOK_E_IO, "Cannot create '%s' in the host image", skel_dirs[i].path);
+                        return nook_err_errno(
+                                err, NOOK_E_IO, "Cannot create '%s' in the host image", skel_dirs[i].path);
                 (void)fchmodat(dfd, skel_dirs[i].path, skel_dirs[i].mode, 0);
                 (void)fchownat(dfd, skel_dirs[i].path, uid, gid, AT_SYMLINK_NOFOLLOW);
         }
@@ -119,7 +139,8 @@ static int build_skeleton(const char *dir, uid_t uid, gid_t gid, nook_error *err
         return 0;
 }
 
-static int host_image(const char *home, uid_t uid, gid_t gid, char ***lowers, char ***binds, nook_error *err) {
+static int host_image(
+        const char *home, uid_t uid, gid_t gid, char ***lowers, char ***binds, nook_error *err) {
         _cleanup_free_ char *dir = strprintf("%s/images/host/" HOST_IMAGE_VERSION, home);
         _cleanup_free_ char *tmp = NULL;
         int r;

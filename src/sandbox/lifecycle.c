@@ -96,7 +96,8 @@ static int read_ready(int fd, json_t **ret, nook_error *err) {
         while (len < sizeof(buf) - 1) {
                 uint64_t now = now_ms();
                 if (now >= deadline)
-                        return nook_err_set(err, NOOK_E_TIMEOUT, "The sandbox supervisor did not report within %d s",
+                        return nook_err_set(err, NOOK_E_TIMEOUT,
+                                "The sandbox supervisor did not report within %d s",
                                 READY_TIMEOUT_MS / 1000);
                 struct pollfd p = { .fd = fd, .events = POLLIN };
                 int r = poll(&p, 1, (int)(deadline - now));
@@ -142,10 +143,12 @@ static int spawn_supervisor(const char *state_dir, pid_t *ret_pid, nook_error *e
         sigfillset(&all);
         posix_spawnattr_setsigmask(&attr, &none);
         posix_spawnattr_setsigdefault(&attr, &all);
-        char *argv[] = { bin, (char *)"--state", (char *)state_dir, (char *)"--ready-fd", (char *)"3", NULL };
+        char *argv[] = { bin, (char *)"--state", (char *)state_dir, (char *)"--ready-fd", (char *)"3",
+                NULL };
         const char *dbg = secure_getenv("NOOK_DEBUG");
         _cleanup_free_ char *dbg_env = strprintf("NOOK_DEBUG=%s", dbg ? dbg : "");
-        char *envp[] = { (char *)"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", dbg_env, NULL };
+        char *envp[] = { (char *)"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+                dbg_env, NULL };
         pid_t pid;
         int r = posix_spawn(&pid, bin, &fa, &attr, argv, envp);
         posix_spawn_file_actions_destroy(&fa);
@@ -153,7 +156,8 @@ static int spawn_supervisor(const char *state_dir, pid_t *ret_pid, nook_error *e
         safe_close(pfd[1]);
         if (r != 0) {
                 safe_close(pfd[0]);
-                return nook_err_errnum(err, NOOK_E_MISSING_FEATURE, r, "Cannot start the supervisor '%s'", bin);
+                return nook_err_errnum(
+                        err, NOOK_E_MISSING_FEATURE, r, "Cannot start the supervisor '%s'", bin);
         }
         (void)pid_wait(pid, NULL); /* the first process exits at once; the supervisor lives on */
         json_t *m = NULL;
@@ -196,7 +200,8 @@ static int write_owned(const char *p, const char *content, uid_t uid, gid_t gid,
 static int prepare_state(nook *n, const char *name, const sb_spec *spec, bool keep_upper, const char *sdir,
         const char *wsdir, nook_error *err) {
         _cleanup_free_ char *upper = strprintf("%s/upper", sdir), *work = strprintf("%s/work", sdir);
-        _cleanup_free_ char *etc = strprintf("%s/upper/etc", sdir), *sdirs = strprintf("%s/sandboxes", n->home);
+        _cleanup_free_ char *etc = strprintf("%s/upper/etc", sdir),
+                            *sdirs = strprintf("%s/sandboxes", n->home);
         _cleanup_free_ char *wsdirs = strprintf("%s/workspaces", n->home);
         _cleanup_free_ char *cfgp = strprintf("%s/config.json", sdir);
         int r;
@@ -220,7 +225,8 @@ static int prepare_state(nook *n, const char *name, const sb_spec *spec, bool ke
                 (r = mkdir_owned(etc, 0755, n->ws_uid, n->ws_gid, err)) < 0 ||
                 (r = mkdir_owned(wsdir, 0755, n->ws_uid, n->ws_gid, err)) < 0)
                 return r;
-        _cleanup_free_ char *hosts = strprintf("127.0.0.1\tlocalhost\n127.0.1.1\t%s\n::1\tlocalhost ip6-localhost ip6-loopback\n", name);
+        _cleanup_free_ char *hosts = strprintf(
+                "127.0.0.1\tlocalhost\n127.0.1.1\t%s\n::1\tlocalhost ip6-localhost ip6-loopback\n", name);
         _cleanup_free_ char *hostname = strprintf("%s\n", name);
         _cleanup_free_ char *hp = strprintf("%s/hosts", etc), *hnp = strprintf("%s/hostname", etc);
         if (!hosts || !hostname || !hp || !hnp)
@@ -229,9 +235,16 @@ static int prepare_state(nook *n, const char *name, const sb_spec *spec, bool ke
                 (r = write_owned(hnp, hostname, n->ws_uid, n->ws_gid, err)) < 0)
                 return r;
 
-        sup_config c = { .name = (char *)name, .upper = upper, .work = work, .workspace = (char *)wsdir,
-                .env = spec->env, .workdir = spec->workdir, .user = spec->user, .profile = spec->security,
-                .max_duration_ms = spec->max_duration_secs * 1000, .idle_timeout_ms = spec->idle_timeout_secs * 1000,
+        sup_config c = { .name = (char *)name,
+                .upper = upper,
+                .work = work,
+                .workspace = (char *)wsdir,
+                .env = spec->env,
+                .workdir = spec->workdir,
+                .user = spec->user,
+                .profile = spec->security,
+                .max_duration_ms = spec->max_duration_secs * 1000,
+                .idle_timeout_ms = spec->idle_timeout_secs * 1000,
                 .ephemeral = !spec->sticky };
         r = sb_image_local(n->home, spec->image, n->ws_uid, n->ws_gid, &c.lowers, &c.ro_binds, err);
         if (r < 0)
@@ -242,7 +255,8 @@ static int prepare_state(nook *n, const char *name, const sb_spec *spec, bool ke
         return r;
 }
 
-static int rec_fill(sandbox_rec *rec, const char *name, const sb_spec *spec, const char *spec_json, nook_error *err) {
+static int rec_fill(
+        sandbox_rec *rec, const char *name, const sb_spec *spec, const char *spec_json, nook_error *err) {
         sandbox_rec_done(rec);
         rec->name = strdup(name);
         rec->state = strdup("creating");
@@ -290,7 +304,8 @@ static int create_locked(nook *n, const char *name, const sb_spec *spec, unsigne
                 if (!streq(rec.state, "stopped")) {
                         if (!(flags & NOOK_CREATE_REPLACE)) {
                                 r = nook_err_set(err, NOOK_E_EXISTS,
-                                        "Sandbox '%s' is already running; stop it first, or create with --replace", name);
+                                        "Sandbox '%s' is already running; stop it first, or create with --replace",
+                                        name);
                                 goto out;
                         }
                         if ((r = stop_locked(n, &rec, DEFAULT_STOP_MS, "replaced", err)) < 0)
@@ -399,8 +414,8 @@ int sb_connect(nook *n, const char *name, int *ret_fd, nook_error *err) {
                 int e = errno;
                 safe_close(fd);
                 if (e == ENOENT || e == ECONNREFUSED)
-                        return nook_err_set(err, NOOK_E_STATE, "Sandbox '%s' is not running; start it with 'nook start %s'",
-                                name, name);
+                        return nook_err_set(err, NOOK_E_STATE,
+                                "Sandbox '%s' is not running; start it with 'nook start %s'", name, name);
                 return nook_err_errnum(err, NOOK_E_IO, e, "Cannot reach sandbox '%s'", name);
         }
         *ret_fd = fd;
@@ -554,18 +569,20 @@ static json_t *rec_to_json(nook *n, const sandbox_rec *rec) {
         _cleanup_free_ char *wsdir = NULL;
         nook_error ignore;
         (void)ctx_ws_dir(n, rec->name, &wsdir, &ignore);
-        STRV_FOREACH(l, rec->labels) {
+        STRV_FOREACH (l, rec->labels) {
                 char *eq = strchr(*l, '=');
                 _cleanup_free_ char *k = eq ? strndup(*l, (size_t)(eq - *l)) : strdup(*l);
                 if (k)
                         json_object_set_new(labels, k, json_string(eq ? eq + 1 : ""));
         }
-        return json_pack("{s:s, s:s, s:s?, s:o?, s:o, s:s, s:I, s:o?, s:o?, s:s?, s:s?, s:o?}", "name", rec->name, "state",
-                rec->state, "image", rec->image, "spec", spec, "labels", labels, "persistence",
-                rec->sticky ? "sticky" : "ephemeral", "createdAt", (json_int_t)rec->created_at, "startedAt",
+        return json_pack("{s:s, s:s, s:s?, s:o?, s:o, s:s, s:I, s:o?, s:o?, s:s?, s:s?, s:o?}", "name",
+                rec->name, "state", rec->state, "image", rec->image, "spec", spec, "labels", labels,
+                "persistence", rec->sticky ? "sticky" : "ephemeral", "createdAt",
+                (json_int_t)rec->created_at, "startedAt",
                 rec->started_at ? json_integer(rec->started_at) : NULL, "stoppedAt",
-                rec->stopped_at ? json_integer(rec->stopped_at) : NULL, "stopReason", rec->stop_reason, "workspace",
-                wsdir, "supervisorPid", rec->supervisor_pid ? json_integer(rec->supervisor_pid) : NULL);
+                rec->stopped_at ? json_integer(rec->stopped_at) : NULL, "stopReason", rec->stop_reason,
+                "workspace", wsdir, "supervisorPid",
+                rec->supervisor_pid ? json_integer(rec->supervisor_pid) : NULL);
 }
 
 int nook_sandbox_inspect(nook *n, const char *name, char **ret_json, nook_error *err) {

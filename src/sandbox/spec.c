@@ -26,10 +26,10 @@ void sb_spec_done(sb_spec *s) {
 }
 
 /* Fields that a later version of nook implements: refused clearly instead of ignored. */
-static const char *const not_yet[] = { "cpus", "maxCpus", "memoryMib", "maxMemoryMib", "memory", "pidsMax", "ports",
-        "volumes", "snapshot", "scripts", "setupFiles", "pullPolicy" };
-static const char *const known[] = { "image", "env", "labels", "persistence", "maxDurationSecs", "idleTimeoutSecs",
-        "security", "network", "workdir", "user" };
+static const char *const not_yet[] = { "cpus", "maxCpus", "memoryMib", "maxMemoryMib", "memory", "pidsMax",
+        "ports", "volumes", "snapshot", "scripts", "setupFiles", "pullPolicy" };
+static const char *const known[] = { "image", "env", "labels", "persistence", "maxDurationSecs",
+        "idleTimeoutSecs", "security", "network", "workdir", "user" };
 
 static bool in_list(const char *k, const char *const *l, size_t n) {
         for (size_t i = 0; i < n; i++)
@@ -59,7 +59,8 @@ static int get_secs(json_t *o, const char *k, uint64_t *ret, nook_error *err) {
         if (!v || json_is_null(v))
                 return 0;
         if (!json_is_number(v))
-                return nook_err_set(err, NOOK_E_INVALID, "Invalid spec: field '%s' must be a number of seconds", k);
+                return nook_err_set(
+                        err, NOOK_E_INVALID, "Invalid spec: field '%s' must be a number of seconds", k);
         double d = json_number_value(v);
         if (!(d >= 0) || d > (double)MAX_SECS)
                 return nook_err_set(err, NOOK_E_INVALID,
@@ -79,19 +80,24 @@ static int get_map(json_t *o, const char *k, bool env, char ***ret, nook_error *
         if (!m || json_is_null(m))
                 return 0;
         if (!json_is_object(m))
-                return nook_err_set(err, NOOK_E_INVALID, "Invalid spec: field '%s' must be an object of strings", k);
+                return nook_err_set(
+                        err, NOOK_E_INVALID, "Invalid spec: field '%s' must be an object of strings", k);
         json_object_foreach(m, key, v) {
                 if (!json_is_string(v))
-                        return nook_err_set(err, NOOK_E_INVALID, "Invalid spec: %s '%s' must be a string", k, key);
+                        return nook_err_set(
+                                err, NOOK_E_INVALID, "Invalid spec: %s '%s' must be a string", k, key);
                 const char *val = json_string_value(v);
                 if (strlen(val) != json_string_length(v))
-                        return nook_err_set(err, NOOK_E_INVALID, "Invalid spec: %s '%s' contains a NUL byte", k, key);
+                        return nook_err_set(
+                                err, NOOK_E_INVALID, "Invalid spec: %s '%s' contains a NUL byte", k, key);
                 if (env && !env_name_is_valid(key, strlen(key)))
                         return nook_err_set(err, NOOK_E_INVALID,
                                 "Invalid spec: env name '%s' must match [A-Za-z_][A-Za-z0-9_]*", key);
-                if (!env && (strlen(key) == 0 || strlen(key) > 128 || strchr(key, '=') || strlen(val) > 1024))
+                if (!env &&
+                        (strlen(key) == 0 || strlen(key) > 128 || strchr(key, '=') || strlen(val) > 1024))
                         return nook_err_set(err, NOOK_E_INVALID,
-                                "Invalid spec: label '%s' must be 1-128 characters without '=' and its value at most 1024", key);
+                                "Invalid spec: label '%s' must be 1-128 characters without '=' and its value at most 1024",
+                                key);
                 _cleanup_free_ char *a = strprintf("%s=%s", key, val);
                 if (!a || strv_push(ret, a) < 0)
                         return nook_err_oom(err);
@@ -106,11 +112,14 @@ static int resolve_image(sb_spec *s, nook_error *err) {
                 char real[PATH_MAX];
                 struct stat st;
                 if (!realpath(s->image, real) || stat(real, &st) < 0)
-                        return nook_err_errno(err, NOOK_E_NOT_FOUND, "Invalid spec: image '%s' is not a directory", s->image);
+                        return nook_err_errno(err, NOOK_E_NOT_FOUND,
+                                "Invalid spec: image '%s' is not a directory", s->image);
                 if (!S_ISDIR(st.st_mode))
-                        return nook_err_set(err, NOOK_E_INVALID, "Invalid spec: image '%s' is not a directory", s->image);
+                        return nook_err_set(err, NOOK_E_INVALID,
+                                "Invalid spec: image '%s' is not a directory", s->image);
                 if (streq(real, "/"))
-                        return nook_err_set(err, NOOK_E_REFUSED, "Invalid spec: the host's '/' cannot be an image; use 'host'");
+                        return nook_err_set(err, NOOK_E_REFUSED,
+                                "Invalid spec: the host's '/' cannot be an image; use 'host'");
                 char *c = strdup(real);
                 if (!c)
                         return nook_err_oom(err);
@@ -140,7 +149,8 @@ static int parse_fields(json_t *o, sb_spec *s, nook_error *err) {
         _cleanup_free_ char *persistence = NULL, *network = NULL;
         int r;
         if ((r = check_fields(o, err)) < 0 || (r = get_string(o, "image", "host", &s->image, err)) < 0 ||
-                (r = get_map(o, "env", true, &s->env, err)) < 0 || (r = get_map(o, "labels", false, &s->labels, err)) < 0 ||
+                (r = get_map(o, "env", true, &s->env, err)) < 0 ||
+                (r = get_map(o, "labels", false, &s->labels, err)) < 0 ||
                 (r = get_string(o, "persistence", "ephemeral", &persistence, err)) < 0 ||
                 (r = get_secs(o, "maxDurationSecs", &s->max_duration_secs, err)) < 0 ||
                 (r = get_secs(o, "idleTimeoutSecs", &s->idle_timeout_secs, err)) < 0 ||
@@ -159,14 +169,17 @@ static int parse_fields(json_t *o, sb_spec *s, nook_error *err) {
                         "Invalid spec: security must be 'default' or 'restricted', got '%s'", s->security);
         if (streq(network, "public") || streq(network, "policy"))
                 return nook_err_set(err, NOOK_E_MISSING_FEATURE,
-                        "Network mode '%s' is not supported by this version of nook yet; only 'off'", network);
-        if (!streq(network, "off"))
-                return nook_err_set(err, NOOK_E_INVALID, "Invalid spec: network must be 'off', 'public' or 'policy', got '%s'",
+                        "Network mode '%s' is not supported by this version of nook yet; only 'off'",
                         network);
+        if (!streq(network, "off"))
+                return nook_err_set(err, NOOK_E_INVALID,
+                        "Invalid spec: network must be 'off', 'public' or 'policy', got '%s'", network);
         if (s->workdir[0] != '/' || strlen(s->workdir) >= PATH_MAX)
-                return nook_err_set(err, NOOK_E_INVALID, "Invalid spec: workdir '%s' must be an absolute path", s->workdir);
+                return nook_err_set(err, NOOK_E_INVALID,
+                        "Invalid spec: workdir '%s' must be an absolute path", s->workdir);
         if (s->user && (strlen(s->user) == 0 || strlen(s->user) > 64 || strpbrk(s->user, "\n/")))
-                return nook_err_set(err, NOOK_E_INVALID, "Invalid spec: user '%s' is not a user name or uid[:gid]", s->user);
+                return nook_err_set(err, NOOK_E_INVALID,
+                        "Invalid spec: user '%s' is not a user name or uid[:gid]", s->user);
         return resolve_image(s, err);
 }
 
@@ -176,11 +189,12 @@ int sb_spec_parse(const char *spec_json, sb_spec *ret, nook_error *err) {
         const char *text = isempty(spec_json) ? "{}" : spec_json;
 
         if (strlen(text) > SPEC_MAX_BYTES)
-                return nook_err_set(err, NOOK_E_INVALID, "Invalid spec: larger than %d bytes", SPEC_MAX_BYTES);
+                return nook_err_set(
+                        err, NOOK_E_INVALID, "Invalid spec: larger than %d bytes", SPEC_MAX_BYTES);
         json_t *o = json_loads(text, JSON_REJECT_DUPLICATES, &jerr);
         if (!o)
-                return nook_err_set(err, NOOK_E_INVALID, "Invalid spec: %s (line %d, column %d)", jerr.text, jerr.line,
-                        jerr.column);
+                return nook_err_set(err, NOOK_E_INVALID, "Invalid spec: %s (line %d, column %d)", jerr.text,
+                        jerr.line, jerr.column);
         if (!json_is_object(o)) {
                 json_decref(o);
                 return nook_err_set(err, NOOK_E_INVALID, "Invalid spec: must be a JSON object");
@@ -197,7 +211,7 @@ int sb_spec_parse(const char *spec_json, sb_spec *ret, nook_error *err) {
 
 static json_t *strv_to_map(char **l) {
         json_t *m = json_object();
-        STRV_FOREACH(a, l) {
+        STRV_FOREACH (a, l) {
                 char *eq = strchr(*a, '=');
                 if (!eq)
                         continue;
@@ -209,10 +223,11 @@ static json_t *strv_to_map(char **l) {
 }
 
 char *sb_spec_to_json(const sb_spec *s) {
-        json_t *o = json_pack("{s:s, s:o, s:o, s:s, s:I, s:I, s:s, s:s, s:s, s:s?}", "image", s->image, "env",
-                strv_to_map(s->env), "labels", strv_to_map(s->labels), "persistence", s->sticky ? "sticky" : "ephemeral",
-                "maxDurationSecs", (json_int_t)s->max_duration_secs, "idleTimeoutSecs", (json_int_t)s->idle_timeout_secs,
-                "security", s->security, "network", "off", "workdir", s->workdir, "user", s->user);
+        json_t *o = json_pack("{s:s, s:o, s:o, s:s, s:I, s:I, s:s, s:s, s:s, s:s?}", "image", s->image,
+                "env", strv_to_map(s->env), "labels", strv_to_map(s->labels), "persistence",
+                s->sticky ? "sticky" : "ephemeral", "maxDurationSecs", (json_int_t)s->max_duration_secs,
+                "idleTimeoutSecs", (json_int_t)s->idle_timeout_secs, "security", s->security, "network",
+                "off", "workdir", s->workdir, "user", s->user);
         if (!o)
                 return NULL;
         char *t = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);

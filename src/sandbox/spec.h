@@ -8,9 +8,9 @@
 #include "nook.h"
 
 typedef struct sb_spec {
-        char *image;    /* "host" or an absolute rootfs directory (resolved at parse time) */
-        char **env;     /* "NAME=value" */
-        char **labels;  /* "key=value" */
+        char *image; /* "host" or an absolute rootfs directory (resolved at parse time) */
+        char **env; /* "NAME=value" */
+        char **labels; /* "key=value" */
         bool sticky;
         uint64_t max_duration_secs, idle_timeout_secs;
         char *security; /* "default" | "restricted" */

@@ -30,7 +30,7 @@ void sup_config_done(sup_config *c) {
 
 static json_t *strv_to_json(char **l) {
         json_t *a = json_array();
-        STRV_FOREACH(s, l)
+        STRV_FOREACH (s, l)
                 json_array_append_new(a, json_string(*s));
         return a;
 }
@@ -101,14 +101,17 @@ int sup_config_from_file(const char *path, sup_config *ret, nook_error *err) {
 
         if (!o || !json_is_object(o)) {
                 json_decref(o);
-                return nook_err_set(err, NOOK_E_INVALID, "Cannot read the sandbox config '%s': %s", path, jerr.text);
+                return nook_err_set(
+                        err, NOOK_E_INVALID, "Cannot read the sandbox config '%s': %s", path, jerr.text);
         }
-        if ((r = get_str(o, "name", true, &c.name, err)) < 0 || (r = get_strv(o, "lowers", &c.lowers, err)) < 0 ||
+        if ((r = get_str(o, "name", true, &c.name, err)) < 0 ||
+                (r = get_strv(o, "lowers", &c.lowers, err)) < 0 ||
                 (r = get_str(o, "upper", false, &c.upper, err)) < 0 ||
                 (r = get_str(o, "work", false, &c.work, err)) < 0 ||
                 (r = get_strv(o, "roBinds", &c.ro_binds, err)) < 0 ||
                 (r = get_str(o, "workspace", false, &c.workspace, err)) < 0 ||
-                (r = get_strv(o, "env", &c.env, err)) < 0 || (r = get_str(o, "workdir", false, &c.workdir, err)) < 0 ||
+                (r = get_strv(o, "env", &c.env, err)) < 0 ||
+                (r = get_str(o, "workdir", false, &c.workdir, err)) < 0 ||
                 (r = get_str(o, "user", false, &c.user, err)) < 0 ||
                 (r = get_str(o, "profile", false, &c.profile, err)) < 0) {
                 json_decref(o);

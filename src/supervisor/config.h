@@ -10,15 +10,15 @@
 
 typedef struct sup_config {
         char *name;
-        char **lowers;   /* image layers, topmost first */
-        char *upper;     /* NULL: read-only root */
+        char **lowers; /* image layers, topmost first */
+        char *upper; /* NULL: read-only root */
         char *work;
         char **ro_binds; /* host paths bound read-only (built-in host image) */
         char *workspace;
-        char **env;      /* sandbox env, "KEY=VALUE" */
-        char *workdir;   /* default cwd of execs */
-        char *user;      /* default user of execs */
-        char *profile;   /* "default" | "restricted" */
+        char **env; /* sandbox env, "KEY=VALUE" */
+        char *workdir; /* default cwd of execs */
+        char *user; /* default user of execs */
+        char *profile; /* "default" | "restricted" */
         uint64_t max_duration_ms, idle_timeout_ms;
         bool ephemeral;
 } sup_config;

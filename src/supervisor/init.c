@@ -110,7 +110,8 @@ static int resolve_user(const char *user, unsigned *uid, unsigned *gid, char *ho
                         while (fgets(line, sizeof(line), f)) {
                                 unsigned id, pg;
                                 char h[256];
-                                if (sscanf(line, "%255[^:]:%*[^:]:%u:%u:%*[^:]:%255[^:]", name, &id, &pg, h) == 4 &&
+                                if (sscanf(line, "%255[^:]:%*[^:]:%u:%u:%*[^:]:%255[^:]", name, &id, &pg,
+                                            h) == 4 &&
                                         id == *uid) {
                                         *gid = pg;
                                         (void)snprintf(home, home_len, "%s", h);
@@ -240,7 +241,8 @@ _Noreturn static void exec_command(const exec_req *req, int in, int out, int err
                         _exit(126);
                 }
                 if (setresgid(gid, gid, gid) < 0 || setresuid(uid, uid, uid) < 0) {
-                        dprintf(2, "nook: cannot switch to user '%s' (%u:%u): %s; rootless sandboxes without a /etc/subuid range only map root\n",
+                        dprintf(2,
+                                "nook: cannot switch to user '%s' (%u:%u): %s; rootless sandboxes without a /etc/subuid range only map root\n",
                                 req->user, uid, gid, strerror(errno));
                         _exit(126);
                 }
@@ -488,7 +490,8 @@ _Noreturn static void init_loop(int sock) {
                                  * so this read cannot block. */
                                 int cst;
                                 if (execs[i].status_fd >= 0 &&
-                                        fd_read_all(execs[i].status_fd, &cst, sizeof(cst)) == (ssize_t)sizeof(cst))
+                                        fd_read_all(execs[i].status_fd, &cst, sizeof(cst)) ==
+                                                (ssize_t)sizeof(cst))
                                         st = cst;
                                 init_exec_finished(sock, &execs[i], st);
                                 remove_exec(&execs[i]);
@@ -500,13 +503,15 @@ _Noreturn static void init_loop(int sock) {
 
 static int init_become_root(bool rootless, nook_error *err) {
         if (setresgid(0, 0, 0) < 0)
-                return nook_err_errno(err, NOOK_E_IO, "Cannot become root (gid) in the sandbox's user namespace");
+                return nook_err_errno(
+                        err, NOOK_E_IO, "Cannot become root (gid) in the sandbox's user namespace");
         /* Host root's supplementary groups would still grant host access: drop them.  Rootless,
          * setgroups is denied in the namespace and we keep the caller's (user_namespaces(7)). */
         if (!rootless && setgroups(0, NULL) < 0)
                 return nook_err_errno(err, NOOK_E_IO, "Cannot drop supplementary groups");
         if (setresuid(0, 0, 0) < 0)
-                return nook_err_errno(err, NOOK_E_IO, "Cannot become root (uid) in the sandbox's user namespace");
+                return nook_err_errno(
+                        err, NOOK_E_IO, "Cannot become root (uid) in the sandbox's user namespace");
         return 0;
 }
 
@@ -539,18 +544,24 @@ static int open_dir_path(const char *p, int *ret, nook_error *err) {
  * sandbox can still walk the 0700 state folder it could not enter as its mapped root. */
 static int open_rootfs(const sup_config *c, bool rootless, iso_rootfs *rf, nook_error *err) {
         int r;
-        *rf = (iso_rootfs){ .hostname = c->name, .upper_fd = -1, .work_fd = -1, .workspace_fd = -1,
-                .ro_binds = c->ro_binds, .rootless = rootless };
-        STRV_FOREACH(l, c->lowers) {
+        *rf = (iso_rootfs){ .hostname = c->name,
+                .upper_fd = -1,
+                .work_fd = -1,
+                .workspace_fd = -1,
+                .ro_binds = c->ro_binds,
+                .rootless = rootless };
+        STRV_FOREACH (l, c->lowers) {
                 if (rf->n_lowers >= ISO_MAX_LOWERS)
-                        return nook_err_set(err, NOOK_E_INVALID, "Too many image layers (max %d)", ISO_MAX_LOWERS);
+                        return nook_err_set(
+                                err, NOOK_E_INVALID, "Too many image layers (max %d)", ISO_MAX_LOWERS);
                 r = open_dir_path(*l, &rf->lower_fds[rf->n_lowers], err);
                 if (r < 0)
                         return r;
                 rf->n_lowers++;
         }
-        if (c->upper && ((r = open_dir_path(c->upper, &rf->upper_fd, err)) < 0 ||
-                                (r = open_dir_path(c->work, &rf->work_fd, err)) < 0))
+        if (c->upper &&
+                ((r = open_dir_path(c->upper, &rf->upper_fd, err)) < 0 ||
+                        (r = open_dir_path(c->work, &rf->work_fd, err)) < 0))
                 return r;
         if (c->workspace && (r = open_dir_path(c->workspace, &rf->workspace_fd, err)) < 0)
                 return r;

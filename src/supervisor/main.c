@@ -20,8 +20,9 @@
 #include "util/str.h"
 
 static int usage(void) {
-        fprintf(stderr, "usage: nook-supervisor --state DIR --ready-fd N\n"
-                        "Started by nook; not meant to be run by hand.\n");
+        fprintf(stderr,
+                "usage: nook-supervisor --state DIR --ready-fd N\n"
+                "Started by nook; not meant to be run by hand.\n");
         return 2;
 }
 
@@ -76,7 +77,8 @@ int main(int argc, char **argv) {
         _cleanup_free_ char *cfg_path = strprintf("%s/config.json", state_dir);
         if (!cfg_path || sup_config_from_file(cfg_path, &cfg, &err) < 0) {
                 fprintf(stderr, "nook-supervisor: %s\n", err.msg);
-                dprintf(ready_fd, "{\"ok\":false,\"code\":\"%s\",\"message\":\"Cannot read the sandbox config\"}\n",
+                dprintf(ready_fd,
+                        "{\"ok\":false,\"code\":\"%s\",\"message\":\"Cannot read the sandbox config\"}\n",
                         nook_errc_to_string(err.code ? err.code : NOOK_E_NOMEM));
                 return 1;
         }

@@ -52,8 +52,8 @@ int proto_recv(int sock, json_t **ret, int *ret_fds, size_t *ret_n_fds) {
 }
 
 json_t *proto_error_msg(const nook_error *e) {
-        return json_pack("{s:s, s:s, s:s, s:i}", "op", "error", "code", nook_errc_to_string(e->code), "message",
-                e->msg, "errno", e->sys_errno);
+        return json_pack("{s:s, s:s, s:s, s:i}", "op", "error", "code", nook_errc_to_string(e->code),
+                "message", e->msg, "errno", e->sys_errno);
 }
 
 int proto_error_from_msg(json_t *msg, nook_error *err) {

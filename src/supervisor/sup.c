@@ -38,11 +38,11 @@
 
 typedef struct client {
         int fd;
-        uint64_t exec_id;   /* 0: none */
+        uint64_t exec_id; /* 0: none */
         bool exec_running;
         bool detach;
         bool wants_stopped; /* sent "stop": answer when the sandbox is down */
-        uint64_t deadline;  /* exec timeout (monotonic ms), 0 = none */
+        uint64_t deadline; /* exec timeout (monotonic ms), 0 = none */
         const char *reason; /* why the exec ended early: "timeout", "cancelled" */
 } client;
 
@@ -77,7 +77,8 @@ static int wait_ready(sup *s, nook_error *err) {
         json_t *msg = NULL;
         r = proto_recv(s->init_sock, &msg, NULL, NULL);
         if (r <= 0)
-                return nook_err_set(err, NOOK_E_INTERNAL, "The sandbox init died during setup; see the supervisor log");
+                return nook_err_set(
+                        err, NOOK_E_INTERNAL, "The sandbox init died during setup; see the supervisor log");
         if (streq(proto_op(msg), "ready")) {
                 json_decref(msg);
                 return 0;
@@ -95,14 +96,16 @@ static int start_init(sup *s, nook_error *err) {
                 return nook_err_errno(err, NOOK_E_IO, "Cannot create the init socket");
         /* clone() as a fork with namespace flags: we are single-threaded (STYLE.md R12).  The
          * child creates every namespace at once, owned by its new user namespace. */
-        long pid = syscall(SYS_clone, CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWUTS | CLONE_NEWIPC |
-                        CLONE_NEWNET | CLONE_NEWCGROUP | SIGCHLD,
+        long pid = syscall(SYS_clone,
+                CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWNET |
+                        CLONE_NEWCGROUP | SIGCHLD,
                 0, 0, 0, 0);
         if (pid < 0) {
                 int e = errno;
                 safe_close(sp[0]);
                 safe_close(sp[1]);
-                return nook_err_errnum(err, e == EPERM || e == EINVAL || e == ENOSPC ? NOOK_E_MISSING_FEATURE : NOOK_E_IO, e,
+                return nook_err_errnum(err,
+                        e == EPERM || e == EINVAL || e == ENOSPC ? NOOK_E_MISSING_FEATURE : NOOK_E_IO, e,
                         "Cannot create the sandbox's namespaces (user namespaces may be disabled; run 'nook doctor')");
         }
         if (pid == 0) {
@@ -140,7 +143,8 @@ static int listen_control(sup *s, nook_error *err) {
         umask(old);
         if (r < 0 || listen(fd, 128) < 0) {
                 safe_close(fd);
-                return nook_err_errno(err, NOOK_E_IO, "Cannot listen on the control socket in '%s'", s->state_dir);
+                return nook_err_errno(
+                        err, NOOK_E_IO, "Cannot listen on the control socket in '%s'", s->state_dir);
         }
         s->listen_fd = fd;
         return 0;
@@ -149,8 +153,8 @@ static int listen_control(sup *s, nook_error *err) {
 static void notify_ready(int ready_fd, const nook_error *e, pid_t init_pid) {
         json_t *m;
         if (e)
-                m = json_pack("{s:b, s:s, s:s, s:i}", "ok", 0, "code", nook_errc_to_string(e->code), "message",
-                        e->msg, "errno", e->sys_errno);
+                m = json_pack("{s:b, s:s, s:s, s:i}", "ok", 0, "code", nook_errc_to_string(e->code),
+                        "message", e->msg, "errno", e->sys_errno);
         else
                 m = json_pack("{s:b, s:i, s:i}", "ok", 1, "pid", (int)getpid(), "initPid", (int)init_pid);
         char *text = m ? json_dumps(m, JSON_COMPACT) : NULL;
@@ -230,20 +234,22 @@ static json_t *build_exec(sup *s, json_t *req, uint64_t id, nook_error *err) {
                 (void)nook_err_oom(err);
                 return NULL;
         }
-        STRV_FOREACH(e, s->cfg->env)
+        STRV_FOREACH (e, s->cfg->env)
                 if (strv_env_set(&merged, *e) < 0) {
                         (void)nook_err_oom(err);
                         return NULL;
                 }
         if (env && !json_is_array(env)) {
-                (void)nook_err_set(err, NOOK_E_INVALID, "exec: 'env' must be an array of \"NAME=value\" strings");
+                (void)nook_err_set(
+                        err, NOOK_E_INVALID, "exec: 'env' must be an array of \"NAME=value\" strings");
                 return NULL;
         }
         json_array_foreach(env, i, v) {
                 const char *a = json_string_value(v);
                 const char *eq = a ? strchr(a, '=') : NULL;
                 if (!eq || !env_name_is_valid(a, (size_t)(eq - a))) {
-                        (void)nook_err_set(err, NOOK_E_INVALID, "exec: env[%zu] must be \"NAME=value\" with a valid name", i);
+                        (void)nook_err_set(err, NOOK_E_INVALID,
+                                "exec: env[%zu] must be \"NAME=value\" with a valid name", i);
                         return NULL;
                 }
                 if (strv_env_set(&merged, a) < 0) {
@@ -252,14 +258,15 @@ static json_t *build_exec(sup *s, json_t *req, uint64_t id, nook_error *err) {
                 }
         }
         if (cwd && cwd[0] != '/') {
-                (void)nook_err_set(err, NOOK_E_INVALID, "exec: the working directory '%s' must be absolute", cwd);
+                (void)nook_err_set(
+                        err, NOOK_E_INVALID, "exec: the working directory '%s' must be absolute", cwd);
                 return NULL;
         }
         json_t *envj = json_array();
-        STRV_FOREACH(e, merged)
+        STRV_FOREACH (e, merged)
                 json_array_append_new(envj, json_string(*e));
-        return json_pack("{s:s, s:I, s:O, s:o, s:s, s:s}", "op", "exec", "id", (json_int_t)id, "argv", argv, "env",
-                envj, "cwd", cwd ? cwd : (s->cfg->workdir ? s->cfg->workdir : "/workspace"), "user",
+        return json_pack("{s:s, s:I, s:O, s:o, s:s, s:s}", "op", "exec", "id", (json_int_t)id, "argv", argv,
+                "env", envj, "cwd", cwd ? cwd : (s->cfg->workdir ? s->cfg->workdir : "/workspace"), "user",
                 user ? user : (s->cfg->user ? s->cfg->user : "0"));
 }
 
@@ -274,7 +281,8 @@ static void handle_exec(sup *s, client *c, json_t *req, int *fds, size_t n_fds) 
                 return;
         }
         if (n_fds != 3) {
-                client_error(c, NOOK_E_INVALID, "exec: expected 3 stdio descriptors (stdin, stdout, stderr)");
+                client_error(
+                        c, NOOK_E_INVALID, "exec: expected 3 stdio descriptors (stdin, stdout, stderr)");
                 return;
         }
         uint64_t id = ++s->next_exec_id;
@@ -301,9 +309,9 @@ static json_t *status_msg(sup *s) {
         size_t running = s->detached_running;
         for (size_t i = 0; i < s->n_clients; i++)
                 running += s->clients[i].exec_running;
-        return json_pack("{s:s, s:s, s:i, s:i, s:I, s:I}", "op", "status", "state", s->stopping ? "stopping" : "running",
-                "pid", (int)getpid(), "initPid", (int)s->init_pid, "execsRunning", (json_int_t)running, "uptimeMs",
-                (json_int_t)(now_ms() - s->started_ms));
+        return json_pack("{s:s, s:s, s:i, s:i, s:I, s:I}", "op", "status", "state",
+                s->stopping ? "stopping" : "running", "pid", (int)getpid(), "initPid", (int)s->init_pid,
+                "execsRunning", (json_int_t)running, "uptimeMs", (json_int_t)(now_ms() - s->started_ms));
 }
 
 static void client_drop(sup *s, size_t i) {
@@ -381,14 +389,16 @@ static void handle_init(sup *s) {
         client *c = id > 0 ? client_by_exec(s, (uint64_t)id) : NULL;
         if (streq(op, "started")) {
                 if (c)
-                        client_send(c, json_pack("{s:s, s:I, s:I}", "op", "started", "id", id, "pid",
-                                                       json_integer_value(json_object_get(msg, "pid"))));
+                        client_send(c,
+                                json_pack("{s:s, s:I, s:I}", "op", "started", "id", id, "pid",
+                                        json_integer_value(json_object_get(msg, "pid"))));
         } else if (streq(op, "exited")) {
                 json_int_t st = json_integer_value(json_object_get(msg, "status"));
                 if (c) {
                         c->exec_running = false;
-                        client_send(c, json_pack("{s:s, s:I, s:I, s:s}", "op", "exited", "id", id, "status", st,
-                                                       "reason", c->reason ? c->reason : "exited"));
+                        client_send(c,
+                                json_pack("{s:s, s:I, s:I, s:s}", "op", "exited", "id", id, "status", st,
+                                        "reason", c->reason ? c->reason : "exited"));
                 } else if (s->detached_running > 0)
                         s->detached_running--;
                 s->last_activity_ms = now_ms();
@@ -462,7 +472,9 @@ static int sup_loop(sup *s) {
                 for (size_t i = 0; i < s->n_clients; i++)
                         pfd[n++] = (struct pollfd){ .fd = s->clients[i].fd, .events = POLLIN };
                 uint64_t d = next_deadline(s), now = now_ms();
-                int timeout = d == UINT64_MAX ? -1 : d <= now ? 0 : (int)((d - now) > 60000 ? 60000 : (d - now));
+                int timeout = d == UINT64_MAX ? -1
+                        : d <= now            ? 0
+                                              : (int)((d - now) > 60000 ? 60000 : (d - now));
                 if (poll(pfd, n, timeout) < 0 && errno != EINTR)
                         return 1;
                 if (pfd[0].revents & POLLIN) {
@@ -504,8 +516,9 @@ static void finish(sup *s, int init_status) {
         for (size_t i = 0; i < s->n_clients; i++) {
                 client *c = &s->clients[i];
                 if (c->exec_running)
-                        client_send(c, json_pack("{s:s, s:I, s:i, s:s}", "op", "exited", "id", (json_int_t)c->exec_id,
-                                               "status", SIGKILL, "reason", "stopped"));
+                        client_send(c,
+                                json_pack("{s:s, s:I, s:i, s:s}", "op", "exited", "id",
+                                        (json_int_t)c->exec_id, "status", SIGKILL, "reason", "stopped"));
                 if (c->wants_stopped)
                         client_send(c, json_pack("{s:s, s:s}", "op", "stopped", "reason", rec.reason));
                 safe_close(c->fd);

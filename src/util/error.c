@@ -35,7 +35,8 @@ nook_errc nook_errc_from_string(const char *s) {
         return NOOK_E_INTERNAL;
 }
 
-_printf_(4, 0) static int err_vset(nook_error *err, nook_errc code, int errnum, const char *fmt, va_list ap) {
+_printf_(4, 0) static int err_vset(
+        nook_error *err, nook_errc code, int errnum, const char *fmt, va_list ap) {
         if (code <= NOOK_E_OK || code >= _NOOK_E_MAX)
                 code = NOOK_E_INTERNAL;
         if (!err)

@@ -72,8 +72,8 @@ int fd_read_to_end(int fd, size_t max, char **ret_data, size_t *ret_len, nook_er
                         break;
                 len += (size_t)n;
                 if (len > max)
-                        return nook_err_set(err, NOOK_E_INVALID, "File is larger than the limit of %zu bytes",
-                                max);
+                        return nook_err_set(
+                                err, NOOK_E_INVALID, "File is larger than the limit of %zu bytes", max);
         }
         buf[len] = 0;
         *ret_data = TAKE_PTR(buf);
@@ -181,8 +181,9 @@ ssize_t fd_recv_with_fds(int sock, void *buf, size_t len, int *ret_fds, size_t m
                 char buf[CMSG_SPACE(sizeof(int) * 8)];
         } control;
         struct iovec iov = { .iov_base = buf, .iov_len = len };
-        struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = &control,
-                .msg_controllen = sizeof(control) };
+        struct msghdr msg = {
+                .msg_iov = &iov, .msg_iovlen = 1, .msg_control = &control, .msg_controllen = sizeof(control)
+        };
         ssize_t n;
         size_t got = 0;
 

@@ -16,29 +16,29 @@
 #define ELEMENTSOF(a) (sizeof(a) / sizeof((a)[0]))
 
 /* Moves ownership out of a variable that a cleanup attribute would otherwise free. */
-#define TAKE_PTR(p)                                                                                     \
-        ({                                                                                              \
-                __typeof__(p) _p_ = (p);                                                                \
-                (p) = NULL;                                                                             \
-                _p_;                                                                                    \
+#define TAKE_PTR(p)                                                                                         \
+        ({                                                                                                  \
+                __typeof__(p) _p_ = (p);                                                                    \
+                (p) = NULL;                                                                                 \
+                _p_;                                                                                        \
         })
-#define TAKE_FD(fd)                                                                                     \
-        ({                                                                                              \
-                int _fd_ = (fd);                                                                        \
-                (fd) = -1;                                                                              \
-                _fd_;                                                                                   \
+#define TAKE_FD(fd)                                                                                         \
+        ({                                                                                                  \
+                int _fd_ = (fd);                                                                            \
+                (fd) = -1;                                                                                  \
+                _fd_;                                                                                       \
         })
-#define TAKE_PID(pid)                                                                                   \
-        ({                                                                                              \
-                pid_t _pid_ = (pid);                                                                    \
-                (pid) = 0;                                                                              \
-                _pid_;                                                                                  \
+#define TAKE_PID(pid)                                                                                       \
+        ({                                                                                                  \
+                pid_t _pid_ = (pid);                                                                        \
+                (pid) = 0;                                                                                  \
+                _pid_;                                                                                      \
         })
 
-#define DEFINE_TRIVIAL_CLEANUP_FUNC(type, func)                                                         \
-        static inline void func##p(type *p) {                                                           \
-                if (*p)                                                                                 \
-                        *p = func(*p);                                                                  \
+#define DEFINE_TRIVIAL_CLEANUP_FUNC(type, func)                                                             \
+        static inline void func##p(type *p) {                                                               \
+                if (*p)                                                                                     \
+                        *p = func(*p);                                                                      \
         }
 
 static inline void freep(void *p) {

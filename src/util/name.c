@@ -9,10 +9,13 @@
 
 int name_validate(const char *what, const char *name, nook_error *err) {
         if (!name || !name[0])
-                return nook_err_set(err, NOOK_E_INVALID, "Invalid %s name '': a name must be " NAME_RULE, what);
+                return nook_err_set(
+                        err, NOOK_E_INVALID, "Invalid %s name '': a name must be " NAME_RULE, what);
         size_t n = strnlen(name, 64);
         if (n > 63)
-                return nook_err_set(err, NOOK_E_INVALID, "Invalid %s name '%.63s…': longer than 63 characters; a name must be " NAME_RULE, what, name);
+                return nook_err_set(err, NOOK_E_INVALID,
+                        "Invalid %s name '%.63s…': longer than 63 characters; a name must be " NAME_RULE,
+                        what, name);
         for (size_t i = 0; i < n; i++) {
                 char c = name[i];
                 bool alnum = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
@@ -22,7 +25,8 @@ int name_validate(const char *what, const char *name, nook_error *err) {
                                 what, name, i + 1);
         }
         if (strstr(name, ".."))
-                return nook_err_set(err, NOOK_E_INVALID, "Invalid %s name '%s': contains '..'; a name must be " NAME_RULE, what, name);
+                return nook_err_set(err, NOOK_E_INVALID,
+                        "Invalid %s name '%s': contains '..'; a name must be " NAME_RULE, what, name);
         return 0;
 }
 

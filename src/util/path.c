@@ -20,8 +20,8 @@ int path_home_default(char **ret, nook_error *err) {
 
         if (!isempty(e)) {
                 if (e[0] != '/')
-                        return nook_err_set(err, NOOK_E_INVALID,
-                                "NOOK_HOME must be an absolute path, got '%s'", e);
+                        return nook_err_set(
+                                err, NOOK_E_INVALID, "NOOK_HOME must be an absolute path, got '%s'", e);
                 p = strdup(e);
         } else if (geteuid() == 0)
                 p = strdup("/var/lib/nook");

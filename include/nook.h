@@ -165,6 +165,8 @@ typedef struct nook_exec_opts {
         int stdin_fd, stdout_fd, stderr_fd; /* passed to the command as is; -1: /dev/null */
         uint64_t timeout_ms; /* 0: none; on expiry the whole process tree is killed */
         bool detach; /* keep running when this client goes away */
+        bool tty; /* a pseudo-terminal instead of the three fds */
+        unsigned short rows, cols; /* its initial window size */
 } nook_exec_opts;
 
 /* Zeroes o and sets the stdio fds to -1. */
@@ -181,6 +183,12 @@ NOOK_PUBLIC int nook_exec_start(
         nook *n, const char *name, const nook_exec_opts *o, nook_exec **ret, nook_error *err);
 /* The process id of the command's helper inside the sandbox (0 until known). */
 NOOK_PUBLIC int nook_exec_pid(const nook_exec *e);
+/* With opts.tty: the terminal's master side (read the command's output, write its input,
+ * TIOCSWINSZ to resize).  Owned by the exec; -1 without a terminal. */
+NOOK_PUBLIC int nook_exec_tty_fd(const nook_exec *e);
+/* With opts.tty: the terminal's master side (read the command's output, write its input,
+ * TIOCSWINSZ to resize).  Owned by the exec; -1 without a terminal. */
+NOOK_PUBLIC int nook_exec_tty_fd(const nook_exec *e);
 /* A descriptor that becomes readable when the exec has news; for event loops. */
 NOOK_PUBLIC int nook_exec_fd(const nook_exec *e);
 /* Waits for the command to end. */

@@ -10,7 +10,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
+#include <sys/ioctl.h>
 #include <sys/random.h>
+#include <termios.h>
 #include <unistd.h>
 
 #include "nook.h"
@@ -26,14 +29,15 @@
         "  -i, --interactive        pass stdin to the command (default: /dev/null)\n"                       \
         "  --timeout DUR            kill the command's whole process tree after DUR\n"                      \
         "  -d, --detach             start it and return; it keeps running\n"                                \
-        "  -c, --sh STRING          run STRING with /bin/sh -lc instead of an argv\n"
+        "  -c, --sh STRING          run STRING with /bin/sh -lc instead of an argv\n"                       \
+        "  -t, --tty                give the command a terminal (implies -i)\n"
 
 typedef struct exec_args {
         char **env, **secret_env;
         size_t n_env, n_secret;
         const char *cwd, *user, *shell;
         uint64_t timeout_ms;
-        bool interactive, detach;
+        bool interactive, detach, tty;
 } exec_args;
 
 static void exec_args_done(exec_args *a) {
@@ -124,8 +128,8 @@ static int exec_opt_apply(const char *cmd, exec_args *a, int opt, const char *ar
                 a->shell = arg;
                 return 1;
         case 't':
-                fprintf(stderr, "nook %s: --tty is not supported by this version of nook yet\n", cmd);
-                return -1;
+                a->tty = true;
+                return 1;
         default:
                 return 0;
         }
@@ -145,6 +149,73 @@ static int exec_opt_apply(const char *cmd, exec_args *a, int opt, const char *ar
                 "tty", no_argument, NULL, 't'                                                               \
         }
 
+static volatile sig_atomic_t winch;
+
+static void on_winch(int sig) {
+        winch = 1;
+}
+
+static void copy_some(int from, int to, bool *open_flag) {
+        char buf[16384];
+        ssize_t k = read(from, buf, sizeof(buf));
+        if (k <= 0) {
+                if (k == 0 || (errno != EAGAIN && errno != EINTR))
+                        *open_flag = false;
+                return;
+        }
+        for (ssize_t off = 0; off < k;) {
+                ssize_t m = write(to, buf + off, (size_t)(k - off));
+                if (m < 0 && errno == EINTR)
+                        continue;
+                if (m < 0)
+                        return;
+                off += m;
+        }
+}
+
+/* Relays our terminal to the sandbox's pty until the command exits: raw mode, resize on
+ * SIGWINCH, and the pty's remaining output drained at the end. */
+static int tty_relay(nook_exec *e, nook_exec_result *res, nook_error *err) {
+        int master = nook_exec_tty_fd(e);
+        struct termios saved, raw;
+        bool have_tty = tcgetattr(0, &saved) == 0;
+        if (have_tty) {
+                raw = saved;
+                cfmakeraw(&raw);
+                (void)tcsetattr(0, TCSANOW, &raw);
+        }
+        signal(SIGWINCH, on_winch);
+        bool in_open = true, out_open = true;
+        int r = 0;
+        for (;;) {
+                if (winch) {
+                        struct winsize ws;
+                        winch = 0;
+                        if (ioctl(1, TIOCGWINSZ, &ws) == 0)
+                                (void)ioctl(master, TIOCSWINSZ, &ws);
+                }
+                struct pollfd p[3] = { { .fd = in_open ? 0 : -1, .events = POLLIN },
+                        { .fd = out_open ? master : -1, .events = POLLIN },
+                        { .fd = nook_exec_fd(e), .events = POLLIN } };
+                if (poll(p, 3, -1) < 0 && errno != EINTR)
+                        break;
+                if (p[0].revents)
+                        copy_some(0, master, &in_open);
+                if (p[1].revents)
+                        copy_some(master, 1, &out_open);
+                if (p[2].revents) {
+                        r = nook_exec_wait(e, res, err);
+                        break;
+                }
+        }
+        (void)fcntl(master, F_SETFL, O_NONBLOCK);
+        while (out_open)
+                copy_some(master, 1, &out_open);
+        if (have_tty)
+                (void)tcsetattr(0, TCSANOW, &saved);
+        return r;
+}
+
 static int run_exec(nook *n, const char *name, exec_args *a, char **argv) {
         nook_exec_opts o;
         nook_exec_result res;
@@ -161,6 +232,24 @@ static int run_exec(nook *n, const char *name, exec_args *a, char **argv) {
         o.stderr_fd = 2;
         o.timeout_ms = a->timeout_ms;
         o.detach = a->detach;
+        if (a->tty && !a->detach) {
+                struct winsize ws = { 0 };
+                nook_exec *e = NULL;
+                o.tty = true;
+                if (ioctl(1, TIOCGWINSZ, &ws) == 0) {
+                        o.rows = ws.ws_row;
+                        o.cols = ws.ws_col;
+                }
+                int r = nook_exec_start(n, name, &o, &e, &err);
+                if (r >= 0)
+                        r = tty_relay(e, &res, &err);
+                nook_exec_free(e);
+                if (r < 0) {
+                        cli_fail(&err);
+                        return CLI_EXIT_EXEC_FAILED;
+                }
+                return res.signal ? 128 + res.signal : res.exit_code;
+        }
         if (a->detach) {
                 nook_exec *e = NULL;
                 o.stdout_fd = o.stderr_fd = -1;

@@ -22,10 +22,14 @@
 
 struct nook_exec {
         int fd;
+        int tty_fd;
         int pid;
         bool done, detach;
         nook_exec_result result;
 };
+
+static int exec_wait_started(nook_exec *e, nook_error *err);
+static void fill_result(nook_exec *e, json_t *m);
 
 void nook_exec_opts_init(nook_exec_opts *o) {
         memset(o, 0, sizeof(*o));
@@ -75,8 +79,9 @@ static json_t *exec_request(const nook_exec_opts *o, nook_error *err) {
                 json_decref(env);
                 return NULL;
         }
-        return json_pack("{s:s, s:o, s:o, s:s?, s:s?, s:I, s:b}", "op", "exec", "argv", argv, "env", env,
-                "cwd", o->cwd, "user", o->user, "timeoutMs", (json_int_t)o->timeout_ms, "detach", o->detach);
+        return json_pack("{s:s, s:o, s:o, s:s?, s:s?, s:I, s:b, s:b, s:i, s:i}", "op", "exec", "argv", argv,
+                "env", env, "cwd", o->cwd, "user", o->user, "timeoutMs", (json_int_t)o->timeout_ms, "detach",
+                o->detach, "tty", o->tty, "rows", (int)o->rows, "cols", (int)o->cols);
 }
 
 int nook_exec_start(nook *n, const char *name, const nook_exec_opts *o, nook_exec **ret, nook_error *err) {
@@ -93,7 +98,7 @@ int nook_exec_start(nook *n, const char *name, const nook_exec_opts *o, nook_exe
                 return r;
         }
         int fds[3] = { o->stdin_fd, o->stdout_fd, o->stderr_fd };
-        for (int i = 0; i < 3; i++) {
+        for (int i = 0; i < 3 && !o->tty; i++) {
                 if (fds[i] >= 0)
                         continue;
                 if (nul < 0 && (nul = open("/dev/null", O_RDWR | O_CLOEXEC)) < 0) {
@@ -102,7 +107,7 @@ int nook_exec_start(nook *n, const char *name, const nook_exec_opts *o, nook_exe
                 }
                 fds[i] = nul;
         }
-        r = proto_send(fd, req, fds, 3);
+        r = proto_send(fd, req, fds, o->tty ? 0 : 3);
         json_decref(req);
         if (r < 0)
                 return nook_err_errnum(err, NOOK_E_IO, -r, "Cannot send the command to sandbox '%s'", name);
@@ -110,9 +115,22 @@ int nook_exec_start(nook *n, const char *name, const nook_exec_opts *o, nook_exe
         if (!e)
                 return nook_err_oom(err);
         e->fd = TAKE_FD(fd);
+        e->tty_fd = -1;
         e->detach = o->detach;
+        if (o->tty) {
+                /* the terminal's master arrives with "started": wait for it before returning */
+                r = exec_wait_started(e, err);
+                if (r < 0) {
+                        nook_exec_free(e);
+                        return r;
+                }
+        }
         *ret = e;
         return 0;
+}
+
+int nook_exec_tty_fd(const nook_exec *e) {
+        return e->tty_fd;
 }
 
 int nook_exec_pid(const nook_exec *e) {
@@ -136,27 +154,49 @@ static void fill_result(nook_exec *e, json_t *m) {
         e->done = true;
 }
 
+/* Reads one message from the supervisor and applies it.  Returns 0, or <0 on error. */
+static int exec_read_one(nook_exec *e, nook_error *err) {
+        json_t *m = NULL;
+        int fds[PROTO_MAX_FDS];
+        size_t n_fds = 0;
+        int r;
+        do
+                r = proto_recv(e->fd, &m, fds, &n_fds);
+        while (r == -EINTR);
+        if (r == 0)
+                return nook_err_set(err, NOOK_E_STATE, "The sandbox stopped while the command ran");
+        if (r < 0)
+                return nook_err_errnum(err, NOOK_E_IO, -r, "Lost the connection to the sandbox");
+        const char *op = proto_op(m);
+        if (streq(op, "started")) {
+                e->pid = (int)json_integer_value(json_object_get(m, "pid"));
+                if (n_fds > 0 && e->tty_fd < 0) {
+                        e->tty_fd = fds[0];
+                        fds[0] = -1;
+                }
+        } else if (streq(op, "exited"))
+                fill_result(e, m);
+        else if (streq(op, "error"))
+                r = proto_error_from_msg(m, err);
+        proto_close_fds(fds, n_fds);
+        json_decref(m);
+        return r < 0 ? r : 0;
+}
+
+static int exec_wait_started(nook_exec *e, nook_error *err) {
+        while (!e->done && e->pid == 0) {
+                int r = exec_read_one(e, err);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
 int nook_exec_wait(nook_exec *e, nook_exec_result *ret, nook_error *err) {
         while (!e->done) {
-                json_t *m = NULL;
-                int r = proto_recv(e->fd, &m, NULL, NULL);
-                if (r == -EINTR)
-                        continue;
-                if (r == 0)
-                        return nook_err_set(err, NOOK_E_STATE, "The sandbox stopped while the command ran");
+                int r = exec_read_one(e, err);
                 if (r < 0)
-                        return nook_err_errnum(err, NOOK_E_IO, -r, "Lost the connection to the sandbox");
-                const char *op = proto_op(m);
-                if (streq(op, "started"))
-                        e->pid = (int)json_integer_value(json_object_get(m, "pid"));
-                else if (streq(op, "exited"))
-                        fill_result(e, m);
-                else if (streq(op, "error")) {
-                        r = proto_error_from_msg(m, err);
-                        json_decref(m);
                         return r;
-                }
-                json_decref(m);
                 if (e->detach && e->pid)
                         break;
         }
@@ -192,6 +232,7 @@ nook_exec *nook_exec_free(nook_exec *e) {
                 return NULL;
         /* Closing the connection of a running, attached exec makes the supervisor kill it. */
         safe_close(e->fd);
+        safe_close(e->tty_fd);
         free(e);
         return NULL;
 }

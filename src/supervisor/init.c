@@ -6,9 +6,11 @@
 #include <jansson.h>
 #include <poll.h>
 #include <signal.h>
+#include <termios.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/wait.h>
@@ -208,6 +210,7 @@ typedef struct exec_req {
         char **env;
         const char *cwd;
         const char *user;
+        bool tty;
 } exec_req;
 
 _Noreturn static void exec_command(const exec_req *req, int in, int out, int errfd) {
@@ -215,6 +218,10 @@ _Noreturn static void exec_command(const exec_req *req, int in, int out, int err
         char home[256];
 
         (void)setsid();
+        /* With a terminal, the pty's slave becomes our controlling terminal (we lead a new
+         * session), so ^C and job control reach the command's process group. */
+        if (req->tty && ioctl(in, TIOCSCTTY, 0) < 0)
+                _exit(126);
         if ((in >= 0 && fd_move_to(in, 0) < 0) || (out >= 0 && fd_move_to(out, 1) < 0) ||
                 (errfd >= 0 && fd_move_to(errfd, 2) < 0))
                 _exit(126);
@@ -330,11 +337,44 @@ static int json_strv(json_t *a, char ***ret) {
         return 0;
 }
 
-static void init_report(int sock, const char *op, uint64_t id, json_int_t key_val, const char *key) {
+static void init_report_fd(
+        int sock, const char *op, uint64_t id, json_int_t key_val, const char *key, int fd) {
         json_t *m = json_pack("{s:s, s:I, s:I}", "op", op, "id", (json_int_t)id, key, key_val);
         if (m)
-                (void)proto_send(sock, m, NULL, 0);
+                (void)proto_send(sock, m, fd >= 0 ? &fd : NULL, fd >= 0 ? 1 : 0);
         json_decref(m);
+}
+
+static void init_report(int sock, const char *op, uint64_t id, json_int_t key_val, const char *key) {
+        init_report_fd(sock, op, id, key_val, key, -1);
+}
+
+/* A pseudo-terminal from the sandbox's own devpts instance: the slave becomes the command's
+ * stdio, the master goes back to the client (through the supervisor) as an fd. */
+static int open_pty(json_t *msg, int *ret_master, int fds[3]) {
+        int master = open("/dev/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC);
+        if (master < 0)
+                return -errno;
+        int unlock = 0;
+        if (ioctl(master, TIOCSPTLCK, &unlock) < 0) {
+                safe_close(master);
+                return -errno;
+        }
+        int slave = ioctl(master, TIOCGPTPEER, O_RDWR | O_NOCTTY | O_CLOEXEC);
+        if (slave < 0) {
+                safe_close(master);
+                return -errno;
+        }
+        struct winsize ws = { .ws_row = (unsigned short)json_integer_value(json_object_get(msg, "rows")),
+                .ws_col = (unsigned short)json_integer_value(json_object_get(msg, "cols")) };
+        if (ws.ws_row && ws.ws_col)
+                (void)ioctl(master, TIOCSWINSZ, &ws);
+        for (int i = 0; i < 3; i++) {
+                safe_close(fds[i]);
+                fds[i] = i == 0 ? slave : fcntl(slave, F_DUPFD_CLOEXEC, 3);
+        }
+        *ret_master = master;
+        return 0;
 }
 
 static void init_start_exec(int sock, json_t *msg, int fds[3]) {
@@ -352,10 +392,21 @@ static void init_start_exec(int sock, json_t *msg, int fds[3]) {
         }
         req.cwd = json_string_value(json_object_get(msg, "cwd"));
         req.user = json_string_value(json_object_get(msg, "user"));
+        req.tty = json_is_true(json_object_get(msg, "tty"));
+        int master = -1;
+        if (req.tty && open_pty(msg, &master, fds) < 0) {
+                safe_close(pipefd[0]);
+                safe_close(pipefd[1]);
+                init_report(sock, "exited", id, 126 << 8, "status");
+                strv_free(req.argv);
+                strv_free(req.env);
+                return;
+        }
         pid_t helper = fork();
         if (helper == 0) {
                 safe_close(pipefd[0]);
                 safe_close(sock);
+                safe_close(master);
                 helper_main(&req, fds, pipefd[1]);
         }
         safe_close(pipefd[1]);
@@ -363,11 +414,13 @@ static void init_start_exec(int sock, json_t *msg, int fds[3]) {
         strv_free(req.env);
         if (helper < 0) {
                 safe_close(pipefd[0]);
+                safe_close(master);
                 init_report(sock, "exited", id, 126 << 8, "status");
                 return;
         }
         execs[n_execs++] = (init_exec){ .id = id, .helper = helper, .status_fd = pipefd[0] };
-        init_report(sock, "started", id, helper, "pid");
+        init_report_fd(sock, "started", id, helper, "pid", master);
+        safe_close(master);
 }
 
 static init_exec *find_exec(uint64_t id) {
@@ -606,6 +659,12 @@ _Noreturn void init_main(int sock, const sup_config *c, bool rootless) {
                 fail_to_supervisor(sock, &err);
         int keep[] = { sock };
         (void)fd_close_all_except(3, keep, 1);
+        /* Our stdio were the supervisor's (its log on the host): nothing in the sandbox keeps them. */
+        int nul = open("/dev/null", O_RDWR | O_CLOEXEC);
+        for (int i = 0; i < 3 && nul >= 0; i++)
+                (void)dup2(nul, i);
+        if (nul > 2)
+                safe_close(nul);
         (void)prctl(PR_SET_DUMPABLE, 0);
         r = init_security(c, &err);
         if (r < 0)

@@ -265,9 +265,13 @@ static json_t *build_exec(sup *s, json_t *req, uint64_t id, nook_error *err) {
         json_t *envj = json_array();
         STRV_FOREACH (e, merged)
                 json_array_append_new(envj, json_string(*e));
-        return json_pack("{s:s, s:I, s:O, s:o, s:s, s:s}", "op", "exec", "id", (json_int_t)id, "argv", argv,
-                "env", envj, "cwd", cwd ? cwd : (s->cfg->workdir ? s->cfg->workdir : "/workspace"), "user",
-                user ? user : (s->cfg->user ? s->cfg->user : "0"));
+        return json_pack("{s:s, s:I, s:O, s:o, s:s, s:s, s:b, s:I, s:I}", "op", "exec", "id", (json_int_t)id,
+                "argv", argv, "env", envj, "cwd",
+                cwd ? cwd : (s->cfg->workdir ? s->cfg->workdir : "/workspace"), "user",
+                user ? user : (s->cfg->user ? s->cfg->user : "0"), "tty",
+                json_is_true(json_object_get(req, "tty")), "rows",
+                json_integer_value(json_object_get(req, "rows")), "cols",
+                json_integer_value(json_object_get(req, "cols")));
 }
 
 static void handle_exec(sup *s, client *c, json_t *req, int *fds, size_t n_fds) {
@@ -280,7 +284,8 @@ static void handle_exec(sup *s, client *c, json_t *req, int *fds, size_t n_fds) 
                 client_error(c, NOOK_E_STATE, "One exec per connection: open another connection");
                 return;
         }
-        if (n_fds != 3) {
+        bool tty = json_is_true(json_object_get(req, "tty"));
+        if (tty ? n_fds != 0 : n_fds != 3) {
                 client_error(
                         c, NOOK_E_INVALID, "exec: expected 3 stdio descriptors (stdin, stdout, stderr)");
                 return;
@@ -291,7 +296,7 @@ static void handle_exec(sup *s, client *c, json_t *req, int *fds, size_t n_fds) 
                 client_send(c, proto_error_msg(&err));
                 return;
         }
-        int r = proto_send(s->init_sock, m, fds, 3);
+        int r = proto_send(s->init_sock, m, fds, tty ? 0 : 3);
         json_decref(m);
         if (r < 0) {
                 client_error(c, NOOK_E_IO, "Cannot pass the command to the sandbox init");
@@ -378,7 +383,9 @@ static void accept_clients(sup *s) {
 
 static void handle_init(sup *s) {
         json_t *msg = NULL;
-        int r = proto_recv(s->init_sock, &msg, NULL, NULL);
+        int fds[PROTO_MAX_FDS];
+        size_t n_fds = 0;
+        int r = proto_recv(s->init_sock, &msg, fds, &n_fds);
         if (r <= 0) {
                 /* init closed its end: it is exiting; SIGCHLD follows */
                 s->init_sock = safe_close(s->init_sock);
@@ -388,10 +395,12 @@ static void handle_init(sup *s) {
         json_int_t id = json_integer_value(json_object_get(msg, "id"));
         client *c = id > 0 ? client_by_exec(s, (uint64_t)id) : NULL;
         if (streq(op, "started")) {
-                if (c)
-                        client_send(c,
-                                json_pack("{s:s, s:I, s:I}", "op", "started", "id", id, "pid",
-                                        json_integer_value(json_object_get(msg, "pid"))));
+                /* with a terminal, the pty master rides along to the client */
+                json_t *m = json_pack("{s:s, s:I, s:I}", "op", "started", "id", id, "pid",
+                        json_integer_value(json_object_get(msg, "pid")));
+                if (c && m)
+                        (void)proto_send(c->fd, m, fds, n_fds > 0 ? 1 : 0);
+                json_decref(m);
         } else if (streq(op, "exited")) {
                 json_int_t st = json_integer_value(json_object_get(msg, "status"));
                 if (c) {
@@ -403,6 +412,7 @@ static void handle_init(sup *s) {
                         s->detached_running--;
                 s->last_activity_ms = now_ms();
         }
+        proto_close_fds(fds, n_fds);
         json_decref(msg);
 }
 

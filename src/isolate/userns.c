@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdbool.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -11,8 +12,30 @@
 #include "util/fd.h"
 #include "util/macro.h"
 
-void iso_sandbox_root_ids(uid_t *ret_uid, gid_t *ret_gid) {
+bool iso_rootful(void) {
+        static int cached = -1;
+        if (cached >= 0)
+                return cached;
+        /* Host root only: uid 0 inside `unshare -r` or a container's user namespace cannot map
+         * an arbitrary range, so there we take the rootless path. */
+        cached = 0;
         if (geteuid() == 0) {
+                char buf[256] = "";
+                int fd = open("/proc/self/uid_map", O_RDONLY | O_CLOEXEC);
+                if (fd >= 0) {
+                        ssize_t n = read(fd, buf, sizeof(buf) - 1);
+                        safe_close(fd);
+                        unsigned long a, b, c;
+                        if (n > 0 && sscanf(buf, "%lu %lu %lu", &a, &b, &c) == 3 && a == 0 && b == 0 &&
+                                c == 4294967295ul)
+                                cached = 1;
+                }
+        }
+        return cached;
+}
+
+void iso_sandbox_root_ids(uid_t *ret_uid, gid_t *ret_gid) {
+        if (iso_rootful()) {
                 *ret_uid = ISO_ROOTFUL_ID_BASE;
                 *ret_gid = ISO_ROOTFUL_ID_BASE;
         } else {
@@ -37,7 +60,7 @@ int iso_userns_write_maps(pid_t pid, nook_error *err) {
         char uid_map[64], gid_map[64];
         int r;
 
-        if (geteuid() == 0) {
+        if (iso_rootful()) {
                 (void)snprintf(uid_map, sizeof(uid_map), "0 %u %u\n", ISO_ROOTFUL_ID_BASE, ISO_ID_RANGE);
                 (void)snprintf(gid_map, sizeof(gid_map), "0 %u %u\n", ISO_ROOTFUL_ID_BASE, ISO_ID_RANGE);
         } else {

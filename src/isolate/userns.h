@@ -5,6 +5,7 @@
  *             newuidmap and a range exist). */
 #pragma once
 
+#include <stdbool.h>
 #include <sys/types.h>
 
 #include "nook.h"
@@ -12,6 +13,8 @@
 #define ISO_ROOTFUL_ID_BASE 100000000u
 #define ISO_ID_RANGE 65536u
 
+/* True for real host root (the identity uid map): then sandboxes get the rootful id range. */
+bool iso_rootful(void);
 /* The host uid/gid that is root inside a sandbox started by this process. */
 void iso_sandbox_root_ids(uid_t *ret_uid, gid_t *ret_gid);
 /* Writes uid_map/gid_map of pid (setgroups "deny" first where required), falling back to

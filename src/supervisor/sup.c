@@ -91,7 +91,7 @@ static int wait_ready(sup *s, nook_error *err) {
 static int start_init(sup *s, nook_error *err) {
         int sp[2] = { -1, -1 };
         int r;
-        bool rootless = geteuid() != 0;
+        bool rootless = !iso_rootful();
         if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0)
                 return nook_err_errno(err, NOOK_E_IO, "Cannot create the init socket");
         /* clone() as a fork with namespace flags: we are single-threaded (STYLE.md R12).  The

@@ -23,7 +23,7 @@
 #include "nook.h"
 #include "config.h"
 #include "sandbox/ctx.h"
-#include "sandbox/image_local.h"
+#include "sandbox/image.h"
 #include "sandbox/lifecycle.h"
 #include "sandbox/spec.h"
 #include "store/store.h"
@@ -235,23 +235,36 @@ static int prepare_state(nook *n, const char *name, const sb_spec *spec, bool ke
                 (r = write_owned(hnp, hostname, n->ws_uid, n->ws_gid, err)) < 0)
                 return r;
 
+        sb_image img = { 0 };
+        r = sb_image_resolve(n, spec->image, &img, err);
+        if (r < 0)
+                return r;
+        /* The image's env goes below the spec's; its user is the default when the spec has none. */
+        _cleanup_strv_free_ char **env = strv_copy((const char *const *)img.env);
+        if (!env) {
+                sb_image_done(&img);
+                return nook_err_oom(err);
+        }
+        STRV_FOREACH (e, spec->env)
+                if (strv_env_set(&env, *e) < 0) {
+                        sb_image_done(&img);
+                        return nook_err_oom(err);
+                }
         sup_config c = { .name = (char *)name,
+                .lowers = img.lowers,
+                .ro_binds = img.ro_binds,
                 .upper = upper,
                 .work = work,
                 .workspace = (char *)wsdir,
-                .env = spec->env,
+                .env = env,
                 .workdir = spec->workdir,
-                .user = spec->user,
+                .user = spec->user ? spec->user : img.user,
                 .profile = spec->security,
                 .max_duration_ms = spec->max_duration_secs * 1000,
                 .idle_timeout_ms = spec->idle_timeout_secs * 1000,
                 .ephemeral = !spec->sticky };
-        r = sb_image_local(n->home, spec->image, n->ws_uid, n->ws_gid, &c.lowers, &c.ro_binds, err);
-        if (r < 0)
-                return r;
         r = sup_config_to_file(&c, cfgp, err);
-        strv_free(c.lowers);
-        strv_free(c.ro_binds);
+        sb_image_done(&img);
         return r;
 }
 

@@ -1,0 +1,954 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The N-API addon under the `nook` Node package: a thin layer over include/nook.h.
+ *
+ * Threads.  Anything that may block (sandbox lifecycle, workspace reads and writes, waiting for
+ * a command) runs in napi_create_async_work's execute callback on the libuv pool; that callback
+ * only calls libnook and never touches JS.  Each async operation opens its own `nook` handle
+ * from the state root's path: a handle caches a SQLite connection and is not meant to be shared
+ * between threads, and opening one costs a mkdir and nothing else until the store is needed.
+ * A workspace handle (nook_ws) holds only a directory fd and is safe to share.
+ *
+ * Processes.  The addon never forks (STYLE.md R12): libnook starts the supervisor by
+ * posix_spawn, and a command runs inside the sandbox, started by the supervisor.
+ *
+ * Errors.  A nook_error becomes an instance of the JS SandboxError class (registered once by
+ * lib/errors.js through setErrorClass) with .code = nook_errc_to_string(code) and the libnook
+ * message; .errno is set when the error came from a system call. */
+#define NAPI_VERSION 8
+#include <errno.h>
+#include <fcntl.h>
+#include <node_api.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "nook.h"
+
+#define MAX_ARGS 4
+#define COPY_BUFFER_MAX (64 * 1024) /* smaller reads are copied; larger ones are handed over */
+
+static napi_ref error_class;
+
+/* ---- helpers ------------------------------------------------------------------------------- */
+
+/* Every napi call is checked; a failure becomes a pending JS exception and the caller returns
+ * NULL (undefined) right away. */
+#define NAPI_OK(env, call)                                                                               \
+        do {                                                                                             \
+                if ((call) != napi_ok) {                                                                 \
+                        throw_napi_failure(env, #call);                                                  \
+                        return NULL;                                                                     \
+                }                                                                                        \
+        } while (0)
+
+static void throw_napi_failure(napi_env env, const char *what) {
+        const napi_extended_error_info *info = NULL;
+        bool pending = false;
+        (void)napi_is_exception_pending(env, &pending);
+        if (pending)
+                return;
+        (void)napi_get_last_error_info(env, &info);
+        char msg[512];
+        (void)snprintf(msg, sizeof(msg), "nook addon: %s failed: %s", what,
+                info && info->error_message ? info->error_message : "unknown N-API error");
+        (void)napi_throw_error(env, "internal", msg);
+}
+
+static void secure_free(char *s) {
+        if (!s)
+                return;
+        explicit_bzero(s, strlen(s));
+        free(s);
+}
+
+static void strv_free_secure(char **l) {
+        for (size_t i = 0; l && l[i]; i++)
+                secure_free(l[i]);
+        free(l);
+}
+
+/* Builds the SandboxError (or a plain Error before lib/errors.js registered its class). */
+static napi_value make_error(napi_env env, const nook_error *err) {
+        napi_value ctor = NULL, msg, code, args[2], obj = NULL;
+        const char *code_s = nook_errc_to_string(err->code);
+        if (napi_create_string_utf8(env, err->msg, NAPI_AUTO_LENGTH, &msg) != napi_ok ||
+                napi_create_string_utf8(env, code_s ? code_s : "internal", NAPI_AUTO_LENGTH, &code) != napi_ok)
+                return NULL;
+        if (error_class && napi_get_reference_value(env, error_class, &ctor) == napi_ok && ctor) {
+                args[0] = msg;
+                args[1] = code;
+                if (napi_new_instance(env, ctor, 2, args, &obj) != napi_ok)
+                        return NULL;
+        } else {
+                if (napi_create_error(env, code, msg, &obj) != napi_ok)
+                        return NULL;
+        }
+        if (err->sys_errno) {
+                napi_value e;
+                if (napi_create_int32(env, err->sys_errno, &e) == napi_ok)
+                        (void)napi_set_named_property(env, obj, "errno", e);
+        }
+        return obj;
+}
+
+static napi_value throw_nook(napi_env env, const nook_error *err) {
+        napi_value e = make_error(env, err);
+        if (e)
+                (void)napi_throw(env, e);
+        return NULL;
+}
+
+static napi_value throw_invalid(napi_env env, const char *msg) {
+        nook_error err = { .code = NOOK_E_INVALID };
+        (void)snprintf(err.msg, sizeof(err.msg), "%s", msg);
+        return throw_nook(env, &err);
+}
+
+/* A JS string argument as a malloc'd C string.  NUL bytes inside are refused here with
+ * `invalid`: C cannot carry them, and a silently shortened path would name another file. */
+static int get_string(napi_env env, napi_value v, bool nullable, char **ret) {
+        napi_valuetype t;
+        size_t len = 0;
+        *ret = NULL;
+        if (napi_typeof(env, v, &t) != napi_ok)
+                return -1;
+        if (nullable && (t == napi_undefined || t == napi_null))
+                return 0;
+        if (t != napi_string) {
+                (void)throw_invalid(env, "Expected a string argument");
+                return -1;
+        }
+        if (napi_get_value_string_utf8(env, v, NULL, 0, &len) != napi_ok)
+                return -1;
+        char *s = malloc(len + 1);
+        if (!s) {
+                (void)throw_invalid(env, "Out of memory");
+                return -1;
+        }
+        if (napi_get_value_string_utf8(env, v, s, len + 1, &len) != napi_ok) {
+                free(s);
+                return -1;
+        }
+        if (strlen(s) != len) {
+                secure_free(s);
+                nook_error err = { .code = NOOK_E_INVALID };
+                (void)snprintf(err.msg, sizeof(err.msg), "Invalid argument: a string contains a NUL byte");
+                (void)throw_nook(env, &err);
+                return -1;
+        }
+        *ret = s;
+        return 0;
+}
+
+/* A JS array of strings (or undefined) as a NULL-terminated vector. */
+static int get_strv(napi_env env, napi_value v, char ***ret) {
+        napi_valuetype t;
+        bool is_array = false;
+        uint32_t n = 0;
+        *ret = NULL;
+        if (napi_typeof(env, v, &t) != napi_ok)
+                return -1;
+        if (t == napi_undefined || t == napi_null)
+                return 0;
+        if (napi_is_array(env, v, &is_array) != napi_ok)
+                return -1;
+        if (!is_array) {
+                (void)throw_invalid(env, "Expected an array of strings");
+                return -1;
+        }
+        if (napi_get_array_length(env, v, &n) != napi_ok)
+                return -1;
+        char **l = calloc((size_t)n + 1, sizeof(char *));
+        if (!l) {
+                (void)throw_invalid(env, "Out of memory");
+                return -1;
+        }
+        for (uint32_t i = 0; i < n; i++) {
+                napi_value e;
+                if (napi_get_element(env, v, i, &e) != napi_ok || get_string(env, e, false, &l[i]) < 0) {
+                        strv_free_secure(l);
+                        return -1;
+                }
+        }
+        *ret = l;
+        return 0;
+}
+
+static napi_value get_args(napi_env env, napi_callback_info info, size_t want, napi_value *argv) {
+        size_t argc = MAX_ARGS;
+        napi_value all[MAX_ARGS];
+        NAPI_OK(env, napi_get_cb_info(env, info, &argc, all, NULL, NULL));
+        if (argc < want) {
+                (void)throw_invalid(env, "Too few arguments");
+                return NULL;
+        }
+        for (size_t i = 0; i < want; i++)
+                argv[i] = all[i];
+        napi_value ok;
+        NAPI_OK(env, napi_get_boolean(env, true, &ok));
+        return ok;
+}
+
+static napi_value make_string(napi_env env, const char *s) {
+        napi_value v;
+        NAPI_OK(env, napi_create_string_utf8(env, s, NAPI_AUTO_LENGTH, &v));
+        return v;
+}
+
+static napi_value make_undefined(napi_env env) {
+        napi_value v;
+        NAPI_OK(env, napi_get_undefined(env, &v));
+        return v;
+}
+
+/* ---- workspace handles --------------------------------------------------------------------- */
+
+static void ws_finalize(napi_env env, void *data, void *hint) {
+        (void)nook_ws_close(data);
+}
+
+static napi_value get_ws(napi_env env, napi_value v, nook_ws **ret) {
+        void *p = NULL;
+        NAPI_OK(env, napi_get_value_external(env, v, &p));
+        if (!p) {
+                (void)throw_invalid(env, "This workspace handle is closed");
+                return NULL;
+        }
+        *ret = p;
+        return v;
+}
+
+/* ---- the generic async operation ----------------------------------------------------------- */
+
+typedef enum op_kind {
+        OP_CREATE,
+        OP_START,
+        OP_STOP,
+        OP_REMOVE,
+        OP_INSPECT,
+        OP_LIST,
+        OP_WS_OPEN,
+        OP_WS_WRITE,
+        OP_WS_READ,
+} op_kind;
+
+typedef struct op {
+        napi_async_work work;
+        napi_deferred deferred;
+        op_kind kind;
+        char *home, *name, *text; /* text: spec JSON or a workspace path */
+        uint64_t num;             /* flags, a timeout, a size limit */
+        nook_ws *ws;              /* borrowed: keep holds its JS external */
+        napi_ref keep;            /* the ws external and/or the data buffer, alive until complete */
+        napi_ref keep2;
+        const void *data;
+        size_t len;
+        int r;
+        nook_error err;
+        char *out_json;
+        void *out_data;
+        size_t out_len;
+        nook_ws *out_ws;
+} op;
+
+static void op_free(napi_env env, op *o) {
+        if (o->keep)
+                (void)napi_delete_reference(env, o->keep);
+        if (o->keep2)
+                (void)napi_delete_reference(env, o->keep2);
+        free(o->home);
+        free(o->name);
+        free(o->text);
+        nook_free(o->out_json);
+        nook_free(o->out_data);
+        (void)nook_ws_close(o->out_ws);
+        free(o);
+}
+
+static int op_open(op *o, nook **ret) {
+        return nook_open(o->home, ret, &o->err);
+}
+
+static void op_execute(napi_env env, void *data) {
+        op *o = data;
+        nook *n = NULL;
+        /* Workspace reads and writes need no nook handle: nook_ws is self-contained. */
+        if (o->kind == OP_WS_WRITE) {
+                o->r = nook_ws_write(o->ws, o->text, o->data, o->len, &o->err);
+                return;
+        }
+        if (o->kind == OP_WS_READ) {
+                o->r = nook_ws_read(o->ws, o->text, (size_t)o->num, &o->out_data, &o->out_len, &o->err);
+                return;
+        }
+        o->r = op_open(o, &n);
+        if (o->r < 0)
+                return;
+        switch (o->kind) {
+        case OP_CREATE:
+                o->r = nook_sandbox_create(n, o->name, o->text, (unsigned)o->num, &o->err);
+                break;
+        case OP_START:
+                o->r = nook_sandbox_start(n, o->name, &o->err);
+                break;
+        case OP_STOP:
+                o->r = nook_sandbox_stop(n, o->name, o->num, &o->err);
+                break;
+        case OP_REMOVE:
+                o->r = nook_sandbox_remove(n, o->name, &o->err);
+                break;
+        case OP_INSPECT:
+                o->r = nook_sandbox_inspect(n, o->name, &o->out_json, &o->err);
+                break;
+        case OP_LIST:
+                o->r = nook_sandbox_list(n, NULL, &o->out_json, &o->err);
+                break;
+        case OP_WS_OPEN:
+                o->r = nook_ws_open(n, o->name, &o->out_ws, &o->err);
+                break;
+        case OP_WS_WRITE:
+        case OP_WS_READ:
+        default:
+                break;
+        }
+        (void)nook_close(n);
+}
+
+static napi_value op_result(napi_env env, op *o) {
+        napi_value v;
+        switch (o->kind) {
+        case OP_INSPECT:
+        case OP_LIST:
+                return make_string(env, o->out_json ? o->out_json : "null");
+        case OP_WS_OPEN: {
+                NAPI_OK(env, napi_create_external(env, o->out_ws, ws_finalize, NULL, &v));
+                o->out_ws = NULL; /* the external owns it now */
+                return v;
+        }
+        case OP_WS_READ: /* small: one copy is cheaper than a finalizer (large: op_complete) */
+                NAPI_OK(env, napi_create_buffer_copy(env, o->out_len, o->out_data, NULL, &v));
+                return v;
+        case OP_CREATE:
+        case OP_START:
+        case OP_STOP:
+        case OP_REMOVE:
+        case OP_WS_WRITE:
+        default:
+                return make_undefined(env);
+        }
+}
+
+static void free_nook_buffer(napi_env env, void *data, void *hint) {
+        nook_free(data);
+}
+
+static void op_complete(napi_env env, napi_status status, void *data) {
+        op *o = data;
+        napi_value v = NULL;
+        if (status != napi_ok) {
+                o->err = (nook_error){ .code = NOOK_E_INTERNAL };
+                (void)snprintf(o->err.msg, sizeof(o->err.msg), "The operation was cancelled by Node");
+                o->r = -NOOK_E_INTERNAL;
+        }
+        if (o->r < 0) {
+                v = make_error(env, &o->err);
+                if (v)
+                        (void)napi_reject_deferred(env, o->deferred, v);
+        } else if (o->kind == OP_WS_READ && o->out_len > COPY_BUFFER_MAX) {
+                if (napi_create_external_buffer(env, o->out_len, o->out_data, free_nook_buffer, NULL, &v) ==
+                        napi_ok) {
+                        o->out_data = NULL;
+                        (void)napi_resolve_deferred(env, o->deferred, v);
+                }
+        } else {
+                v = op_result(env, o);
+                if (v)
+                        (void)napi_resolve_deferred(env, o->deferred, v);
+        }
+        if (!v) {
+                /* A napi call failed while settling: reject with whatever is pending. */
+                napi_value e = NULL;
+                bool pending = false;
+                if (napi_is_exception_pending(env, &pending) == napi_ok && pending &&
+                        napi_get_and_clear_last_exception(env, &e) == napi_ok)
+                        (void)napi_reject_deferred(env, o->deferred, e);
+        }
+        (void)napi_delete_async_work(env, o->work);
+        op_free(env, o);
+}
+
+static napi_value op_queue(napi_env env, op *o, const char *what) {
+        napi_value promise, name;
+        if (napi_create_promise(env, &o->deferred, &promise) != napi_ok ||
+                napi_create_string_utf8(env, what, NAPI_AUTO_LENGTH, &name) != napi_ok ||
+                napi_create_async_work(env, NULL, name, op_execute, op_complete, o, &o->work) != napi_ok) {
+                throw_napi_failure(env, "napi_create_async_work");
+                op_free(env, o);
+                return NULL;
+        }
+        if (napi_queue_async_work(env, o->work) != napi_ok) {
+                throw_napi_failure(env, "napi_queue_async_work");
+                (void)napi_delete_async_work(env, o->work);
+                op_free(env, o);
+                return NULL;
+        }
+        return promise;
+}
+
+static op *op_new(napi_env env, op_kind kind) {
+        op *o = calloc(1, sizeof(*o));
+        if (!o)
+                (void)throw_invalid(env, "Out of memory");
+        else
+                o->kind = kind;
+        return o;
+}
+
+/* (home, name[, text[, num]]) for the lifecycle operations. */
+static napi_value lifecycle_op(napi_env env, napi_callback_info info, op_kind kind, const char *what) {
+        size_t argc = MAX_ARGS;
+        napi_value argv[MAX_ARGS];
+        NAPI_OK(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
+        bool need_name = kind != OP_LIST;
+        if (argc < (need_name ? 2u : 1u))
+                return throw_invalid(env, "Too few arguments");
+        op *o = op_new(env, kind);
+        if (!o)
+                return NULL;
+        if (get_string(env, argv[0], true, &o->home) < 0 ||
+                (need_name && get_string(env, argv[1], false, &o->name) < 0)) {
+                op_free(env, o);
+                return NULL;
+        }
+        if (kind == OP_CREATE && argc > 2 && get_string(env, argv[2], true, &o->text) < 0) {
+                op_free(env, o);
+                return NULL;
+        }
+        size_t num_at = kind == OP_CREATE ? 3 : 2;
+        if (argc > num_at) {
+                napi_valuetype t;
+                double d = 0;
+                if (napi_typeof(env, argv[num_at], &t) != napi_ok) {
+                        op_free(env, o);
+                        return NULL;
+                }
+                if (t == napi_number && napi_get_value_double(env, argv[num_at], &d) == napi_ok && d > 0)
+                        o->num = (uint64_t)d;
+        }
+        return op_queue(env, o, what);
+}
+
+static napi_value js_create(napi_env env, napi_callback_info info) {
+        return lifecycle_op(env, info, OP_CREATE, "nook.create");
+}
+static napi_value js_start(napi_env env, napi_callback_info info) {
+        return lifecycle_op(env, info, OP_START, "nook.start");
+}
+static napi_value js_stop(napi_env env, napi_callback_info info) {
+        return lifecycle_op(env, info, OP_STOP, "nook.stop");
+}
+static napi_value js_remove(napi_env env, napi_callback_info info) {
+        return lifecycle_op(env, info, OP_REMOVE, "nook.remove");
+}
+static napi_value js_inspect(napi_env env, napi_callback_info info) {
+        return lifecycle_op(env, info, OP_INSPECT, "nook.inspect");
+}
+static napi_value js_list(napi_env env, napi_callback_info info) {
+        return lifecycle_op(env, info, OP_LIST, "nook.list");
+}
+static napi_value js_ws_open(napi_env env, napi_callback_info info) {
+        return lifecycle_op(env, info, OP_WS_OPEN, "nook.wsOpen");
+}
+
+/* wsWrite(ws, path, buffer) -> Promise<void>.  The buffer is referenced, not copied. */
+static napi_value js_ws_write(napi_env env, napi_callback_info info) {
+        napi_value argv[3];
+        nook_ws *ws;
+        void *data = NULL;
+        size_t len = 0;
+        bool is_buf = false;
+        if (!get_args(env, info, 3, argv) || !get_ws(env, argv[0], &ws))
+                return NULL;
+        NAPI_OK(env, napi_is_buffer(env, argv[2], &is_buf));
+        if (!is_buf)
+                return throw_invalid(env, "writeFile: data must be a Buffer");
+        NAPI_OK(env, napi_get_buffer_info(env, argv[2], &data, &len));
+        op *o = op_new(env, OP_WS_WRITE);
+        if (!o)
+                return NULL;
+        o->ws = ws;
+        o->data = data;
+        o->len = len;
+        if (get_string(env, argv[1], false, &o->text) < 0 ||
+                napi_create_reference(env, argv[0], 1, &o->keep) != napi_ok ||
+                napi_create_reference(env, argv[2], 1, &o->keep2) != napi_ok) {
+                op_free(env, o);
+                return NULL;
+        }
+        return op_queue(env, o, "nook.writeFile");
+}
+
+/* wsRead(ws, path, max) -> Promise<Buffer> */
+static napi_value js_ws_read(napi_env env, napi_callback_info info) {
+        napi_value argv[3];
+        nook_ws *ws;
+        double max = 0;
+        if (!get_args(env, info, 3, argv) || !get_ws(env, argv[0], &ws))
+                return NULL;
+        NAPI_OK(env, napi_get_value_double(env, argv[2], &max));
+        op *o = op_new(env, OP_WS_READ);
+        if (!o)
+                return NULL;
+        o->ws = ws;
+        o->num = max > 0 ? (uint64_t)max : 0;
+        if (get_string(env, argv[1], false, &o->text) < 0 ||
+                napi_create_reference(env, argv[0], 1, &o->keep) != napi_ok) {
+                op_free(env, o);
+                return NULL;
+        }
+        return op_queue(env, o, "nook.readFile");
+}
+
+/* ---- synchronous calls ----------------------------------------------------------------------- */
+
+/* home(homeOrNull) -> the resolved state root (created, mode 0700). */
+static napi_value js_home(napi_env env, napi_callback_info info) {
+        napi_value argv[1], v;
+        nook_error err;
+        nook *n = NULL;
+        char *home = NULL;
+        if (!get_args(env, info, 1, argv) || get_string(env, argv[0], true, &home) < 0)
+                return NULL;
+        int r = nook_open(home, &n, &err);
+        free(home);
+        if (r < 0)
+                return throw_nook(env, &err);
+        v = make_string(env, nook_home(n));
+        (void)nook_close(n);
+        return v;
+}
+
+/* wsDir(home, name) -> host path of the workspace, whether or not the sandbox exists. */
+static napi_value js_ws_dir(napi_env env, napi_callback_info info) {
+        napi_value argv[2], v = NULL;
+        nook_error err;
+        nook *n = NULL;
+        char *home = NULL, *name = NULL, *path = NULL;
+        if (!get_args(env, info, 2, argv) || get_string(env, argv[0], true, &home) < 0)
+                return NULL;
+        if (get_string(env, argv[1], false, &name) < 0) {
+                free(home);
+                return NULL;
+        }
+        int r = nook_open(home, &n, &err);
+        if (r >= 0)
+                r = nook_ws_dir(n, name, &path, &err);
+        if (r < 0)
+                (void)throw_nook(env, &err);
+        else
+                v = make_string(env, path);
+        nook_free(path);
+        (void)nook_close(n);
+        free(home);
+        free(name);
+        return v;
+}
+
+/* wsExists(ws, path) -> bool; never reads the file. */
+static napi_value js_ws_exists(napi_env env, napi_callback_info info) {
+        napi_value argv[2], v;
+        nook_ws *ws;
+        nook_error err;
+        char *path = NULL;
+        if (!get_args(env, info, 2, argv) || !get_ws(env, argv[0], &ws) ||
+                get_string(env, argv[1], false, &path) < 0)
+                return NULL;
+        int r = nook_ws_exists(ws, path, &err);
+        free(path);
+        if (r < 0)
+                return throw_nook(env, &err);
+        NAPI_OK(env, napi_get_boolean(env, r > 0, &v));
+        return v;
+}
+
+/* wsHostPath(ws, path) -> absolute host path under the same rule, or throws. */
+static napi_value js_ws_host_path(napi_env env, napi_callback_info info) {
+        napi_value argv[2], v;
+        nook_ws *ws;
+        nook_error err;
+        char *path = NULL, *out = NULL;
+        if (!get_args(env, info, 2, argv) || !get_ws(env, argv[0], &ws) ||
+                get_string(env, argv[1], false, &path) < 0)
+                return NULL;
+        int r = nook_ws_host_path(ws, path, &out, &err);
+        free(path);
+        if (r < 0)
+                return throw_nook(env, &err);
+        v = make_string(env, out);
+        nook_free(out);
+        return v;
+}
+
+static napi_value js_ws_root(napi_env env, napi_callback_info info) {
+        napi_value argv[1];
+        nook_ws *ws;
+        if (!get_args(env, info, 1, argv) || !get_ws(env, argv[0], &ws))
+                return NULL;
+        return make_string(env, nook_ws_root(ws));
+}
+
+/* parseSize("512m") -> bytes, as libnook reads sizes for the CLI. */
+static napi_value js_parse_size(napi_env env, napi_callback_info info) {
+        napi_value argv[1], v;
+        nook_error err;
+        uint64_t bytes = 0;
+        char *s = NULL;
+        if (!get_args(env, info, 1, argv) || get_string(env, argv[0], false, &s) < 0)
+                return NULL;
+        int r = nook_parse_size(s, &bytes, &err);
+        free(s);
+        if (r < 0)
+                return throw_nook(env, &err);
+        NAPI_OK(env, napi_create_double(env, (double)bytes, &v));
+        return v;
+}
+
+static napi_value js_parse_duration(napi_env env, napi_callback_info info) {
+        napi_value argv[1], v;
+        nook_error err;
+        uint64_t ms = 0;
+        char *s = NULL;
+        if (!get_args(env, info, 1, argv) || get_string(env, argv[0], false, &s) < 0)
+                return NULL;
+        int r = nook_parse_duration_ms(s, &ms, &err);
+        free(s);
+        if (r < 0)
+                return throw_nook(env, &err);
+        NAPI_OK(env, napi_create_double(env, (double)ms, &v));
+        return v;
+}
+
+static napi_value js_version(napi_env env, napi_callback_info info) {
+        return make_string(env, nook_version());
+}
+
+static napi_value js_set_error_class(napi_env env, napi_callback_info info) {
+        napi_value argv[1];
+        if (!get_args(env, info, 1, argv))
+                return NULL;
+        if (error_class)
+                (void)napi_delete_reference(env, error_class);
+        error_class = NULL;
+        NAPI_OK(env, napi_create_reference(env, argv[0], 1, &error_class));
+        return make_undefined(env);
+}
+
+/* ---- exec ------------------------------------------------------------------------------------
+ * execStart(home, name, opts) -> { handle, stdout, stderr, stdin, done: Promise<result> }
+ *
+ * The addon makes the pipes (pipe2 O_CLOEXEC), hands the command's ends to nook_exec_start, which
+ * passes them to the supervisor (SCM_RIGHTS), and closes its own copies: the only writers left are
+ * in the sandbox, so JS sees EOF when the last of them exits.  JS gets the read ends (and the
+ * write end of stdin) and owns them from then on.  The worker thread runs start + wait; cancel
+ * from JS takes the lock so that it never races the handle's creation or release. */
+
+typedef struct exec_ctx {
+        napi_async_work work;
+        napi_deferred deferred;
+        int refs; /* the async work and the JS external: both on the main thread */
+        char *home, *name, *shell, *cwd, *user;
+        char **argv, **env, **secret_env;
+        uint64_t timeout_ms;
+        int child_fds[3]; /* stdin read end, stdout/stderr write ends: given away, then closed */
+        pthread_mutex_t lock;
+        nook_exec *e;
+        bool cancel_requested, finished;
+        int r;
+        nook_error err;
+        nook_exec_result res;
+} exec_ctx;
+
+static void exec_ctx_unref(exec_ctx *c) {
+        if (!c || --c->refs > 0)
+                return;
+        for (int i = 0; i < 3; i++)
+                if (c->child_fds[i] >= 0)
+                        (void)close(c->child_fds[i]);
+        (void)nook_exec_free(c->e);
+        free(c->home);
+        free(c->name);
+        secure_free(c->shell);
+        free(c->cwd);
+        free(c->user);
+        strv_free_secure(c->argv);
+        strv_free_secure(c->env);
+        strv_free_secure(c->secret_env);
+        (void)pthread_mutex_destroy(&c->lock);
+        free(c);
+}
+
+static void exec_execute(napi_env env, void *data) {
+        exec_ctx *c = data;
+        nook *n = NULL;
+        nook_exec *e = NULL;
+        nook_exec_opts o;
+
+        nook_exec_opts_init(&o);
+        o.argv = (const char *const *)c->argv;
+        o.shell = c->shell;
+        o.env = (const char *const *)c->env;
+        o.secret_env = (const char *const *)c->secret_env;
+        o.cwd = c->cwd;
+        o.user = c->user;
+        o.stdin_fd = c->child_fds[0];
+        o.stdout_fd = c->child_fds[1];
+        o.stderr_fd = c->child_fds[2];
+        o.timeout_ms = c->timeout_ms;
+
+        c->r = nook_open(c->home, &n, &c->err);
+        if (c->r >= 0)
+                c->r = nook_exec_start(n, c->name, &o, &e, &c->err);
+        (void)nook_close(n);
+        /* Our copies of the command's ends go now, started or not: EOF must come when the
+         * command's own copies close. */
+        for (int i = 0; i < 3; i++)
+                if (c->child_fds[i] >= 0) {
+                        (void)close(c->child_fds[i]);
+                        c->child_fds[i] = -1;
+                }
+        if (c->r < 0)
+                return;
+        (void)pthread_mutex_lock(&c->lock);
+        c->e = e;
+        if (c->cancel_requested) {
+                nook_error ignore;
+                (void)nook_exec_cancel(e, &ignore);
+        }
+        (void)pthread_mutex_unlock(&c->lock);
+        c->r = nook_exec_wait(e, &c->res, &c->err);
+        (void)pthread_mutex_lock(&c->lock);
+        c->finished = true;
+        (void)pthread_mutex_unlock(&c->lock);
+}
+
+static napi_value exec_result(napi_env env, const exec_ctx *c) {
+        napi_value o, v;
+        NAPI_OK(env, napi_create_object(env, &o));
+        NAPI_OK(env, napi_create_int32(env, c->res.exit_code, &v));
+        NAPI_OK(env, napi_set_named_property(env, o, "exitCode", v));
+        NAPI_OK(env, napi_create_int32(env, c->res.signal, &v));
+        NAPI_OK(env, napi_set_named_property(env, o, "signal", v));
+        NAPI_OK(env, napi_create_string_utf8(env, c->res.reason, strnlen(c->res.reason, sizeof(c->res.reason)), &v));
+        NAPI_OK(env, napi_set_named_property(env, o, "reason", v));
+        return o;
+}
+
+static void exec_complete(napi_env env, napi_status status, void *data) {
+        exec_ctx *c = data;
+        napi_value v = NULL;
+        if (status != napi_ok && c->r >= 0) {
+                c->err = (nook_error){ .code = NOOK_E_INTERNAL };
+                (void)snprintf(c->err.msg, sizeof(c->err.msg), "The command was cancelled by Node");
+                c->r = -NOOK_E_INTERNAL;
+        }
+        if (c->r < 0) {
+                v = make_error(env, &c->err);
+                if (v)
+                        (void)napi_reject_deferred(env, c->deferred, v);
+        } else {
+                v = exec_result(env, c);
+                if (v)
+                        (void)napi_resolve_deferred(env, c->deferred, v);
+        }
+        if (!v) {
+                napi_value e = NULL;
+                bool pending = false;
+                if (napi_is_exception_pending(env, &pending) == napi_ok && pending &&
+                        napi_get_and_clear_last_exception(env, &e) == napi_ok)
+                        (void)napi_reject_deferred(env, c->deferred, e);
+        }
+        (void)pthread_mutex_lock(&c->lock);
+        nook_exec *e = c->e;
+        c->e = NULL;
+        c->finished = true;
+        (void)pthread_mutex_unlock(&c->lock);
+        (void)nook_exec_free(e);
+        (void)napi_delete_async_work(env, c->work);
+        exec_ctx_unref(c);
+}
+
+static void exec_finalize(napi_env env, void *data, void *hint) {
+        exec_ctx_unref(data);
+}
+
+static int get_opt_string(napi_env env, napi_value obj, const char *key, char **ret) {
+        napi_value v;
+        if (napi_get_named_property(env, obj, key, &v) != napi_ok)
+                return -1;
+        return get_string(env, v, true, ret);
+}
+
+static int get_opt_strv(napi_env env, napi_value obj, const char *key, char ***ret) {
+        napi_value v;
+        if (napi_get_named_property(env, obj, key, &v) != napi_ok)
+                return -1;
+        return get_strv(env, v, ret);
+}
+
+static int exec_ctx_fill(napi_env env, exec_ctx *c, napi_value *argv) {
+        napi_value v;
+        napi_valuetype t;
+        double d = 0;
+        bool want_stdin = false;
+        if (get_string(env, argv[0], true, &c->home) < 0 || get_string(env, argv[1], false, &c->name) < 0 ||
+                get_opt_strv(env, argv[2], "argv", &c->argv) < 0 ||
+                get_opt_string(env, argv[2], "shell", &c->shell) < 0 ||
+                get_opt_strv(env, argv[2], "env", &c->env) < 0 ||
+                get_opt_strv(env, argv[2], "secretEnv", &c->secret_env) < 0 ||
+                get_opt_string(env, argv[2], "cwd", &c->cwd) < 0 ||
+                get_opt_string(env, argv[2], "user", &c->user) < 0)
+                return -1;
+        if (napi_get_named_property(env, argv[2], "timeoutMs", &v) != napi_ok || napi_typeof(env, v, &t) != napi_ok)
+                return -1;
+        if (t == napi_number && napi_get_value_double(env, v, &d) == napi_ok && d > 0)
+                c->timeout_ms = (uint64_t)d;
+        if (napi_get_named_property(env, argv[2], "stdin", &v) != napi_ok ||
+                napi_get_value_bool(env, v, &want_stdin) != napi_ok)
+                want_stdin = false;
+        return want_stdin ? 1 : 0;
+}
+
+static napi_value set_fd(napi_env env, napi_value obj, const char *key, int fd) {
+        napi_value v;
+        NAPI_OK(env, napi_create_int32(env, fd, &v));
+        NAPI_OK(env, napi_set_named_property(env, obj, key, v));
+        return obj;
+}
+
+static napi_value js_exec_start(napi_env env, napi_callback_info info) {
+        napi_value argv[3], ret, promise, handle, name;
+        int pipes[3][2] = { { -1, -1 }, { -1, -1 }, { -1, -1 } };
+        if (!get_args(env, info, 3, argv))
+                return NULL;
+        exec_ctx *c = calloc(1, sizeof(*c));
+        if (!c)
+                return throw_invalid(env, "Out of memory");
+        c->refs = 1;
+        c->child_fds[0] = c->child_fds[1] = c->child_fds[2] = -1;
+        (void)pthread_mutex_init(&c->lock, NULL);
+        int want_stdin = exec_ctx_fill(env, c, argv);
+        if (want_stdin < 0)
+                goto fail;
+        for (int i = want_stdin ? 0 : 1; i < 3; i++)
+                if (pipe2(pipes[i], O_CLOEXEC) < 0) {
+                        nook_error err = { .code = NOOK_E_IO, .sys_errno = errno };
+                        (void)snprintf(err.msg, sizeof(err.msg), "Cannot create a pipe: %s", strerror(errno));
+                        (void)throw_nook(env, &err);
+                        goto fail;
+                }
+        /* the command reads stdin's read end and writes the write ends of the others */
+        c->child_fds[0] = pipes[0][0];
+        c->child_fds[1] = pipes[1][1];
+        c->child_fds[2] = pipes[2][1];
+        pipes[0][0] = pipes[1][1] = pipes[2][1] = -1;
+
+        if (napi_create_object(env, &ret) != napi_ok || napi_create_promise(env, &c->deferred, &promise) != napi_ok ||
+                napi_create_external(env, c, exec_finalize, NULL, &handle) != napi_ok) {
+                throw_napi_failure(env, "execStart");
+                goto fail;
+        }
+        c->refs++; /* the external holds one from here on */
+        if (napi_create_string_utf8(env, "nook.exec", NAPI_AUTO_LENGTH, &name) != napi_ok ||
+                napi_create_async_work(env, NULL, name, exec_execute, exec_complete, c, &c->work) != napi_ok) {
+                throw_napi_failure(env, "napi_create_async_work");
+                goto fail;
+        }
+        if (napi_set_named_property(env, ret, "handle", handle) != napi_ok ||
+                napi_set_named_property(env, ret, "done", promise) != napi_ok ||
+                !set_fd(env, ret, "stdout", pipes[1][0]) || !set_fd(env, ret, "stderr", pipes[2][0]) ||
+                !set_fd(env, ret, "stdin", pipes[0][1])) {
+                (void)napi_delete_async_work(env, c->work);
+                goto fail;
+        }
+        if (napi_queue_async_work(env, c->work) != napi_ok) {
+                throw_napi_failure(env, "napi_queue_async_work");
+                (void)napi_delete_async_work(env, c->work);
+                goto fail;
+        }
+        return ret; /* the JS side owns pipes[1][0], pipes[2][0], pipes[0][1] now */
+fail:
+        for (int i = 0; i < 3; i++)
+                for (int j = 0; j < 2; j++)
+                        if (pipes[i][j] >= 0)
+                                (void)close(pipes[i][j]);
+        exec_ctx_unref(c); /* the external's reference, if any, goes with its finalizer */
+        return NULL;
+}
+
+/* execCancel(handle): kills the command's process tree (now, or as soon as it has started). */
+static napi_value js_exec_cancel(napi_env env, napi_callback_info info) {
+        napi_value argv[1];
+        void *p = NULL;
+        nook_error err = { 0 };
+        int r = 0;
+        if (!get_args(env, info, 1, argv))
+                return NULL;
+        NAPI_OK(env, napi_get_value_external(env, argv[0], &p));
+        exec_ctx *c = p;
+        (void)pthread_mutex_lock(&c->lock);
+        if (!c->finished) {
+                if (c->e)
+                        r = nook_exec_cancel(c->e, &err);
+                else
+                        c->cancel_requested = true;
+        }
+        (void)pthread_mutex_unlock(&c->lock);
+        if (r < 0)
+                return throw_nook(env, &err);
+        return make_undefined(env);
+}
+
+/* ---- module -------------------------------------------------------------------------------- */
+
+static napi_value init(napi_env env, napi_value exports) {
+        static const struct {
+                const char *name;
+                napi_callback cb;
+        } fns[] = {
+                { "version", js_version },
+                { "setErrorClass", js_set_error_class },
+                { "home", js_home },
+                { "create", js_create },
+                { "start", js_start },
+                { "stop", js_stop },
+                { "remove", js_remove },
+                { "inspect", js_inspect },
+                { "list", js_list },
+                { "wsDir", js_ws_dir },
+                { "wsOpen", js_ws_open },
+                { "wsRoot", js_ws_root },
+                { "wsWrite", js_ws_write },
+                { "wsRead", js_ws_read },
+                { "wsExists", js_ws_exists },
+                { "wsHostPath", js_ws_host_path },
+                { "parseSize", js_parse_size },
+                { "parseDuration", js_parse_duration },
+                { "execStart", js_exec_start },
+                { "execCancel", js_exec_cancel },
+        };
+        for (size_t i = 0; i < sizeof(fns) / sizeof(fns[0]); i++) {
+                napi_value f;
+                NAPI_OK(env, napi_create_function(env, fns[i].name, NAPI_AUTO_LENGTH, fns[i].cb, NULL, &f));
+                NAPI_OK(env, napi_set_named_property(env, exports, fns[i].name, f));
+        }
+        napi_value v;
+        NAPI_OK(env, napi_create_uint32(env, NOOK_CREATE_REPLACE, &v));
+        NAPI_OK(env, napi_set_named_property(env, exports, "CREATE_REPLACE", v));
+        return exports;
+}
+
+NAPI_MODULE(nook_node, init)

@@ -155,6 +155,13 @@ NOOK_PUBLIC int nook_sandbox_inspect(nook *n, const char *name, char **ret_json,
 NOOK_PUBLIC int nook_sandbox_list(
         nook *n, const char *const *label_filters, char **ret_json, nook_error *err);
 
+/* A running sandbox's cgroup statistics as JSON: cpuUsageNs, memoryBytes, memoryPeakBytes, pids,
+ * oomKills, and the limits. */
+NOOK_PUBLIC int nook_sandbox_stats(nook *n, const char *name, char **ret_json, nook_error *err);
+/* Changes a running sandbox's limits: {"cpus": N, "memoryMib": M (or "memory": "1g"), "pidsMax": P}.
+ * Above the spec's maxCpus / maxMemoryMib headroom: NOOK_E_REFUSED. */
+NOOK_PUBLIC int nook_sandbox_update(nook *n, const char *name, const char *update_json, nook_error *err);
+
 typedef struct nook_exec_opts {
         const char *const *argv; /* the command, or NULL when shell is set */
         const char *shell; /* a shell string, run as /bin/sh -lc SHELL */

@@ -270,6 +270,9 @@ static int run_exec(nook *n, const char *name, exec_args *a, char **argv) {
                 fprintf(stderr, "nook: the command timed out and was killed with its process tree\n");
                 return CLI_EXIT_TIMEOUT;
         }
+        if (strcmp(res.reason, "oom") == 0)
+                fprintf(stderr,
+                        "nook: the command was killed by the OOM killer: the sandbox hit its memory limit\n");
         if (res.signal)
                 return 128 + res.signal;
         return res.exit_code;
@@ -337,7 +340,7 @@ int cmd_run(int argc, char **argv) {
         const char *name = NULL;
         bool keep = false;
         int c, r;
-        while ((c = getopt_long(argc, argv, "+he:l:w:u:ic:t", opts, NULL)) >= 0) {
+        while ((c = getopt_long(argc, argv, "+he:l:m:w:u:ic:t", opts, NULL)) >= 0) {
                 if (c == 'h') {
                         printf("Usage: nook run [OPTIONS] [--] COMMAND [ARG...]\n\n"
                                "Create a sandbox, run one command in it, and remove it with its workspace.\n\n"

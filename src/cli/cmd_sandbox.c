@@ -267,3 +267,87 @@ int cmd_logs(int argc, char **argv) {
         fclose(f);
         return 0;
 }
+
+int cmd_stats(int argc, char **argv) {
+        if (argc != 2 || argv[1][0] == '-') {
+                if (argc == 2 && (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0)) {
+                        printf("Usage: nook stats NAME\n\nCPU time, memory (current and peak), processes and OOM kills of a running sandbox.\n");
+                        return 0;
+                }
+                return cli_usage_error("stats", "expected exactly one sandbox NAME");
+        }
+        nook *n = NULL;
+        nook_error err = { 0 };
+        char *text = NULL;
+        if (cli_open(&n, &err) < 0 || nook_sandbox_stats(n, argv[1], &text, &err) < 0) {
+                nook_close(n);
+                return cli_fail(&err);
+        }
+        nook_close(n);
+        if (arg_json) {
+                print_json_string(text);
+        } else {
+                json_t *o = json_loads(text, 0, NULL);
+                json_t *ml = json_object_get(o, "memoryLimitBytes"), *cl = json_object_get(o, "cpusLimit");
+                json_t *pl = json_object_get(o, "pidsLimit");
+                char lim[64];
+                printf("cpu       %.3f s used",
+                        (double)json_integer_value(json_object_get(o, "cpuUsageNs")) / 1e9);
+                printf(json_is_integer(cl) ? ", limit %lld cpus\n" : ", no limit\n",
+                        (long long)json_integer_value(cl));
+                if (json_is_integer(ml))
+                        snprintf(lim, sizeof(lim), "limit %.1f MiB",
+                                (double)json_integer_value(ml) / 1048576.0);
+                else
+                        snprintf(lim, sizeof(lim), "no limit");
+                printf("memory    %.1f MiB, peak %.1f MiB, %s\n",
+                        (double)json_integer_value(json_object_get(o, "memoryBytes")) / 1048576.0,
+                        (double)json_integer_value(json_object_get(o, "memoryPeakBytes")) / 1048576.0, lim);
+                printf(json_is_integer(pl) ? "pids      %lld, limit %lld\n" : "pids      %lld, no limit\n",
+                        (long long)json_integer_value(json_object_get(o, "pids")),
+                        (long long)json_integer_value(pl));
+                printf("oom kills %lld\n", (long long)json_integer_value(json_object_get(o, "oomKills")));
+                json_decref(o);
+        }
+        nook_free(text);
+        return 0;
+}
+
+int cmd_update(int argc, char **argv) {
+        static const struct option opts[] = { { "cpus", required_argument, NULL, 1010 },
+                { "memory", required_argument, NULL, 'm' }, { "pids-max", required_argument, NULL, 1011 },
+                { "help", no_argument, NULL, 'h' }, {} };
+        json_t *upd = json_object();
+        int c;
+        while ((c = getopt_long(argc, argv, "+hm:", opts, NULL)) >= 0) {
+                if (c == 'h') {
+                        printf("Usage: nook update [--cpus N] [--memory SIZE] [--pids-max N] NAME\n\n"
+                               "Change a running sandbox's limits, within the --max-cpus/--max-memory it was created with.\n");
+                        json_decref(upd);
+                        return 0;
+                }
+                int r = spec_opt_apply("update", upd, c, optarg);
+                if (r <= 0) {
+                        json_decref(upd);
+                        return r < 0 ? CLI_EXIT_USAGE : cli_usage_error("update", "unknown option");
+                }
+        }
+        if (optind != argc - 1 || json_object_size(upd) == 0) {
+                json_decref(upd);
+                return cli_usage_error(
+                        "update", "expected at least one of --cpus, --memory, --pids-max and one NAME");
+        }
+        char *text = json_dumps(upd, JSON_COMPACT);
+        json_decref(upd);
+        nook *n = NULL;
+        nook_error err = { 0 };
+        int r = cli_open(&n, &err);
+        if (r >= 0)
+                r = nook_sandbox_update(n, argv[optind], text, &err);
+        free(text);
+        nook_close(n);
+        if (r < 0)
+                return cli_fail(&err);
+        puts(argv[optind]);
+        return 0;
+}

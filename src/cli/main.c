@@ -22,6 +22,8 @@ static const cli_command commands[] = {
         { "ls", cmd_ls, "List sandboxes" },
         { "inspect", cmd_inspect, "Show a sandbox's details, including why it stopped" },
         { "logs", cmd_logs, "Show a sandbox's supervisor log" },
+        { "stats", cmd_stats, "Show a running sandbox's cpu, memory and process use" },
+        { "update", cmd_update, "Change a running sandbox's resource limits" },
         { "cp", cmd_cp, "Copy files between the host and a workspace (NAME:PATH)" },
         { "cat", cmd_cat, "Print a workspace file (NAME:PATH)" },
         { "ws", cmd_ws, "Workspace files: path, write, cat, ls, rm, mkdir, mv" },
@@ -43,8 +45,8 @@ static void help(FILE *f) {
                 "  -h, --help   this help; 'nook COMMAND --help' for a command's\n"
                 "  --version    print the version\n\n"
                 "Images: 'host' (the default: the host's /usr read-only, no download) or a root\n"
-                "filesystem directory. Registry images, network egress, resource limits, volumes\n"
-                "and snapshots are not in this version yet.\n\n"
+                "filesystem directory. Registry images, network egress, volumes and snapshots\n"
+                "are not in this version yet.\n\n"
                 "Example:\n  nook run -- sh -c 'echo hello from $(hostname)'\n");
 }
 

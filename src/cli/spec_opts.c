@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include <jansson.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "nook.h"
@@ -81,6 +82,23 @@ int spec_opt_apply(const char *cmd, json_t *spec, int opt, const char *arg) {
                 return json_object_set_new(spec, "persistence", json_string(arg)) < 0 ? -1 : 1;
         case 'u':
                 return json_object_set_new(spec, "user", json_string(arg)) < 0 ? -1 : 1;
+        case 1010:
+                return json_object_set_new(spec, "cpus", json_string(arg)) < 0 ? -1 : 1;
+        case 'm':
+                return json_object_set_new(spec, "memory", json_string(arg)) < 0 ? -1 : 1;
+        case 1011: {
+                char *end;
+                long long v = strtoll(arg, &end, 10);
+                if (*end || v < 1) {
+                        cli_usage_error(cmd, "--pids-max expects a whole number >= 1, got '%s'", arg);
+                        return -1;
+                }
+                return json_object_set_new(spec, "pidsMax", json_integer(v)) < 0 ? -1 : 1;
+        }
+        case 1012:
+                return json_object_set_new(spec, "maxCpus", json_string(arg)) < 0 ? -1 : 1;
+        case 1013:
+                return json_object_set_new(spec, "maxMemoryMib", json_string(arg)) < 0 ? -1 : 1;
         default:
                 return 0;
         }

@@ -6,18 +6,27 @@
 #include <jansson.h>
 #include <stdbool.h>
 
-#define SPEC_OPTS_SHORT "e:l:"
-#define SPEC_OPTS_LONG                                                                                      \
-        { "image", required_argument, NULL, 1000 }, { "env", required_argument, NULL, 'e' },                \
-                { "label", required_argument, NULL, 'l' }, { "sticky", no_argument, NULL, 1001 },           \
-                { "max-duration", required_argument, NULL, 1002 },                                          \
-                { "idle-timeout", required_argument, NULL, 1003 },                                          \
-                { "security", required_argument, NULL, 1004 },                                              \
-                { "network", required_argument, NULL, 1005 }, { "workdir", required_argument, NULL, 1006 }, \
-                { "spec", required_argument, NULL, 1007 },                                                  \
-                { "persistence", required_argument, NULL, 1008 }, {                                         \
-                "user", required_argument, NULL, 'u'                                                        \
-        }
+#define SPEC_OPTS_SHORT "e:l:m:"
+/* clang-format off */
+#define SPEC_OPTS_LONG                                                  \
+        { "image", required_argument, NULL, 1000 },                     \
+        { "env", required_argument, NULL, 'e' },                        \
+        { "label", required_argument, NULL, 'l' },                      \
+        { "sticky", no_argument, NULL, 1001 },                          \
+        { "max-duration", required_argument, NULL, 1002 },              \
+        { "idle-timeout", required_argument, NULL, 1003 },              \
+        { "security", required_argument, NULL, 1004 },                  \
+        { "network", required_argument, NULL, 1005 },                   \
+        { "workdir", required_argument, NULL, 1006 },                   \
+        { "spec", required_argument, NULL, 1007 },                      \
+        { "persistence", required_argument, NULL, 1008 },               \
+        { "user", required_argument, NULL, 'u' },                       \
+        { "cpus", required_argument, NULL, 1010 },                      \
+        { "memory", required_argument, NULL, 'm' },                     \
+        { "pids-max", required_argument, NULL, 1011 },                  \
+        { "max-cpus", required_argument, NULL, 1012 },                  \
+        { "max-memory", required_argument, NULL, 1013 }
+/* clang-format on */
 
 #define SPEC_OPTS_HELP                                                                                      \
         "  --image IMAGE          'host' (default) or a root filesystem directory\n"                        \
@@ -31,6 +40,10 @@
         "  --network MODE         off (default; loopback only)\n"                                           \
         "  --workdir DIR          default working directory of execs (default /workspace)\n"                \
         "  -u, --user USER        default user of execs\n"                                                  \
+        "  --cpus N               CPU limit, whole CPUs (fractions round up)\n"                    \
+        "  -m, --memory SIZE      memory limit: 512m, 2g, ... (the OOM killer ends what exceeds it)\n" \
+        "  --pids-max N           process limit\n"                                                 \
+        "  --max-cpus N, --max-memory SIZE  headroom for 'nook update'\n"                          \
         "  --spec FILE            a JSON spec (- for stdin); the options above override it\n"
 
 /* Applies one parsed option to the spec; returns 1 if it was a spec option, 0 if not, <0 with

@@ -262,7 +262,11 @@ static int prepare_state(nook *n, const char *name, const sb_spec *spec, bool ke
                 .profile = spec->security,
                 .max_duration_ms = spec->max_duration_secs * 1000,
                 .idle_timeout_ms = spec->idle_timeout_secs * 1000,
-                .ephemeral = !spec->sticky };
+                .ephemeral = !spec->sticky,
+                .home = n->home,
+                .cpus = spec->cpus,
+                .memory_bytes = spec->memory_mib * 1024 * 1024,
+                .pids_max = spec->pids_max };
         r = sup_config_to_file(&c, cfgp, err);
         sb_image_done(&img);
         return r;

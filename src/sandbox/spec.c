@@ -10,6 +10,7 @@
 #include "sandbox/spec.h"
 #include "util/error.h"
 #include "util/macro.h"
+#include "util/parse.h"
 #include "util/str.h"
 
 #define SPEC_MAX_BYTES (1024 * 1024)
@@ -26,10 +27,11 @@ void sb_spec_done(sb_spec *s) {
 }
 
 /* Fields that a later version of nook implements: refused clearly instead of ignored. */
-static const char *const not_yet[] = { "cpus", "maxCpus", "memoryMib", "maxMemoryMib", "memory", "pidsMax",
-        "ports", "volumes", "snapshot", "scripts", "setupFiles", "pullPolicy" };
-static const char *const known[] = { "image", "env", "labels", "persistence", "maxDurationSecs",
-        "idleTimeoutSecs", "security", "network", "workdir", "user" };
+static const char *const not_yet[] = { "ports", "volumes", "snapshot", "scripts", "setupFiles",
+        "pullPolicy" };
+static const char *const known[] = { "cpus", "maxCpus", "memoryMib", "maxMemoryMib", "memory", "pidsMax",
+        "image", "env", "labels", "persistence", "maxDurationSecs", "idleTimeoutSecs", "security", "network",
+        "workdir", "user" };
 
 static bool in_list(const char *k, const char *const *l, size_t n) {
         for (size_t i = 0; i < n; i++)
@@ -145,6 +147,74 @@ static int check_fields(json_t *o, nook_error *err) {
         return 0;
 }
 
+/* cpus: a whole number; fractions round up, as Smithers' cpuLimit does.  Number or string. */
+static int get_cpus(json_t *o, const char *k, unsigned *ret, nook_error *err) {
+        json_t *v = json_object_get(o, k);
+        char buf[64];
+        *ret = 0;
+        if (!v || json_is_null(v))
+                return 0;
+        if (json_is_number(v))
+                (void)snprintf(buf, sizeof(buf), "%.6f", json_number_value(v));
+        else if (json_is_string(v))
+                (void)snprintf(buf, sizeof(buf), "%s", json_string_value(v));
+        else
+                return nook_err_set(
+                        err, NOOK_E_INVALID, "Invalid spec: field '%s' must be a number of CPUs", k);
+        int r = parse_cpus(buf, ret, err);
+        return r < 0 ? nook_err_wrap(err, "Invalid spec: field '%s'", k) : 0;
+}
+
+/* memoryMib as a number of MiB, or a Docker-style string ("512m", "2g"). */
+static int get_mib(json_t *o, const char *k, uint64_t *ret, nook_error *err) {
+        json_t *v = json_object_get(o, k);
+        *ret = 0;
+        if (!v || json_is_null(v))
+                return 0;
+        if (json_is_integer(v) && json_integer_value(v) >= 0) {
+                *ret = (uint64_t)json_integer_value(v);
+                return 0;
+        }
+        if (json_is_string(v)) {
+                int r = parse_memory_mib(json_string_value(v), ret, err);
+                return r < 0 ? nook_err_wrap(err, "Invalid spec: field '%s'", k) : 0;
+        }
+        return nook_err_set(err, NOOK_E_INVALID,
+                "Invalid spec: field '%s' must be a whole number of MiB or a size like '512m'", k);
+}
+
+static int parse_limits(json_t *o, sb_spec *s, nook_error *err) {
+        uint64_t mem_str = 0;
+        int r;
+        if ((r = get_cpus(o, "cpus", &s->cpus, err)) < 0 ||
+                (r = get_cpus(o, "maxCpus", &s->max_cpus, err)) < 0 ||
+                (r = get_mib(o, "memoryMib", &s->memory_mib, err)) < 0 ||
+                (r = get_mib(o, "memory", &mem_str, err)) < 0 ||
+                (r = get_mib(o, "maxMemoryMib", &s->max_memory_mib, err)) < 0)
+                return r;
+        if (mem_str && s->memory_mib)
+                return nook_err_set(
+                        err, NOOK_E_INVALID, "Invalid spec: give 'memoryMib' or 'memory', not both");
+        if (mem_str)
+                s->memory_mib = mem_str;
+        json_t *p = json_object_get(o, "pidsMax");
+        if (p && !json_is_null(p)) {
+                if (!json_is_integer(p) || json_integer_value(p) < 1)
+                        return nook_err_set(err, NOOK_E_INVALID,
+                                "Invalid spec: field 'pidsMax' must be a whole number >= 1");
+                s->pids_max = (uint64_t)json_integer_value(p);
+        }
+        if (s->memory_mib && s->memory_mib < 4)
+                return nook_err_set(err, NOOK_E_INVALID,
+                        "Invalid spec: a memory limit below 4 MiB cannot run a sandbox");
+        if (s->max_cpus && s->cpus > s->max_cpus)
+                return nook_err_set(err, NOOK_E_INVALID, "Invalid spec: cpus (%u) is above maxCpus (%u)",
+                        s->cpus, s->max_cpus);
+        if (s->max_memory_mib && s->memory_mib > s->max_memory_mib)
+                return nook_err_set(err, NOOK_E_INVALID, "Invalid spec: memoryMib is above maxMemoryMib");
+        return 0;
+}
+
 static int parse_fields(json_t *o, sb_spec *s, nook_error *err) {
         _cleanup_free_ char *persistence = NULL, *network = NULL;
         int r;
@@ -180,6 +250,9 @@ static int parse_fields(json_t *o, sb_spec *s, nook_error *err) {
         if (s->user && (strlen(s->user) == 0 || strlen(s->user) > 64 || strpbrk(s->user, "\n/")))
                 return nook_err_set(err, NOOK_E_INVALID,
                         "Invalid spec: user '%s' is not a user name or uid[:gid]", s->user);
+        r = parse_limits(o, s, err);
+        if (r < 0)
+                return r;
         return resolve_image(s, err);
 }
 
@@ -230,6 +303,16 @@ char *sb_spec_to_json(const sb_spec *s) {
                 "off", "workdir", s->workdir, "user", s->user);
         if (!o)
                 return NULL;
+        if (s->cpus)
+                json_object_set_new(o, "cpus", json_integer(s->cpus));
+        if (s->max_cpus)
+                json_object_set_new(o, "maxCpus", json_integer(s->max_cpus));
+        if (s->memory_mib)
+                json_object_set_new(o, "memoryMib", json_integer((json_int_t)s->memory_mib));
+        if (s->max_memory_mib)
+                json_object_set_new(o, "maxMemoryMib", json_integer((json_int_t)s->max_memory_mib));
+        if (s->pids_max)
+                json_object_set_new(o, "pidsMax", json_integer((json_int_t)s->pids_max));
         char *t = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
         json_decref(o);
         return t;

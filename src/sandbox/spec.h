@@ -16,6 +16,10 @@ typedef struct sb_spec {
         char *security; /* "default" | "restricted" */
         char *workdir;
         char *user;
+        /* resources: 0 = unlimited; max_* are the headroom for `nook update` (0 = the limit) */
+        unsigned cpus, max_cpus;
+        uint64_t memory_mib, max_memory_mib;
+        uint64_t pids_max;
 } sb_spec;
 
 void sb_spec_done(sb_spec *s);

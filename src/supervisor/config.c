@@ -25,6 +25,7 @@ void sup_config_done(sup_config *c) {
         free(c->workdir);
         free(c->user);
         free(c->profile);
+        free(c->home);
         memset(c, 0, sizeof(*c));
 }
 
@@ -44,6 +45,10 @@ int sup_config_to_file(const sup_config *c, const char *path, nook_error *err) {
                 c->ephemeral);
         if (!o)
                 return nook_err_oom(err);
+        json_object_set_new(o, "home", c->home ? json_string(c->home) : json_null());
+        json_object_set_new(o, "cpus", json_integer(c->cpus));
+        json_object_set_new(o, "memoryBytes", json_integer((json_int_t)c->memory_bytes));
+        json_object_set_new(o, "pidsMax", json_integer((json_int_t)c->pids_max));
         _cleanup_free_ char *tmp = strprintf("%s.tmp", path);
         if (!tmp) {
                 json_decref(o);
@@ -121,6 +126,14 @@ int sup_config_from_file(const char *path, sup_config *ret, nook_error *err) {
         c.max_duration_ms = (uint64_t)json_integer_value(json_object_get(o, "maxDurationMs"));
         c.idle_timeout_ms = (uint64_t)json_integer_value(json_object_get(o, "idleTimeoutMs"));
         c.ephemeral = json_is_true(json_object_get(o, "ephemeral"));
+        c.cpus = (unsigned)json_integer_value(json_object_get(o, "cpus"));
+        c.memory_bytes = (uint64_t)json_integer_value(json_object_get(o, "memoryBytes"));
+        c.pids_max = (uint64_t)json_integer_value(json_object_get(o, "pidsMax"));
+        if ((r = get_str(o, "home", false, &c.home, err)) < 0) {
+                json_decref(o);
+                sup_config_done(&c);
+                return r;
+        }
         json_decref(o);
         *ret = c;
         return 0;

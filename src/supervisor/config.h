@@ -20,6 +20,10 @@ typedef struct sup_config {
         char *user; /* default user of execs */
         char *profile; /* "default" | "restricted" */
         uint64_t max_duration_ms, idle_timeout_ms;
+        char *home; /* the state root: names the sandbox's cgroup */
+        unsigned cpus; /* resource limits, 0 = unlimited */
+        uint64_t memory_bytes;
+        uint64_t pids_max;
         bool ephemeral;
 } sup_config;
 

@@ -5,6 +5,7 @@
 #include <grp.h>
 #include <jansson.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <termios.h>
 #include <stdio.h>
@@ -654,6 +655,12 @@ _Noreturn void init_main(int sock, const sup_config *c, bool rootless) {
         json_decref(msg);
         if (!opened)
                 fail_to_supervisor(sock, &err);
+        /* The supervisor has put us in our cgroup by now: a cgroup namespace made here is rooted
+         * there, so the sandbox sees its own cgroup as "/". */
+        if (unshare(CLONE_NEWCGROUP) < 0) {
+                (void)nook_err_errno(&err, NOOK_E_IO, "Cannot create the sandbox's cgroup namespace");
+                fail_to_supervisor(sock, &err);
+        }
         if ((r = init_become_root(rf->rootless, &err)) < 0 || (r = iso_rootfs_setup(rf, &err)) < 0 ||
                 (r = iso_net_uts_setup(c->name, &err)) < 0)
                 fail_to_supervisor(sock, &err);

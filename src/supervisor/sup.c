@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "nook.h"
+#include "isolate/cgroup.h"
 #include "isolate/rootfs.h"
 #include "isolate/userns.h"
 #include "supervisor/exitfile.h"
@@ -44,6 +45,7 @@ typedef struct client {
         bool wants_stopped; /* sent "stop": answer when the sandbox is down */
         uint64_t deadline; /* exec timeout (monotonic ms), 0 = none */
         const char *reason; /* why the exec ended early: "timeout", "cancelled" */
+        uint64_t oom_kills_at_start; /* the cgroup's OOM kill count when the exec began */
 } client;
 
 typedef struct sup {
@@ -59,7 +61,33 @@ typedef struct sup {
         bool stopping;
         uint64_t stop_deadline;
         const char *stop_reason;
+        iso_cgroup *cg; /* NULL: no cgroup (rootless without delegation and no limits) */
 } sup;
+
+static uint64_t oom_kills(sup *s) {
+        iso_cgroup_stats st;
+        nook_error ignore;
+        if (!s->cg || iso_cgroup_read_stats(s->cg, &st, &ignore) < 0)
+                return 0;
+        return st.oom_kills;
+}
+
+/* Every sandbox gets a cgroup when the host lets us make one (stats, OOM reports); a requested
+ * limit the host cannot enforce is an error, never a silently unlimited sandbox. */
+static int setup_cgroup(sup *s, nook_error *err) {
+        const sup_config *c = s->cfg;
+        iso_limits l = { .cpus = c->cpus, .memory_bytes = c->memory_bytes, .pids_max = c->pids_max };
+        bool wanted = l.cpus || l.memory_bytes || l.pids_max;
+        char reason[160];
+        if (!c->home || (!wanted && !iso_cgroup_available(reason, sizeof(reason))))
+                return 0;
+        int r = iso_cgroup_create(c->home, c->name, &l, &s->cg, err);
+        if (r < 0 && !wanted) {
+                log_debug("no cgroup for the sandbox: %s, ignoring", err->msg);
+                return 0;
+        }
+        return r;
+}
 
 static void sup_log(const char *line) {
         fprintf(stderr, "%s\n", line);
@@ -95,10 +123,12 @@ static int start_init(sup *s, nook_error *err) {
         if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0)
                 return nook_err_errno(err, NOOK_E_IO, "Cannot create the init socket");
         /* clone() as a fork with namespace flags: we are single-threaded (STYLE.md R12).  The
-         * child creates every namespace at once, owned by its new user namespace. */
+         * child creates every namespace at once, owned by its new user namespace, except the
+         * cgroup namespace: init unshares that after we moved it into its cgroup, so the
+         * namespace's root is the sandbox's own cgroup. */
         long pid = syscall(SYS_clone,
                 CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWNET |
-                        CLONE_NEWCGROUP | SIGCHLD,
+                        SIGCHLD,
                 0, 0, 0, 0);
         if (pid < 0) {
                 int e = errno;
@@ -118,6 +148,8 @@ static int start_init(sup *s, nook_error *err) {
         r = iso_userns_write_maps(s->init_pid, err);
         if (r < 0)
                 return r;
+        if (s->cg && (r = iso_cgroup_attach(s->cg, s->init_pid, err)) < 0)
+                return nook_err_wrap(err, "moving the sandbox into its cgroup");
         json_t *m = json_pack("{s:s}", "op", "maps");
         r = m ? proto_send(s->init_sock, m, NULL, 0) : -ENOMEM;
         json_decref(m);
@@ -305,6 +337,7 @@ static void handle_exec(sup *s, client *c, json_t *req, int *fds, size_t n_fds) 
         json_int_t t = json_integer_value(json_object_get(req, "timeoutMs"));
         c->exec_id = id;
         c->exec_running = true;
+        c->oom_kills_at_start = oom_kills(s);
         c->detach = json_is_true(json_object_get(req, "detach"));
         c->deadline = t > 0 ? now_ms() + (uint64_t)t : 0;
         s->last_activity_ms = now_ms();
@@ -405,6 +438,10 @@ static void handle_init(sup *s) {
                 json_int_t st = json_integer_value(json_object_get(msg, "status"));
                 if (c) {
                         c->exec_running = false;
+                        /* killed by SIGKILL while the cgroup counted a new OOM kill: say so */
+                        if (!c->reason && WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL &&
+                                oom_kills(s) > c->oom_kills_at_start)
+                                c->reason = "oom";
                         client_send(c,
                                 json_pack("{s:s, s:I, s:I, s:s}", "op", "exited", "id", id, "status", st,
                                         "reason", c->reason ? c->reason : "exited"));
@@ -511,7 +548,12 @@ static int sup_loop(sup *s) {
 static void finish(sup *s, int init_status) {
         nook_error err = { 0 };
         exit_record rec = { .stopped_at = now_epoch(), .init_status = init_status };
-        (void)snprintf(rec.reason, sizeof(rec.reason), "%s", s->stopping ? s->stop_reason : "init_died");
+        const char *why = s->stopping ? s->stop_reason : oom_kills(s) > 0 ? "oom" : "init_died";
+        (void)snprintf(rec.reason, sizeof(rec.reason), "%s", why);
+        if (s->cg) {
+                iso_cgroup_destroy(s->cg);
+                s->cg = iso_cgroup_free(s->cg);
+        }
         log_debug("sandbox stopped: %s (init status %d)", rec.reason, init_status);
         _cleanup_free_ char *sock = strprintf("%s/ctl.sock", s->state_dir);
         if (sock)
@@ -553,6 +595,8 @@ int sup_run(const sup_config *c, const char *state_dir, int ready_fd) {
         if (s.sig_fd < 0)
                 r = nook_err_errno(&err, NOOK_E_IO, "Cannot create a signalfd");
         else
+                r = setup_cgroup(&s, &err);
+        if (r >= 0)
                 r = start_init(&s, &err);
         if (r >= 0)
                 r = listen_control(&s, &err);
@@ -561,6 +605,10 @@ int sup_run(const sup_config *c, const char *state_dir, int ready_fd) {
                 if (s.init_pid > 0) {
                         (void)kill(s.init_pid, SIGKILL);
                         (void)pid_wait(s.init_pid, NULL);
+                }
+                if (s.cg) {
+                        iso_cgroup_destroy(s.cg);
+                        s.cg = iso_cgroup_free(s.cg);
                 }
                 if (s.listen_fd >= 0) {
                         _cleanup_free_ char *sock = strprintf("%s/ctl.sock", state_dir);

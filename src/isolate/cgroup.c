@@ -1,0 +1,403 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <unistd.h>
+
+#include "nook.h"
+#include "isolate/cgroup.h"
+#include "util/error.h"
+#include "util/fd.h"
+#include "util/macro.h"
+#include "util/str.h"
+
+#ifndef CGROUP2_SUPER_MAGIC
+#define CGROUP2_SUPER_MAGIC 0x63677270
+#endif
+
+#define CPU_PERIOD_US 100000ull
+
+enum { V1_CPU, V1_CPUACCT, V1_MEMORY, V1_PIDS, _V1_MAX };
+static const char *const v1_names[_V1_MAX] = { "cpu", "cpuacct", "memory", "pids" };
+
+struct iso_cgroup {
+        bool v2;
+        char *path; /* v2 */
+        char *v1[_V1_MAX]; /* v1, NULL where the controller is missing */
+};
+
+static int write_file(const char *dir, const char *file, const char *value, nook_error *err) {
+        char p[PATH_MAX];
+        (void)snprintf(p, sizeof(p), "%s/%s", dir, file);
+        _cleanup_close_ int fd = open(p, O_WRONLY | O_CLOEXEC);
+        if (fd < 0)
+                return nook_err_errno(err, NOOK_E_IO, "Cannot open '%s'", p);
+        int r = fd_write_all(fd, value, strlen(value));
+        if (r < 0)
+                return nook_err_errnum(err, NOOK_E_IO, -r, "Cannot write '%s' to '%s'", value, p);
+        return 0;
+}
+
+static int read_u64(const char *dir, const char *file, const char *key, uint64_t *ret) {
+        char p[PATH_MAX], buf[4096];
+        (void)snprintf(p, sizeof(p), "%s/%s", dir, file);
+        int fd = open(p, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        ssize_t n = read(fd, buf, sizeof(buf) - 1);
+        safe_close(fd);
+        if (n <= 0)
+                return -EIO;
+        buf[n] = 0;
+        const char *v = buf;
+        if (key) {
+                size_t kl = strlen(key);
+                v = NULL;
+                for (char *line = buf; line && *line;
+                        line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL)
+                        if (strncmp(line, key, kl) == 0 && line[kl] == ' ') {
+                                v = line + kl + 1;
+                                break;
+                        }
+                if (!v)
+                        return -ENOENT;
+        }
+        if (strncmp(v, "max", 3) == 0) {
+                *ret = UINT64_MAX;
+                return 0;
+        }
+        *ret = strtoull(v, NULL, 10);
+        return 0;
+}
+
+static bool is_cgroup2(const char *path) {
+        struct statfs sf;
+        return statfs(path, &sf) == 0 && (unsigned long)sf.f_type == CGROUP2_SUPER_MAGIC;
+}
+
+/* The v2 root when it holds the controllers we need (not on a hybrid host's empty tree). */
+static const char *v2_root(void) {
+        static const char *const cands[] = { "/sys/fs/cgroup", "/sys/fs/cgroup/unified" };
+        for (size_t i = 0; i < ELEMENTSOF(cands); i++) {
+                if (!is_cgroup2(cands[i]))
+                        continue;
+                char p[PATH_MAX], buf[512] = "";
+                (void)snprintf(p, sizeof(p), "%s/cgroup.controllers", cands[i]);
+                int fd = open(p, O_RDONLY | O_CLOEXEC);
+                if (fd < 0)
+                        continue;
+                ssize_t n = read(fd, buf, sizeof(buf) - 1);
+                safe_close(fd);
+                if (n > 0 && strstr(buf, "memory") && strstr(buf, "pids"))
+                        return cands[i];
+        }
+        return NULL;
+}
+
+/* Our own cgroup path in a v1 hierarchy, from /proc/self/cgroup ("4:memory:/a/b"). */
+static int v1_own_path(const char *controller, char *ret, size_t len) {
+        FILE *f = fopen("/proc/self/cgroup", "re");
+        char line[1024];
+        if (!f)
+                return -errno;
+        while (fgets(line, sizeof(line), f)) {
+                char *a = strchr(line, ':'), *b = a ? strchr(a + 1, ':') : NULL;
+                if (!b)
+                        continue;
+                *b = 0;
+                for (char *c = strtok(a + 1, ","); c; c = strtok(NULL, ","))
+                        if (streq(c, controller)) {
+                                b[1 + strcspn(b + 1, "\n")] = 0;
+                                (void)snprintf(ret, len, "%s", b + 1);
+                                fclose(f);
+                                return 0;
+                        }
+        }
+        fclose(f);
+        return -ENOENT;
+}
+
+static uint32_t hash_home(const char *home) {
+        uint32_t h = 2166136261u; /* FNV-1a: a stable short tag, not a security boundary */
+        for (const char *p = home; *p; p++)
+                h = (h ^ (uint8_t)*p) * 16777619u;
+        return h;
+}
+
+static char *leaf_name(const char *home, const char *name) {
+        return strprintf("nook-%s-%08x", name, hash_home(home));
+}
+
+static int v1_dir(int ctl, const char *leaf, char **ret) {
+        char own[PATH_MAX], mnt[64];
+        (void)snprintf(mnt, sizeof(mnt), "/sys/fs/cgroup/%s", v1_names[ctl]);
+        if (access(mnt, F_OK) < 0 || is_cgroup2(mnt) || v1_own_path(v1_names[ctl], own, sizeof(own)) < 0)
+                return -ENOENT;
+        *ret = strprintf("%s%s/%s", mnt, streq(own, "/") ? "" : own, leaf);
+        return *ret ? 0 : -ENOMEM;
+}
+
+bool iso_cgroup_available(char *reason, size_t len) {
+        const char *v2 = v2_root();
+        char p[PATH_MAX];
+        if (v2) {
+                (void)snprintf(p, sizeof(p), "%s/cgroup.subtree_control", v2);
+                if (access(p, W_OK) == 0)
+                        return true;
+                (void)snprintf(
+                        reason, len, "the cgroup v2 tree is not writable (not delegated to this user)");
+                return false;
+        }
+        char own[PATH_MAX - 64];
+        if (v1_own_path("memory", own, sizeof(own)) < 0) {
+                (void)snprintf(reason, len, "no cgroup v2 controllers and no cgroup v1 memory hierarchy");
+                return false;
+        }
+        (void)snprintf(p, sizeof(p), "/sys/fs/cgroup/memory%s", own);
+        if (access(p, W_OK) < 0) {
+                (void)snprintf(reason, len,
+                        "the cgroup v1 hierarchies are not writable by this user (not delegated)");
+                return false;
+        }
+        return true;
+}
+
+static int apply_limits(iso_cgroup *cg, const iso_limits *l, nook_error *err) {
+        char v[64];
+        int r;
+        if (cg->v2) {
+                if (l->cpus)
+                        (void)snprintf(v, sizeof(v), "%llu %llu",
+                                (unsigned long long)l->cpus * CPU_PERIOD_US, CPU_PERIOD_US);
+                else
+                        (void)snprintf(v, sizeof(v), "max %llu", CPU_PERIOD_US);
+                if ((r = write_file(cg->path, "cpu.max", v, err)) < 0)
+                        return r;
+                (void)snprintf(v, sizeof(v), l->memory_bytes ? "%" PRIu64 : "max", l->memory_bytes);
+                if ((r = write_file(cg->path, "memory.max", v, err)) < 0)
+                        return r;
+                /* no swap beyond the limit: an OOM is an OOM, not a slow crawl */
+                if (l->memory_bytes)
+                        (void)write_file(cg->path, "memory.swap.max", "0", err);
+                (void)snprintf(v, sizeof(v), l->pids_max ? "%" PRIu64 : "max", l->pids_max);
+                return write_file(cg->path, "pids.max", v, err);
+        }
+        if (l->cpus && !cg->v1[V1_CPU])
+                return nook_err_set(
+                        err, NOOK_E_MISSING_FEATURE, "Cannot limit cpus: no cgroup v1 cpu hierarchy");
+        if (l->memory_bytes && !cg->v1[V1_MEMORY])
+                return nook_err_set(
+                        err, NOOK_E_MISSING_FEATURE, "Cannot limit memory: no cgroup v1 memory hierarchy");
+        if (l->pids_max && !cg->v1[V1_PIDS])
+                return nook_err_set(
+                        err, NOOK_E_MISSING_FEATURE, "Cannot limit pids: no cgroup v1 pids hierarchy");
+        if (cg->v1[V1_CPU]) {
+                (void)snprintf(v, sizeof(v), "%llu", CPU_PERIOD_US);
+                if ((r = write_file(cg->v1[V1_CPU], "cpu.cfs_period_us", v, err)) < 0)
+                        return r;
+                (void)snprintf(v, sizeof(v), "%lld", l->cpus ? (long long)(l->cpus * CPU_PERIOD_US) : -1ll);
+                if ((r = write_file(cg->v1[V1_CPU], "cpu.cfs_quota_us", v, err)) < 0)
+                        return r;
+        }
+        if (cg->v1[V1_MEMORY]) {
+                /* memsw (memory+swap) must stay >= the memory limit at every step: raise it first
+                 * when growing, lower it last when shrinking; writing it on both sides does both. */
+                nook_error ignore;
+                (void)snprintf(v, sizeof(v), "%lld", l->memory_bytes ? (long long)l->memory_bytes : -1ll);
+                (void)write_file(cg->v1[V1_MEMORY], "memory.memsw.limit_in_bytes", v, &ignore);
+                if ((r = write_file(cg->v1[V1_MEMORY], "memory.limit_in_bytes", v, err)) < 0)
+                        return r;
+                (void)write_file(cg->v1[V1_MEMORY], "memory.memsw.limit_in_bytes", v, &ignore);
+        }
+        if (cg->v1[V1_PIDS]) {
+                (void)snprintf(v, sizeof(v), l->pids_max ? "%" PRIu64 : "max", l->pids_max);
+                if ((r = write_file(cg->v1[V1_PIDS], "pids.max", v, err)) < 0)
+                        return r;
+        }
+        return 0;
+}
+
+static int cg_paths(const char *home, const char *name, iso_cgroup **ret, nook_error *err) {
+        _cleanup_free_ char *leaf = leaf_name(home, name);
+        iso_cgroup *cg = calloc(1, sizeof(*cg));
+        if (!leaf || !cg) {
+                free(cg);
+                return nook_err_oom(err);
+        }
+        const char *v2 = v2_root();
+        if (v2) {
+                cg->v2 = true;
+                cg->path = strprintf("%s/nook/%s", v2, leaf);
+                if (!cg->path) {
+                        free(cg);
+                        return nook_err_oom(err);
+                }
+        } else
+                for (int i = 0; i < _V1_MAX; i++)
+                        (void)v1_dir(i, leaf, &cg->v1[i]);
+        *ret = cg;
+        return 0;
+}
+
+int iso_cgroup_create(
+        const char *home, const char *name, const iso_limits *l, iso_cgroup **ret, nook_error *err) {
+        char reason[160];
+        if (!iso_cgroup_available(reason, sizeof(reason)))
+                return nook_err_set(err, NOOK_E_MISSING_FEATURE,
+                        "Cannot enforce resource limits: %s; run 'nook doctor'", reason);
+        iso_cgroup *cg = NULL;
+        int r = cg_paths(home, name, &cg, err);
+        if (r < 0)
+                return r;
+        if (cg->v2) {
+                const char *v2 = v2_root();
+                char parent[PATH_MAX];
+                (void)snprintf(parent, sizeof(parent), "%s/nook", v2);
+                (void)write_file(v2, "cgroup.subtree_control", "+cpu +memory +pids", err);
+                if (mkdir(parent, 0755) < 0 && errno != EEXIST)
+                        r = nook_err_errno(err, NOOK_E_IO, "Cannot create '%s'", parent);
+                else
+                        (void)write_file(parent, "cgroup.subtree_control", "+cpu +memory +pids", err);
+                if (r >= 0 && mkdir(cg->path, 0755) < 0 && errno != EEXIST)
+                        r = nook_err_errno(err, NOOK_E_IO, "Cannot create the cgroup '%s'", cg->path);
+        } else
+                for (int i = 0; i < _V1_MAX && r >= 0; i++)
+                        if (cg->v1[i] && mkdir(cg->v1[i], 0755) < 0 && errno != EEXIST)
+                                r = nook_err_errno(
+                                        err, NOOK_E_IO, "Cannot create the cgroup '%s'", cg->v1[i]);
+        if (r >= 0)
+                r = apply_limits(cg, l, err);
+        if (r < 0) {
+                iso_cgroup_destroy(cg);
+                iso_cgroup_free(cg);
+                return r;
+        }
+        *ret = cg;
+        return 0;
+}
+
+int iso_cgroup_open(const char *home, const char *name, iso_cgroup **ret, nook_error *err) {
+        iso_cgroup *cg = NULL;
+        int r = cg_paths(home, name, &cg, err);
+        if (r < 0)
+                return r;
+        const char *probe = cg->v2 ? cg->path : cg->v1[V1_MEMORY] ? cg->v1[V1_MEMORY] : cg->v1[V1_PIDS];
+        if (!probe || access(probe, F_OK) < 0) {
+                iso_cgroup_free(cg);
+                return nook_err_set(err, NOOK_E_NOT_FOUND,
+                        "Sandbox '%s' has no cgroup (not running, or rootless without delegation)", name);
+        }
+        *ret = cg;
+        return 0;
+}
+
+int iso_cgroup_attach(iso_cgroup *cg, pid_t pid, nook_error *err) {
+        char v[32];
+        (void)snprintf(v, sizeof(v), "%d", (int)pid);
+        if (cg->v2)
+                return write_file(cg->path, "cgroup.procs", v, err);
+        for (int i = 0; i < _V1_MAX; i++)
+                if (cg->v1[i]) {
+                        int r = write_file(cg->v1[i], "cgroup.procs", v, err);
+                        if (r < 0)
+                                return r;
+                }
+        return 0;
+}
+
+int iso_cgroup_set_limits(iso_cgroup *cg, const iso_limits *l, nook_error *err) {
+        return apply_limits(cg, l, err);
+}
+
+int iso_cgroup_read_stats(iso_cgroup *cg, iso_cgroup_stats *ret, nook_error *err) {
+        iso_cgroup_stats s = { 0 };
+        uint64_t v = 0;
+        if (cg->v2) {
+                if (read_u64(cg->path, "cpu.stat", "usage_usec", &v) == 0)
+                        s.cpu_usage_ns = v * 1000;
+                (void)read_u64(cg->path, "memory.current", NULL, &s.memory_current);
+                (void)read_u64(cg->path, "memory.peak", NULL, &s.memory_peak);
+                (void)read_u64(cg->path, "pids.current", NULL, &s.pids_current);
+                (void)read_u64(cg->path, "memory.events", "oom_kill", &s.oom_kills);
+                (void)read_u64(cg->path, "memory.max", NULL, &s.memory_limit);
+                (void)read_u64(cg->path, "pids.max", NULL, &s.pids_limit);
+                uint64_t q = 0;
+                if (read_u64(cg->path, "cpu.max", NULL, &q) == 0 && q != UINT64_MAX)
+                        s.cpus_limit = (unsigned)(q / CPU_PERIOD_US);
+        } else {
+                if (cg->v1[V1_CPUACCT])
+                        (void)read_u64(cg->v1[V1_CPUACCT], "cpuacct.usage", NULL, &s.cpu_usage_ns);
+                if (cg->v1[V1_CPU]) {
+                        long long q = 0;
+                        uint64_t uq = 0;
+                        if (read_u64(cg->v1[V1_CPU], "cpu.cfs_quota_us", NULL, &uq) == 0) {
+                                q = (long long)uq;
+                                if (q > 0)
+                                        s.cpus_limit = (unsigned)((uint64_t)q / CPU_PERIOD_US);
+                        }
+                }
+                if (cg->v1[V1_MEMORY]) {
+                        (void)read_u64(cg->v1[V1_MEMORY], "memory.usage_in_bytes", NULL, &s.memory_current);
+                        (void)read_u64(cg->v1[V1_MEMORY], "memory.max_usage_in_bytes", NULL, &s.memory_peak);
+                        (void)read_u64(cg->v1[V1_MEMORY], "memory.oom_control", "oom_kill", &s.oom_kills);
+                        (void)read_u64(cg->v1[V1_MEMORY], "memory.limit_in_bytes", NULL, &s.memory_limit);
+                }
+                if (cg->v1[V1_PIDS]) {
+                        (void)read_u64(cg->v1[V1_PIDS], "pids.current", NULL, &s.pids_current);
+                        (void)read_u64(cg->v1[V1_PIDS], "pids.max", NULL, &s.pids_limit);
+                }
+        }
+        (void)err;
+        *ret = s;
+        return 0;
+}
+
+static void kill_and_rmdir(const char *dir) {
+        for (int round = 0; round < 50; round++) {
+                char p[PATH_MAX], buf[4096];
+                (void)snprintf(p, sizeof(p), "%s/cgroup.procs", dir);
+                int fd = open(p, O_RDONLY | O_CLOEXEC);
+                if (fd < 0)
+                        return;
+                ssize_t n = read(fd, buf, sizeof(buf) - 1);
+                safe_close(fd);
+                buf[n > 0 ? n : 0] = 0;
+                for (char *s = buf; *s;) {
+                        long pid = strtol(s, &s, 10);
+                        if (pid > 0)
+                                (void)kill((pid_t)pid, SIGKILL);
+                        while (*s == '\n')
+                                s++;
+                }
+                if (rmdir(dir) == 0 || errno == ENOENT)
+                        return;
+                usleep(10000);
+        }
+}
+
+void iso_cgroup_destroy(iso_cgroup *cg) {
+        if (!cg)
+                return;
+        if (cg->v2 && cg->path)
+                kill_and_rmdir(cg->path);
+        for (int i = 0; i < _V1_MAX; i++)
+                if (cg->v1[i])
+                        kill_and_rmdir(cg->v1[i]);
+}
+
+iso_cgroup *iso_cgroup_free(iso_cgroup *cg) {
+        if (!cg)
+                return NULL;
+        free(cg->path);
+        for (int i = 0; i < _V1_MAX; i++)
+                free(cg->v1[i]);
+        free(cg);
+        return NULL;
+}

@@ -1,0 +1,46 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* A sandbox's cgroup: limits (cpus, memory, pids), statistics, OOM counting.
+ * Two backends behind one interface (crun's approach): cgroup v2 where the unified hierarchy
+ * holds the controllers, else cgroup v1 (cpu, memory, pids hierarchies; hybrid hosts).
+ *   v2: <mount>/nook/nook-<name>-<hash>, controllers enabled in <mount>/nook
+ *   v1: <hierarchy>/<our own cgroup>/nook-<name>-<hash> for each of cpu, memory, pids
+ * The hash is of the state folder, so two NOOK_HOMEs never share a cgroup. */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "nook.h"
+
+typedef struct iso_limits {
+        unsigned cpus; /* 0: unlimited */
+        uint64_t memory_bytes; /* 0: unlimited */
+        uint64_t pids_max; /* 0: unlimited */
+} iso_limits;
+
+typedef struct iso_cgroup_stats {
+        uint64_t cpu_usage_ns;
+        uint64_t memory_current, memory_peak;
+        uint64_t pids_current;
+        uint64_t oom_kills;
+        uint64_t memory_limit, pids_limit;
+        unsigned cpus_limit;
+} iso_cgroup_stats;
+
+typedef struct iso_cgroup iso_cgroup;
+
+/* Whether this process can create and limit sandbox cgroups; a reason when not. */
+bool iso_cgroup_available(char *reason, size_t len);
+/* Creates the cgroup for (home, name) and applies limits.  Fails with MISSING_FEATURE when the
+ * host cannot enforce a requested limit (never a silently unlimited sandbox). */
+int iso_cgroup_create(
+        const char *home, const char *name, const iso_limits *l, iso_cgroup **ret, nook_error *err);
+/* Opens an existing sandbox cgroup (NOT_FOUND when there is none). */
+int iso_cgroup_open(const char *home, const char *name, iso_cgroup **ret, nook_error *err);
+int iso_cgroup_attach(iso_cgroup *cg, pid_t pid, nook_error *err);
+int iso_cgroup_set_limits(iso_cgroup *cg, const iso_limits *l, nook_error *err);
+int iso_cgroup_read_stats(iso_cgroup *cg, iso_cgroup_stats *ret, nook_error *err);
+/* Kills whatever is left in it and removes it. */
+void iso_cgroup_destroy(iso_cgroup *cg);
+iso_cgroup *iso_cgroup_free(iso_cgroup *cg);

@@ -1,0 +1,127 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* nook stats and nook update: a running sandbox's cgroup, read and changed from libnook (the
+ * supervisor need not be involved: the cgroup is named by the state folder and the name). */
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nook.h"
+#include "isolate/cgroup.h"
+#include "sandbox/ctx.h"
+#include "sandbox/lifecycle.h"
+#include "sandbox/spec.h"
+#include "store/store.h"
+#include "util/error.h"
+#include "util/macro.h"
+#include "util/name.h"
+
+static int running_rec(nook *n, const char *name, sandbox_rec *rec, nook_error *err) {
+        store *st;
+        int r = name_validate("sandbox", name, err);
+        if (r < 0 || (r = ctx_store(n, &st, err)) < 0)
+                return r;
+        if ((r = store_sandbox_get(st, name, rec, err)) < 0)
+                return r;
+        if ((r = sb_reconcile(n, rec, err)) < 0)
+                return r;
+        if (!streq(rec->state, "running"))
+                return nook_err_set(err, NOOK_E_STATE, "Sandbox '%s' is not running", name);
+        return 0;
+}
+
+static json_t *limit_json(uint64_t v) {
+        return v == UINT64_MAX || v == 0 || v >= (UINT64_MAX >> 2) ? json_null()
+                                                                   : json_integer((json_int_t)v);
+}
+
+int nook_sandbox_stats(nook *n, const char *name, char **ret_json, nook_error *err) {
+        sandbox_rec rec = { 0 };
+        iso_cgroup *cg = NULL;
+        iso_cgroup_stats s;
+        int r = running_rec(n, name, &rec, err);
+        sandbox_rec_done(&rec);
+        if (r < 0 || (r = iso_cgroup_open(n->home, name, &cg, err)) < 0)
+                return r;
+        r = iso_cgroup_read_stats(cg, &s, err);
+        iso_cgroup_free(cg);
+        if (r < 0)
+                return r;
+        json_t *o = json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:o, s:o, s:o}", "name", name, "cpuUsageNs",
+                (json_int_t)s.cpu_usage_ns, "memoryBytes", (json_int_t)s.memory_current, "memoryPeakBytes",
+                (json_int_t)s.memory_peak, "pids", (json_int_t)s.pids_current, "oomKills",
+                (json_int_t)s.oom_kills, "cpusLimit",
+                s.cpus_limit ? json_integer(s.cpus_limit) : json_null(), "memoryLimitBytes",
+                limit_json(s.memory_limit), "pidsLimit", limit_json(s.pids_limit));
+        char *t = o ? json_dumps(o, JSON_COMPACT) : NULL;
+        json_decref(o);
+        if (!t)
+                return nook_err_oom(err);
+        *ret_json = t;
+        return 0;
+}
+
+int nook_sandbox_update(nook *n, const char *name, const char *update_json, nook_error *err) {
+        sandbox_rec rec = { 0 };
+        sb_spec spec = { 0 }, upd = { 0 };
+        iso_cgroup *cg = NULL;
+        store *st;
+        int r = running_rec(n, name, &rec, err);
+        if (r < 0)
+                goto out;
+        /* The update is parsed by the spec parser: the same units and checks as at create. */
+        json_t *u = json_loads(isempty(update_json) ? "{}" : update_json, JSON_REJECT_DUPLICATES, NULL);
+        const char *k;
+        json_t *v;
+        bool bad = !json_is_object(u);
+        json_object_foreach(u, k, v) if (!streq(k, "cpus") && !streq(k, "memoryMib") &&
+                !streq(k, "memory") && !streq(k, "pidsMax")) bad = true;
+        json_decref(u);
+        if (bad) {
+                r = nook_err_set(err, NOOK_E_INVALID,
+                        "Invalid update: a JSON object of cpus, memoryMib or memory, pidsMax");
+                goto out;
+        }
+        if ((r = sb_spec_parse(rec.spec_json, &spec, err)) < 0 ||
+                (r = sb_spec_parse(update_json, &upd, err)) < 0)
+                goto out;
+        unsigned cpus = upd.cpus ? upd.cpus : spec.cpus;
+        uint64_t mib = upd.memory_mib ? upd.memory_mib : spec.memory_mib;
+        uint64_t pids = upd.pids_max ? upd.pids_max : spec.pids_max;
+        if (spec.max_cpus && cpus > spec.max_cpus) {
+                r = nook_err_set(err, NOOK_E_REFUSED,
+                        "Refusing cpus=%u for sandbox '%s': above its maxCpus (%u)", cpus, name,
+                        spec.max_cpus);
+                goto out;
+        }
+        if (spec.max_memory_mib && mib > spec.max_memory_mib) {
+                r = nook_err_set(err, NOOK_E_REFUSED,
+                        "Refusing memory of %llu MiB for sandbox '%s': above its maxMemoryMib (%llu)",
+                        (unsigned long long)mib, name, (unsigned long long)spec.max_memory_mib);
+                goto out;
+        }
+        if ((r = iso_cgroup_open(n->home, name, &cg, err)) < 0)
+                goto out;
+        iso_limits l = { .cpus = cpus, .memory_bytes = mib * 1024 * 1024, .pids_max = pids };
+        if ((r = iso_cgroup_set_limits(cg, &l, err)) < 0)
+                goto out;
+        spec.cpus = cpus;
+        spec.memory_mib = mib;
+        spec.pids_max = pids;
+        char *t = sb_spec_to_json(&spec);
+        if (!t) {
+                r = nook_err_oom(err);
+                goto out;
+        }
+        free(rec.spec_json);
+        rec.spec_json = t;
+        if ((r = ctx_store(n, &st, err)) >= 0)
+                r = store_sandbox_update(st, &rec, err);
+out:
+        iso_cgroup_free(cg);
+        sb_spec_done(&spec);
+        sb_spec_done(&upd);
+        sandbox_rec_done(&rec);
+        if (r < 0)
+                return nook_err_wrap(err, "updating sandbox '%s'", name);
+        return 0;
+}

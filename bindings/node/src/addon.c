@@ -234,6 +234,7 @@ typedef enum op_kind {
         OP_WS_OPEN,
         OP_WS_WRITE,
         OP_WS_READ,
+        OP_WS_MKDIR,
 } op_kind;
 
 typedef struct op {
@@ -281,6 +282,10 @@ static void op_execute(napi_env env, void *data) {
                 o->r = nook_ws_write(o->ws, o->text, o->data, o->len, &o->err);
                 return;
         }
+        if (o->kind == OP_WS_MKDIR) {
+                o->r = nook_ws_mkdir(o->ws, o->text, &o->err);
+                return;
+        }
         if (o->kind == OP_WS_READ) {
                 o->r = nook_ws_read(o->ws, o->text, (size_t)o->num, &o->out_data, &o->out_len, &o->err);
                 return;
@@ -312,6 +317,7 @@ static void op_execute(napi_env env, void *data) {
                 break;
         case OP_WS_WRITE:
         case OP_WS_READ:
+        case OP_WS_MKDIR:
         default:
                 break;
         }
@@ -337,6 +343,7 @@ static napi_value op_result(napi_env env, op *o) {
         case OP_STOP:
         case OP_REMOVE:
         case OP_WS_WRITE:
+        case OP_WS_MKDIR:
         default:
                 return make_undefined(env);
         }
@@ -511,6 +518,24 @@ static napi_value js_ws_read(napi_env env, napi_callback_info info) {
                 return NULL;
         }
         return op_queue(env, o, "nook.readFile");
+}
+
+/* wsMkdir(ws, path) -> Promise<void>: mkdir -p under the workspace rule. */
+static napi_value js_ws_mkdir(napi_env env, napi_callback_info info) {
+        napi_value argv[2];
+        nook_ws *ws;
+        if (!get_args(env, info, 2, argv) || !get_ws(env, argv[0], &ws))
+                return NULL;
+        op *o = op_new(env, OP_WS_MKDIR);
+        if (!o)
+                return NULL;
+        o->ws = ws;
+        if (get_string(env, argv[1], false, &o->text) < 0 ||
+                napi_create_reference(env, argv[0], 1, &o->keep) != napi_ok) {
+                op_free(env, o);
+                return NULL;
+        }
+        return op_queue(env, o, "nook.mkdir");
 }
 
 /* ---- synchronous calls ----------------------------------------------------------------------- */
@@ -933,6 +958,7 @@ static napi_value init(napi_env env, napi_value exports) {
                 { "wsRoot", js_ws_root },
                 { "wsWrite", js_ws_write },
                 { "wsRead", js_ws_read },
+                { "wsMkdir", js_ws_mkdir },
                 { "wsExists", js_ws_exists },
                 { "wsHostPath", js_ws_host_path },
                 { "parseSize", js_parse_size },

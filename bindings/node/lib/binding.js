@@ -1,0 +1,36 @@
+// SPDX-License-Identifier: Apache-2.0
+"use strict";
+// Finds and loads the N-API addon (nook_node.node), in this order:
+//   1. $NOOK_NODE_ADDON, the path of the .node file;
+//   2. bindings/node/build/nook_node.node (a copy placed next to the package);
+//   3. the Meson build directories of the source tree: <repo>/build-node, <repo>/build
+//      (bindings/node/nook_node.node inside them), as made by `meson setup build-node`.
+const fs = require("node:fs");
+const path = require("node:path");
+const { SandboxError } = require("./errors.js");
+
+function candidates() {
+  const pkg = path.resolve(__dirname, "..");
+  const repo = path.resolve(pkg, "..", "..");
+  const out = [];
+  if (process.env.NOOK_NODE_ADDON) out.push(path.resolve(process.env.NOOK_NODE_ADDON));
+  out.push(path.join(pkg, "build", "nook_node.node"));
+  for (const dir of ["build-node", "build"]) out.push(path.join(repo, dir, "bindings", "node", "nook_node.node"));
+  return out;
+}
+
+function load() {
+  const tried = candidates();
+  for (const file of tried) {
+    if (!fs.existsSync(file)) continue;
+    const addon = require(file);
+    addon.setErrorClass(SandboxError);
+    return addon;
+  }
+  throw new SandboxError(
+    `Cannot find the nook addon (nook_node.node); build it with 'meson setup build-node && ninja -C build-node' or set NOOK_NODE_ADDON. Looked in: ${tried.join(", ")}`,
+    "missing_feature",
+  );
+}
+
+module.exports = load();

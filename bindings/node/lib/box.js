@@ -1,0 +1,317 @@
+// SPDX-License-Identifier: Apache-2.0
+"use strict";
+// Box: one sandbox.  File calls are host reads and writes on the workspace through libnook
+// (every path rule lives there); exec hands pipes to libnook and reads them here.
+const fs = require("node:fs");
+const net = require("node:net");
+const os = require("node:os");
+const { PassThrough, Readable } = require("node:stream");
+const addon = require("./binding.js");
+const { SandboxError } = require("./errors.js");
+
+const DEFAULT_MAX_OUTPUT_BYTES = 10 * 1024 * 1024;
+// After the exit status arrives, output still in a pipe is read until the pipe has been quiet
+// this long: a background process may hold the pipe open for ever, and we must not wait for it.
+const DRAIN_QUIET_MS = 20;
+const DRAIN_MAX_MS = 2000;
+const IS_BUN = typeof process.versions.bun === "string";
+
+const SIGNAL_NAMES = Object.fromEntries(Object.entries(os.constants.signals).map(([name, num]) => [num, name]));
+
+function toBuffer(data, what) {
+  if (Buffer.isBuffer(data)) return data;
+  if (typeof data === "string") return Buffer.from(data, "utf8");
+  if (ArrayBuffer.isView(data)) return Buffer.from(data.buffer, data.byteOffset, data.byteLength);
+  if (data instanceof ArrayBuffer) return Buffer.from(data);
+  throw new SandboxError(`${what}: data must be a string, Buffer, TypedArray or ArrayBuffer`, "invalid");
+}
+
+function envList(env, what) {
+  if (env === undefined || env === null) return undefined;
+  if (typeof env !== "object" || Array.isArray(env))
+    throw new SandboxError(`exec: ${what} must be an object of strings`, "invalid");
+  const out = [];
+  for (const [key, value] of Object.entries(env)) {
+    if (value === undefined || value === null) continue;
+    // Names are checked by libnook; the value is never echoed (it may be a secret).
+    if (typeof value !== "string") throw new SandboxError(`exec: ${what} '${key}' must be a string`, "invalid");
+    out.push(`${key}=${value}`);
+  }
+  return out;
+}
+
+// The read end of a pipe as a stream.  Under Node a net.Socket (libuv polls the pipe: no pool
+// thread blocks in read()); Bun's net.Socket does not take a pipe fd, its fs stream does.
+function readEnd(fd) {
+  if (IS_BUN) return fs.createReadStream(null, { fd, autoClose: true, highWaterMark: 64 * 1024 });
+  return new net.Socket({ fd, readable: true, writable: false });
+}
+
+function writeEnd(fd) {
+  if (IS_BUN) return fs.createWriteStream(null, { fd, autoClose: true });
+  return new net.Socket({ fd, readable: false, writable: true });
+}
+
+function isEnded(stream) {
+  return stream.readableEnded || stream.destroyed;
+}
+
+// Resolves once the stream ended, or once it has been quiet for DRAIN_QUIET_MS after the
+// command's exit (then it is destroyed: what a background process writes later is not ours).
+function drain(stream) {
+  return new Promise((resolve) => {
+    if (isEnded(stream)) return resolve();
+    let quiet;
+    const hard = setTimeout(finish, DRAIN_MAX_MS);
+    const arm = () => {
+      clearTimeout(quiet);
+      quiet = setTimeout(finish, DRAIN_QUIET_MS);
+    };
+    function finish() {
+      clearTimeout(quiet);
+      clearTimeout(hard);
+      stream.off("data", arm);
+      stream.off("end", finish);
+      stream.off("close", finish);
+      if (!stream.destroyed) stream.destroy();
+      resolve();
+    }
+    stream.on("data", arm);
+    stream.once("end", finish);
+    stream.once("close", finish);
+    arm();
+  });
+}
+
+function feedStdin(fd, input) {
+  const sink = writeEnd(fd);
+  sink.on("error", () => {}); // EPIPE: the command did not read all of its input
+  if (input instanceof Readable || (input && typeof input.pipe === "function")) {
+    input.on("error", () => sink.destroy());
+    input.pipe(sink);
+  } else {
+    sink.end(toBuffer(input, "exec stdin"));
+  }
+  return sink;
+}
+
+function execRequest(cmd, opts) {
+  const req = {};
+  if (typeof cmd === "string") {
+    if (cmd.length === 0) throw new SandboxError("exec: give a command (argv) or a shell string", "invalid");
+    req.shell = cmd;
+  } else if (Array.isArray(cmd)) {
+    if (cmd.length === 0 || cmd.some((a) => typeof a !== "string"))
+      throw new SandboxError("exec: argv must be a non-empty array of strings", "invalid");
+    req.argv = cmd;
+  } else {
+    throw new SandboxError("exec: the command must be a shell string or an argv array", "invalid");
+  }
+  req.env = envList(opts.env, "env");
+  req.secretEnv = envList(opts.secretEnv, "secretEnv");
+  if (opts.cwd !== undefined) req.cwd = opts.cwd;
+  if (opts.user !== undefined) req.user = String(opts.user);
+  if (opts.timeoutMs !== undefined) {
+    if (typeof opts.timeoutMs !== "number" || !(opts.timeoutMs >= 0))
+      throw new SandboxError("exec: timeoutMs must be a non-negative number", "invalid");
+    req.timeoutMs = Math.ceil(opts.timeoutMs);
+  }
+  req.stdin = opts.stdin !== undefined && opts.stdin !== null;
+  return req;
+}
+
+function shapeResult(raw) {
+  return {
+    exitCode: raw.exitCode,
+    signal: raw.signal ? (SIGNAL_NAMES[raw.signal] ?? raw.signal) : null,
+    reason: raw.reason,
+  };
+}
+
+// Starts a command: the pipes' read ends become streams; `done` is libnook's exit report.
+function startExec(box, cmd, opts) {
+  const req = execRequest(cmd, opts);
+  const signal = opts.signal;
+  if (signal !== undefined && signal !== null && typeof signal.addEventListener !== "function")
+    throw new SandboxError("exec: signal must be an AbortSignal", "invalid");
+  const started = addon.execStart(box._sandboxes.home, box.name, req);
+  const stdout = readEnd(started.stdout);
+  const stderr = readEnd(started.stderr);
+  const stdin = req.stdin ? feedStdin(started.stdin, opts.stdin) : null;
+  const cancel = () => {
+    try {
+      addon.execCancel(started.handle);
+    } catch {
+      // the command ended meanwhile
+    }
+  };
+  if (signal) {
+    if (signal.aborted) cancel();
+    else signal.addEventListener("abort", cancel, { once: true });
+  }
+  const done = started.done.finally(() => {
+    if (signal) signal.removeEventListener("abort", cancel);
+  });
+  return { handle: started.handle, stdout, stderr, stdin, done, cancel };
+}
+
+class ExecProcess {
+  constructor(run) {
+    this._run = run;
+    this.stdout = new PassThrough();
+    this.stderr = new PassThrough();
+    this.stdin = run.stdin;
+    for (const [src, dst] of [
+      [run.stdout, this.stdout],
+      [run.stderr, this.stderr],
+    ]) {
+      src.on("error", (err) => dst.destroy(err));
+      src.pipe(dst, { end: false });
+    }
+    this._wait = run.done.then(
+      async (raw) => {
+        await Promise.all([drain(run.stdout), drain(run.stderr)]);
+        this.stdout.end();
+        this.stderr.end();
+        return shapeResult(raw);
+      },
+      (err) => {
+        run.stdout.destroy();
+        run.stderr.destroy();
+        this.stdout.end();
+        this.stderr.end();
+        throw err;
+      },
+    );
+    this._wait.catch(() => {}); // reported through wait(); no unhandled rejection
+  }
+
+  /** Resolves with { exitCode, signal, reason } once the command ended and its output was read. */
+  wait() {
+    return this._wait;
+  }
+
+  /** Kills the command's whole process tree inside the sandbox. */
+  kill() {
+    this._run.cancel();
+  }
+}
+
+class Box {
+  constructor(sandboxes, name, ws) {
+    this._sandboxes = sandboxes;
+    this._ws = ws;
+    this.name = name;
+  }
+
+  /** The host directory bind-mounted at /workspace. */
+  get workspaceDir() {
+    return addon.wsRoot(this._ws);
+  }
+
+  async writeFile(path, data) {
+    return addon.wsWrite(this._ws, path, toBuffer(data, "writeFile"));
+  }
+
+  /** The file's bytes as a Buffer, or a string when an encoding is given. */
+  async readFile(path, options) {
+    const encoding = typeof options === "string" ? options : options?.encoding;
+    const max = typeof options === "object" && options?.maxBytes ? options.maxBytes : 0;
+    const buf = await addon.wsRead(this._ws, path, max);
+    return encoding ? buf.toString(encoding) : buf;
+  }
+
+  /** mkdir -p of a workspace path (a host operation, same path rule). */
+  async mkdir(path) {
+    return addon.wsMkdir(this._ws, path);
+  }
+
+  /** Synchronous; never reads the file. */
+  exists(path) {
+    return addon.wsExists(this._ws, path);
+  }
+
+  /** The absolute host path of a guest path, under the workspace rule; throws SandboxError refused. */
+  hostPath(path) {
+    return addon.wsHostPath(this._ws, path);
+  }
+
+  /**
+   * Runs a command: a string runs as `/bin/sh -lc CMD`, an array is argv.  Resolves with
+   * { exitCode, signal, stdout, stderr, reason, truncated } whatever the exit code; rejects only
+   * when the command could not run (SandboxError).
+   */
+  async exec(cmd, opts = {}) {
+    const max = opts.maxOutputBytes === undefined ? DEFAULT_MAX_OUTPUT_BYTES : opts.maxOutputBytes;
+    if (typeof max !== "number" || !(max >= 0))
+      throw new SandboxError("exec: maxOutputBytes must be a non-negative number", "invalid");
+    const run = startExec(this, cmd, opts);
+    let truncated = false;
+    const capture = (stream, onChunk) => {
+      const chunks = [];
+      let kept = 0;
+      stream.on("data", (chunk) => {
+        if (onChunk) onChunk(chunk);
+        if (kept >= max) {
+          truncated = true;
+          return;
+        }
+        if (kept + chunk.length > max) {
+          chunk = chunk.subarray(0, max - kept);
+          truncated = true;
+        }
+        kept += chunk.length;
+        chunks.push(chunk);
+      });
+      stream.on("error", () => {});
+      return chunks;
+    };
+    const out = capture(run.stdout, opts.onStdout);
+    const err = capture(run.stderr, opts.onStderr);
+    let raw;
+    try {
+      raw = await run.done;
+    } catch (e) {
+      run.stdout.destroy();
+      run.stderr.destroy();
+      throw e;
+    }
+    await Promise.all([drain(run.stdout), drain(run.stderr)]);
+    return {
+      ...shapeResult(raw),
+      stdout: Buffer.concat(out).toString("utf8"),
+      stderr: Buffer.concat(err).toString("utf8"),
+      truncated,
+    };
+  }
+
+  /** Streaming exec: { stdout, stderr (Readable), stdin (Writable | null), wait(), kill() }. */
+  spawn(cmd, opts = {}) {
+    return new ExecProcess(startExec(this, cmd, opts));
+  }
+
+  /** Sandbox state as libnook reports it (nook inspect). */
+  async inspect() {
+    return JSON.parse(await addon.inspect(this._sandboxes.home, this.name));
+  }
+
+  /** Starts a stopped sandbox again from its stored spec. */
+  async start() {
+    await addon.start(this._sandboxes.home, this.name);
+  }
+
+  /** Stops the sandbox; the workspace stays. */
+  async stop(options = {}) {
+    await addon.stop(this._sandboxes.home, this.name, options.timeoutMs ?? 0);
+  }
+
+  /** Snapshots are not in nook yet: rejects with SandboxError code missing_feature. */
+  async snapshot(name) {
+    throw new SandboxError(
+      `Snapshots are not supported by this version of nook yet (snapshot '${String(name)}' of sandbox '${this.name}')`,
+      "missing_feature",
+    );
+  }
+}
+
+module.exports = { Box, ExecProcess };

@@ -1,0 +1,60 @@
+// SPDX-License-Identifier: Apache-2.0
+"use strict";
+const addon = require("./binding.js");
+const { Box } = require("./box.js");
+const { SandboxError } = require("./errors.js");
+
+// Spec keys are nook's own (see nook.h): image, env, labels, persistence, maxDurationSecs,
+// idleTimeoutSecs, security, network, workdir, user.  They go to libnook as JSON unchanged, so
+// libnook alone decides what is valid; fields it does not support yet (cpus, memoryMib, ports,
+// volumes, snapshot, ...) come back as SandboxError missing_feature, unknown ones as invalid.
+function specJson(spec) {
+  if (spec === undefined || spec === null) return "{}";
+  if (typeof spec !== "object" || Array.isArray(spec))
+    throw new SandboxError("Invalid spec: must be an object", "invalid");
+  return JSON.stringify(spec);
+}
+
+class Sandboxes {
+  /** State under options.home, else $NOOK_HOME, else nook's default root (created, mode 0700). */
+  constructor(options = {}) {
+    this.home = addon.home(options.home ?? null);
+  }
+
+  /** Creates and starts a sandbox; { replace: true } stops a running one of that name first. */
+  async create(name, spec, options = {}) {
+    await addon.create(this.home, name, specJson(spec), options.replace ? addon.CREATE_REPLACE : 0);
+    return new Box(this, name, await addon.wsOpen(this.home, name));
+  }
+
+  /** A Box for an existing sandbox (running or stopped), or SandboxError not_found. */
+  async get(name) {
+    await addon.inspect(this.home, name);
+    return new Box(this, name, await addon.wsOpen(this.home, name));
+  }
+
+  /** Every sandbox, as libnook describes it (name, state, spec, labels, times, workspace). */
+  async list() {
+    return JSON.parse(await addon.list(this.home));
+  }
+
+  async start(name) {
+    await addon.start(this.home, name);
+  }
+
+  async stop(name, options = {}) {
+    await addon.stop(this.home, name, options.timeoutMs ?? 0);
+  }
+
+  /** Deletes the sandbox, its workspace and its state, unconditionally. */
+  async remove(name) {
+    await addon.remove(this.home, name);
+  }
+
+  /** The host path of name's workspace, even before create().  Synchronous; creates nothing. */
+  workspaceDir(name) {
+    return addon.wsDir(this.home, name);
+  }
+}
+
+module.exports = { Sandboxes };

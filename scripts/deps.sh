@@ -20,6 +20,9 @@ packages=(
         libcriterion-dev
         # runtime helpers and peers (bench compares against bubblewrap)
         slirp4netns bubblewrap uidmap busybox-static iproute2
+        # network: nft for debugging rules, dnsmasq (the binary only) and iperf3 for the network
+        # tests and bench; curl is what the tests run inside sandboxes
+        nftables dnsmasq-base iperf3 curl
         # lint
         clang-format clang-tidy cppcheck
         # scripts/test: useradd (passwd), unshare/setpriv/runuser/findmnt (util-linux),

@@ -50,6 +50,7 @@ int cmd_create(int argc, char **argv) {
                 json_decref(spec);
                 return cli_usage_error("create", "expected exactly one sandbox NAME");
         }
+        spec_opts_finish(spec);
         char *text = json_dumps(spec, JSON_COMPACT);
         json_decref(spec);
         nook *n = NULL;

@@ -56,6 +56,117 @@ static int load_spec_file(const char *cmd, json_t *spec, const char *path) {
         return 1;
 }
 
+static json_t *spec_array(json_t *spec, const char *field) {
+        json_t *a = json_object_get(spec, field);
+        if (!json_is_array(a)) {
+                a = json_array();
+                json_object_set_new(spec, field, a);
+        }
+        return a;
+}
+
+/* -v SRC:DST[:ro|rw]: SRC with a '/' (or starting with '.') is a host path, else a volume name. */
+static int add_volume(const char *cmd, json_t *spec, const char *arg) {
+        char buf[4096];
+        snprintf(buf, sizeof(buf), "%s", arg);
+        char *dst = strchr(buf, ':');
+        if (!dst || dst == buf) {
+                cli_usage_error(cmd, "--volume expects SRC:DST[:ro|rw], got '%s'", arg);
+                return -1;
+        }
+        *dst++ = 0;
+        char *mode = strchr(dst, ':');
+        if (mode)
+                *mode++ = 0;
+        if (mode && strcmp(mode, "ro") != 0 && strcmp(mode, "rw") != 0) {
+                cli_usage_error(cmd, "--volume mode must be ro or rw, got '%s'", mode);
+                return -1;
+        }
+        json_t *v = json_object();
+        if (strchr(buf, '/') || buf[0] == '.') {
+                char real[4096];
+                json_object_set_new(v, "type", json_string("bind"));
+                json_object_set_new(v, "source", json_string(realpath(buf, real) ? real : buf));
+        } else {
+                json_object_set_new(v, "type", json_string("volume"));
+                json_object_set_new(v, "name", json_string(buf));
+        }
+        json_object_set_new(v, "target", json_string(dst));
+        if (mode)
+                json_object_set_new(v, "readonly", json_boolean(strcmp(mode, "ro") == 0));
+        json_array_append_new(spec_array(spec, "volumes"), v);
+        return 1;
+}
+
+static int add_tmpfs(const char *cmd, json_t *spec, const char *arg) {
+        char buf[4096];
+        snprintf(buf, sizeof(buf), "%s", arg);
+        char *size = strchr(buf, ':');
+        if (size)
+                *size++ = 0;
+        json_t *v = json_pack("{s:s, s:s}", "type", "tmpfs", "target", buf);
+        if (size) {
+                uint64_t bytes;
+                nook_error err = { 0 };
+                if (nook_parse_size(size, &bytes, &err) < 0) {
+                        json_decref(v);
+                        cli_usage_error(cmd, "--tmpfs: %s", err.msg);
+                        return -1;
+                }
+                json_object_set_new(v, "sizeMib", json_integer((json_int_t)((bytes + 1048575) / 1048576)));
+        }
+        json_array_append_new(spec_array(spec, "volumes"), v);
+        return 1;
+}
+
+/* --script NAME=FILE and --setup-file PATH=FILE: the file's content goes into the spec. */
+static int add_file_map(const char *cmd, json_t *spec, const char *field, const char *opt, const char *arg) {
+        const char *eq = strchr(arg, '=');
+        if (!eq || eq == arg) {
+                cli_usage_error(cmd, "--%s expects NAME=FILE, got '%s'", opt, arg);
+                return -1;
+        }
+        FILE *f = fopen(eq + 1, "re");
+        if (!f) {
+                cli_usage_error(cmd, "--%s: cannot read '%s'", opt, eq + 1);
+                return -1;
+        }
+        char *data = NULL;
+        size_t len = 0, cap = 0;
+        for (;;) {
+                if (len == cap) {
+                        cap = cap ? cap * 2 : 65536;
+                        char *nd = realloc(data, cap + 1);
+                        if (!nd)
+                                break;
+                        data = nd;
+                }
+                size_t k = fread(data + len, 1, cap - len, f);
+                if (k == 0)
+                        break;
+                len += k;
+        }
+        fclose(f);
+        if (!data)
+                return -1;
+        json_t *m = json_object_get(spec, field);
+        if (!json_is_object(m)) {
+                m = json_object();
+                json_object_set_new(spec, field, m);
+        }
+        char key[4096];
+        snprintf(key, sizeof(key), "%.*s", (int)(eq - arg), arg);
+        json_object_set_new(m, key, json_stringn(data, len));
+        free(data);
+        return 1;
+}
+
+static void mark_sensitive(json_t *spec) {
+        json_t *a = json_object_get(spec, "volumes"), *v;
+        size_t i;
+        json_array_foreach(a, i, v) json_object_set_new(v, "allowSensitive", json_true());
+}
+
 int spec_opt_apply(const char *cmd, json_t *spec, int opt, const char *arg) {
         switch (opt) {
         case 1000:
@@ -99,7 +210,26 @@ int spec_opt_apply(const char *cmd, json_t *spec, int opt, const char *arg) {
                 return json_object_set_new(spec, "maxCpus", json_string(arg)) < 0 ? -1 : 1;
         case 1013:
                 return json_object_set_new(spec, "maxMemoryMib", json_string(arg)) < 0 ? -1 : 1;
+        case 'v':
+                return add_volume(cmd, spec, arg);
+        case 1014:
+                return add_tmpfs(cmd, spec, arg);
+        case 1015:
+                json_object_set_new(spec, "nookAllowSensitive", json_true());
+                return 1;
+        case 1016:
+                return add_file_map(cmd, spec, "scripts", "script", arg);
+        case 1017:
+                return add_file_map(cmd, spec, "setupFiles", "setup-file", arg);
         default:
                 return 0;
+        }
+}
+
+void spec_opts_finish(json_t *spec) {
+        /* --allow-sensitive-volume applies to every -v of the command, wherever it came */
+        if (json_is_true(json_object_get(spec, "nookAllowSensitive"))) {
+                mark_sensitive(spec);
+                json_object_del(spec, "nookAllowSensitive");
         }
 }

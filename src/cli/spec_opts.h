@@ -6,7 +6,7 @@
 #include <jansson.h>
 #include <stdbool.h>
 
-#define SPEC_OPTS_SHORT "e:l:m:"
+#define SPEC_OPTS_SHORT "e:l:m:v:"
 /* clang-format off */
 #define SPEC_OPTS_LONG                                                  \
         { "image", required_argument, NULL, 1000 },                     \
@@ -25,7 +25,12 @@
         { "memory", required_argument, NULL, 'm' },                     \
         { "pids-max", required_argument, NULL, 1011 },                  \
         { "max-cpus", required_argument, NULL, 1012 },                  \
-        { "max-memory", required_argument, NULL, 1013 }
+        { "max-memory", required_argument, NULL, 1013 },                \
+        { "volume", required_argument, NULL, 'v' },                     \
+        { "tmpfs", required_argument, NULL, 1014 },                     \
+        { "allow-sensitive-volume", no_argument, NULL, 1015 },          \
+        { "script", required_argument, NULL, 1016 },                    \
+        { "setup-file", required_argument, NULL, 1017 }
 /* clang-format on */
 
 #define SPEC_OPTS_HELP                                                                                      \
@@ -44,8 +49,16 @@
         "  -m, --memory SIZE      memory limit: 512m, 2g, ... (the OOM killer ends what exceeds it)\n" \
         "  --pids-max N           process limit\n"                                                 \
         "  --max-cpus N, --max-memory SIZE  headroom for 'nook update'\n"                          \
+        "  -v, --volume SRC:DST[:ro|rw]  bind a host path (read-only unless :rw) or a named\n"       \
+        "                         volume (SRC without '/') at DST\n"                             \
+        "  --tmpfs DST[:SIZE]     a tmpfs at DST (default 64m)\n"                               \
+        "  --allow-sensitive-volume  allow binding credential folders, sockets, /proc...\n"      \
+        "  --script NAME=FILE     a script on PATH, read-only under /.nook/scripts\n"            \
+        "  --setup-file PATH=FILE write FILE's content at guest PATH before the first exec\n"    \
         "  --spec FILE            a JSON spec (- for stdin); the options above override it\n"
 
 /* Applies one parsed option to the spec; returns 1 if it was a spec option, 0 if not, <0 with
  * the usage error already printed. */
 int spec_opt_apply(const char *cmd, json_t *spec, int opt, const char *arg);
+/* Call once after all options: applies flags that affect several entries. */
+void spec_opts_finish(json_t *spec);

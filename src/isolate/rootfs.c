@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <linux/openat2.h>
 #include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -279,6 +280,88 @@ static int setup_workspace_tmp(const iso_rootfs *rf, nook_error *err) {
         return 0;
 }
 
+/* Opens (creating what is missing) a volume's mount point under the new root.  Every lookup is
+ * openat2(RESOLVE_IN_ROOT) from the new root, so a symlink in the image (say /data -> /etc)
+ * resolves inside the sandbox's tree, never on the host's. */
+static int open_target(const char *target, bool dir, int *ret_fd, nook_error *err) {
+        _cleanup_close_ int root = open(NEWROOT, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        struct open_how how = { .flags = O_PATH | O_CLOEXEC, .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS };
+        char buf[PATH_MAX];
+        if (root < 0)
+                return nook_err_errno(err, NOOK_E_IO, "Cannot open the new root");
+        if (strlen(target) >= sizeof(buf))
+                return nook_err_set(err, NOOK_E_INVALID, "Mount point too long: '%s'", target);
+        strcpy(buf, target);
+        for (char *s = buf + 1;; s++) {
+                if (*s != '/' && *s != 0)
+                        continue;
+                char saved = *s;
+                bool last = saved == 0;
+                *s = 0;
+                int fd = (int)syscall(SYS_openat2, root, buf + 1, &how, sizeof(how));
+                if (fd < 0 && errno == ENOENT) {
+                        char *slash = strrchr(buf, '/');
+                        _cleanup_close_ int parent = -1;
+                        *slash = 0;
+                        parent = buf[0] ? (int)syscall(SYS_openat2, root, buf + 1, &how, sizeof(how))
+                                        : fcntl(root, F_DUPFD_CLOEXEC, 3);
+                        *slash = '/';
+                        if (parent < 0)
+                                return nook_err_errno(err, NOOK_E_IO, "Cannot resolve the mount point '%s'", target);
+                        int k = (last && !dir) ? mknodat(parent, slash + 1, S_IFREG | 0644, 0) : mkdirat(parent, slash + 1, 0755);
+                        if (k < 0 && errno != EEXIST)
+                                return nook_err_errno(err, NOOK_E_IO, "Cannot create the mount point '%s'", target);
+                        fd = (int)syscall(SYS_openat2, root, buf + 1, &how, sizeof(how));
+                }
+                if (fd < 0)
+                        return nook_err_errno(err, NOOK_E_IO, "Cannot resolve the mount point '%s'", target);
+                if (last) {
+                        *ret_fd = fd;
+                        return 0;
+                }
+                safe_close(fd);
+                *s = saved;
+        }
+}
+
+/* User volumes: binds of fds the child opened before dropping host credentials, and tmpfs.
+ * nosuid and nodev always; read-only where asked. */
+static int setup_volumes(const iso_rootfs *rf, nook_error *err) {
+        for (size_t i = 0; i < rf->n_mounts; i++) {
+                const iso_mount *m = &rf->mounts[i];
+                struct stat st = { .st_mode = S_IFDIR };
+                if (m->source_fd >= 0 && fstat(m->source_fd, &st) < 0)
+                        return nook_err_errno(err, NOOK_E_IO, "Cannot stat the source of volume '%s'", m->target);
+                _cleanup_close_ int tfd = -1;
+                int r = open_target(m->target, S_ISDIR(st.st_mode), &tfd, err);
+                if (r < 0)
+                        return r;
+                char dst[64], src[64], opts[64];
+                (void)snprintf(dst, sizeof(dst), "/proc/self/fd/%d", tfd);
+                if (m->source_fd < 0) {
+                        (void)snprintf(opts, sizeof(opts), "mode=1777,size=%lum", m->size_mib ? m->size_mib : 64);
+                        if (mount("tmpfs", dst, "tmpfs", MS_NOSUID | MS_NODEV | (m->readonly ? MS_RDONLY : 0), opts) < 0)
+                                return nook_err_errno(err, NOOK_E_IO, "Cannot mount a tmpfs at '%s'", m->target);
+                        continue;
+                }
+                (void)snprintf(src, sizeof(src), "/proc/self/fd/%d", m->source_fd);
+                if (mount(src, dst, NULL, MS_BIND | MS_REC, NULL) < 0)
+                        return nook_err_errno(err, NOOK_E_IO, "Cannot bind the volume at '%s'", m->target);
+                /* the new mount sits on top of tfd's dentry: reopen the target to reach it */
+                safe_close(tfd);
+                tfd = -1;
+                r = open_target(m->target, S_ISDIR(st.st_mode), &tfd, err);
+                if (r < 0)
+                        return r;
+                (void)snprintf(dst, sizeof(dst), "/proc/self/fd/%d", tfd);
+                unsigned long fl = MS_BIND | MS_REMOUNT | MS_NOSUID | MS_NODEV | (m->readonly ? MS_RDONLY : 0) |
+                        locked_flags(dst);
+                if (mount(NULL, dst, NULL, fl, NULL) < 0)
+                        return nook_err_errno(err, NOOK_E_IO, "Cannot set the flags of the volume at '%s'", m->target);
+        }
+        return 0;
+}
+
 static int pivot_into_new_root(nook_error *err) {
         if (chdir(NEWROOT) < 0)
                 return nook_err_errno(err, NOOK_E_IO, "Cannot enter the new root");
@@ -322,6 +405,9 @@ int iso_rootfs_setup(const iso_rootfs *rf, nook_error *err) {
         if (r < 0)
                 return r;
         r = setup_workspace_tmp(rf, err);
+        if (r < 0)
+                return r;
+        r = setup_volumes(rf, err);
         if (r < 0)
                 return r;
         return pivot_into_new_root(err);

@@ -22,6 +22,16 @@
 
 #define ISO_MAX_LOWERS 64
 
+/* A user volume: a host directory or file bound (source_fd), or a tmpfs (source_fd -1). */
+typedef struct iso_mount {
+        int source_fd;    /* O_PATH, opened without following symlinks; -1 for tmpfs */
+        const char *target;
+        bool readonly;
+        unsigned long size_mib; /* tmpfs */
+} iso_mount;
+
+#define ISO_MAX_MOUNTS 72
+
 typedef struct iso_rootfs {
         const char *hostname;
         int lower_fds[ISO_MAX_LOWERS]; /* image layers, topmost first */
@@ -30,6 +40,8 @@ typedef struct iso_rootfs {
         int workspace_fd;
         char **ro_binds; /* host paths bound read-only at the same place (built-in host image) */
         bool rootless; /* setgroups is denied in the user namespace */
+        iso_mount mounts[ISO_MAX_MOUNTS]; /* volumes, then the scripts folder; nosuid,nodev always */
+        size_t n_mounts;
 } iso_rootfs;
 
 /* Steps 3-6.  Runs in the child, as root of the new user namespace.  Leaves cwd at "/". */

@@ -23,7 +23,7 @@
 #include "util/str.h"
 
 /* Bumped whenever the skeleton changes: a new version is generated beside the old one. */
-#define HOST_IMAGE_VERSION "v1"
+#define HOST_IMAGE_VERSION "v2"
 
 static const char *const top_dirs[] = { "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32" };
 static const char *const etc_entries[] = { "/etc/alternatives", "/etc/ld.so.cache", "/etc/ld.so.conf",
@@ -44,8 +44,11 @@ static const struct {
         { "etc/resolv.conf", "# nook: the network is off for this sandbox\n" },
         { "etc/hostname", "nook\n" },
         { "etc/profile",
-                "export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin\n"
-                "if [ \"$(id -u)\" -eq 0 ]; then PS1='# '; else PS1='$ '; fi\n" },
+                "[ -n \"$PATH\" ] || PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin\n"
+                "export PATH\n"
+                "if [ \"$(id -u)\" -eq 0 ]; then PS1='# '; else PS1='$ '; fi\n"
+                "for f in /etc/profile.d/*.sh; do [ -r \"$f\" ] && . \"$f\"; done\n"
+                "unset f\n" },
 };
 
 static const struct {

@@ -25,6 +25,7 @@
 #include "sandbox/ctx.h"
 #include "sandbox/image.h"
 #include "sandbox/lifecycle.h"
+#include "sandbox/provision.h"
 #include "sandbox/spec.h"
 #include "store/store.h"
 #include "supervisor/config.h"
@@ -267,7 +268,12 @@ static int prepare_state(nook *n, const char *name, const sb_spec *spec, bool ke
                 .cpus = spec->cpus,
                 .memory_bytes = spec->memory_mib * 1024 * 1024,
                 .pids_max = spec->pids_max };
-        r = sup_config_to_file(&c, cfgp, err);
+        r = sb_provision(n, spec, sdir, wsdir, upper, &c, &env, err);
+        if (r >= 0) {
+                c.env = env;
+                r = sup_config_to_file(&c, cfgp, err);
+        }
+        sb_provision_done(&c);
         sb_image_done(&img);
         return r;
 }

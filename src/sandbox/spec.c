@@ -8,6 +8,8 @@
 
 #include "nook.h"
 #include "sandbox/spec.h"
+#include "sandbox/spec_net.h"
+#include "sandbox/volumes.h"
 #include "util/error.h"
 #include "util/macro.h"
 #include "util/parse.h"
@@ -23,13 +25,16 @@ void sb_spec_done(sb_spec *s) {
         free(s->security);
         free(s->workdir);
         free(s->user);
+        sb_spec_network_done(s);
+        json_decref(s->volumes);
+        json_decref(s->scripts);
+        json_decref(s->setup_files);
         memset(s, 0, sizeof(*s));
 }
 
 /* Fields that a later version of nook implements: refused clearly instead of ignored. */
-static const char *const not_yet[] = { "ports", "volumes", "snapshot", "scripts", "setupFiles",
-        "pullPolicy" };
-static const char *const known[] = { "cpus", "maxCpus", "memoryMib", "maxMemoryMib", "memory", "pidsMax",
+static const char *const not_yet[] = { "snapshot", "pullPolicy" };
+static const char *const known[] = { "networkPolicy", "ports", "volumes", "scripts", "setupFiles", "cpus", "maxCpus", "memoryMib", "maxMemoryMib", "memory", "pidsMax",
         "image", "env", "labels", "persistence", "maxDurationSecs", "idleTimeoutSecs", "security", "network",
         "workdir", "user" };
 
@@ -215,6 +220,61 @@ static int parse_limits(json_t *o, sb_spec *s, nook_error *err) {
         return 0;
 }
 
+#define MAX_SETUP_BYTES (16u * 1024 * 1024)
+
+static bool script_name_ok(const char *k) {
+        size_t n = strlen(k);
+        if (n == 0 || n > 64 || k[0] == '.')
+                return false;
+        for (size_t i = 0; i < n; i++)
+                if (!((k[i] >= 'a' && k[i] <= 'z') || (k[i] >= 'A' && k[i] <= 'Z') || (k[i] >= '0' && k[i] <= '9') ||
+                            k[i] == '_' || k[i] == '-' || k[i] == '.'))
+                        return false;
+        return true;
+}
+
+/* Structure only here; volumes are checked against the host at create (sb_volumes_parse). */
+static int parse_files(json_t *o, sb_spec *s, nook_error *err) {
+        json_t *v;
+        const char *k;
+        size_t total = 0;
+        s->volumes = json_incref(json_object_get(o, "volumes"));
+        if (s->volumes && !json_is_array(s->volumes))
+                return nook_err_set(err, NOOK_E_INVALID, "Invalid spec: 'volumes' must be an array");
+        s->scripts = json_incref(json_object_get(o, "scripts"));
+        if (s->scripts && !json_is_object(s->scripts))
+                return nook_err_set(err, NOOK_E_INVALID, "Invalid spec: 'scripts' must be an object of name: content");
+        json_object_foreach(s->scripts, k, v) {
+                if (!script_name_ok(k))
+                        return nook_err_set(err, NOOK_E_INVALID,
+                                "Invalid spec: script name '%s' must be 1-64 characters of A-Z a-z 0-9 . _ - not starting with '.'", k);
+                if (!json_is_string(v))
+                        return nook_err_set(err, NOOK_E_INVALID, "Invalid spec: script '%s' must be a string", k);
+                total += json_string_length(v);
+        }
+        s->setup_files = json_incref(json_object_get(o, "setupFiles"));
+        if (s->setup_files && !json_is_object(s->setup_files))
+                return nook_err_set(err, NOOK_E_INVALID, "Invalid spec: 'setupFiles' must be an object of path: content");
+        json_object_foreach(s->setup_files, k, v) {
+                _cleanup_free_ char *norm = NULL;
+                int r = sb_guest_path_check("setup file path", k, &norm, err);
+                if (r < 0)
+                        return r;
+                if (json_is_string(v))
+                        total += json_string_length(v);
+                else if (json_is_object(v) && (json_is_string(json_object_get(v, "base64")) ||
+                                                      json_is_string(json_object_get(v, "content"))))
+                        total += json_string_length(json_object_get(v, "base64")) +
+                                json_string_length(json_object_get(v, "content"));
+                else
+                        return nook_err_set(err, NOOK_E_INVALID,
+                                "Invalid spec: setup file '%s' must be a string or {\"content\"|\"base64\": ..., \"mode\": N}", k);
+        }
+        if (total > MAX_SETUP_BYTES)
+                return nook_err_set(err, NOOK_E_INVALID, "Invalid spec: scripts and setup files exceed %u bytes", MAX_SETUP_BYTES);
+        return 0;
+}
+
 static int parse_fields(json_t *o, sb_spec *s, nook_error *err) {
         _cleanup_free_ char *persistence = NULL, *network = NULL;
         int r;
@@ -237,13 +297,8 @@ static int parse_fields(json_t *o, sb_spec *s, nook_error *err) {
         if (!streq(s->security, "default") && !streq(s->security, "restricted"))
                 return nook_err_set(err, NOOK_E_INVALID,
                         "Invalid spec: security must be 'default' or 'restricted', got '%s'", s->security);
-        if (streq(network, "public") || streq(network, "policy"))
-                return nook_err_set(err, NOOK_E_MISSING_FEATURE,
-                        "Network mode '%s' is not supported by this version of nook yet; only 'off'",
-                        network);
-        if (!streq(network, "off"))
-                return nook_err_set(err, NOOK_E_INVALID,
-                        "Invalid spec: network must be 'off', 'public' or 'policy', got '%s'", network);
+        if ((r = sb_spec_parse_network(o, network, s, err)) < 0)
+                return r;
         if (s->workdir[0] != '/' || strlen(s->workdir) >= PATH_MAX)
                 return nook_err_set(err, NOOK_E_INVALID,
                         "Invalid spec: workdir '%s' must be an absolute path", s->workdir);
@@ -251,6 +306,9 @@ static int parse_fields(json_t *o, sb_spec *s, nook_error *err) {
                 return nook_err_set(err, NOOK_E_INVALID,
                         "Invalid spec: user '%s' is not a user name or uid[:gid]", s->user);
         r = parse_limits(o, s, err);
+        if (r < 0)
+                return r;
+        r = parse_files(o, s, err);
         if (r < 0)
                 return r;
         return resolve_image(s, err);
@@ -303,6 +361,7 @@ char *sb_spec_to_json(const sb_spec *s) {
                 "off", "workdir", s->workdir, "user", s->user);
         if (!o)
                 return NULL;
+        sb_spec_network_to_json(s, o);
         if (s->cpus)
                 json_object_set_new(o, "cpus", json_integer(s->cpus));
         if (s->max_cpus)
@@ -313,6 +372,12 @@ char *sb_spec_to_json(const sb_spec *s) {
                 json_object_set_new(o, "maxMemoryMib", json_integer((json_int_t)s->max_memory_mib));
         if (s->pids_max)
                 json_object_set_new(o, "pidsMax", json_integer((json_int_t)s->pids_max));
+        if (s->volumes)
+                json_object_set(o, "volumes", s->volumes);
+        if (s->scripts)
+                json_object_set(o, "scripts", s->scripts);
+        if (s->setup_files)
+                json_object_set(o, "setupFiles", s->setup_files);
         char *t = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
         json_decref(o);
         return t;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <stdbool.h>
+#include <jansson.h>
 #include <stdint.h>
 
 #include "nook.h"
@@ -16,10 +17,17 @@ typedef struct sb_spec {
         char *security; /* "default" | "restricted" */
         char *workdir;
         char *user;
+        char *network; /* "off" | "public" | "policy" */
+        char **net_rules; /* policy: "allow|deny CIDR[:PORTS]" in order (isolate/net.h) */
+        char **net_domains; /* policy: "example.com", "*.example.com" */
+        char **ports; /* published, canonical "ADDR:HOSTPORT:PORT" */
         /* resources: 0 = unlimited; max_* are the headroom for `nook update` (0 = the limit) */
         unsigned cpus, max_cpus;
         uint64_t memory_mib, max_memory_mib;
         uint64_t pids_max;
+        json_t *volumes;     /* checked against the host by sb_volumes_parse() at create */
+        json_t *scripts;     /* {"name": "content"}: read-only under /.nook/scripts, on PATH */
+        json_t *setup_files; /* {"/abs/path": "text" | {"base64": "...", "mode": 420}} */
 } sb_spec;
 
 void sb_spec_done(sb_spec *s);

@@ -25,7 +25,17 @@ void sup_config_done(sup_config *c) {
         free(c->workdir);
         free(c->user);
         free(c->profile);
+        free(c->network);
+        strv_free(c->net_rules);
+        strv_free(c->net_domains);
+        strv_free(c->ports);
         free(c->home);
+        for (size_t i = 0; i < c->n_mounts; i++) {
+                free(c->mounts[i].type);
+                free(c->mounts[i].source);
+                free(c->mounts[i].target);
+        }
+        free(c->mounts);
         memset(c, 0, sizeof(*c));
 }
 
@@ -49,6 +59,16 @@ int sup_config_to_file(const sup_config *c, const char *path, nook_error *err) {
         json_object_set_new(o, "cpus", json_integer(c->cpus));
         json_object_set_new(o, "memoryBytes", json_integer((json_int_t)c->memory_bytes));
         json_object_set_new(o, "pidsMax", json_integer((json_int_t)c->pids_max));
+        json_object_set_new(o, "network", c->network ? json_string(c->network) : json_null());
+        json_object_set_new(o, "netRules", strv_to_json(c->net_rules));
+        json_object_set_new(o, "netDomains", strv_to_json(c->net_domains));
+        json_object_set_new(o, "ports", strv_to_json(c->ports));
+        json_t *ms = json_array();
+        for (size_t i = 0; i < c->n_mounts; i++)
+                json_array_append_new(ms, json_pack("{s:s, s:s?, s:s, s:b, s:I}", "type", c->mounts[i].type, "source",
+                                                  c->mounts[i].source, "target", c->mounts[i].target, "readonly",
+                                                  c->mounts[i].readonly, "sizeMib", (json_int_t)c->mounts[i].size_mib));
+        json_object_set_new(o, "mounts", ms);
         _cleanup_free_ char *tmp = strprintf("%s.tmp", path);
         if (!tmp) {
                 json_decref(o);
@@ -118,7 +138,11 @@ int sup_config_from_file(const char *path, sup_config *ret, nook_error *err) {
                 (r = get_strv(o, "env", &c.env, err)) < 0 ||
                 (r = get_str(o, "workdir", false, &c.workdir, err)) < 0 ||
                 (r = get_str(o, "user", false, &c.user, err)) < 0 ||
-                (r = get_str(o, "profile", false, &c.profile, err)) < 0) {
+                (r = get_str(o, "profile", false, &c.profile, err)) < 0 ||
+                (r = get_str(o, "network", false, &c.network, err)) < 0 ||
+                (r = get_strv(o, "netRules", &c.net_rules, err)) < 0 ||
+                (r = get_strv(o, "netDomains", &c.net_domains, err)) < 0 ||
+                (r = get_strv(o, "ports", &c.ports, err)) < 0) {
                 json_decref(o);
                 sup_config_done(&c);
                 return r;
@@ -129,6 +153,28 @@ int sup_config_from_file(const char *path, sup_config *ret, nook_error *err) {
         c.cpus = (unsigned)json_integer_value(json_object_get(o, "cpus"));
         c.memory_bytes = (uint64_t)json_integer_value(json_object_get(o, "memoryBytes"));
         c.pids_max = (uint64_t)json_integer_value(json_object_get(o, "pidsMax"));
+        json_t *ms = json_object_get(o, "mounts"), *m;
+        size_t i;
+        if (json_is_array(ms) && json_array_size(ms) > 0) {
+                c.mounts = calloc(json_array_size(ms), sizeof(sup_mount));
+                if (!c.mounts) {
+                        json_decref(o);
+                        sup_config_done(&c);
+                        return nook_err_oom(err);
+                }
+                json_array_foreach(ms, i, m) {
+                        sup_mount *sm = &c.mounts[c.n_mounts++];
+                        if ((r = get_str(m, "type", true, &sm->type, err)) < 0 ||
+                                (r = get_str(m, "source", false, &sm->source, err)) < 0 ||
+                                (r = get_str(m, "target", true, &sm->target, err)) < 0) {
+                                json_decref(o);
+                                sup_config_done(&c);
+                                return r;
+                        }
+                        sm->readonly = json_is_true(json_object_get(m, "readonly"));
+                        sm->size_mib = (uint64_t)json_integer_value(json_object_get(m, "sizeMib"));
+                }
+        }
         if ((r = get_str(o, "home", false, &c.home, err)) < 0) {
                 json_decref(o);
                 sup_config_done(&c);

@@ -8,6 +8,14 @@
 
 #include "nook.h"
 
+typedef struct sup_mount {
+        char *type; /* "bind" | "tmpfs" */
+        char *source;
+        char *target;
+        bool readonly;
+        uint64_t size_mib;
+} sup_mount;
+
 typedef struct sup_config {
         char *name;
         char **lowers; /* image layers, topmost first */
@@ -19,12 +27,18 @@ typedef struct sup_config {
         char *workdir; /* default cwd of execs */
         char *user; /* default user of execs */
         char *profile; /* "default" | "restricted" */
+        char *network; /* "off" | "public" | "policy"; NULL = off */
+        char **net_rules; /* policy: "allow|deny CIDR[:PORTS]", in order (net_rule_from_string) */
+        char **net_domains; /* policy: "example.com", "*.example.com" */
+        char **ports; /* published host ports, "[ADDR:]HOSTPORT:PORT" */
         uint64_t max_duration_ms, idle_timeout_ms;
         char *home; /* the state root: names the sandbox's cgroup */
         unsigned cpus; /* resource limits, 0 = unlimited */
         uint64_t memory_bytes;
         uint64_t pids_max;
         bool ephemeral;
+        sup_mount *mounts; /* volumes, and the scripts folder at /.nook/scripts */
+        size_t n_mounts;
 } sup_config;
 
 void sup_config_done(sup_config *c);

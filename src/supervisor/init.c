@@ -11,7 +11,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/openat2.h>
 #include <sys/ioctl.h>
+#include <sys/syscall.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/wait.h>
@@ -619,6 +621,20 @@ static int open_rootfs(const sup_config *c, bool rootless, iso_rootfs *rf, nook_
                 return r;
         if (c->workspace && (r = open_dir_path(c->workspace, &rf->workspace_fd, err)) < 0)
                 return r;
+        /* Volume sources were resolved by libnook at create; open them now without following
+         * any symlink, so one swapped in since cannot redirect the mount. */
+        for (size_t i = 0; i < c->n_mounts && rf->n_mounts < ISO_MAX_MOUNTS; i++) {
+                const sup_mount *m = &c->mounts[i];
+                iso_mount *im = &rf->mounts[rf->n_mounts++];
+                *im = (iso_mount){ .source_fd = -1, .target = m->target, .readonly = m->readonly,
+                        .size_mib = (unsigned long)m->size_mib };
+                if (!streq(m->type, "bind"))
+                        continue;
+                struct open_how how = { .flags = O_PATH | O_CLOEXEC, .resolve = RESOLVE_NO_SYMLINKS };
+                im->source_fd = (int)syscall(SYS_openat2, AT_FDCWD, m->source, &how, sizeof(how));
+                if (im->source_fd < 0)
+                        return nook_err_errno(err, NOOK_E_IO, "Cannot open the volume source '%s'", m->source);
+        }
         return 0;
 }
 

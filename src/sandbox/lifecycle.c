@@ -28,6 +28,7 @@
 #include "sandbox/provision.h"
 #include "sandbox/spec.h"
 #include "store/store.h"
+#include "isolate/net.h"
 #include "supervisor/config.h"
 #include "supervisor/exitfile.h"
 #include "supervisor/proto.h"
@@ -197,6 +198,20 @@ static int write_owned(const char *p, const char *content, uid_t uid, gid_t gid,
         return 0;
 }
 
+/* With a network, the sandbox's resolver: slirp4netns's DNS forwarder (public), or the
+ * supervisor's filtering resolver on the sandbox's loopback (policy). */
+static int write_resolv_conf(nook *n, const sb_spec *spec, const char *etc, nook_error *err) {
+        net_mode m = net_mode_from_string(spec->network);
+        if (m != NET_MODE_PUBLIC && m != NET_MODE_POLICY)
+                return 0;
+        _cleanup_free_ char *p = strprintf("%s/resolv.conf", etc);
+        _cleanup_free_ char *text =
+                strprintf("nameserver %s\noptions edns0\n", m == NET_MODE_PUBLIC ? NET_SLIRP_DNS : NET_RESOLVER);
+        if (!p || !text)
+                return nook_err_oom(err);
+        return write_owned(p, text, n->ws_uid, n->ws_gid, err);
+}
+
 /* The per-sandbox state folder: config.json, the writable layer (upper, work), the socket. */
 static int prepare_state(nook *n, const char *name, const sb_spec *spec, bool keep_upper, const char *sdir,
         const char *wsdir, nook_error *err) {
@@ -235,6 +250,8 @@ static int prepare_state(nook *n, const char *name, const sb_spec *spec, bool ke
         if ((r = write_owned(hp, hosts, n->ws_uid, n->ws_gid, err)) < 0 ||
                 (r = write_owned(hnp, hostname, n->ws_uid, n->ws_gid, err)) < 0)
                 return r;
+        if ((r = write_resolv_conf(n, spec, etc, err)) < 0)
+                return r;
 
         sb_image img = { 0 };
         r = sb_image_resolve(n, spec->image, &img, err);
@@ -261,6 +278,10 @@ static int prepare_state(nook *n, const char *name, const sb_spec *spec, bool ke
                 .workdir = spec->workdir,
                 .user = spec->user ? spec->user : img.user,
                 .profile = spec->security,
+                .network = spec->network,
+                .net_rules = spec->net_rules,
+                .net_domains = spec->net_domains,
+                .ports = spec->ports,
                 .max_duration_ms = spec->max_duration_secs * 1000,
                 .idle_timeout_ms = spec->idle_timeout_secs * 1000,
                 .ephemeral = !spec->sticky,

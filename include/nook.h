@@ -162,6 +162,13 @@ NOOK_PUBLIC int nook_sandbox_stats(nook *n, const char *name, char **ret_json, n
  * Above the spec's maxCpus / maxMemoryMib headroom: NOOK_E_REFUSED. */
 NOOK_PUBLIC int nook_sandbox_update(nook *n, const char *name, const char *update_json, nook_error *err);
 
+/* Named volumes (<home>/volumes/NAME): outlive sandboxes, can be shared; a spec mounts one with
+ * {"type": "volume", "name": NAME, "target": "/path"} (made on first use). */
+NOOK_PUBLIC int nook_volume_create(nook *n, const char *name, char **ret_path, nook_error *err);
+NOOK_PUBLIC int nook_volume_list(nook *n, char **ret_json, nook_error *err);
+/* Refused (NOOK_E_BUSY) while a running sandbox mounts it. */
+NOOK_PUBLIC int nook_volume_remove(nook *n, const char *name, nook_error *err);
+
 typedef struct nook_exec_opts {
         const char *const *argv; /* the command, or NULL when shell is set */
         const char *shell; /* a shell string, run as /bin/sh -lc SHELL */

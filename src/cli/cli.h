@@ -49,3 +49,4 @@ int cmd_cat(int argc, char **argv);
 int cmd_doctor(int argc, char **argv);
 int cmd_stats(int argc, char **argv);
 int cmd_update(int argc, char **argv);
+int cmd_volume(int argc, char **argv);

@@ -307,3 +307,52 @@ int cmd_cat(int argc, char **argv) {
         nook_close(n);
         return r < 0 ? cli_fail(&err) : 0;
 }
+
+int cmd_volume(int argc, char **argv) {
+        if (argc < 2 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0) {
+                fputs("Usage: nook volume create NAME | ls | rm NAME...\n\n"
+                      "Named volumes live under the state folder, outlive sandboxes and can be shared:\n"
+                      "  nook create w -v cache:/cache:rw\n",
+                        argc < 2 ? stderr : stdout);
+                return argc < 2 ? CLI_EXIT_USAGE : 0;
+        }
+        nook *n = NULL;
+        nook_error err = { 0 };
+        int status = 0;
+        if (cli_open(&n, &err) < 0)
+                return cli_fail(&err);
+        if (strcmp(argv[1], "create") == 0 && argc == 3) {
+                char *p = NULL;
+                if (nook_volume_create(n, argv[2], &p, &err) < 0)
+                        status = cli_fail(&err);
+                else
+                        puts(argv[2]);
+                nook_free(p);
+        } else if (strcmp(argv[1], "ls") == 0 && argc == 2) {
+                char *t = NULL;
+                if (nook_volume_list(n, &t, &err) < 0)
+                        status = cli_fail(&err);
+                else if (arg_json)
+                        puts(t);
+                else {
+                        json_t *a = json_loads(t, 0, NULL), *v;
+                        size_t i;
+                        printf("%-32s %s\n", "NAME", "PATH");
+                        json_array_foreach(a, i, v)
+                                printf("%-32s %s\n", json_string_value(json_object_get(v, "name")),
+                                        json_string_value(json_object_get(v, "path")));
+                        json_decref(a);
+                }
+                nook_free(t);
+        } else if (strcmp(argv[1], "rm") == 0 && argc >= 3) {
+                for (int i = 2; i < argc; i++) {
+                        if (nook_volume_remove(n, argv[i], &err) < 0)
+                                status = cli_fail(&err);
+                        else
+                                puts(argv[i]);
+                }
+        } else
+                status = cli_usage_error("volume", "expected: create NAME | ls | rm NAME...");
+        nook_close(n);
+        return status;
+}

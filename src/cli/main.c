@@ -27,6 +27,7 @@ static const cli_command commands[] = {
         { "cp", cmd_cp, "Copy files between the host and a workspace (NAME:PATH)" },
         { "cat", cmd_cat, "Print a workspace file (NAME:PATH)" },
         { "ws", cmd_ws, "Workspace files: path, write, cat, ls, rm, mkdir, mv" },
+        { "volume", cmd_volume, "Named volumes: create, ls, rm" },
         { "doctor", cmd_doctor, "Check what this host offers nook" },
 };
 
@@ -45,8 +46,8 @@ static void help(FILE *f) {
                 "  -h, --help   this help; 'nook COMMAND --help' for a command's\n"
                 "  --version    print the version\n\n"
                 "Images: 'host' (the default: the host's /usr read-only, no download) or a root\n"
-                "filesystem directory. Registry images, network egress, volumes and snapshots\n"
-                "are not in this version yet.\n\n"
+                "filesystem directory. Registry images, network egress and snapshots are not\n"
+                "in this version yet.\n\n"
                 "Example:\n  nook run -- sh -c 'echo hello from $(hostname)'\n");
 }
 

@@ -285,7 +285,8 @@ static int setup_workspace_tmp(const iso_rootfs *rf, nook_error *err) {
  * resolves inside the sandbox's tree, never on the host's. */
 static int open_target(const char *target, bool dir, int *ret_fd, nook_error *err) {
         _cleanup_close_ int root = open(NEWROOT, O_PATH | O_DIRECTORY | O_CLOEXEC);
-        struct open_how how = { .flags = O_PATH | O_CLOEXEC, .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS };
+        struct open_how how = { .flags = O_PATH | O_CLOEXEC,
+                .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS };
         char buf[PATH_MAX];
         if (root < 0)
                 return nook_err_errno(err, NOOK_E_IO, "Cannot open the new root");
@@ -307,10 +308,13 @@ static int open_target(const char *target, bool dir, int *ret_fd, nook_error *er
                                         : fcntl(root, F_DUPFD_CLOEXEC, 3);
                         *slash = '/';
                         if (parent < 0)
-                                return nook_err_errno(err, NOOK_E_IO, "Cannot resolve the mount point '%s'", target);
-                        int k = (last && !dir) ? mknodat(parent, slash + 1, S_IFREG | 0644, 0) : mkdirat(parent, slash + 1, 0755);
+                                return nook_err_errno(
+                                        err, NOOK_E_IO, "Cannot resolve the mount point '%s'", target);
+                        int k = (last && !dir) ? mknodat(parent, slash + 1, S_IFREG | 0644, 0)
+                                               : mkdirat(parent, slash + 1, 0755);
                         if (k < 0 && errno != EEXIST)
-                                return nook_err_errno(err, NOOK_E_IO, "Cannot create the mount point '%s'", target);
+                                return nook_err_errno(
+                                        err, NOOK_E_IO, "Cannot create the mount point '%s'", target);
                         fd = (int)syscall(SYS_openat2, root, buf + 1, &how, sizeof(how));
                 }
                 if (fd < 0)
@@ -331,7 +335,8 @@ static int setup_volumes(const iso_rootfs *rf, nook_error *err) {
                 const iso_mount *m = &rf->mounts[i];
                 struct stat st = { .st_mode = S_IFDIR };
                 if (m->source_fd >= 0 && fstat(m->source_fd, &st) < 0)
-                        return nook_err_errno(err, NOOK_E_IO, "Cannot stat the source of volume '%s'", m->target);
+                        return nook_err_errno(
+                                err, NOOK_E_IO, "Cannot stat the source of volume '%s'", m->target);
                 _cleanup_close_ int tfd = -1;
                 int r = open_target(m->target, S_ISDIR(st.st_mode), &tfd, err);
                 if (r < 0)
@@ -339,9 +344,12 @@ static int setup_volumes(const iso_rootfs *rf, nook_error *err) {
                 char dst[64], src[64], opts[64];
                 (void)snprintf(dst, sizeof(dst), "/proc/self/fd/%d", tfd);
                 if (m->source_fd < 0) {
-                        (void)snprintf(opts, sizeof(opts), "mode=1777,size=%lum", m->size_mib ? m->size_mib : 64);
-                        if (mount("tmpfs", dst, "tmpfs", MS_NOSUID | MS_NODEV | (m->readonly ? MS_RDONLY : 0), opts) < 0)
-                                return nook_err_errno(err, NOOK_E_IO, "Cannot mount a tmpfs at '%s'", m->target);
+                        (void)snprintf(
+                                opts, sizeof(opts), "mode=1777,size=%lum", m->size_mib ? m->size_mib : 64);
+                        if (mount("tmpfs", dst, "tmpfs",
+                                    MS_NOSUID | MS_NODEV | (m->readonly ? MS_RDONLY : 0), opts) < 0)
+                                return nook_err_errno(
+                                        err, NOOK_E_IO, "Cannot mount a tmpfs at '%s'", m->target);
                         continue;
                 }
                 (void)snprintf(src, sizeof(src), "/proc/self/fd/%d", m->source_fd);
@@ -354,10 +362,11 @@ static int setup_volumes(const iso_rootfs *rf, nook_error *err) {
                 if (r < 0)
                         return r;
                 (void)snprintf(dst, sizeof(dst), "/proc/self/fd/%d", tfd);
-                unsigned long fl = MS_BIND | MS_REMOUNT | MS_NOSUID | MS_NODEV | (m->readonly ? MS_RDONLY : 0) |
-                        locked_flags(dst);
+                unsigned long fl = MS_BIND | MS_REMOUNT | MS_NOSUID | MS_NODEV |
+                        (m->readonly ? MS_RDONLY : 0) | locked_flags(dst);
                 if (mount(NULL, dst, NULL, fl, NULL) < 0)
-                        return nook_err_errno(err, NOOK_E_IO, "Cannot set the flags of the volume at '%s'", m->target);
+                        return nook_err_errno(
+                                err, NOOK_E_IO, "Cannot set the flags of the volume at '%s'", m->target);
         }
         return 0;
 }

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
@@ -9,8 +10,10 @@
 
 #include "nook.h"
 #include "sandbox/ctx.h"
+#include "sandbox/lifecycle.h"
 #include "sandbox/provision.h"
 #include "sandbox/volumes.h"
+#include "store/store.h"
 #include "util/error.h"
 #include "util/fd.h"
 #include "util/macro.h"
@@ -36,7 +39,8 @@ int sb_volume_dir(nook *n, const char *name, bool create, char **ret, nook_error
         int r = name_validate("volume", name, err);
         if (r < 0)
                 return r;
-        _cleanup_free_ char *parent = strprintf("%s/volumes", n->home), *dir = strprintf("%s/volumes/%s", n->home, name);
+        _cleanup_free_ char *parent = strprintf("%s/volumes", n->home),
+                            *dir = strprintf("%s/volumes/%s", n->home, name);
         if (!parent || !dir)
                 return nook_err_oom(err);
         if (create) {
@@ -46,22 +50,26 @@ int sb_volume_dir(nook *n, const char *name, bool create, char **ret, nook_error
                         return nook_err_errno(err, NOOK_E_IO, "Cannot create the volume '%s'", dir);
                 /* the sandbox's root owns what it writes there */
                 if (lchown(dir, n->ws_uid, n->ws_gid) < 0 && errno != EPERM)
-                        return nook_err_errno(err, NOOK_E_IO, "Cannot give the volume '%s' to the sandbox's root", dir);
+                        return nook_err_errno(
+                                err, NOOK_E_IO, "Cannot give the volume '%s' to the sandbox's root", dir);
         } else if (access(dir, F_OK) < 0)
                 return nook_err_set(err, NOOK_E_NOT_FOUND, "No volume '%s'", name);
         *ret = TAKE_PTR(dir);
         return 0;
 }
 
-static int add_mount(sup_config *c, const char *type, const char *source, const char *target, bool ro, uint64_t size,
-        nook_error *err) {
+static int add_mount(sup_config *c, const char *type, const char *source, const char *target, bool ro,
+        uint64_t size, nook_error *err) {
         sup_mount *nm = realloc(c->mounts, sizeof(sup_mount) * (c->n_mounts + 1));
         if (!nm)
                 return nook_err_oom(err);
         c->mounts = nm;
         sup_mount *m = &c->mounts[c->n_mounts];
-        *m = (sup_mount){ .type = strdup(type), .source = source ? strdup(source) : NULL, .target = strdup(target),
-                .readonly = ro, .size_mib = size };
+        *m = (sup_mount){ .type = strdup(type),
+                .source = source ? strdup(source) : NULL,
+                .target = strdup(target),
+                .readonly = ro,
+                .size_mib = size };
         c->n_mounts++;
         if (!m->type || !m->target || (source && !m->source))
                 return nook_err_oom(err);
@@ -102,8 +110,8 @@ static int provision_volumes(nook *n, const sb_spec *spec, sup_config *c, nook_e
 }
 
 /* Scripts live in <state>/scripts, bound read-only at /.nook/scripts. */
-static int provision_scripts(nook *n, const sb_spec *spec, const char *sdir, sup_config *c, char ***env,
-        nook_error *err) {
+static int provision_scripts(
+        nook *n, const sb_spec *spec, const char *sdir, sup_config *c, char ***env, nook_error *err) {
         const char *k;
         json_t *v;
         int r;
@@ -120,7 +128,8 @@ static int provision_scripts(nook *n, const sb_spec *spec, const char *sdir, sup
         if (dfd < 0)
                 return nook_err_errno(err, NOOK_E_IO, "Cannot open '%s'", dir);
         json_object_foreach(spec->scripts, k, v) {
-                _cleanup_close_ int fd = openat(dfd, k, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0755);
+                _cleanup_close_ int fd =
+                        openat(dfd, k, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0755);
                 if (fd < 0)
                         return nook_err_errno(err, NOOK_E_IO, "Cannot write script '%s'", k);
                 r = fd_write_all(fd, json_string_value(v), json_string_length(v));
@@ -142,8 +151,8 @@ static int provision_scripts(nook *n, const sb_spec *spec, const char *sdir, sup
 
 /* A login shell (/bin/sh -lc) re-reads /etc/profile, which resets PATH in most images; the
  * profile.d snippet puts the scripts back in front. */
-static const char scripts_profile[] = "case \":$PATH:\" in *:" SCRIPTS_GUEST ":*) ;; *) PATH=\"" SCRIPTS_GUEST
-                                      ":$PATH\"; export PATH ;; esac\n";
+static const char scripts_profile[] = "case \":$PATH:\" in *:" SCRIPTS_GUEST
+                                      ":*) ;; *) PATH=\"" SCRIPTS_GUEST ":$PATH\"; export PATH ;; esac\n";
 
 static int decode_setup(json_t *v, char **ret, size_t *ret_len, mode_t *ret_mode, nook_error *err) {
         *ret_mode = 0644;
@@ -172,16 +181,18 @@ static int decode_setup(json_t *v, char **ret, size_t *ret_len, mode_t *ret_mode
         int bits = 0;
         for (size_t i = 0; i < bl; i++) {
                 char ch = b[i];
-                int val = ch >= 'A' && ch <= 'Z' ? ch - 'A' : ch >= 'a' && ch <= 'z' ? ch - 'a' + 26
-                        : ch >= '0' && ch <= '9'                                      ? ch - '0' + 52
-                        : ch == '+'                                                   ? 62
-                        : ch == '/'                                                   ? 63
-                                                                                      : -1;
+                int val = ch >= 'A' && ch <= 'Z' ? ch - 'A'
+                        : ch >= 'a' && ch <= 'z' ? ch - 'a' + 26
+                        : ch >= '0' && ch <= '9' ? ch - '0' + 52
+                        : ch == '+'              ? 62
+                        : ch == '/'              ? 63
+                                                 : -1;
                 if (ch == '=' || ch == '\n' || ch == '\r')
                         continue;
                 if (val < 0) {
                         free(out);
-                        return nook_err_set(err, NOOK_E_INVALID, "Invalid spec: a setup file's base64 has a bad character");
+                        return nook_err_set(err, NOOK_E_INVALID,
+                                "Invalid spec: a setup file's base64 has a bad character");
                 }
                 acc = (acc << 6) | (unsigned)val;
                 bits += 6;
@@ -198,7 +209,8 @@ static int decode_setup(json_t *v, char **ret, size_t *ret_len, mode_t *ret_mode
 /* Files under /workspace go into the workspace (a host write); the rest into the writable
  * layer before boot, so they are there before the first exec.  Both through the ws layer's
  * resolver: a sticky sandbox's upper layer is the sandbox's to plant symlinks in. */
-static int provision_setup_files(nook *n, const sb_spec *spec, const char *wsdir, const char *upper, nook_error *err) {
+static int provision_setup_files(
+        nook *n, const sb_spec *spec, const char *wsdir, const char *upper, nook_error *err) {
         const char *k;
         json_t *v;
         int r = 0;
@@ -213,7 +225,8 @@ static int provision_setup_files(nook *n, const sb_spec *spec, const char *wsdir
                 return r;
         }
         if (up && spec->scripts && json_object_size(spec->scripts) > 0 &&
-                (r = ws_write(up, "etc/profile.d/nook-scripts.sh", scripts_profile, strlen(scripts_profile), 0644, err)) < 0) {
+                (r = ws_write(up, "etc/profile.d/nook-scripts.sh", scripts_profile, strlen(scripts_profile),
+                         0644, err)) < 0) {
                 ws_free(wsw);
                 ws_free(up);
                 return r;
@@ -227,7 +240,9 @@ static int provision_setup_files(nook *n, const sb_spec *spec, const char *wsdir
                         break;
                 bool in_ws = startswith(norm, "/workspace/");
                 if (!in_ws && !up) {
-                        r = nook_err_set(err, NOOK_E_INVALID, "Setup file '%s' is outside /workspace and the sandbox has no writable layer", k);
+                        r = nook_err_set(err, NOOK_E_INVALID,
+                                "Setup file '%s' is outside /workspace and the sandbox has no writable layer",
+                                k);
                         break;
                 }
                 r = ws_write(in_ws ? wsw : up, in_ws ? norm : norm + 1, data, len, mode, err);
@@ -241,8 +256,8 @@ static int provision_setup_files(nook *n, const sb_spec *spec, const char *wsdir
         return r;
 }
 
-int sb_provision(nook *n, const sb_spec *spec, const char *sdir, const char *wsdir, const char *upper, sup_config *c,
-        char ***env, nook_error *err) {
+int sb_provision(nook *n, const sb_spec *spec, const char *sdir, const char *wsdir, const char *upper,
+        sup_config *c, char ***env, nook_error *err) {
         int r = provision_volumes(n, spec, c, err);
         if (r >= 0)
                 r = provision_scripts(n, spec, sdir, c, env, err);
@@ -251,4 +266,81 @@ int sb_provision(nook *n, const sb_spec *spec, const char *sdir, const char *wsd
         if (r < 0)
                 sb_provision_done(c);
         return r;
+}
+
+/* ---- named volumes: nook volume create | ls | rm ---------------------------------------------- */
+
+int nook_volume_create(nook *n, const char *name, char **ret_path, nook_error *err) {
+        char *dir = NULL;
+        int r = sb_volume_dir(n, name, true, &dir, err);
+        if (r < 0)
+                return r;
+        if (ret_path)
+                *ret_path = dir;
+        else
+                free(dir);
+        return 0;
+}
+
+int nook_volume_list(nook *n, char **ret_json, nook_error *err) {
+        _cleanup_free_ char *parent = strprintf("%s/volumes", n->home);
+        if (!parent)
+                return nook_err_oom(err);
+        json_t *a = json_array();
+        DIR *d = opendir(parent);
+        struct dirent *de;
+        while (d && (de = readdir(d))) {
+                nook_error ignore;
+                if (de->d_name[0] == '.' || name_validate("volume", de->d_name, &ignore) < 0)
+                        continue;
+                _cleanup_free_ char *p = strprintf("%s/%s", parent, de->d_name);
+                json_array_append_new(a, json_pack("{s:s, s:s?}", "name", de->d_name, "path", p));
+        }
+        if (d)
+                closedir(d);
+        char *t = json_dumps(a, JSON_COMPACT);
+        json_decref(a);
+        if (!t)
+                return nook_err_oom(err);
+        *ret_json = t;
+        return 0;
+}
+
+/* Which running sandbox mounts volume name, if any (its name is copied into who). */
+static bool volume_in_use(nook *n, const char *name, char *who, size_t len) {
+        store *st;
+        sandbox_rec *recs = NULL;
+        size_t nrec = 0;
+        nook_error ignore;
+        bool used = false;
+        if (ctx_store(n, &st, &ignore) < 0 || store_sandbox_list(st, NULL, &recs, &nrec, &ignore) < 0)
+                return false;
+        for (size_t i = 0; i < nrec && !used; i++) {
+                if (sb_reconcile(n, &recs[i], &ignore) < 0 || !streq(recs[i].state, "running"))
+                        continue;
+                json_t *spec = json_loads(recs[i].spec_json ? recs[i].spec_json : "{}", 0, NULL), *v;
+                size_t j;
+                json_array_foreach(json_object_get(spec, "volumes"), j, v) {
+                        const char *vn = json_string_value(json_object_get(v, "name"));
+                        if (vn && streq(vn, name)) {
+                                (void)snprintf(who, len, "%s", recs[i].name);
+                                used = true;
+                        }
+                }
+                json_decref(spec);
+        }
+        sandbox_rec_array_free(recs, nrec);
+        return used;
+}
+
+int nook_volume_remove(nook *n, const char *name, nook_error *err) {
+        _cleanup_free_ char *dir = NULL;
+        char who[64];
+        int r = sb_volume_dir(n, name, false, &dir, err);
+        if (r < 0)
+                return r;
+        if (volume_in_use(n, name, who, sizeof(who)))
+                return nook_err_set(err, NOOK_E_BUSY,
+                        "Volume '%s' is in use by running sandbox '%s'; stop it first", name, who);
+        return path_rm_rf(dir, err);
 }

@@ -52,9 +52,11 @@ static bool path_within(const char *b, const char *a) {
 int sb_guest_path_check(const char *what, const char *path, char **ret, nook_error *err) {
         static const char *const forbidden[] = { "/proc", "/sys", "/dev" };
         if (!path || path[0] != '/')
-                return nook_err_set(err, NOOK_E_INVALID, "Invalid %s '%s': must be an absolute path", what, path ? path : "");
+                return nook_err_set(err, NOOK_E_INVALID, "Invalid %s '%s': must be an absolute path", what,
+                        path ? path : "");
         if (strlen(path) >= PATH_MAX)
-                return nook_err_set(err, NOOK_E_INVALID, "Invalid %s: longer than %d bytes", what, PATH_MAX - 1);
+                return nook_err_set(
+                        err, NOOK_E_INVALID, "Invalid %s: longer than %d bytes", what, PATH_MAX - 1);
         _cleanup_free_ char *norm = malloc(strlen(path) + 2);
         if (!norm)
                 return nook_err_oom(err);
@@ -66,7 +68,8 @@ int sb_guest_path_check(const char *what, const char *path, char **ret, nook_err
                         break;
                 size_t len = strcspn(p, "/");
                 if ((len == 2 && p[0] == '.' && p[1] == '.'))
-                        return nook_err_set(err, NOOK_E_REFUSED, "Invalid %s '%s': '..' is not allowed", what, path);
+                        return nook_err_set(
+                                err, NOOK_E_REFUSED, "Invalid %s '%s': '..' is not allowed", what, path);
                 if (!(len == 1 && p[0] == '.')) {
                         norm[n++] = '/';
                         memcpy(norm + n, p, len);
@@ -79,7 +82,8 @@ int sb_guest_path_check(const char *what, const char *path, char **ret, nook_err
                 return nook_err_set(err, NOOK_E_INVALID, "Invalid %s '%s': cannot be '/'", what, path);
         for (size_t i = 0; i < ELEMENTSOF(forbidden); i++)
                 if (path_within(norm, forbidden[i]))
-                        return nook_err_set(err, NOOK_E_REFUSED, "Invalid %s '%s': not allowed under %s", what, path, forbidden[i]);
+                        return nook_err_set(err, NOOK_E_REFUSED, "Invalid %s '%s': not allowed under %s",
+                                what, path, forbidden[i]);
         *ret = TAKE_PTR(norm);
         return 0;
 }
@@ -87,11 +91,12 @@ int sb_guest_path_check(const char *what, const char *path, char **ret, nook_err
 /* Host paths a sandbox must not see: the runtime's own state, the kernel's interfaces, container
  * runtime sockets, and the usual credential folders. */
 static int check_bind_source(const char *real, const char *home, bool allow_sensitive, nook_error *err) {
-        static const char *const system_paths[] = { "/proc", "/sys", "/dev", "/var/run/docker.sock", "/run/docker.sock",
-                "/run/containerd", "/var/run/containerd", "/run/podman", "/var/lib/docker", "/var/lib/containerd",
-                "/etc/shadow", "/etc/gshadow", "/etc/sudoers", "/etc/ssh" };
-        static const char *const home_dirs[] = { ".ssh", ".aws", ".docker", ".kube", ".gnupg", ".config/gcloud",
-                ".azure", ".netrc", ".git-credentials" };
+        static const char *const system_paths[] = { "/proc", "/sys", "/dev", "/var/run/docker.sock",
+                "/run/docker.sock", "/run/containerd", "/var/run/containerd", "/run/podman",
+                "/var/lib/docker", "/var/lib/containerd", "/etc/shadow", "/etc/gshadow", "/etc/sudoers",
+                "/etc/ssh" };
+        static const char *const home_dirs[] = { ".ssh", ".aws", ".docker", ".kube", ".gnupg",
+                ".config/gcloud", ".azure", ".netrc", ".git-credentials" };
         char realhome[PATH_MAX];
         const char *h = realpath(home, realhome) ? realhome : home;
 
@@ -99,8 +104,8 @@ static int check_bind_source(const char *real, const char *home, bool allow_sens
                 return nook_err_set(err, NOOK_E_REFUSED, "Refusing to mount the host's '/' into a sandbox");
         /* nook's own state: never, not even with the override */
         if (path_within(real, h) || path_within(h, real))
-                return nook_err_set(err, NOOK_E_REFUSED, "Refusing to mount '%s': it is or holds nook's state folder '%s'",
-                        real, h);
+                return nook_err_set(err, NOOK_E_REFUSED,
+                        "Refusing to mount '%s': it is or holds nook's state folder '%s'", real, h);
         if (allow_sensitive)
                 return 0;
         for (size_t i = 0; i < ELEMENTSOF(system_paths); i++)
@@ -145,8 +150,8 @@ static const char *get_str2(json_t *o, const char *a, const char *b) {
 }
 
 static int parse_one(json_t *o, size_t i, const char *home, sb_volume *v, nook_error *err) {
-        static const char *const fields[] = { "type", "source", "hostPath", "name", "target", "containerPath", "path",
-                "readonly", "readOnly", "sizeMib", "allowSensitive" };
+        static const char *const fields[] = { "type", "source", "hostPath", "name", "target",
+                "containerPath", "path", "readonly", "readOnly", "sizeMib", "allowSensitive" };
         const char *k;
         json_t *val;
         if (!json_is_object(o))
@@ -156,7 +161,8 @@ static int parse_one(json_t *o, size_t i, const char *home, sb_volume *v, nook_e
                 for (size_t j = 0; j < ELEMENTSOF(fields); j++)
                         ok = ok || streq(k, fields[j]);
                 if (!ok)
-                        return nook_err_set(err, NOOK_E_INVALID, "Invalid spec: volumes[%zu] has an unknown field '%s'", i, k);
+                        return nook_err_set(err, NOOK_E_INVALID,
+                                "Invalid spec: volumes[%zu] has an unknown field '%s'", i, k);
         }
         const char *source = get_str2(o, "source", "hostPath");
         const char *name = json_string_value(json_object_get(o, "name"));
@@ -166,29 +172,32 @@ static int parse_one(json_t *o, size_t i, const char *home, sb_volume *v, nook_e
                 target = json_string_value(json_object_get(o, "path"));
         v->type = type ? type_from_string(type) : name ? SB_VOLUME_NAMED : SB_VOLUME_BIND;
         if (v->type < 0)
-                return nook_err_set(err, NOOK_E_INVALID, "Invalid spec: volumes[%zu].type must be bind, tmpfs or volume, got '%s'",
-                        i, type);
+                return nook_err_set(err, NOOK_E_INVALID,
+                        "Invalid spec: volumes[%zu].type must be bind, tmpfs or volume, got '%s'", i, type);
         json_t *ro = json_object_get(o, "readonly");
         if (!ro)
                 ro = json_object_get(o, "readOnly");
         if (ro && !json_is_boolean(ro))
-                return nook_err_set(err, NOOK_E_INVALID, "Invalid spec: volumes[%zu].readonly must be true or false", i);
+                return nook_err_set(
+                        err, NOOK_E_INVALID, "Invalid spec: volumes[%zu].readonly must be true or false", i);
         /* read-only unless the user says otherwise: a bind exposes the host */
         v->readonly = ro ? json_is_true(ro) : v->type == SB_VOLUME_BIND;
         int r = sb_guest_path_check("volume target", target, &v->target, err);
         if (r < 0)
                 return nook_err_wrap(err, "volumes[%zu]", i);
         if (streq(v->target, "/workspace"))
-                return nook_err_set(err, NOOK_E_INVALID, "Invalid spec: volumes[%zu] cannot replace /workspace", i);
+                return nook_err_set(
+                        err, NOOK_E_INVALID, "Invalid spec: volumes[%zu] cannot replace /workspace", i);
         switch (v->type) {
         case SB_VOLUME_BIND: {
                 char real[PATH_MAX];
                 struct stat st;
                 if (!source || source[0] != '/')
-                        return nook_err_set(err, NOOK_E_INVALID, "Invalid spec: volumes[%zu].source must be an absolute host path", i);
+                        return nook_err_set(err, NOOK_E_INVALID,
+                                "Invalid spec: volumes[%zu].source must be an absolute host path", i);
                 if (!realpath(source, real) || stat(real, &st) < 0)
-                        return nook_err_errno(err, NOOK_E_NOT_FOUND, "Invalid spec: volumes[%zu].source '%s' does not exist", i,
-                                source);
+                        return nook_err_errno(err, NOOK_E_NOT_FOUND,
+                                "Invalid spec: volumes[%zu].source '%s' does not exist", i, source);
                 r = check_bind_source(real, home, json_is_true(json_object_get(o, "allowSensitive")), err);
                 if (r < 0)
                         return r;
@@ -202,8 +211,11 @@ static int parse_one(json_t *o, size_t i, const char *home, sb_volume *v, nook_e
                 break;
         case SB_VOLUME_TMPFS: {
                 json_t *sz = json_object_get(o, "sizeMib");
-                if (sz && (!json_is_integer(sz) || json_integer_value(sz) < 1 || json_integer_value(sz) > 1048576))
-                        return nook_err_set(err, NOOK_E_INVALID, "Invalid spec: volumes[%zu].sizeMib must be 1..1048576", i);
+                if (sz &&
+                        (!json_is_integer(sz) || json_integer_value(sz) < 1 ||
+                                json_integer_value(sz) > 1048576))
+                        return nook_err_set(err, NOOK_E_INVALID,
+                                "Invalid spec: volumes[%zu].sizeMib must be 1..1048576", i);
                 v->size_mib = sz ? (uint64_t)json_integer_value(sz) : 64;
                 return 0;
         }
@@ -233,7 +245,8 @@ int sb_volumes_parse(json_t *spec, const char *home, sb_volume **ret, size_t *re
                 int r = parse_one(o, i, home, &v[i], err);
                 for (size_t j = 0; r >= 0 && j < i; j++)
                         if (streq(v[j].target, v[i].target))
-                                r = nook_err_set(err, NOOK_E_INVALID, "Invalid spec: two volumes on '%s'", v[i].target);
+                                r = nook_err_set(err, NOOK_E_INVALID, "Invalid spec: two volumes on '%s'",
+                                        v[i].target);
                 if (r < 0) {
                         sb_volumes_free(v, i + 1);
                         return r;
@@ -247,8 +260,8 @@ int sb_volumes_parse(json_t *spec, const char *home, sb_volume **ret, size_t *re
 json_t *sb_volumes_to_json(const sb_volume *v, size_t n) {
         json_t *a = json_array();
         for (size_t i = 0; i < n && a; i++) {
-                json_t *o = json_pack("{s:s, s:s, s:b}", "type", sb_volume_type_to_string(v[i].type), "target", v[i].target,
-                        "readonly", v[i].readonly);
+                json_t *o = json_pack("{s:s, s:s, s:b}", "type", sb_volume_type_to_string(v[i].type),
+                        "target", v[i].target, "readonly", v[i].readonly);
                 if (v[i].type == SB_VOLUME_BIND)
                         json_object_set_new(o, "source", json_string(v[i].source));
                 else if (v[i].type == SB_VOLUME_NAMED)

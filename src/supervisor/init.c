@@ -626,14 +626,17 @@ static int open_rootfs(const sup_config *c, bool rootless, iso_rootfs *rf, nook_
         for (size_t i = 0; i < c->n_mounts && rf->n_mounts < ISO_MAX_MOUNTS; i++) {
                 const sup_mount *m = &c->mounts[i];
                 iso_mount *im = &rf->mounts[rf->n_mounts++];
-                *im = (iso_mount){ .source_fd = -1, .target = m->target, .readonly = m->readonly,
+                *im = (iso_mount){ .source_fd = -1,
+                        .target = m->target,
+                        .readonly = m->readonly,
                         .size_mib = (unsigned long)m->size_mib };
                 if (!streq(m->type, "bind"))
                         continue;
                 struct open_how how = { .flags = O_PATH | O_CLOEXEC, .resolve = RESOLVE_NO_SYMLINKS };
                 im->source_fd = (int)syscall(SYS_openat2, AT_FDCWD, m->source, &how, sizeof(how));
                 if (im->source_fd < 0)
-                        return nook_err_errno(err, NOOK_E_IO, "Cannot open the volume source '%s'", m->source);
+                        return nook_err_errno(
+                                err, NOOK_E_IO, "Cannot open the volume source '%s'", m->source);
         }
         return 0;
 }

@@ -352,3 +352,34 @@ int cmd_update(int argc, char **argv) {
         puts(argv[optind]);
         return 0;
 }
+
+int cmd_prune(int argc, char **argv) {
+        bool all = false;
+        for (int i = 1; i < argc; i++) {
+                if (strcmp(argv[i], "--all") == 0)
+                        all = true;
+                else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+                        printf("Usage: nook prune [--all]\n\nRemove every stopped sandbox with its workspace, as 'nook rm' does.\n"
+                               "Sticky sandboxes are kept unless --all.\n");
+                        return 0;
+                } else
+                        return cli_usage_error("prune", "unknown argument '%s'", argv[i]);
+        }
+        nook *n = NULL;
+        nook_error err = { 0 };
+        char *text = NULL;
+        if (cli_open(&n, &err) < 0 || nook_sandbox_prune(n, all, &text, &err) < 0) {
+                nook_close(n);
+                return cli_fail(&err);
+        }
+        nook_close(n);
+        json_t *a = json_loads(text, 0, NULL), *v;
+        size_t i;
+        if (arg_json)
+                puts(text);
+        else
+                json_array_foreach(a, i, v) puts(json_string_value(v));
+        json_decref(a);
+        nook_free(text);
+        return 0;
+}

@@ -20,6 +20,7 @@ static const cli_command commands[] = {
         { "stop", cmd_stop, "Stop a sandbox (its workspace is kept)" },
         { "rm", cmd_rm, "Remove sandboxes: state, writable layer and workspace" },
         { "ls", cmd_ls, "List sandboxes" },
+        { "prune", cmd_prune, "Remove stopped sandboxes (sticky ones with --all)" },
         { "inspect", cmd_inspect, "Show a sandbox's details, including why it stopped" },
         { "logs", cmd_logs, "Show a sandbox's supervisor log" },
         { "stats", cmd_stats, "Show a running sandbox's cpu, memory and process use" },

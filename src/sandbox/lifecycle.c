@@ -205,8 +205,8 @@ static int write_resolv_conf(nook *n, const sb_spec *spec, const char *etc, nook
         if (m != NET_MODE_PUBLIC && m != NET_MODE_POLICY)
                 return 0;
         _cleanup_free_ char *p = strprintf("%s/resolv.conf", etc);
-        _cleanup_free_ char *text =
-                strprintf("nameserver %s\noptions edns0\n", m == NET_MODE_PUBLIC ? NET_SLIRP_DNS : NET_RESOLVER);
+        _cleanup_free_ char *text = strprintf(
+                "nameserver %s\noptions edns0\n", m == NET_MODE_PUBLIC ? NET_SLIRP_DNS : NET_RESOLVER);
         if (!p || !text)
                 return nook_err_oom(err);
         return write_owned(p, text, n->ws_uid, n->ws_gid, err);
@@ -670,6 +670,37 @@ int nook_sandbox_list(nook *n, const char *const *label_filters, char **ret_json
         sandbox_rec_array_free(recs, nrec);
         char *t = a ? json_dumps(a, JSON_COMPACT) : NULL;
         json_decref(a);
+        if (!t)
+                return nook_err_oom(err);
+        *ret_json = t;
+        return 0;
+}
+
+/* ---- prune ---------------------------------------------------------------------------------------- */
+
+int nook_sandbox_prune(nook *n, bool include_sticky, char **ret_json, nook_error *err) {
+        sandbox_rec *recs = NULL;
+        size_t nrec = 0;
+        store *st;
+        int r = ctx_store(n, &st, err);
+        if (r < 0 || (r = store_sandbox_list(st, NULL, &recs, &nrec, err)) < 0)
+                return r;
+        json_t *removed = json_array();
+        for (size_t i = 0; i < nrec && r >= 0; i++) {
+                nook_error e2;
+                if (sb_reconcile(n, &recs[i], &e2) < 0 || !streq(recs[i].state, "stopped"))
+                        continue;
+                if (recs[i].sticky && !include_sticky)
+                        continue;
+                r = nook_sandbox_remove(n, recs[i].name, err);
+                if (r >= 0)
+                        json_array_append_new(removed, json_string(recs[i].name));
+        }
+        sandbox_rec_array_free(recs, nrec);
+        char *t = r >= 0 ? json_dumps(removed, JSON_COMPACT) : NULL;
+        json_decref(removed);
+        if (r < 0)
+                return r;
         if (!t)
                 return nook_err_oom(err);
         *ret_json = t;

@@ -1,13 +1,19 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+/* From a spec's image field to what the supervisor mounts: "host" and root filesystem
+ * directories are local (image_local.c); anything else is a reference into the image store,
+ * pulled when missing (the default policy, if-missing). */
 #include <stdlib.h>
 #include <string.h>
 
 #include "nook.h"
+#include "image/image.h"
+#include "sandbox/api_image.h"
 #include "sandbox/ctx.h"
 #include "sandbox/image.h"
 #include "sandbox/image_local.h"
 #include "util/error.h"
 #include "util/macro.h"
+#include "util/str.h"
 
 void sb_image_done(sb_image *img) {
         strv_free(img->lowers);
@@ -19,8 +25,31 @@ void sb_image_done(sb_image *img) {
         memset(img, 0, sizeof(*img));
 }
 
+static int registry_image(nook *n, const char *image, sb_image *ret, nook_error *err) {
+        _cleanup_(image_store_done) image_store s = {};
+        _cleanup_(image_resolved_done) image_resolved res = {};
+        _cleanup_strv_free_ char **insecure = NULL;
+        image_pull_opts po = {};
+        image_pull_opts_from_env(&po, &insecure);
+        int r = sb_image_store(n, &s, err);
+        if (r < 0 || (r = image_resolve(&s, image, IMAGE_PULL_IF_MISSING, &po, &res, err)) < 0)
+                return r;
+        *ret = (sb_image){ .lowers = TAKE_PTR(res.lowers),
+                .env = TAKE_PTR(res.env),
+                .cmd = TAKE_PTR(res.cmd),
+                .workdir = TAKE_PTR(res.workdir),
+                .user = TAKE_PTR(res.user) };
+        if (!(ret->ro_binds = calloc(1, sizeof(char *)))) {
+                sb_image_done(ret);
+                return nook_err_oom(err);
+        }
+        return 0;
+}
+
 int sb_image_resolve(nook *n, const char *image, sb_image *ret, nook_error *err) {
         sb_image img = { 0 };
+        if (!streq(image, "host") && image[0] != '/')
+                return registry_image(n, image, ret, err);
         int r = sb_image_local(n->home, image, n->ws_uid, n->ws_gid, &img.lowers, &img.ro_binds, err);
         if (r < 0)
                 return r;

@@ -1,0 +1,97 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The image store: content-addressed blobs and unpacked layers under <home>/images, image
+ * records in the state database, and pulls from registries.
+ *   images/blobs/sha256/<hex>          manifests, configs and layer blobs, verified on arrival
+ *   images/layers/<mode>/<diff hex>/   one unpacked copy per layer and mode (rootful|rootless),
+ *                                      shared by every image that has it
+ *   images/tmp/, images/locks/         downloads in progress; flock()s that make concurrent
+ *                                      pulls of one blob (from separate processes) fetch it once */
+#pragma once
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "nook.h"
+#include "image/registry.h"
+#include "image/unpack.h"
+#include "store/image_rec.h"
+#include "store/store.h"
+
+typedef enum image_pull_policy {
+        IMAGE_PULL_ALWAYS,
+        IMAGE_PULL_IF_MISSING,
+        IMAGE_PULL_NEVER,
+        _IMAGE_PULL_POLICY_MAX,
+        _IMAGE_PULL_POLICY_INVALID = -EINVAL,
+} image_pull_policy;
+
+const char *image_pull_policy_to_string(image_pull_policy p);
+image_pull_policy image_pull_policy_from_string(const char *s);
+
+typedef enum image_layer_state {
+        IMAGE_LAYER_WAITING,
+        IMAGE_LAYER_DOWNLOADING,
+        IMAGE_LAYER_UNPACKING,
+        IMAGE_LAYER_DONE,
+        IMAGE_LAYER_CACHED,
+        _IMAGE_LAYER_STATE_MAX,
+} image_layer_state;
+
+typedef struct image_layer_progress {
+        const char *digest;
+        uint64_t done, total;
+        image_layer_state state;
+} image_layer_progress;
+
+/* Called on the pulling thread (never a worker), about every 100 ms and once at the end. */
+typedef void (*image_progress_fn)(void *userdata, const image_layer_progress *layers, size_t n);
+
+typedef struct image_pull_opts {
+        registry_opts reg;
+        image_progress_fn progress;
+        void *userdata;
+        unsigned jobs; /* parallel layer downloads; 0: 4 */
+} image_pull_opts;
+
+typedef struct image_store {
+        char *root; /* <home>/images */
+        char *layers; /* <home>/images/layers/<mode> */
+        store *st; /* borrowed */
+        unpack_opts unpack;
+} image_store;
+
+/* Fills reg options the caller left empty from the environment: NOOK_INSECURE_REGISTRIES
+ * (comma-separated hosts) and NOOK_REGISTRY_CA_FILE.  *ret_insecure must be strv_free()d. */
+void image_pull_opts_from_env(image_pull_opts *o, char ***ret_insecure);
+
+int image_store_init(image_store *s, const char *home, store *st, const unpack_opts *u, nook_error *err);
+void image_store_done(image_store *s);
+
+/* Pulls ref (any reference form) for the host's platform; *ret is the stored record. */
+int image_pull(image_store *s, const char *ref, const image_pull_opts *o, image_rec *ret, nook_error *err);
+
+typedef struct image_resolved {
+        char **lowers; /* unpacked layer directories, topmost first */
+        char **env, **cmd; /* cmd: Entrypoint + Cmd */
+        char *workdir, *user;
+} image_resolved;
+void image_resolved_done(image_resolved *r);
+
+/* The image for a sandbox: pulled first per policy, every layer unpacked for this mode. */
+int image_resolve(image_store *s, const char *ref, image_pull_policy policy, const image_pull_opts *o,
+        image_resolved *ret, nook_error *err);
+/* The record of a local image by reference or digest (no network). */
+int image_lookup(image_store *s, const char *ref_or_digest, image_rec *ret, nook_error *err);
+/* Canonical form of a reference ("docker.io/library/alpine:latest"); digests pass through. */
+int image_canonical(const char *ref, char **ret, nook_error *err);
+/* Removes files that no record references any more (after store_image_prune / remove).
+ * ret_freed: bytes freed, may be NULL. */
+int image_store_gc(image_store *s, uint64_t *ret_freed, nook_error *err);
+/* Makes sure every layer of rec is unpacked for this mode (from blobs already in the store). */
+int image_ensure_layers(image_store *s, const image_rec *rec, nook_error *err);
+/* Stores a verified blob from memory (manifests, configs) if it is not there yet. */
+int image_blob_put(image_store *s, const char *digest, const void *buf, size_t len, nook_error *err);
+/* Path of a blob in the store (it may not exist). */
+char *image_blob_path(const image_store *s, const char *digest);

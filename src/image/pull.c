@@ -1,0 +1,664 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Pulls and the on-disk store (see image.h).  Order of a pull, each step idempotent so that a
+ * crash or a concurrent pull leaves nothing half-visible:
+ *   1. manifest (index -> our platform's manifest), stored as a blob under its digest;
+ *   2. config blob, verified, stored; its diff_ids must match the manifest's layer count;
+ *   3. each layer, in parallel: skipped when its unpacked directory exists for this mode, else
+ *      under an flock on the layer: the blob is downloaded to tmp/ (digest and size checked as
+ *      it arrives) and renamed into blobs/, then unpacked to a temporary directory whose stream
+ *      digest must equal the config's diff_id, then renamed into layers/<mode>/;
+ *   4. the records (image, layers, name) in one transaction.
+ * Blobs and layers are only ever renamed into place complete, so their presence means done. */
+#include <errno.h>
+#include <fcntl.h>
+#include <dirent.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "nook.h"
+#include "image/digest.h"
+#include "image/image.h"
+#include "image/manifest.h"
+#include "image/ref.h"
+#include "image/registry.h"
+#include "image/unpack.h"
+#include "store/image_rec.h"
+#include "util/error.h"
+#include "util/fd.h"
+#include "util/macro.h"
+#include "util/path.h"
+#include "util/str.h"
+
+#define DEFAULT_JOBS 4u
+#define MAX_JOBS 16u
+
+static inline void *mfree(void *p) {
+        free(p);
+        return NULL;
+}
+
+static const char *const pull_policy_table[_IMAGE_PULL_POLICY_MAX] = {
+        [IMAGE_PULL_ALWAYS] = "always",
+        [IMAGE_PULL_IF_MISSING] = "if-missing",
+        [IMAGE_PULL_NEVER] = "never",
+};
+
+const char *image_pull_policy_to_string(image_pull_policy p) {
+        return p >= 0 && p < _IMAGE_PULL_POLICY_MAX ? pull_policy_table[p] : NULL;
+}
+
+image_pull_policy image_pull_policy_from_string(const char *s) {
+        for (int i = 0; s && i < _IMAGE_PULL_POLICY_MAX; i++)
+                if (streq(s, pull_policy_table[i]))
+                        return (image_pull_policy)i;
+        return _IMAGE_PULL_POLICY_INVALID;
+}
+
+void image_pull_opts_from_env(image_pull_opts *o, char ***ret_insecure) {
+        char **l = NULL;
+        const char *e = secure_getenv("NOOK_INSECURE_REGISTRIES");
+        if (!o->reg.insecure && !isempty(e)) {
+                _cleanup_free_ char *copy = strdup(e);
+                char *save = NULL;
+                for (char *t = copy ? strtok_r(copy, ", ", &save) : NULL; t; t = strtok_r(NULL, ", ", &save))
+                        (void)strv_push(&l, t);
+                o->reg.insecure = (const char *const *)l;
+        }
+        const char *ca = secure_getenv("NOOK_REGISTRY_CA_FILE");
+        if (!o->reg.ca_file && !isempty(ca))
+                o->reg.ca_file = ca;
+        *ret_insecure = l;
+}
+
+void image_resolved_done(image_resolved *r) {
+        strv_free(r->lowers);
+        strv_free(r->env);
+        strv_free(r->cmd);
+        free(r->workdir);
+        free(r->user);
+        *r = (image_resolved){};
+}
+
+/* ---- store layout ----------------------------------------------------------------------------- */
+
+int image_store_init(image_store *s, const char *home, store *st, const unpack_opts *u, nook_error *err) {
+        image_store n = { .st = st, .unpack = *u };
+        n.root = strprintf("%s/images", home);
+        n.layers = strprintf("%s/images/layers/%s", home, u->rootless ? "rootless" : "rootful");
+        if (!n.root || !n.layers) {
+                image_store_done(&n);
+                return nook_err_oom(err);
+        }
+        static const char *const subdirs[] = { "blobs/sha256", "tmp", "locks" };
+        int r = path_mkdir_p(n.layers, 0700, err);
+        for (size_t i = 0; r >= 0 && i < ELEMENTSOF(subdirs); i++) {
+                _cleanup_free_ char *d = strprintf("%s/%s", n.root, subdirs[i]);
+                r = d ? path_mkdir_p(d, 0700, err) : nook_err_oom(err);
+        }
+        if (r < 0) {
+                image_store_done(&n);
+                return r;
+        }
+        *s = n;
+        return 0;
+}
+
+void image_store_done(image_store *s) {
+        free(s->root);
+        free(s->layers);
+        *s = (image_store){};
+}
+
+char *image_blob_path(const image_store *s, const char *digest) {
+        return strprintf("%s/blobs/sha256/%s", s->root, image_digest_hex(digest));
+}
+
+static char *layer_path(const image_store *s, const char *diff_id) {
+        return strprintf("%s/%s", s->layers, image_digest_hex(diff_id));
+}
+
+/* An exclusive flock on locks/<name>.lock; the fd is the lock. */
+static int lock_take(const image_store *s, const char *name, int how, int *ret, nook_error *err) {
+        _cleanup_free_ char *p = strprintf("%s/locks/%s.lock", s->root, name);
+        if (!p)
+                return nook_err_oom(err);
+        _cleanup_close_ int fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+        if (fd < 0)
+                return nook_err_errno(err, NOOK_E_IO, "Cannot open the lock '%s'", p);
+        while (flock(fd, how) < 0)
+                if (errno != EINTR)
+                        return nook_err_errno(err, NOOK_E_IO, "Cannot lock '%s'", p);
+        *ret = TAKE_FD(fd);
+        return 0;
+}
+
+/* A new file in tmp/ for a download; ret_path to rename or unlink. */
+static int tmp_file(const image_store *s, char **ret_path, int *ret_fd, nook_error *err) {
+        _cleanup_free_ char *p = strprintf("%s/tmp/blob-XXXXXX", s->root);
+        if (!p)
+                return nook_err_oom(err);
+        int fd = mkostemp(p, O_CLOEXEC);
+        if (fd < 0)
+                return nook_err_errno(err, NOOK_E_IO, "Cannot create a download file in '%s/tmp'", s->root);
+        *ret_path = TAKE_PTR(p);
+        *ret_fd = fd;
+        return 0;
+}
+
+int image_blob_put(image_store *s, const char *digest, const void *buf, size_t len, nook_error *err) {
+        _cleanup_free_ char *dst = image_blob_path(s, digest), *tmp = NULL;
+        _cleanup_close_ int fd = -1;
+        char got[IMAGE_DIGEST_LEN + 1];
+        int r;
+        if (!dst)
+                return nook_err_oom(err);
+        if (access(dst, F_OK) == 0)
+                return 0;
+        if ((r = image_digest_buf(buf, len, got, err)) < 0)
+                return r;
+        if (!streq(got, digest))
+                return nook_err_set(err, NOOK_E_INVALID, "Digest mismatch for %s (got %s)", digest, got);
+        if ((r = tmp_file(s, &tmp, &fd, err)) < 0)
+                return r;
+        r = fd_write_all(fd, buf, len);
+        if (r >= 0 && rename(tmp, dst) < 0)
+                r = -errno;
+        if (r < 0) {
+                (void)unlink(tmp);
+                return nook_err_errnum(err, NOOK_E_IO, -r, "Cannot store blob %s", digest);
+        }
+        return 0;
+}
+
+/* ---- one layer ---------------------------------------------------------------------------------- */
+
+typedef struct layer_job {
+        const image_desc *desc;
+        const char *diff_id;
+        _Atomic uint64_t done;
+        _Atomic int state;
+} layer_job;
+
+typedef struct pull_ctx {
+        image_store *s;
+        registry *reg; /* NULL for local-only work (ensure) */
+        layer_job *jobs;
+        size_t n, next;
+        pthread_mutex_t lock;
+        pthread_cond_t cond;
+        unsigned running;
+        bool failed;
+        nook_error err; /* the first failure */
+} pull_ctx;
+
+static void on_progress(void *userdata, uint64_t done) {
+        layer_job *j = userdata;
+        atomic_store(&j->done, done);
+}
+
+static int fetch_blob(pull_ctx *c, layer_job *j, const char *dst, nook_error *err) {
+        _cleanup_free_ char *tmp = NULL;
+        _cleanup_close_ int fd = -1;
+        if (!c->reg)
+                return nook_err_set(err, NOOK_E_NOT_FOUND,
+                        "Layer blob %s is missing from the store: pull the image again", j->desc->digest);
+        int r = tmp_file(c->s, &tmp, &fd, err);
+        if (r < 0)
+                return r;
+        atomic_store(&j->state, IMAGE_LAYER_DOWNLOADING);
+        r = registry_get_blob(c->reg, j->desc->digest, j->desc->size, fd, on_progress, j, err);
+        if (r >= 0 && (fsync(fd) < 0 || rename(tmp, dst) < 0))
+                r = nook_err_errno(err, NOOK_E_IO, "Cannot store blob %s", j->desc->digest);
+        if (r < 0)
+                (void)unlink(tmp); /* a mismatching or partial blob is never kept */
+        return r;
+}
+
+static int unpack_layer(pull_ctx *c, layer_job *j, const char *blob, const char *dst, nook_error *err) {
+        _cleanup_free_ char *tmp =
+                strprintf("%s/.tmp-%s-XXXXXX", c->s->layers, image_digest_hex(j->diff_id) + 56);
+        char diff_id[IMAGE_DIGEST_LEN + 1];
+        if (!tmp)
+                return nook_err_oom(err);
+        if (!mkdtemp(tmp))
+                return nook_err_errno(err, NOOK_E_IO, "Cannot create a directory in '%s'", c->s->layers);
+        atomic_store(&j->state, IMAGE_LAYER_UNPACKING);
+        _cleanup_close_ int bfd = open(blob, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+        _cleanup_close_ int dfd = open(tmp, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+        int r;
+        if (bfd < 0 || dfd < 0)
+                r = nook_err_errno(err, NOOK_E_IO, "Cannot open layer %s for unpacking", j->desc->digest);
+        else
+                r = image_unpack_fd(bfd, dfd, &c->s->unpack, diff_id, err);
+        if (r < 0)
+                (void)nook_err_wrap(err, "unpacking layer %s", j->desc->digest);
+        else if (!streq(diff_id, j->diff_id))
+                r = nook_err_set(err, NOOK_E_INVALID,
+                        "Layer %s unpacks to %s, but the image config says %s: refusing the image",
+                        j->desc->digest, diff_id, j->diff_id);
+        else if (rename(tmp, dst) < 0)
+                r = nook_err_errno(err, NOOK_E_IO, "Cannot move the unpacked layer to '%s'", dst);
+        if (r < 0) {
+                nook_error ignored;
+                (void)image_rm_tree(AT_FDCWD, tmp, &ignored);
+                if (err->code == NOOK_E_INVALID || err->code == NOOK_E_REFUSED)
+                        (void)unlink(blob); /* a bad blob must not be reused */
+        }
+        return r;
+}
+
+static int layer_ensure(pull_ctx *c, layer_job *j, nook_error *err) {
+        _cleanup_free_ char *dst = layer_path(c->s, j->diff_id),
+                            *blob = image_blob_path(c->s, j->desc->digest);
+        _cleanup_free_ char *lock_name = strprintf("layer-%s", image_digest_hex(j->diff_id));
+        _cleanup_close_ int lock = -1;
+        int r;
+        if (!dst || !blob || !lock_name)
+                return nook_err_oom(err);
+        if (access(dst, F_OK) == 0) {
+                atomic_store(&j->state, IMAGE_LAYER_CACHED);
+                return 0;
+        }
+        /* another process may be on the same layer: wait for it, then look again */
+        if ((r = lock_take(c->s, lock_name, LOCK_EX, &lock, err)) < 0)
+                return r;
+        if (access(dst, F_OK) == 0) {
+                atomic_store(&j->state, IMAGE_LAYER_CACHED);
+                return 0;
+        }
+        if (access(blob, F_OK) < 0 && (r = fetch_blob(c, j, blob, err)) < 0)
+                return r;
+        atomic_store(&j->done, j->desc->size);
+        if ((r = unpack_layer(c, j, blob, dst, err)) < 0)
+                return r;
+        atomic_store(&j->state, IMAGE_LAYER_DONE);
+        return 0;
+}
+
+static void *worker(void *userdata) {
+        pull_ctx *c = userdata;
+        for (;;) {
+                pthread_mutex_lock(&c->lock);
+                if (c->failed || c->next >= c->n) {
+                        c->running--;
+                        pthread_cond_broadcast(&c->cond);
+                        pthread_mutex_unlock(&c->lock);
+                        return NULL;
+                }
+                layer_job *j = &c->jobs[c->next++];
+                pthread_mutex_unlock(&c->lock);
+                nook_error e = {};
+                int r = layer_ensure(c, j, &e);
+                pthread_mutex_lock(&c->lock);
+                if (r < 0 && !c->failed) {
+                        c->failed = true;
+                        c->err = e;
+                }
+                pthread_cond_broadcast(&c->cond);
+                pthread_mutex_unlock(&c->lock);
+        }
+}
+
+static void report(const pull_ctx *c, const image_pull_opts *o) {
+        image_layer_progress p[IMAGE_MAX_LAYERS];
+        if (!o || !o->progress)
+                return;
+        for (size_t i = 0; i < c->n && i < IMAGE_MAX_LAYERS; i++)
+                p[i] = (image_layer_progress){ .digest = c->jobs[i].desc->digest,
+                        .done = atomic_load(&c->jobs[i].done),
+                        .total = c->jobs[i].desc->size,
+                        .state = (image_layer_state)atomic_load(&c->jobs[i].state) };
+        o->progress(o->userdata, p, c->n);
+}
+
+/* Runs layer_ensure for every job on up to o->jobs threads; progress is reported from here. */
+static int run_jobs(pull_ctx *c, const image_pull_opts *o, nook_error *err) {
+        unsigned want = o && o->jobs ? o->jobs : DEFAULT_JOBS;
+        if (want > MAX_JOBS)
+                want = MAX_JOBS;
+        if (want > c->n)
+                want = (unsigned)c->n;
+        pthread_t tids[MAX_JOBS];
+        unsigned started = 0;
+        pthread_mutex_lock(&c->lock);
+        for (; started < want; started++) {
+                c->running++;
+                if (pthread_create(&tids[started], NULL, worker, c) != 0) {
+                        c->running--;
+                        break;
+                }
+        }
+        pthread_mutex_unlock(&c->lock);
+        if (started == 0 && c->n > 0) {
+                /* no thread could start: do the work here */
+                c->running = 1;
+                worker(c);
+        }
+        pthread_mutex_lock(&c->lock);
+        while (c->running > 0) {
+                struct timespec ts;
+                (void)clock_gettime(CLOCK_REALTIME, &ts);
+                ts.tv_nsec += 100 * 1000000L;
+                if (ts.tv_nsec >= 1000000000L) {
+                        ts.tv_sec++;
+                        ts.tv_nsec -= 1000000000L;
+                }
+                (void)pthread_cond_timedwait(&c->cond, &c->lock, &ts);
+                pthread_mutex_unlock(&c->lock);
+                report(c, o);
+                pthread_mutex_lock(&c->lock);
+        }
+        pthread_mutex_unlock(&c->lock);
+        for (unsigned i = 0; i < started; i++)
+                (void)pthread_join(tids[i], NULL);
+        report(c, o);
+        if (c->failed) {
+                *err = c->err;
+                return -c->err.code;
+        }
+        return 0;
+}
+
+/* ---- pull ------------------------------------------------------------------------------------- */
+
+typedef struct fetched {
+        char digest[IMAGE_DIGEST_LEN + 1];
+        char *manifest;
+        size_t manifest_len;
+        image_manifest m;
+        char *config;
+        image_config cfg;
+} fetched;
+
+static void fetched_done(fetched *f) {
+        free(f->manifest);
+        image_manifest_done(&f->m);
+        free(f->config);
+        image_config_done(&f->cfg);
+}
+
+/* Fetches the manifest for the reference, going through an index to our platform. */
+static int fetch_manifest(registry *reg, const image_ref *ref, fetched *f, nook_error *err) {
+        _cleanup_free_ char *ct = NULL, *dg = NULL;
+        image_doc_kind kind;
+        int r;
+        if ((r = registry_get_manifest(reg, ref->digest ? ref->digest : ref->tag, &f->manifest,
+                     &f->manifest_len, &ct, err)) < 0 ||
+                (r = image_doc_kind_detect(ct, f->manifest, f->manifest_len, &kind, err)) < 0)
+                return r;
+        if (kind == IMAGE_DOC_INDEX) {
+                _cleanup_(image_index_done) image_index x = {};
+                image_platform p;
+                const image_desc *d;
+                image_platform_host(&p);
+                if ((r = image_index_parse(f->manifest, f->manifest_len, &x, err)) < 0 ||
+                        (r = image_index_select(&x, &p, &d, err)) < 0)
+                        return r;
+                if (!(dg = strdup(d->digest)))
+                        return nook_err_oom(err);
+                free(f->manifest);
+                f->manifest = NULL;
+                ct = mfree(ct);
+                /* fetched by digest: registry_get_manifest checks the answer against it */
+                if ((r = registry_get_manifest(reg, dg, &f->manifest, &f->manifest_len, &ct, err)) < 0 ||
+                        (r = image_doc_kind_detect(ct, f->manifest, f->manifest_len, &kind, err)) < 0)
+                        return r;
+                if (kind != IMAGE_DOC_MANIFEST)
+                        return nook_err_set(err, NOOK_E_INVALID,
+                                "The image index points at another index (%s): nook follows one level", dg);
+        }
+        if ((r = image_digest_buf(f->manifest, f->manifest_len, f->digest, err)) < 0)
+                return r;
+        return image_manifest_parse(f->manifest, f->manifest_len, &f->m, err);
+}
+
+static int record_fill(const fetched *f, image_rec *rec, nook_error *err) {
+        *rec = (image_rec){ .digest = strdup(f->digest),
+                .config_digest = strdup(f->m.config.digest),
+                .config_json = strdup(f->config),
+                .platform = strprintf("%s/%s%s%s", f->cfg.os ? f->cfg.os : "linux",
+                        f->cfg.arch ? f->cfg.arch : "unknown", f->cfg.variant ? "/" : "",
+                        f->cfg.variant ? f->cfg.variant : ""),
+                .size = f->manifest_len + f->m.config.size };
+        rec->layers = calloc(f->m.n_layers ? f->m.n_layers : 1, sizeof(image_layer_rec));
+        if (!rec->digest || !rec->config_digest || !rec->config_json || !rec->platform || !rec->layers)
+                return nook_err_oom(err);
+        for (size_t i = 0; i < f->m.n_layers; i++) {
+                const image_desc *d = &f->m.layers[i];
+                image_layer_rec *l = &rec->layers[rec->n_layers++];
+                *l = (image_layer_rec){ .digest = strdup(d->digest),
+                        .diff_id = strdup(f->cfg.diff_ids[i]),
+                        .media_type = d->media_type ? strdup(d->media_type) : NULL,
+                        .size = d->size };
+                if (!l->digest || !l->diff_id)
+                        return nook_err_oom(err);
+                rec->size += d->size;
+        }
+        return 0;
+}
+
+static int pull_layers(
+        image_store *s, registry *reg, const fetched *f, const image_pull_opts *o, nook_error *err) {
+        pull_ctx c = { .s = s, .reg = reg, .n = f->m.n_layers };
+        c.jobs = calloc(c.n ? c.n : 1, sizeof(layer_job));
+        if (!c.jobs)
+                return nook_err_oom(err);
+        for (size_t i = 0; i < c.n; i++) {
+                c.jobs[i].desc = &f->m.layers[i];
+                c.jobs[i].diff_id = f->cfg.diff_ids[i];
+        }
+        pthread_mutex_init(&c.lock, NULL);
+        pthread_cond_init(&c.cond, NULL);
+        int r = run_jobs(&c, o, err);
+        pthread_cond_destroy(&c.cond);
+        pthread_mutex_destroy(&c.lock);
+        free(c.jobs);
+        return r;
+}
+
+static int pull_fetched(image_store *s, registry *reg, const image_ref *ref, fetched *f,
+        const image_pull_opts *o, nook_error *err) {
+        int r;
+        if ((r = registry_get_blob_mem(reg, f->m.config.digest, f->m.config.size, &f->config, err)) < 0 ||
+                (r = image_config_parse(f->config, f->m.config.size, &f->cfg, err)) < 0)
+                return r;
+        if (f->cfg.n_diff_ids != f->m.n_layers)
+                return nook_err_set(err, NOOK_E_INVALID,
+                        "The image config lists %zu layers (diff_ids) but the manifest %zu: refusing the image",
+                        f->cfg.n_diff_ids, f->m.n_layers);
+        if ((r = image_blob_put(s, f->digest, f->manifest, f->manifest_len, err)) < 0 ||
+                (r = image_blob_put(s, f->m.config.digest, f->config, f->m.config.size, err)) < 0 ||
+                (r = pull_layers(s, reg, f, o, err)) < 0)
+                return r;
+        _cleanup_free_ char *name = image_ref_to_string(ref);
+        if (!name)
+                return nook_err_oom(err);
+        _cleanup_(image_rec_done) image_rec rec = {};
+        if ((r = record_fill(f, &rec, err)) < 0 || (r = store_image_put(s->st, &rec, name, err)) < 0)
+                return r;
+        return 0;
+}
+
+int image_pull(
+        image_store *s, const char *refstr, const image_pull_opts *o, image_rec *ret, nook_error *err) {
+        _cleanup_(image_ref_done) image_ref ref = {};
+        _cleanup_(fetched_done) fetched f = {};
+        registry *reg = NULL;
+        image_pull_opts defaults = {};
+        int r;
+        if (!o)
+                o = &defaults;
+        _cleanup_close_ int gc_lock = -1;
+        if ((r = image_ref_parse(refstr, &ref, err)) < 0 ||
+                (r = lock_take(s, "gc", LOCK_SH, &gc_lock, err)) < 0)
+                return r;
+        if ((r = registry_new(&ref, &o->reg, &reg, err)) < 0)
+                return nook_err_wrap(err, "pulling '%s'", refstr);
+        r = fetch_manifest(reg, &ref, &f, err);
+        if (r >= 0)
+                r = pull_fetched(s, reg, &ref, &f, o, err);
+        registry_free(reg);
+        if (r < 0)
+                return nook_err_wrap(err, "pulling '%s'", refstr);
+        _cleanup_free_ char *name = image_ref_to_string(&ref);
+        if (!name)
+                return nook_err_oom(err);
+        return store_image_get(s->st, name, ret, err);
+}
+
+/* ---- local use -------------------------------------------------------------------------------- */
+
+int image_canonical(const char *refstr, char **ret, nook_error *err) {
+        if (image_digest_valid(refstr)) {
+                *ret = strdup(refstr);
+                return *ret ? 0 : nook_err_oom(err);
+        }
+        _cleanup_(image_ref_done) image_ref ref = {};
+        int r = image_ref_parse(refstr, &ref, err);
+        if (r < 0)
+                return r;
+        *ret = image_ref_to_string(&ref);
+        return *ret ? 0 : nook_err_oom(err);
+}
+
+int image_lookup(image_store *s, const char *refstr, image_rec *ret, nook_error *err) {
+        _cleanup_free_ char *name = NULL;
+        int r = image_canonical(refstr, &name, err);
+        if (r < 0)
+                return r;
+        r = store_image_get(s->st, name, ret, err);
+        if (r == -NOOK_E_NOT_FOUND && image_digest_valid(refstr) == false) {
+                /* a short digest prefix is not supported: say what was looked for */
+                return nook_err_set(err, NOOK_E_NOT_FOUND,
+                        "No image '%s' in the local store (looked for '%s'): pull it first", refstr, name);
+        }
+        return r;
+}
+
+int image_ensure_layers(image_store *s, const image_rec *rec, nook_error *err) {
+        _cleanup_free_ image_desc *descs = calloc(rec->n_layers ? rec->n_layers : 1, sizeof(image_desc));
+        pull_ctx c = { .s = s, .n = rec->n_layers };
+        if (!descs || !(c.jobs = calloc(c.n ? c.n : 1, sizeof(layer_job))))
+                return nook_err_oom(err);
+        for (size_t i = 0; i < c.n; i++) {
+                descs[i] = (image_desc){ .digest = rec->layers[i].digest, .size = rec->layers[i].size };
+                c.jobs[i].desc = &descs[i];
+                c.jobs[i].diff_id = rec->layers[i].diff_id;
+        }
+        pthread_mutex_init(&c.lock, NULL);
+        pthread_cond_init(&c.cond, NULL);
+        int r = run_jobs(&c, NULL, err);
+        pthread_cond_destroy(&c.cond);
+        pthread_mutex_destroy(&c.lock);
+        free(c.jobs);
+        return r;
+}
+
+static int resolved_fill(image_store *s, const image_rec *rec, image_resolved *ret, nook_error *err) {
+        _cleanup_(image_config_done) image_config cfg = {};
+        _cleanup_(image_resolved_done) image_resolved res = {};
+        int r = image_config_parse(rec->config_json, strlen(rec->config_json), &cfg, err);
+        if (r < 0)
+                return r;
+        if (!(res.lowers = calloc(1, sizeof(char *))))
+                return nook_err_oom(err);
+        for (size_t i = rec->n_layers; i > 0; i--) {
+                _cleanup_free_ char *p = layer_path(s, rec->layers[i - 1].diff_id);
+                if (!p || strv_push(&res.lowers, p) < 0)
+                        return nook_err_oom(err);
+        }
+        res.env = TAKE_PTR(cfg.env);
+        if (!(res.cmd = strv_copy((const char *const *)cfg.entrypoint)))
+                return nook_err_oom(err);
+        STRV_FOREACH (a, cfg.cmd)
+                if (strv_push(&res.cmd, *a) < 0)
+                        return nook_err_oom(err);
+        res.workdir = TAKE_PTR(cfg.workdir);
+        res.user = TAKE_PTR(cfg.user);
+        *ret = res;
+        res = (image_resolved){};
+        return 0;
+}
+
+int image_resolve(image_store *s, const char *refstr, image_pull_policy policy, const image_pull_opts *o,
+        image_resolved *ret, nook_error *err) {
+        _cleanup_(image_rec_done) image_rec rec = {};
+        int r = policy == IMAGE_PULL_ALWAYS ? -NOOK_E_NOT_FOUND : image_lookup(s, refstr, &rec, err);
+        if (r == -NOOK_E_NOT_FOUND && policy != IMAGE_PULL_NEVER && !image_digest_valid(refstr)) {
+                image_rec_done(&rec);
+                r = image_pull(s, refstr, o, &rec, err);
+        }
+        if (r < 0)
+                return r;
+        _cleanup_close_ int gc_lock = -1;
+        if ((r = lock_take(s, "gc", LOCK_SH, &gc_lock, err)) < 0)
+                return r;
+        if ((r = image_ensure_layers(s, &rec, err)) < 0)
+                return nook_err_wrap(err, "preparing image '%s'", refstr);
+        return resolved_fill(s, &rec, ret, err);
+}
+
+/* ---- garbage collection ------------------------------------------------------------------------ */
+
+static bool in_sorted(char *const *l, const char *s) {
+        STRV_FOREACH (i, (char **)l)
+                if (streq(*i, s))
+                        return true;
+        return false;
+}
+
+/* Removes entries of dir whose names (hex) are not in keep (digests); skips dot files. */
+static int gc_dir(const char *dir, char *const *keep, bool layers, uint64_t *freed, nook_error *err) {
+        _cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+        if (dfd < 0)
+                return errno == ENOENT ? 0 : nook_err_errno(err, NOOK_E_IO, "Cannot open '%s'", dir);
+        DIR *d = fdopendir(fcntl(dfd, F_DUPFD_CLOEXEC, 3));
+        if (!d)
+                return nook_err_errno(err, NOOK_E_IO, "Cannot read '%s'", dir);
+        struct dirent *de;
+        int r = 0;
+        while (r >= 0 && (de = readdir(d))) {
+                if (de->d_name[0] == '.' || strlen(de->d_name) != 64)
+                        continue;
+                char dg[IMAGE_DIGEST_LEN + 1];
+                (void)snprintf(dg, sizeof(dg), "sha256:%s", de->d_name);
+                if (in_sorted(keep, dg))
+                        continue;
+                struct stat st;
+                if (!layers && fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && freed)
+                        *freed += (uint64_t)st.st_size;
+                r = image_rm_tree(dfd, de->d_name, err);
+        }
+        closedir(d);
+        return r;
+}
+
+int image_store_gc(image_store *s, uint64_t *ret_freed, nook_error *err) {
+        _cleanup_strv_free_ char **keep = NULL, **keep_diff = NULL;
+        _cleanup_close_ int lock = -1;
+        uint64_t freed = 0;
+        /* pulls hold this lock shared from their first blob to their records: files they wrote
+         * but have not recorded yet are never collected */
+        int r = lock_take(s, "gc", LOCK_EX, &lock, err);
+        if (r < 0 || (r = store_image_prune(s->st, &keep, &keep_diff, err)) < 0)
+                return r;
+        _cleanup_free_ char *blobs = strprintf("%s/blobs/sha256", s->root);
+        _cleanup_free_ char *rf = strprintf("%s/layers/rootful", s->root),
+                            *rl = strprintf("%s/layers/rootless", s->root);
+        if (!blobs || !rf || !rl)
+                return nook_err_oom(err);
+        if ((r = gc_dir(blobs, keep, false, &freed, err)) < 0 ||
+                (r = gc_dir(rf, keep_diff, true, &freed, err)) < 0 ||
+                (r = gc_dir(rl, keep_diff, true, &freed, err)) < 0)
+                return r;
+        if (ret_freed)
+                *ret_freed = freed;
+        return 0;
+}

@@ -1,0 +1,35 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Unpacks one layer (a tar, gzip- or zstd-compressed or not) into an empty directory, safely:
+ * no entry may land outside it.  See unpack.c for the rules. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "nook.h"
+#include "image/digest.h"
+
+typedef struct unpack_opts {
+        /* rootless: files are owned by the caller (the sandbox's root), setuid/setgid bits are
+         * dropped and device nodes skipped.  Otherwise (real root) ids are shifted by id_base. */
+        bool rootless;
+        uid_t id_base; /* rootful: host uid/gid of the sandbox's uid/gid 0 */
+} unpack_opts;
+
+/* Sandbox ids at or above this are clamped to IMAGE_OVERFLOW_ID (nobody): the rootful id range
+ * is 65536 wide. */
+#define IMAGE_ID_RANGE 65536u
+#define IMAGE_OVERFLOW_ID 65534u
+
+/* Unpacks the blob read from fd into the directory dir_fd.  ret_diff_id receives the digest of
+ * the uncompressed tar stream (the image config's diff_id).  A hostile entry fails the whole
+ * layer with NOOK_E_REFUSED naming it; the caller removes the half-written directory. */
+int image_unpack_fd(
+        int fd, int dir_fd, const unpack_opts *o, char ret_diff_id[IMAGE_DIGEST_LEN + 1], nook_error *err);
+/* The same from memory (tests, fuzzing). */
+int image_unpack_mem(const void *buf, size_t len, int dir_fd, const unpack_opts *o,
+        char ret_diff_id[IMAGE_DIGEST_LEN + 1], nook_error *err);
+/* Removes a tree that image_unpack_* wrote, restoring write permission on directories first
+ * (a rootless unpack may leave 0555 directories behind). */
+int image_rm_tree(int dirfd, const char *name, nook_error *err);

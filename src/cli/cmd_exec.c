@@ -340,7 +340,7 @@ int cmd_run(int argc, char **argv) {
         const char *name = NULL;
         bool keep = false;
         int c, r;
-        while ((c = getopt_long(argc, argv, "+he:l:m:v:w:u:ic:t", opts, NULL)) >= 0) {
+        while ((c = getopt_long(argc, argv, "+he:l:m:p:v:w:u:ic:t", opts, NULL)) >= 0) {
                 if (c == 'h') {
                         printf("Usage: nook run [OPTIONS] [--] COMMAND [ARG...]\n\n"
                                "Create a sandbox, run one command in it, and remove it with its workspace.\n\n"

@@ -167,6 +167,29 @@ static void mark_sensitive(json_t *spec) {
         json_array_foreach(a, i, v) json_object_set_new(v, "allowSensitive", json_true());
 }
 
+/* Appends item to spec[field] (or spec[field][sub]).  A policy flag implies --network policy
+ * unless --network was given (libnook refuses a policy with another mode, saying so). */
+static int push_item(json_t *spec, const char *field, const char *sub, json_t *item) {
+        json_t *o = spec, *a;
+        if (!item)
+                return -1;
+        if (sub) {
+                o = json_object_get(spec, field);
+                if (!json_is_object(o)) {
+                        o = json_object();
+                        json_object_set_new(spec, field, o);
+                }
+                if (!json_object_get(spec, "network"))
+                        json_object_set_new(spec, "network", json_string("policy"));
+        }
+        a = json_object_get(o, sub ? sub : field);
+        if (!json_is_array(a)) {
+                a = json_array();
+                json_object_set_new(o, sub ? sub : field, a);
+        }
+        return json_array_append_new(a, item) < 0 ? -1 : 1;
+}
+
 int spec_opt_apply(const char *cmd, json_t *spec, int opt, const char *arg) {
         switch (opt) {
         case 1000:
@@ -185,6 +208,14 @@ int spec_opt_apply(const char *cmd, json_t *spec, int opt, const char *arg) {
                 return json_object_set_new(spec, "security", json_string(arg)) < 0 ? -1 : 1;
         case 1005:
                 return json_object_set_new(spec, "network", json_string(arg)) < 0 ? -1 : 1;
+        case 'p':
+                return push_item(spec, "ports", NULL, json_string(arg));
+        case 1020:
+        case 1021:
+                return push_item(spec, "networkPolicy", "rules",
+                        json_pack("{s:s, s:s}", "action", opt == 1020 ? "allow" : "deny", "cidr", arg));
+        case 1022:
+                return push_item(spec, "networkPolicy", "domains", json_string(arg));
         case 1006:
                 return json_object_set_new(spec, "workdir", json_string(arg)) < 0 ? -1 : 1;
         case 1007:

@@ -6,7 +6,7 @@
 #include <jansson.h>
 #include <stdbool.h>
 
-#define SPEC_OPTS_SHORT "e:l:m:v:"
+#define SPEC_OPTS_SHORT "e:l:m:p:v:"
 /* clang-format off */
 #define SPEC_OPTS_LONG                                                  \
         { "image", required_argument, NULL, 1000 },                     \
@@ -17,6 +17,10 @@
         { "idle-timeout", required_argument, NULL, 1003 },              \
         { "security", required_argument, NULL, 1004 },                  \
         { "network", required_argument, NULL, 1005 },                   \
+        { "publish", required_argument, NULL, 'p' },                    \
+        { "allow", required_argument, NULL, 1020 },                     \
+        { "deny", required_argument, NULL, 1021 },                      \
+        { "allow-domain", required_argument, NULL, 1022 },              \
         { "workdir", required_argument, NULL, 1006 },                   \
         { "spec", required_argument, NULL, 1007 },                      \
         { "persistence", required_argument, NULL, 1008 },               \
@@ -42,7 +46,13 @@
         "  --max-duration DUR     retire after DUR (e.g. 30m); the workspace is kept\n"                     \
         "  --idle-timeout DUR     stop after DUR with no exec and no client\n"                              \
         "  --security PROFILE     default or restricted\n"                                                  \
-        "  --network MODE         off (default; loopback only)\n"                                           \
+        "  --network MODE         off (default; loopback only), public (public internet only, DNS),\n"     \
+        "                         policy (only what --allow/--allow-domain allow)\n"                       \
+        "  -p, --publish [ADDR:]HOSTPORT:PORT  publish a guest TCP port on the host (ADDR default\n"      \
+        "                         127.0.0.1); needs the network on\n"                                       \
+        "  --allow CIDR[:PORTS]   policy: allow a range (ports 80,443,8000-8080); rules apply in order\n"   \
+        "  --deny CIDR[:PORTS]    policy: deny a range\n"                                                   \
+        "  --allow-domain NAME    policy: allow example.com or *.example.com (through nook's resolver)\n"   \
         "  --workdir DIR          default working directory of execs (default /workspace)\n"                \
         "  -u, --user USER        default user of execs\n"                                                  \
         "  --cpus N               CPU limit, whole CPUs (fractions round up)\n"                    \

@@ -22,6 +22,7 @@
 #include "isolate/userns.h"
 #include "supervisor/exitfile.h"
 #include "supervisor/init.h"
+#include "supervisor/network.h"
 #include "supervisor/proto.h"
 #include "supervisor/sup.h"
 #include "util/error.h"
@@ -61,6 +62,7 @@ typedef struct sup {
         bool stopping;
         uint64_t stop_deadline;
         const char *stop_reason;
+        sup_net net; /* slirp4netns, firewall, policy resolver (network on) */
         iso_cgroup *cg; /* NULL: no cgroup (rootless without delegation and no limits) */
 } sup;
 
@@ -511,18 +513,19 @@ static int reap(sup *s) {
 
 static int sup_loop(sup *s) {
         for (;;) {
-                struct pollfd pfd[3 + MAX_CLIENTS];
+                struct pollfd pfd[3 + MAX_CLIENTS + SUP_NET_MAX_FDS];
                 size_t n = 0;
                 pfd[n++] = (struct pollfd){ .fd = s->sig_fd, .events = POLLIN };
                 pfd[n++] = (struct pollfd){ .fd = s->init_sock, .events = POLLIN };
                 pfd[n++] = (struct pollfd){ .fd = s->listen_fd, .events = POLLIN };
                 for (size_t i = 0; i < s->n_clients; i++)
                         pfd[n++] = (struct pollfd){ .fd = s->clients[i].fd, .events = POLLIN };
+                size_t n_net = sup_net_pollfds(&s->net, pfd + n); /* after the clients, not in n */
                 uint64_t d = next_deadline(s), now = now_ms();
                 int timeout = d == UINT64_MAX ? -1
                         : d <= now            ? 0
                                               : (int)((d - now) > 60000 ? 60000 : (d - now));
-                if (poll(pfd, n, timeout) < 0 && errno != EINTR)
+                if (poll(pfd, n + n_net, timeout) < 0 && errno != EINTR)
                         return 1;
                 if (pfd[0].revents & POLLIN) {
                         struct signalfd_siginfo si;
@@ -541,6 +544,7 @@ static int sup_loop(sup *s) {
                 for (size_t i = n - 3; i-- > 0;)
                         if (pfd[3 + i].revents & (POLLIN | POLLHUP | POLLERR))
                                 handle_client(s, i);
+                sup_net_dispatch(&s->net, pfd + n, n_net);
                 check_deadlines(s);
         }
 }
@@ -554,6 +558,7 @@ static void finish(sup *s, int init_status) {
                 iso_cgroup_destroy(s->cg);
                 s->cg = iso_cgroup_free(s->cg);
         }
+        sup_net_stop(&s->net);
         log_debug("sandbox stopped: %s (init status %d)", rec.reason, init_status);
         _cleanup_free_ char *sock = strprintf("%s/ctl.sock", s->state_dir);
         if (sock)
@@ -599,9 +604,12 @@ int sup_run(const sup_config *c, const char *state_dir, int ready_fd) {
         if (r >= 0)
                 r = start_init(&s, &err);
         if (r >= 0)
+                r = sup_net_start(&s.net, c, s.init_pid, state_dir, &err);
+        if (r >= 0)
                 r = listen_control(&s, &err);
         if (r < 0) {
                 log_debug("setup failed: %s", err.msg);
+                sup_net_stop(&s.net);
                 if (s.init_pid > 0) {
                         (void)kill(s.init_pid, SIGKILL);
                         (void)pid_wait(s.init_pid, NULL);

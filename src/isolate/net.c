@@ -398,6 +398,10 @@ int net_ruleset_build(const net_policy *p, char **ret_text, nook_error *err) {
                 fprintf(f,
                         "                ip daddr " NET_SLIRP_DNS
                         " meta l4proto { tcp, udp } th dport 53 accept\n");
+        /* DNS (and DNS over TLS) only to nook's resolver: nothing else learns or answers names. */
+        fprintf(f,
+                "                meta l4proto { tcp, udp } th dport { 53, 853 } reject with icmpx type "
+                "admin-prohibited\n");
         fprintf(f,
                 "                ip daddr @always4 reject with icmpx type admin-prohibited\n"
                 "                ip6 daddr @always6 reject with icmpx type admin-prohibited\n");

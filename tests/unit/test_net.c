@@ -177,6 +177,7 @@ Test(net, public_ruleset) {
         cr_assert(strstr(t, "policy drop;"));
         cr_assert(strstr(t, "oif \"lo\" accept"));
         cr_assert(strstr(t, "ip daddr 10.0.2.3 meta l4proto { tcp, udp } th dport 53 accept"));
+        cr_assert(strstr(t, "th dport { 53, 853 } reject"), "DNS elsewhere is refused:\n%s", t);
         cr_assert(strstr(t, "169.254.169.254"));
         cr_assert(strstr(t, "fd00:ec2::254"));
         cr_assert(strstr(t, "198.51.100.1"), "host address missing:\n%s", t);

@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# Network policy (CIDR rules, domain allowlist through nook's resolver) and published ports, in
+# the private test world of net_topology.sh.  No packet leaves the namespaces this file creates.
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/net_topology.sh"
+
+require_bin "$NOOK" "$NOOK_SUPERVISOR"
+[[ $(id -u) == 0 ]] || plan skip_all "the test world needs root for ip netns (stage ${NOOK_TEST_STAGE:-manual})"
+for t in ip slirp4netns dnsmasq busybox curl; do
+        command -v $t >/dev/null || plan skip_all "$t is not installed (scripts/deps.sh installs it)"
+done
+plan 23
+trap 'net_topology_down; _tap_finish' EXIT
+net_topology_up || bail_out "cannot build the test world"
+
+run_nook_ns() {
+        local NOOK_REAL=$NOOK
+        NOOK="ip"
+        run_nook netns exec "$NET_UP" "$NOOK_REAL" "$@"
+        NOOK=$NOOK_REAL
+}
+nx() { run_nook_ns exec "$@"; }
+reaches() {
+        nx "$1" -- curl -sS -m 5 "$2"
+        is "$out" world "$3"
+}
+blocked() {
+        nx "$1" -- curl -sS -m 5 -o /dev/null "$2"
+        if [[ $status != 0 ]]; then ok "$3"; else not_ok "$3" "curl $2 succeeded"; fi
+}
+
+# ---- bad input changes nothing ---------------------------------------------------------------
+run_nook_ns create -p 8080:80 bad1
+is "$status" 1 "ports with the network off: refused"
+like "$err" "ports need the network on" "the error says why"
+run_nook_ns create --network public --allow 1.2.3.0/24 bad2
+like "$err" "networkPolicy needs network 'policy'" "a policy with --network public: refused"
+run_nook_ns create --allow 10.0.0.1/8 bad3
+like "$err" "bits set beyond the /8" "a CIDR with host bits: refused, naming it"
+run_nook_ns create --allow-domain 'exa mple.com' bad4
+like "$err" "not a domain name" "a bad domain: refused"
+run_nook_ns ls --json
+is "$out" "[]" "nothing was created by bad input"
+
+# ---- policy ----------------------------------------------------------------------------------
+run_nook_ns create --deny 198.51.100.11:8080 --allow 198.51.100.11:80 --allow-domain public.test \
+        --allow-domain '*.rebind.test' --allow-domain rebind.test -p 8080:80 -p 198.51.100.1:8090:80 pol
+is "$status" 0 "create a policy sandbox with rules, domains and ports" || diag "$err"
+nx pol -- cat /etc/resolv.conf
+like "$out" "nameserver 127.0.0.53" "policy: resolv.conf names nook's resolver"
+reaches pol http://public.test/ "policy: an allowed domain is reachable by name"
+reaches pol http://198.51.100.11/ "policy: an allowed CIDR:port is reachable"
+blocked pol http://198.51.100.11:8080/ "policy: a denied port of that host is not"
+nx pol -- getent hosts other.test
+isnt "$status" 0 "policy: a name not on the list does not resolve"
+nx pol -- sh -c 'curl -sS -m 5 -o /dev/null http://other.test/ || curl -sS -m 5 -o /dev/null --resolve other.test:80:198.51.100.11 http://other.test:81/'
+isnt "$status" 0 "policy: hosts not allowed stay unreachable"
+blocked pol http://rebind.test/ "policy: an allowed name resolving to 10.x stays blocked (rebinding)"
+blocked pol http://10.99.0.10/ "policy: private addresses are blocked"
+blocked pol http://169.254.169.254/ "policy: cloud metadata is blocked"
+nx pol -- busybox nslookup public.test 198.51.100.10
+unlike "$out" "Address.*198\.51\.100\.10" "policy: DNS to another resolver gets no answer"
+nx pol -- nft flush ruleset
+isnt "$status" 0 "policy: nft flush ruleset fails"
+
+# ---- published ports -------------------------------------------------------------------------
+nx pol --detach -- sh -c 'mkdir -p /tmp/www && echo inside >/tmp/www/index.html && exec busybox httpd -f -p 80 -h /tmp/www'
+for i in $(seq 30); do
+        out=$(ip netns exec "$NET_UP" curl -sS -m 2 http://127.0.0.1:8080/ 2>/dev/null) && break
+        sleep 0.1
+done
+is "$out" inside "ports: 127.0.0.1:8080 answers from the host side"
+is "$(ip netns exec "$NET_UP" curl -sS -m 2 http://198.51.100.1:8090/ 2>&1)" inside "ports: ADDR:8090 answers from the host side"
+run_nook_ns create --network public -p 8080:80 busy
+like "$err" "Cannot publish 127.0.0.1:8080.*in use" "ports: a host port in use is a clear error"
+run_nook_ns inspect busy
+isnt "$status" 0 "ports: nothing is left of the failed create"
+
+run_nook_ns rm pol
+is "$status" 0 "rm pol"

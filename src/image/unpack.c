@@ -534,6 +534,12 @@ static int unpack_stream(unpacker *u, char ret_diff_id[IMAGE_DIGEST_LEN + 1], no
                 return nook_err_set(err, NOOK_E_INVALID, "The layer is damaged or truncated: %s",
                         archive_error_string(u->outer) ? archive_error_string(u->outer)
                                                        : "decompression failed");
+        /* the layer's root is a fresh 0700 directory of ours: it gets what a "./" entry says,
+         * else 0755 owned by the sandbox's root, which must traverse it */
+        if (!u->o->rootless && fchown(u->root_fd, u->o->id_base, u->o->id_base) < 0)
+                return nook_err_errno(err, NOOK_E_IO, "Cannot set the owner of the layer directory");
+        if (fchmod(u->root_fd, 0755) < 0)
+                return nook_err_errno(err, NOOK_E_IO, "Cannot set the mode of the layer directory");
         if ((r = default_dirs(u, u->root_fd, err)) < 0 || (r = finish_dirs(u, err)) < 0)
                 return r;
         image_hasher_final(u->hasher, ret_diff_id);

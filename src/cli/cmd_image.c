@@ -1,0 +1,262 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* nook image pull | ls | inspect | rm | prune.  Public API only. */
+#include <getopt.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "nook.h"
+#include "cli/cli.h"
+
+#define MAX_INSECURE 16
+
+static void human(uint64_t b, char *out, size_t n) {
+        const char *u[] = { "B", "KB", "MB", "GB", "TB" };
+        double v = (double)b;
+        size_t i = 0;
+        while (v >= 1000 && i < 4) {
+                v /= 1000;
+                i++;
+        }
+        snprintf(out, n, i ? "%.1f%s" : "%.0f%s", v, u[i]);
+}
+
+typedef struct progress_state {
+        size_t lines; /* lines printed last time, to redraw over */
+} progress_state;
+
+/* Per layer: short digest, state, bytes; then the total.  Redrawn in place on the terminal. */
+static void on_progress(void *userdata, const nook_pull_layer *l, size_t n) {
+        progress_state *ps = userdata;
+        uint64_t done = 0, total = 0;
+        if (ps->lines)
+                fprintf(stderr, "\033[%zuA", ps->lines);
+        for (size_t i = 0; i < n; i++) {
+                char d[16], t[16];
+                human(l[i].done, d, sizeof(d));
+                human(l[i].total, t, sizeof(t));
+                fprintf(stderr, "\033[2K%.19s  %-11s %8s / %-8s\n", l[i].digest, l[i].state, d, t);
+                done += strcmp(l[i].state, "cached") == 0 ? l[i].total : l[i].done;
+                total += l[i].total;
+        }
+        char d[16], t[16];
+        human(done, d, sizeof(d));
+        human(total, t, sizeof(t));
+        fprintf(stderr, "\033[2Ktotal %s / %s\n", d, t);
+        ps->lines = n + 1;
+}
+
+static int print_json_or(const char *json, void (*text)(json_t *)) {
+        if (arg_json) {
+                puts(json);
+                return 0;
+        }
+        json_t *j = json_loads(json, 0, NULL);
+        if (j)
+                text(j);
+        json_decref(j);
+        return 0;
+}
+
+static void print_pulled(json_t *j) {
+        printf("%s\n", json_string_value(json_object_get(j, "digest")));
+}
+
+static int image_pull(int argc, char **argv) {
+        static const struct option opts[] = { { "quiet", no_argument, NULL, 'q' },
+                { "creds", required_argument, NULL, 'c' }, { "authfile", required_argument, NULL, 'a' },
+                { "ca-file", required_argument, NULL, 'C' },
+                { "insecure-registry", required_argument, NULL, 'i' },
+                { "timeout", required_argument, NULL, 't' }, { "json", no_argument, NULL, 'j' },
+                { "help", no_argument, NULL, 'h' }, {} };
+        const char *insecure[MAX_INSECURE + 1] = {};
+        size_t n_insecure = 0;
+        bool quiet = false;
+        char *creds = NULL;
+        nook_pull_opts o;
+        int c;
+        nook_pull_opts_init(&o);
+        while ((c = getopt_long(argc, argv, "+hqj", opts, NULL)) >= 0) {
+                switch (c) {
+                case 'h':
+                        printf("Usage: nook image pull [OPTIONS] REFERENCE\n\n"
+                               "  -q, --quiet                  no progress display\n"
+                               "  --creds USER[:PASSWORD]      credentials (else $REGISTRY_AUTH_FILE or ~/.docker/config.json)\n"
+                               "  --authfile PATH              a docker config.json with credentials\n"
+                               "  --ca-file PATH               trust this CA besides the system store\n"
+                               "  --insecure-registry HOST     use plain HTTP for HOST (repeatable)\n"
+                               "  --timeout DURATION           fail a transfer stalled this long (default 30s)\n");
+                        return 0;
+                case 'q':
+                        quiet = true;
+                        break;
+                case 'j':
+                        arg_json = true;
+                        break;
+                case 'c':
+                        free(creds);
+                        creds = strdup(optarg);
+                        break;
+                case 'a':
+                        o.auth_file = optarg;
+                        break;
+                case 'C':
+                        o.ca_file = optarg;
+                        break;
+                case 'i':
+                        if (n_insecure >= MAX_INSECURE)
+                                return cli_usage_error(
+                                        "image pull", "at most %d --insecure-registry", MAX_INSECURE);
+                        insecure[n_insecure++] = optarg;
+                        break;
+                case 't': {
+                        nook_error e = {};
+                        if (nook_parse_duration_ms(optarg, &o.stall_timeout_ms, &e) < 0)
+                                return cli_usage_error("image pull", "--timeout: %s", e.msg);
+                        break;
+                }
+                default:
+                        return cli_usage_error("image pull", "unknown option");
+                }
+        }
+        if (optind + 1 != argc) {
+                free(creds);
+                return cli_usage_error("image pull", "expected one REFERENCE");
+        }
+        if (creds) {
+                char *colon = strchr(creds, ':');
+                if (colon)
+                        *colon = 0;
+                o.username = creds;
+                o.password = colon ? colon + 1 : "";
+        }
+        if (n_insecure)
+                o.insecure_registries = insecure;
+        progress_state ps = {};
+        if (!quiet && !arg_json && isatty(STDERR_FILENO)) {
+                o.progress = on_progress;
+                o.userdata = &ps;
+        }
+        nook *n = NULL;
+        nook_error err = {};
+        char *json = NULL;
+        int r = cli_open(&n, &err);
+        if (r >= 0)
+                r = nook_image_pull(n, argv[optind], &o, &json, &err);
+        if (creds) {
+                explicit_bzero(creds, strlen(creds));
+                free(creds);
+        }
+        nook_close(n);
+        if (r < 0)
+                return cli_fail(&err);
+        print_json_or(json, print_pulled);
+        nook_free(json);
+        return 0;
+}
+
+static void print_list(json_t *a) {
+        size_t i;
+        json_t *img;
+        printf("%-50s %-19s %-14s %s\n", "NAME", "DIGEST", "PLATFORM", "SIZE");
+        json_array_foreach(a, i, img) {
+                char sz[16];
+                human((uint64_t)json_integer_value(json_object_get(img, "size")), sz, sizeof(sz));
+                const char *dg = json_string_value(json_object_get(img, "digest"));
+                json_t *names = json_object_get(img, "names");
+                size_t k;
+                json_t *nm;
+                if (json_array_size(names) == 0)
+                        printf("%-50s %-19.19s %-14s %s\n", "<none>", dg,
+                                json_string_value(json_object_get(img, "platform")), sz);
+                json_array_foreach(names, k, nm) printf("%-50s %-19.19s %-14s %s\n", json_string_value(nm),
+                        dg, json_string_value(json_object_get(img, "platform")), sz);
+        }
+}
+
+static void print_pretty(json_t *j) {
+        char *t = json_dumps(j, JSON_INDENT(2));
+        if (t)
+                puts(t);
+        free(t);
+}
+
+/* ls, inspect, rm, prune: simple shapes over one call each. */
+static int image_simple(const char *verb, int argc, char **argv) {
+        for (int i = 1; i < argc; i++) {
+                if (strcmp(argv[i], "--json") == 0)
+                        arg_json = true;
+                else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+                        printf("Usage: nook image %s%s\n", verb,
+                                strcmp(verb, "ls") == 0 || strcmp(verb, "prune") == 0 ? ""
+                                                                                      : " REFERENCE...");
+                        return 0;
+                } else if (argv[i][0] == '-')
+                        return cli_usage_error("image", "unknown option '%s'", argv[i]);
+        }
+        int nargs = 0;
+        for (int i = 1; i < argc; i++)
+                nargs += argv[i][0] != '-';
+        bool wants_args = strcmp(verb, "inspect") == 0 || strcmp(verb, "rm") == 0;
+        if (wants_args != (nargs > 0))
+                return cli_usage_error(
+                        "image", "%s %s", verb, wants_args ? "expects a REFERENCE" : "takes no argument");
+        nook *n = NULL;
+        nook_error err = {};
+        char *json = NULL;
+        int r = cli_open(&n, &err);
+        if (r >= 0 && strcmp(verb, "ls") == 0) {
+                r = nook_image_list(n, &json, &err);
+                if (r >= 0)
+                        print_json_or(json, print_list);
+        } else if (r >= 0 && strcmp(verb, "prune") == 0) {
+                uint64_t freed = 0;
+                r = nook_image_prune(n, &freed, &err);
+                char f[16];
+                human(freed, f, sizeof(f));
+                if (r >= 0)
+                        arg_json ? printf("{\"freedBytes\":%llu}\n", (unsigned long long)freed)
+                                 : printf("freed %s\n", f);
+        } else {
+                for (int i = 1; r >= 0 && i < argc; i++) {
+                        if (argv[i][0] == '-')
+                                continue;
+                        if (strcmp(verb, "inspect") == 0) {
+                                r = nook_image_inspect(n, argv[i], &json, &err);
+                                if (r >= 0)
+                                        print_json_or(json, print_pretty);
+                                nook_free(json);
+                                json = NULL;
+                        } else if ((r = nook_image_remove(n, argv[i], &err)) >= 0 && !arg_json)
+                                printf("removed %s\n", argv[i]);
+                }
+        }
+        nook_free(json);
+        nook_close(n);
+        return r < 0 ? cli_fail(&err) : 0;
+}
+
+int cmd_image(int argc, char **argv) {
+        if (argc < 2 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0) {
+                FILE *f = argc < 2 ? stderr : stdout;
+                fprintf(f,
+                        "Usage: nook image COMMAND\n\n"
+                        "  pull REFERENCE     download an image (alpine, ghcr.io/o/r:tag, host:5000/x@sha256:...)\n"
+                        "  ls                 list local images\n"
+                        "  inspect REFERENCE  show an image (JSON), with its default command\n"
+                        "  rm REFERENCE...    remove names (an image goes with its last name)\n"
+                        "  prune              free blobs and layers no image uses\n");
+                return argc < 2 ? CLI_EXIT_USAGE : 0;
+        }
+        const char *verb = argv[1];
+        optind = 0;
+        if (strcmp(verb, "pull") == 0)
+                return image_pull(argc - 1, argv + 1);
+        if (strcmp(verb, "ls") == 0 || strcmp(verb, "list") == 0)
+                return image_simple("ls", argc - 1, argv + 1);
+        if (strcmp(verb, "inspect") == 0 || strcmp(verb, "rm") == 0 || strcmp(verb, "prune") == 0)
+                return image_simple(verb, argc - 1, argv + 1);
+        return cli_usage_error("image", "unknown command '%s'", verb);
+}

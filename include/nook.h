@@ -219,6 +219,50 @@ NOOK_PUBLIC nook_exec *nook_exec_free(nook_exec *e);
 NOOK_PUBLIC int nook_exec_run(
         nook *n, const char *name, const nook_exec_opts *o, nook_exec_result *ret, nook_error *err);
 
+/* ---- images ------------------------------------------------------------------------------- */
+
+/* Registry images by reference: "alpine", "alpine:3.20", "docker.io/library/alpine:3",
+ * "ghcr.io/o/r:tag", "localhost:5000/x@sha256:...".  Content-addressed blobs and unpacked layers
+ * live under <home>/images; records in the state database.  Credentials come from the options,
+ * else $REGISTRY_AUTH_FILE, else ~/.docker/config.json, and are never stored by nook.
+ * $NOOK_INSECURE_REGISTRIES (comma-separated hosts, plain HTTP) and $NOOK_REGISTRY_CA_FILE
+ * apply when the options leave them unset — also to pulls that `create` makes. */
+typedef struct nook_pull_layer {
+        const char *digest;
+        uint64_t done, total; /* bytes */
+        const char *state; /* "waiting", "downloading", "unpacking", "done", "cached" */
+} nook_pull_layer;
+
+/* Called on the pulling thread about every 100 ms and once at the end. */
+typedef void (*nook_pull_progress_fn)(void *userdata, const nook_pull_layer *layers, size_t n);
+
+typedef struct nook_pull_opts {
+        const char *username, *password; /* explicit credentials, or NULL */
+        const char *auth_file; /* a docker config.json, or NULL for the default */
+        const char *ca_file; /* trusted besides the system CAs, or NULL */
+        const char *const *insecure_registries; /* hosts reached over plain HTTP, or NULL */
+        uint64_t stall_timeout_ms; /* a transfer with no byte for this long fails; 0: 30 s */
+        unsigned jobs; /* parallel layer downloads; 0: 4 */
+        nook_pull_progress_fn progress;
+        void *userdata;
+} nook_pull_opts;
+
+NOOK_PUBLIC void nook_pull_opts_init(nook_pull_opts *o);
+/* Pulls for this host's platform; *ret_json (may be NULL) is what nook_image_inspect gives. */
+NOOK_PUBLIC int nook_image_pull(
+        nook *n, const char *ref, const nook_pull_opts *o, char **ret_json, nook_error *err);
+/* A JSON array of image objects, newest pull first. */
+NOOK_PUBLIC int nook_image_list(nook *n, char **ret_json, nook_error *err);
+/* {"digest", "names", "platform", "size", "pulledAt", "config": {"env", "entrypoint", "cmd",
+ *  "workdir", "user"}, "defaultCommand": [...], "layers": [{"digest", "diffId", "size"}]}.
+ * defaultCommand is Entrypoint + Cmd: what `nook run IMAGE` runs without a command. */
+NOOK_PUBLIC int nook_image_inspect(nook *n, const char *ref, char **ret_json, nook_error *err);
+/* Removes a name (the image goes with its last name) or, given a digest, the image.  Refused
+ * (NOOK_E_BUSY) naming the sandbox when one uses it.  Files are freed by nook_image_prune. */
+NOOK_PUBLIC int nook_image_remove(nook *n, const char *ref, nook_error *err);
+/* Removes images without names that nothing uses, then blobs and layers no image uses. */
+NOOK_PUBLIC int nook_image_prune(nook *n, uint64_t *ret_freed_bytes, nook_error *err);
+
 #ifdef __cplusplus
 }
 #endif

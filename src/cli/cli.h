@@ -47,6 +47,7 @@ int cmd_ws(int argc, char **argv);
 int cmd_cp(int argc, char **argv);
 int cmd_cat(int argc, char **argv);
 int cmd_doctor(int argc, char **argv);
+int cmd_image(int argc, char **argv);
 int cmd_stats(int argc, char **argv);
 int cmd_update(int argc, char **argv);
 int cmd_volume(int argc, char **argv);

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 
 #include "nook.h"
+#include "image/ref.h"
 #include "sandbox/spec.h"
 #include "sandbox/spec_net.h"
 #include "sandbox/volumes.h"
@@ -134,9 +135,18 @@ static int resolve_image(sb_spec *s, nook_error *err) {
                 s->image = c;
                 return 0;
         }
-        return nook_err_set(err, NOOK_E_MISSING_FEATURE,
-                "Image '%s': registry images are not supported by this version of nook yet; use 'host' or the path of a root filesystem directory",
-                s->image);
+        /* a registry reference, stored in its canonical form ("docker.io/library/alpine:3") so
+         * that records and `nook image rm` agree on names; pulled at create */
+        _cleanup_(image_ref_done) image_ref ref = {};
+        int r = image_ref_parse(s->image, &ref, err);
+        if (r < 0)
+                return nook_err_wrap(err, "Invalid spec: image");
+        char *c = image_ref_to_string(&ref);
+        if (!c)
+                return nook_err_oom(err);
+        free(s->image);
+        s->image = c;
+        return 0;
 }
 
 static int check_fields(json_t *o, nook_error *err) {

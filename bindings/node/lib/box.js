@@ -134,6 +134,12 @@ function startExec(box, cmd, opts) {
   const signal = opts.signal;
   if (signal !== undefined && signal !== null && typeof signal.addEventListener !== "function")
     throw new SandboxError("exec: signal must be an AbortSignal", "invalid");
+  if (signal?.aborted) {
+    // aborted before it started: it never starts
+    const empty = () => Readable.from([]);
+    const done = Promise.resolve({ exitCode: -1, signal: 0, reason: "cancelled" });
+    return { handle: null, stdout: empty(), stderr: empty(), stdin: null, done, cancel: () => {} };
+  }
   const started = addon.execStart(box._sandboxes.home, box.name, req);
   const stdout = readEnd(started.stdout);
   const stderr = readEnd(started.stderr);

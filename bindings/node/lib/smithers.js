@@ -70,7 +70,7 @@ function createNookSandboxProvider(options = {}) {
           createdNew = true;
         }
         await ensureDirectory(box, workdir);
-        await uploadSetupFiles(box, options.setupFiles);
+        await uploadSetupFiles(box, splitSetupFiles(options.setupFiles).workspace);
       } catch (error) {
         if (box && createdNew) {
           await (sticky ? box.stop({ timeoutMs: options.stopTimeoutMs }) : sandboxes.remove(name)).catch(() => undefined);
@@ -174,10 +174,13 @@ function buildSpec(options, request, resolved) {
     spec.network = "off";
   } else {
     spec.network = "public"; // nook: missing_feature until public networking lands
-    if (ports.length > 0) spec.ports = ports;
+    if (ports.length > 0) spec.ports = ports.map((p) => `${p.host}:${p.container}`); // "[ADDR:]HOSTPORT:PORT"
   }
   const volumes = normalizeVolumes(config.volumes, workdir);
-  if (volumes.length > 0) spec.volumes = volumes;
+  if (volumes.length > 0)
+    spec.volumes = volumes.map((v) => ({ type: "bind", source: v.host, target: v.container, readonly: v.readonly }));
+  const { guest } = splitSetupFiles(options.setupFiles);
+  if (Object.keys(guest).length > 0) spec.setupFiles = guest;
 
   const custom = options.configure?.(spec, request);
   return custom ?? spec;
@@ -225,15 +228,19 @@ async function readGuestFile(box, path) {
   return res.stdout;
 }
 
-async function uploadSetupFiles(box, files) {
+/** Setup files under /workspace are host writes after boot; the others go to libnook's spec. */
+function splitSetupFiles(files) {
+  const workspace = {};
+  const guest = {};
   for (const [path, content] of Object.entries(files ?? {})) {
-    if (workspaceRelative(path) === undefined)
-      throw new SandboxError(
-        `setupFiles: '${path}' is outside /workspace; nook places setup files only in the workspace (a host write) in this version`,
-        "missing_feature",
-      );
-    await box.writeFile(path, content);
+    if (workspaceRelative(path) !== undefined) workspace[path] = content;
+    else guest[path] = typeof content === "string" ? content : { base64: Buffer.from(content).toString("base64") };
   }
+  return { workspace, guest };
+}
+
+async function uploadSetupFiles(box, files) {
+  for (const [path, content] of Object.entries(files)) await box.writeFile(path, content);
 }
 
 // ---- secrets -------------------------------------------------------------------------------
@@ -495,5 +502,5 @@ module.exports = {
   createNookSandboxProvider,
   registerNookSandboxProvider,
   // exported for unit tests of the prop mapping
-  __internals: { buildSpec, normalizeCpuCount, normalizeMemoryMib, sanitizeSandboxName, splitSecretEnv, resolveSandboxName },
+  __internals: { buildSpec, splitSetupFiles, normalizeCpuCount, normalizeMemoryMib, sanitizeSandboxName, splitSecretEnv, resolveSandboxName },
 };

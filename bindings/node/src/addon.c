@@ -734,9 +734,19 @@ static void exec_execute(napi_env env, void *data) {
         o.stderr_fd = c->child_fds[2];
         o.timeout_ms = c->timeout_ms;
 
-        c->r = nook_open(c->home, &n, &c->err);
-        if (c->r >= 0)
-                c->r = nook_exec_start(n, c->name, &o, &e, &c->err);
+        /* Cancelled before it started: it never starts (nothing to kill, nothing to race). */
+        (void)pthread_mutex_lock(&c->lock);
+        bool cancelled = c->cancel_requested;
+        (void)pthread_mutex_unlock(&c->lock);
+        if (cancelled) {
+                c->res = (nook_exec_result){ .exit_code = -1 };
+                (void)snprintf(c->res.reason, sizeof(c->res.reason), "cancelled");
+                c->r = 0;
+        } else {
+                c->r = nook_open(c->home, &n, &c->err);
+                if (c->r >= 0)
+                        c->r = nook_exec_start(n, c->name, &o, &e, &c->err);
+        }
         (void)nook_close(n);
         /* Our copies of the command's ends go now, started or not: EOF must come when the
          * command's own copies close. */
@@ -745,7 +755,7 @@ static void exec_execute(napi_env env, void *data) {
                         (void)close(c->child_fds[i]);
                         c->child_fds[i] = -1;
                 }
-        if (c->r < 0)
+        if (c->r < 0 || !e)
                 return;
         (void)pthread_mutex_lock(&c->lock);
         c->e = e;

@@ -1,0 +1,146 @@
+// SPDX-License-Identifier: Apache-2.0
+/// <reference types="node" />
+import type { Readable, Writable } from "node:stream";
+
+/** libnook's error codes (nook_errc_to_string). */
+export type SandboxErrorCode =
+  | "invalid" | "refused" | "not_found" | "exists" | "state" | "missing_feature"
+  | "timeout" | "io" | "nomem" | "busy" | "internal" | (string & {});
+
+export declare class SandboxError extends Error {
+  constructor(message: string, code: SandboxErrorCode, options?: { cause?: unknown });
+  readonly name: "SandboxError";
+  /** libnook's error code. */
+  code: SandboxErrorCode;
+  /** The system call's errno, when the failure came from one. */
+  errno?: number;
+}
+
+/** nook's spec keys (see include/nook.h); fields nook does not support yet fail with missing_feature. */
+export interface SandboxSpec {
+  /** "host" (default: the host's /usr read-only) or the path of a root filesystem directory. */
+  image?: string;
+  /** Stored with the sandbox: never put secrets here (use exec's secretEnv). */
+  env?: Record<string, string>;
+  labels?: Record<string, string>;
+  persistence?: "ephemeral" | "sticky";
+  maxDurationSecs?: number;
+  idleTimeoutSecs?: number;
+  security?: "default" | "restricted";
+  network?: "off" | "public" | "policy";
+  workdir?: string;
+  user?: string;
+  /** Not in nook yet: SandboxError missing_feature. */
+  cpus?: number;
+  maxCpus?: number;
+  memoryMib?: number;
+  maxMemoryMib?: number;
+  ports?: Array<{ host: number; container: number }>;
+  volumes?: Array<{ host: string; container: string; readonly?: boolean }>;
+  snapshot?: string;
+  scripts?: Record<string, string>;
+  pullPolicy?: string;
+  [key: string]: unknown;
+}
+
+export interface SandboxInfo {
+  name: string;
+  state: "creating" | "running" | "stopped" | string;
+  image?: string;
+  spec?: Record<string, unknown>;
+  labels: Record<string, string>;
+  persistence: "ephemeral" | "sticky";
+  createdAt: number;
+  startedAt?: number;
+  stoppedAt?: number;
+  stopReason?: string;
+  workspace?: string;
+  supervisorPid?: number;
+}
+
+export interface ExecOptions {
+  /** Per-command environment (over the sandbox's). */
+  env?: Record<string, string>;
+  /** Per-command secrets: never stored, logged or put in an argv on the host. */
+  secretEnv?: Record<string, string>;
+  cwd?: string;
+  user?: string | number;
+  /** libnook kills the command's whole process tree when this passes (reason "timeout"). */
+  timeoutMs?: number;
+  /** Aborting kills the command's whole process tree (reason "cancelled"). */
+  signal?: AbortSignal;
+  stdin?: string | Buffer | Uint8Array | Readable;
+  onStdout?: (chunk: Buffer) => void;
+  onStderr?: (chunk: Buffer) => void;
+  /** Cap on captured bytes per stream (default 10 MiB); the rest is dropped and truncated set. */
+  maxOutputBytes?: number;
+}
+
+export interface ExecExit {
+  /** 0-255, or -1 when a signal ended the command. */
+  exitCode: number;
+  /** The terminating signal's name ("SIGKILL"), or null. */
+  signal: string | null;
+  reason: "exited" | "timeout" | "cancelled" | "stopped" | string;
+}
+
+export interface ExecResult extends ExecExit {
+  stdout: string;
+  stderr: string;
+  truncated: boolean;
+}
+
+export declare class ExecProcess {
+  readonly stdout: Readable;
+  readonly stderr: Readable;
+  /** Present when ExecOptions.stdin was given (it is fed from there). */
+  readonly stdin: Writable | null;
+  wait(): Promise<ExecExit>;
+  /** Kills the command's whole process tree. */
+  kill(): void;
+}
+
+export declare class Box {
+  readonly name: string;
+  /** The host directory bind-mounted at /workspace. */
+  readonly workspaceDir: string;
+  writeFile(path: string, data: string | Buffer | Uint8Array | ArrayBuffer): Promise<void>;
+  readFile(path: string): Promise<Buffer>;
+  readFile(path: string, options: BufferEncoding | { encoding: BufferEncoding; maxBytes?: number }): Promise<string>;
+  readFile(path: string, options: { maxBytes?: number }): Promise<Buffer>;
+  mkdir(path: string): Promise<void>;
+  /** Synchronous, never reads the file. */
+  exists(path: string): boolean;
+  /** Absolute host path under the workspace rule; throws SandboxError refused. */
+  hostPath(path: string): string;
+  /** A string runs with /bin/sh -lc; an array is argv. */
+  exec(command: string | string[], options?: ExecOptions): Promise<ExecResult>;
+  spawn(command: string | string[], options?: Omit<ExecOptions, "onStdout" | "onStderr" | "maxOutputBytes">): ExecProcess;
+  inspect(): Promise<SandboxInfo>;
+  start(): Promise<void>;
+  stop(options?: { timeoutMs?: number }): Promise<void>;
+  /** Not in nook yet: rejects with SandboxError missing_feature. */
+  snapshot(name: string): Promise<never>;
+}
+
+export declare class Sandboxes {
+  /** State under home, else $NOOK_HOME, else nook's default root. */
+  constructor(options?: { home?: string });
+  readonly home: string;
+  create(name: string, spec?: SandboxSpec, options?: { replace?: boolean }): Promise<Box>;
+  /** A Box for an existing sandbox, or SandboxError not_found. */
+  get(name: string): Promise<Box>;
+  list(): Promise<SandboxInfo[]>;
+  start(name: string): Promise<void>;
+  stop(name: string, options?: { timeoutMs?: number }): Promise<void>;
+  /** Everything gone, unconditionally. */
+  remove(name: string): Promise<void>;
+  /** Synchronous; the same path even before create(). */
+  workspaceDir(name: string): string;
+}
+
+/** libnook's size parser ("512m" -> bytes). */
+export declare function parseSize(s: string): number;
+/** libnook's duration parser ("1h30m" -> ms). */
+export declare function parseDuration(s: string): number;
+export declare function version(): string;

@@ -1,0 +1,338 @@
+// SPDX-License-Identifier: Apache-2.0
+"use strict";
+// The Sandboxes/Box API against the real addon and real sandboxes (NOOK_HOME: a temp dir).
+const { test, describe, before, after } = require("node:test");
+const assert = require("node:assert/strict");
+const fs = require("node:fs");
+const path = require("node:path");
+const { HOME, nook, uniqueName, sleep, removeHome } = require("./helpers.js");
+const { Sandboxes, SandboxError } = nook;
+
+const sandboxes = new Sandboxes({ home: HOME });
+let box;
+const NAME = uniqueName("api");
+
+async function rejectsWith(promiseOrFn, code) {
+  await assert.rejects(typeof promiseOrFn === "function" ? promiseOrFn() : promiseOrFn, (err) => {
+    assert.ok(err instanceof SandboxError, `expected a SandboxError, got ${err}`);
+    assert.ok(err instanceof Error);
+    assert.equal(err.code, code, `${err.code}: ${err.message}`);
+    return true;
+  });
+}
+
+function throwsWith(fn, codes) {
+  assert.throws(fn, (err) => {
+    assert.ok(err instanceof SandboxError, `expected a SandboxError, got ${err}`);
+    assert.ok([].concat(codes).includes(err.code), `${err.code}: ${err.message}`);
+    return true;
+  });
+}
+
+// The command forks a grandchild that ignores SIGTERM and records its pid: a kill of the
+// first process only, or a polite SIGTERM, would leave it running.
+const TREE = `trap '' TERM; (trap '' TERM; sleep 60; echo alive > /workspace/tree-alive) & echo $! > /workspace/tree.pid; sleep 60`;
+
+async function assertTreeGone(b) {
+  const pid = (await b.readFile("/tree.pid", "utf8")).trim();
+  assert.match(pid, /^\d+$/);
+  const res = await b.exec(`kill -0 ${pid} 2>/dev/null && echo running || echo gone`);
+  assert.equal(res.stdout.trim(), "gone", `grandchild ${pid} survived`);
+}
+
+before(async () => {
+  box = await sandboxes.create(NAME, {});
+});
+
+after(async () => {
+  await removeHome();
+});
+
+describe("sandboxes", () => {
+  test("workspaceDir is known before create and creates nothing", () => {
+    const name = uniqueName("pre");
+    const dir = sandboxes.workspaceDir(name);
+    assert.equal(dir, path.join(HOME, "workspaces", name));
+    assert.equal(fs.existsSync(dir), false);
+  });
+
+  test("workspaceDir of a box is the same host path", () => {
+    assert.equal(box.workspaceDir, sandboxes.workspaceDir(NAME));
+    assert.ok(fs.statSync(box.workspaceDir).isDirectory());
+  });
+
+  test("invalid names are refused by libnook", async () => {
+    throwsWith(() => sandboxes.workspaceDir("../x"), "invalid");
+    await rejectsWith(sandboxes.create("Bad Name", {}), "invalid");
+  });
+
+  test("get: a Box for an existing sandbox, not_found otherwise", async () => {
+    const again = await sandboxes.get(NAME);
+    assert.equal(again.name, NAME);
+    assert.equal(again.workspaceDir, box.workspaceDir);
+    await rejectsWith(sandboxes.get(uniqueName("missing")), "not_found");
+  });
+
+  test("list shows the sandbox running", async () => {
+    const all = await sandboxes.list();
+    const me = all.find((s) => s.name === NAME);
+    assert.ok(me);
+    assert.equal(me.state, "running");
+  });
+
+  test("spec: unknown fields are invalid, unsupported ones missing_feature", async () => {
+    await rejectsWith(sandboxes.create(uniqueName("spec"), { nope: 1 }), "invalid");
+    // fields libnook does not implement yet (this list shrinks as nook grows: libnook decides)
+    await rejectsWith(sandboxes.create(uniqueName("spec"), { snapshot: "base" }), "missing_feature");
+    await rejectsWith(sandboxes.create(uniqueName("spec"), { pullPolicy: "always" }), "missing_feature");
+    await rejectsWith(sandboxes.create(uniqueName("spec"), { persistence: "forever" }), "invalid");
+  });
+
+  test("creating a running name again is refused with exists", async () => {
+    await rejectsWith(sandboxes.create(NAME, {}), "exists");
+  });
+
+  test("snapshot is missing_feature", async () => {
+    await rejectsWith(box.snapshot("base"), "missing_feature");
+  });
+});
+
+describe("files", () => {
+  test("write -> exec cat -> read back", async () => {
+    await box.writeFile("/src/main.txt", "hello from the host\n");
+    const res = await box.exec("cat src/main.txt");
+    assert.equal(res.exitCode, 0);
+    assert.equal(res.stdout, "hello from the host\n");
+    await box.exec("mkdir -p dist && printf 'bundle' > dist/out.bin");
+    const buf = await box.readFile("/dist/out.bin");
+    assert.ok(Buffer.isBuffer(buf));
+    assert.equal(buf.toString(), "bundle");
+    assert.equal(await box.readFile("/workspace/dist/out.bin", "utf8"), "bundle");
+  });
+
+  test("binary data round trips", async () => {
+    const data = Buffer.alloc(300 * 1024);
+    for (let i = 0; i < data.length; i++) data[i] = (i * 7) & 0xff;
+    await box.writeFile("bin/blob", data);
+    assert.ok((await box.readFile("/bin/blob")).equals(data));
+    const res = await box.exec(["wc", "-c", "/workspace/bin/blob"]);
+    assert.match(res.stdout, /^307200 /);
+  });
+
+  test("exists is synchronous and does not read", async () => {
+    await box.writeFile("/e/x", "x");
+    assert.equal(box.exists("/e/x"), true);
+    assert.equal(box.exists("/workspace/e/x"), true);
+    assert.equal(box.exists("/e/none"), false);
+  });
+
+  test("hostPath is the absolute host path", () => {
+    assert.equal(box.hostPath("/src/main.txt"), path.join(box.workspaceDir, "src/main.txt"));
+    assert.equal(box.hostPath("/workspace/src/main.txt"), path.join(box.workspaceDir, "src/main.txt"));
+  });
+
+  test("a missing file is not_found", async () => {
+    await rejectsWith(box.readFile("/no/such"), "not_found");
+  });
+
+  for (const bad of ["/../../etc/passwd", "/workspace/../x", "a/../b", "../x", "/workspace/../../../etc/x"]) {
+    test(`path ${JSON.stringify(bad)} is refused everywhere`, async () => {
+      await rejectsWith(box.writeFile(bad, "x"), "refused");
+      await rejectsWith(box.readFile(bad), "refused");
+      throwsWith(() => box.exists(bad), "refused");
+      throwsWith(() => box.hostPath(bad), "refused");
+    });
+  }
+
+  test("a path with a NUL byte is refused or invalid", async () => {
+    const bad = "/ok\0/../../etc/passwd";
+    await rejectsWith(box.writeFile(bad, "x"), "invalid");
+    await rejectsWith(box.readFile(bad), "invalid");
+    throwsWith(() => box.exists(bad), ["invalid", "refused"]);
+    throwsWith(() => box.hostPath(bad), ["invalid", "refused"]);
+  });
+
+  test("a symlink out of the workspace, made by a command, is never followed", async () => {
+    const res = await box.exec("ln -s /etc /workspace/etc-link && ln -s /etc/hostname /workspace/host-link && ln -s ../../.. /workspace/up");
+    assert.equal(res.exitCode, 0, res.stderr);
+    await rejectsWith(box.readFile("/etc-link/passwd"), "refused");
+    await rejectsWith(box.writeFile("/etc-link/nook-escape", "x"), "refused");
+    await rejectsWith(box.readFile("/up/etc/passwd"), "refused");
+    throwsWith(() => box.hostPath("/etc-link/passwd"), "refused");
+    await assert.rejects(box.readFile("/host-link"), SandboxError);
+    assert.equal(fs.existsSync("/etc/nook-escape"), false);
+    // writing over a symlink replaces the link, never writes through it
+    await box.writeFile("/host-link", "replaced");
+    assert.equal(fs.lstatSync(path.join(box.workspaceDir, "host-link")).isSymbolicLink(), false);
+  });
+});
+
+describe("exec", () => {
+  test("a string runs with /bin/sh -lc, an array is argv", async () => {
+    const a = await box.exec("echo $0; exit 3");
+    assert.equal(a.exitCode, 3);
+    assert.equal(a.reason, "exited");
+    assert.equal(a.signal, null);
+    const b = await box.exec(["printf", "%s|", "a b", "$HOME"]);
+    assert.equal(b.stdout, "a b|$HOME|");
+  });
+
+  test("env, secretEnv, cwd, stdin and stderr", async () => {
+    await box.writeFile("/sub/f", "");
+    const res = await box.exec("pwd; echo $A-$S; cat; echo oops >&2", {
+      env: { A: "plain" },
+      secretEnv: { S: "hidden" },
+      cwd: "/workspace/sub",
+      stdin: "from-stdin\n",
+    });
+    assert.equal(res.stdout, "/workspace/sub\nplain-hidden\nfrom-stdin\n");
+    assert.equal(res.stderr, "oops\n");
+  });
+
+  test("invalid env names are invalid", async () => {
+    await rejectsWith(box.exec("true", { env: { "BAD-NAME": "x" } }), "invalid");
+  });
+
+  test("exec in a sandbox that does not exist fails", async () => {
+    const ghost = await sandboxes.create(uniqueName("ghost"), {});
+    await sandboxes.remove(ghost.name);
+    await assert.rejects(ghost.exec("true"), (err) => err instanceof SandboxError && ["not_found", "state"].includes(err.code));
+  });
+
+  test("maxOutputBytes caps what is captured and marks truncated", async () => {
+    const res = await box.exec("head -c 100000 /dev/zero | tr '\\0' a", { maxOutputBytes: 1000 });
+    assert.equal(res.stdout.length, 1000);
+    assert.equal(res.truncated, true);
+    const full = await box.exec("head -c 3000000 /dev/zero | tr '\\0' b");
+    assert.equal(full.stdout.length, 3000000);
+    assert.equal(full.truncated, false);
+  });
+
+  test("onStdout/onStderr see the chunks as they come", async () => {
+    const seen = [];
+    const res = await box.exec("echo one; sleep 0.2; echo two >&2", {
+      onStdout: (c) => seen.push(`o:${c}`),
+      onStderr: (c) => seen.push(`e:${c}`),
+    });
+    assert.deepEqual(seen, ["o:one\n", "e:two\n"]);
+    assert.equal(res.stdout, "one\n");
+  });
+
+  test("a background process holding the pipe does not hang exec", async () => {
+    const t0 = Date.now();
+    const res = await box.exec("sleep 30 & echo started");
+    assert.equal(res.stdout, "started\n");
+    assert.ok(Date.now() - t0 < 5000, `took ${Date.now() - t0} ms`);
+  });
+
+  test("AbortSignal kills the whole process tree", async () => {
+    const ac = new AbortController();
+    const t0 = Date.now();
+    setTimeout(() => ac.abort(), 500);
+    const res = await box.exec(TREE, { signal: ac.signal });
+    const took = Date.now() - t0;
+    assert.equal(res.reason, "cancelled");
+    assert.ok(took < 10000, `cancel took ${took} ms`);
+    await assertTreeGone(box);
+  });
+
+  test("an already aborted signal cancels at once", async () => {
+    const ac = new AbortController();
+    ac.abort();
+    const t0 = Date.now();
+    const res = await box.exec("sleep 30", { signal: ac.signal });
+    assert.equal(res.reason, "cancelled");
+    assert.ok(Date.now() - t0 < 10000);
+  });
+
+  test("timeoutMs kills the whole process tree", async () => {
+    const t0 = Date.now();
+    const res = await box.exec(TREE, { timeoutMs: 500 });
+    const took = Date.now() - t0;
+    assert.equal(res.reason, "timeout");
+    assert.ok(took < 10000, `timeout took ${took} ms`);
+    await assertTreeGone(box);
+  });
+
+  test("spawn streams stdout/stderr and wait() reports the exit", async () => {
+    const p = box.spawn("for i in 1 2 3; do echo out$i; echo err$i >&2; sleep 0.05; done; exit 7");
+    let out = "";
+    let err = "";
+    p.stdout.on("data", (c) => (out += c));
+    p.stderr.on("data", (c) => (err += c));
+    const exit = await p.wait();
+    assert.equal(exit.exitCode, 7);
+    assert.equal(out, "out1\nout2\nout3\n");
+    assert.equal(err, "err1\nerr2\nerr3\n");
+  });
+
+  test("spawn with stdin and for-await", async () => {
+    const p = box.spawn(["tr", "a-z", "A-Z"], { stdin: "shout\n" });
+    let out = "";
+    for await (const c of p.stdout) out += c;
+    assert.equal(out, "SHOUT\n");
+    assert.equal((await p.wait()).exitCode, 0);
+  });
+
+  test("spawn kill() kills the tree", async () => {
+    const p = box.spawn(TREE);
+    await sleep(500);
+    p.kill();
+    const exit = await p.wait();
+    assert.equal(exit.reason, "cancelled");
+    await assertTreeGone(box);
+  });
+
+  test("concurrent execs", async () => {
+    const results = await Promise.all(Array.from({ length: 8 }, (_, i) => box.exec(`sleep 0.2; echo ${i}`)));
+    assert.deepEqual(results.map((r) => r.stdout.trim()), ["0", "1", "2", "3", "4", "5", "6", "7"]);
+  });
+});
+
+describe("lifetimes", () => {
+  test("stop keeps the workspace; create again gets a fresh container over it", async () => {
+    const name = uniqueName("life");
+    const b = await sandboxes.create(name, {});
+    await b.writeFile("/kept.txt", "kept");
+    await b.exec("echo x > /etc/ephemeral-marker");
+    await b.stop();
+    assert.equal((await b.inspect()).state, "stopped");
+    assert.equal(fs.readFileSync(path.join(b.workspaceDir, "kept.txt"), "utf8"), "kept");
+    await rejectsWith(b.exec("true"), "state");
+    const again = await sandboxes.create(name, {});
+    assert.equal((await again.exec("cat /workspace/kept.txt")).stdout, "kept");
+    assert.equal((await again.exec("test -e /etc/ephemeral-marker && echo yes || echo no")).stdout, "no\n");
+    await sandboxes.remove(name);
+    assert.equal(fs.existsSync(b.workspaceDir), false);
+    await rejectsWith(sandboxes.get(name), "not_found");
+  });
+
+  test("a sticky sandbox keeps a file written to /etc across stop and reopen", async () => {
+    const name = uniqueName("sticky");
+    const b = await sandboxes.create(name, { persistence: "sticky" });
+    assert.equal((await b.exec("echo kept > /etc/sticky-marker")).exitCode, 0);
+    await b.stop();
+    const reopened = await sandboxes.get(name);
+    await reopened.start();
+    assert.equal((await reopened.exec("cat /etc/sticky-marker")).stdout, "kept\n");
+    await reopened.stop();
+    const recreated = await sandboxes.create(name, { persistence: "sticky" });
+    assert.equal((await recreated.exec("cat /etc/sticky-marker")).stdout, "kept\n");
+    await sandboxes.remove(name);
+  });
+
+  test("remove is unconditional, running or not", async () => {
+    const name = uniqueName("rm");
+    const b = await sandboxes.create(name, {});
+    await b.writeFile("/x", "x");
+    await sandboxes.remove(name);
+    assert.equal(fs.existsSync(sandboxes.workspaceDir(name)), false);
+    await rejectsWith(sandboxes.remove(name), "not_found");
+  });
+
+  test("parseSize is libnook's", () => {
+    assert.equal(nook.parseSize("512m"), 512 * 1024 * 1024);
+    assert.equal(nook.parseSize("1g"), 1024 ** 3);
+    throwsWith(() => nook.parseSize("12 parsecs"), "invalid");
+  });
+});

@@ -1,0 +1,382 @@
+// SPDX-License-Identifier: Apache-2.0
+"use strict";
+// nook/smithers: the provider against real sandboxes, the prop mapping, cleanup, secrets.
+const { test, describe, after } = require("node:test");
+const assert = require("node:assert/strict");
+const fs = require("node:fs");
+const path = require("node:path");
+const { PKG, HOME, nook, uniqueName, sleep, removeHome } = require("./helpers.js");
+const { createNookSandboxProvider, registerNookSandboxProvider, NOOK_PROVIDER_ID, __internals } = require(
+  path.join(PKG, "lib", "smithers.js"),
+);
+const { SandboxError, Sandboxes } = nook;
+
+const sandboxes = new Sandboxes({ home: HOME });
+const SENTINEL = `nook-sentinel-${process.pid}-a1b2c3d4e5`;
+
+// The entry command's runner: reports what it saw; a few behaviours selected by the input.
+const RUNNER = `
+const fs = require("fs");
+const req = JSON.parse(fs.readFileSync(process.env.SMITHERS_SANDBOX_REQUEST_PATH, "utf8"));
+const mode = (req.input && req.input.mode) || "ok";
+const seen = { input: req.input, flag: process.env.CONTRACT_FLAG || null, hasToken: !!process.env.API_TOKEN,
+  hasReqSecret: !!process.env.REQ_SECRET, hasEgress: !!process.env.EGRESS_PASSWORD, cwd: process.cwd() };
+if (mode === "fail") { process.stderr.write("boom with " + process.env.API_TOKEN + "\\n"); process.exit(2); }
+if (mode === "sleep") { require("child_process").execSync("sleep 2"); }
+if (mode === "hang") { require("child_process").execSync("sleep 60"); }
+if (mode === "file") { fs.writeFileSync(process.env.SMITHERS_SANDBOX_RESULT_PATH, JSON.stringify({ status: "finished", output: seen })); }
+else console.log(JSON.stringify({ status: "finished", output: seen }));
+`;
+
+let counter = 0;
+function request(overrides = {}) {
+  const heartbeats = [];
+  return {
+    heartbeats,
+    request: {
+      runId: `run${process.pid}`,
+      sandboxId: `sbx${counter++}`,
+      input: { hello: "world" },
+      config: {},
+      rootDir: "/tmp/unused",
+      requestBundlePath: "/tmp/unused",
+      resultBundlePath: "/tmp/unused",
+      workflow: () => ({}),
+      executeChildWorkflow: async () => ({}),
+      allowNetwork: false,
+      maxOutputBytes: 1_000_000,
+      toolTimeoutMs: 60_000,
+      heartbeat: (d) => heartbeats.push(d),
+      ...overrides,
+    },
+  };
+}
+
+function provider(options = {}) {
+  return createNookSandboxProvider({
+    sandboxes,
+    setupFiles: { "/workspace/run-smithers-sandbox.js": RUNNER },
+    ...options,
+  });
+}
+
+async function exists(name) {
+  return (await sandboxes.list()).find((s) => s.name === name);
+}
+
+async function rejectsCode(promise, code) {
+  await assert.rejects(promise, (err) => {
+    assert.ok(err instanceof SandboxError, `expected SandboxError, got ${err && err.stack}`);
+    assert.equal(err.code, code, err.message);
+    return true;
+  });
+}
+
+after(async () => {
+  await removeHome();
+});
+
+describe("prop mapping", () => {
+  test("cpuLimit rounds up; memoryLimit Docker units -> MiB through libnook's parser", () => {
+    assert.equal(__internals.normalizeCpuCount(1.2), 2);
+    assert.equal(__internals.normalizeCpuCount("0.5"), 1);
+    assert.equal(__internals.normalizeCpuCount(undefined, 3), 3);
+    assert.equal(__internals.normalizeMemoryMib("512m"), 512);
+    assert.equal(__internals.normalizeMemoryMib("1g"), 1024);
+    assert.equal(__internals.normalizeMemoryMib("1048576k"), 1024);
+    assert.equal(__internals.normalizeMemoryMib("100b"), 1);
+    assert.equal(__internals.normalizeMemoryMib(300), 300);
+    assert.throws(() => __internals.normalizeMemoryMib("lots"), /memoryLimit/);
+    assert.throws(() => __internals.normalizeCpuCount(-1), /cpuLimit/);
+  });
+
+  test("spec from props and options, in nook's keys", () => {
+    const { request: req } = request({
+      allowNetwork: true,
+      config: {
+        image: "host",
+        cpuLimit: 1.5,
+        memoryLimit: "2g",
+        ports: [{ host: 8080, container: 80 }],
+        volumes: [{ host: "/srv/data", container: "/data" }],
+        workspace: { idleTimeoutSecs: 30, persistence: "sticky", name: "ws" },
+      },
+    });
+    const spec = __internals.buildSpec(
+      { labels: { a: "b" }, maxDurationSecs: 600, security: "restricted", maxCpus: 4 },
+      req,
+      { config: req.config, workspace: req.config.workspace, workdir: "/workspace", sticky: true },
+    );
+    assert.deepEqual(spec, {
+      image: "host",
+      cpus: 2,
+      maxCpus: 4,
+      memoryMib: 2048,
+      persistence: "sticky",
+      security: "restricted",
+      labels: { a: "b" },
+      maxDurationSecs: 600,
+      idleTimeoutSecs: 30,
+      network: "public",
+      ports: ["8080:80"],
+      volumes: [{ type: "bind", source: "/srv/data", target: "/data", readonly: true }],
+    });
+  });
+
+  test("names are valid nook names", () => {
+    assert.equal(__internals.sanitizeSandboxName("smithers-run-1-sbx"), "smithers-run-1-sbx");
+    const n = __internals.sanitizeSandboxName("Smithers Run/ID".repeat(10));
+    assert.match(n, /^[a-z0-9][a-z0-9_.-]{0,62}$/);
+  });
+
+  test("secret-looking keys and egress values go as secretEnv", () => {
+    const { plain, secret } = __internals.splitSecretEnv(
+      { PATH_X: "1", API_TOKEN: "t", HTTPS_PROXY: "http://u:p@h", CUSTOM: "c" },
+      { env: { CUSTOM: "c" }, httpsProxy: "http://u:p@h" },
+    );
+    assert.deepEqual(plain, { PATH_X: "1" });
+    assert.deepEqual(Object.keys(secret).sort(), ["API_TOKEN", "CUSTOM", "HTTPS_PROXY"]);
+  });
+});
+
+describe("provider", () => {
+  test("id and a full run in a real sandbox", async () => {
+    const p = provider({ env: { CONTRACT_FLAG: "on" } });
+    assert.equal(p.id, NOOK_PROVIDER_ID);
+    const { request: req, heartbeats } = request();
+    const res = await p.run(req);
+    assert.equal(res.status, "finished");
+    assert.deepEqual(res.output.input, { hello: "world" });
+    assert.equal(res.output.flag, "on");
+    assert.equal(res.output.cwd, "/workspace");
+    const name = `smithers-${req.runId}-${req.sandboxId}`.toLowerCase();
+    assert.equal(res.remoteRunId, name);
+    assert.equal(res.workspaceId, name);
+    assert.equal(res.containerId, name);
+    assert.deepEqual(
+      heartbeats.map((h) => h.stage),
+      ["nook-session-created", "nook-request-shipped", "nook-result-read"],
+    );
+    assert.ok(await exists(name));
+    await p.cleanup(req);
+    assert.equal(await exists(name), undefined, "destroy removes an ephemeral sandbox");
+    await p.cleanup(req); // idempotent
+  });
+
+  test("the result may come from the result path", async () => {
+    const p = provider();
+    const { request: req } = request({ input: { mode: "file" } });
+    const res = await p.run(req);
+    assert.equal(res.status, "finished");
+    assert.equal(res.output.input.mode, "file");
+    await p.cleanup(req);
+  });
+
+  test("factory command wins over <Sandbox command>, which wins over the default", async () => {
+    const a = provider({ command: "echo '{\"status\":\"finished\",\"output\":\"factory\"}'" });
+    const { request: r1 } = request({ config: { command: "echo '{\"status\":\"finished\",\"output\":\"prop\"}'" } });
+    assert.equal((await a.run(r1)).output, "factory");
+    await a.cleanup(r1);
+    const b = provider();
+    const { request: r2 } = request({ config: { command: "echo '{\"status\":\"failed\",\"output\":\"prop\"}'" } });
+    const res = await b.run(r2);
+    assert.equal(res.status, "failed");
+    assert.equal(res.output, "prop");
+    await b.cleanup(r2);
+  });
+
+  test("workdir outside /workspace is created after boot", async () => {
+    const p = provider({ workdir: "/work/smithers", command: "pwd; echo '{\"status\":\"finished\"}' > \"$SMITHERS_SANDBOX_RESULT_PATH\"" });
+    const { request: req } = request();
+    const res = await p.run(req);
+    assert.equal(res.status, "finished");
+    await p.cleanup(req);
+  });
+
+  test("cleanup keep leaves the sandbox running", async () => {
+    const p = provider({ cleanup: "keep", idleTimeoutSecs: 120 });
+    const { request: req } = request();
+    const res = await p.run(req);
+    await p.cleanup(req);
+    const info = await exists(res.remoteRunId);
+    assert.equal(info.state, "running");
+    assert.equal(info.spec.idleTimeoutSecs, 120);
+    await sandboxes.remove(res.remoteRunId);
+  });
+
+  test("sticky workspace: stopped but kept, reopened by name with /etc intact", async () => {
+    const wsName = uniqueName("sticky");
+    const p = provider({ command: "cat /etc/nook-sticky 2>/dev/null || echo none > /etc/nook-sticky; echo '{\"status\":\"finished\",\"output\":\"'$(cat /etc/nook-sticky)'\"}'" });
+    const config = { workspace: { name: wsName, persistence: "sticky" } };
+    const { request: r1 } = request({ config });
+    assert.equal((await p.run(r1)).output, "none");
+    await p.cleanup(r1);
+    const info = await exists(wsName);
+    assert.equal(info.state, "stopped");
+    assert.equal(info.persistence, "sticky");
+    const p2 = provider({ command: "echo '{\"status\":\"finished\",\"output\":\"'$(cat /etc/nook-sticky)'\"}'" });
+    const { request: r2 } = request({ config });
+    assert.equal((await p2.run(r2)).output, "none", "the file written to /etc in run 1 is there in run 2");
+    await p2.cleanup(r2);
+    await sandboxes.remove(wsName);
+  });
+
+  test("ports without allowNetwork are refused", async () => {
+    const { request: req } = request({ config: { ports: [{ host: 18080, container: 80 }] } });
+    await rejectsCode(provider().run(req), "refused");
+  });
+
+  test("allowNetwork maps to network public: libnook decides (missing_feature today)", async () => {
+    const { request: req } = request({ allowNetwork: true });
+    const p = provider();
+    try {
+      const res = await p.run(req);
+      assert.equal(res.status, "finished");
+      await p.cleanup(req);
+    } catch (err) {
+      assert.ok(err instanceof SandboxError, String(err));
+      assert.equal(err.code, "missing_feature", err.message);
+    }
+  });
+
+  for (const [what, options, config] of [
+    ["snapshot", { snapshot: "base" }, {}],
+    ["workspace.snapshotId", {}, { workspace: { snapshotId: "snap" } }],
+    ["pullPolicy", { pullPolicy: "always" }, {}],
+  ]) {
+    test(`${what} fails with nook's missing_feature`, async () => {
+      const { request: req } = request({ config });
+      await rejectsCode(provider(options).run(req), "missing_feature");
+    });
+  }
+
+  for (const [what, config] of [
+    ["cpuLimit", { cpuLimit: 1.5 }],
+    ["memoryLimit", { memoryLimit: "256m" }],
+    ["volumes", { volumes: [{ host: "/nonexistent-nook-vol", container: "/data" }] }],
+  ]) {
+    test(`${what} reaches libnook's spec (its answer is the one we give)`, async () => {
+      let seen;
+      const p = provider({ configure: (spec) => void (seen = { ...spec }) });
+      const { request: req } = request({ config });
+      try {
+        await p.run(req);
+        await p.cleanup(req);
+      } catch (err) {
+        assert.ok(err instanceof SandboxError, String(err && err.stack));
+      }
+      assert.ok(seen);
+      if (what === "cpuLimit") assert.equal(seen.cpus, 2);
+      if (what === "memoryLimit") assert.equal(seen.memoryMib, 256);
+      if (what === "volumes") assert.equal(seen.volumes[0].source, "/nonexistent-nook-vol");
+    });
+  }
+
+  test("setupFiles outside /workspace go to libnook's spec", async () => {
+    const p = provider({
+      setupFiles: { "/workspace/run-smithers-sandbox.js": RUNNER, "/opt/tool/conf.json": "{}" },
+      configure: (spec) => {
+        assert.deepEqual(spec.setupFiles, { "/opt/tool/conf.json": "{}" });
+      },
+    });
+    const { request: req } = request();
+    try {
+      assert.equal((await p.run(req)).status, "finished");
+      await p.cleanup(req);
+    } catch (err) {
+      assert.ok(err instanceof SandboxError, String(err && err.stack));
+    }
+  });
+
+  test("a failing entry is SANDBOX_EXECUTION_FAILED with secrets scrubbed", async () => {
+    const p = provider({ env: { API_TOKEN: SENTINEL } });
+    const { request: req } = request({ input: { mode: "fail" } });
+    await assert.rejects(p.run(req), (err) => {
+      assert.equal(err.code, "SANDBOX_EXECUTION_FAILED");
+      assert.ok(!err.message.includes(SENTINEL), err.message);
+      assert.match(err.message, /\[redacted\]/);
+      return true;
+    });
+    await p.cleanup(req);
+  });
+
+  test("request.signal aborts the entry and kills it", async () => {
+    const p = provider();
+    const ac = new AbortController();
+    const { request: req } = request({ input: { mode: "hang" }, signal: ac.signal });
+    const t0 = Date.now();
+    setTimeout(() => ac.abort(), 1000);
+    await assert.rejects(p.run(req), /abort/i);
+    assert.ok(Date.now() - t0 < 15000, `took ${Date.now() - t0} ms`);
+    await p.cleanup(req);
+  });
+
+  test("registerNookSandboxProvider registers (Bun) or says what it needs (Node)", () => {
+    let unregister;
+    try {
+      unregister = registerNookSandboxProvider({ sandboxes });
+    } catch (err) {
+      assert.ok(err instanceof SandboxError);
+      assert.equal(err.code, "missing_feature");
+      return;
+    }
+    assert.equal(typeof unregister, "function");
+    unregister();
+  });
+});
+
+describe("secrets", () => {
+  test("a sentinel secret never lands in nook's state, logs or host argv", async () => {
+    const p = provider({ env: { API_TOKEN: SENTINEL, CONTRACT_FLAG: "on" }, cleanup: "keep" });
+    const { request: req } = request({
+      input: { mode: "sleep" },
+      config: { env: { REQ_SECRET: SENTINEL } },
+      egress: { env: { EGRESS_PASSWORD: SENTINEL } },
+    });
+    const cmdlineHits = [];
+    let running = true;
+    const scan = (async () => {
+      while (running) {
+        for (const pid of fs.readdirSync("/proc").filter((d) => /^\d+$/.test(d))) {
+          try {
+            if (fs.readFileSync(`/proc/${pid}/cmdline`).includes(SENTINEL)) cmdlineHits.push(pid);
+          } catch {
+            // gone
+          }
+        }
+        await sleep(50);
+      }
+    })();
+    const res = await p.run(req);
+    running = false;
+    await scan;
+    assert.equal(res.output.hasToken, true);
+    assert.equal(res.output.hasReqSecret, true);
+    assert.equal(res.output.hasEgress, true);
+    assert.deepEqual(cmdlineHits, [], "no host process had the secret in its argv");
+    // nook's state: database, sandbox state folders, supervisor logs, config.  Not the workspace:
+    // it is the guest's own, and Smithers' kit ships request.config (with its env) there as is.
+    const hits = [];
+    const walk = (dir) => {
+      for (const e of fs.readdirSync(dir, { withFileTypes: true })) {
+        const p2 = path.join(dir, e.name);
+        if (e.isDirectory()) {
+          if (p2 === path.join(HOME, "sandboxes", res.remoteRunId, "upper")) continue; // guest root layer
+          if (p2 === path.join(HOME, "workspaces")) continue;
+          walk(p2);
+        } else if (e.isFile()) {
+          try {
+            if (fs.readFileSync(p2).includes(SENTINEL)) hits.push(p2);
+          } catch {
+            // sockets, races
+          }
+        }
+      }
+    };
+    walk(HOME);
+    assert.deepEqual(hits, [], `the sentinel leaked into ${hits.join(", ")}`);
+    const info = await exists(res.remoteRunId);
+    assert.ok(!JSON.stringify(info).includes(SENTINEL));
+    await sandboxes.remove(res.remoteRunId);
+  });
+});

@@ -283,7 +283,6 @@ typedef struct allow_batch {
 static int run_allow(const void *arg, int *ret_fd, nook_error *err) {
         const dns_addrs *a = ((const allow_batch *)arg)->a;
         _cleanup_free_ char *all = strdup("");
-        int r;
         if (!all)
                 return nook_err_oom(err);
         for (size_t i = 0; i < a->n; i++) {
@@ -291,7 +290,8 @@ static int run_allow(const void *arg, int *ret_fd, nook_error *err) {
                         : a->ttl[i] > DNS_TTL_MAX      ? DNS_TTL_MAX
                                                        : a->ttl[i];
                 _cleanup_free_ char *cmd = NULL;
-                if ((r = net_ruleset_allow_addr(&a->addr[i], ttl, &cmd, err)) < 0)
+                int r = net_ruleset_allow_addr(&a->addr[i], ttl, &cmd, err);
+                if (r < 0)
                         return r;
                 char *next = strprintf("%s%s", all, cmd);
                 if (!next)

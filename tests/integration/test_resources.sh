@@ -1,0 +1,221 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# Resource limits (issue 6): cpus, memory, pids through cgroups (v1 on this hybrid host, v2 where
+# the unified tree holds the controllers). A fork bomb is stopped by pidsMax, a memory hog is
+# killed by the OOM killer and reported as such while the sandbox lives on, two spinners under
+# cpus=1 get about one core, `nook update` works within the headroom and is refused above it,
+# `nook stats` reports real numbers, and rm leaves no cgroup. Rootless without a delegated
+# cgroup, a limit request fails clearly and leaves nothing behind.
+. "$(dirname "$0")/lib.sh"
+
+require_bin "$NOOK" "$NOOK_PROBE"
+plan 56
+
+PY=/usr/bin/python3
+[[ -x $PY ]] || PY=python3
+SB=res1
+
+# jnum KEY TEXT: the number (or null) after "KEY": in a JSON text; empty when absent.
+jnum() {
+        local re="\"$1\":[[:space:]]*(-?[0-9]+|null)"
+        [[ $2 =~ $re ]] && echo "${BASH_REMATCH[1]}"
+}
+
+# cgdirs NAME: the sandbox's cgroup directories (one per v1 hierarchy, or the v2 one).
+cgdirs() { find /sys/fs/cgroup -mindepth 1 -maxdepth 6 -type d -name "nook-$1-*" 2>/dev/null | sort; }
+
+# cgval NAME FILE: the content of FILE in whichever of NAME's cgroup directories has it.
+cgval() {
+        local d
+        for d in $(cgdirs "$1"); do
+                [[ -r $d/$2 ]] && { cat "$d/$2"; return 0; }
+        done
+        echo "(no $2)"
+}
+
+cg_v2=0
+[[ $(stat -fc %T /sys/fs/cgroup 2>/dev/null) == cgroup2fs ]] && cg_v2=1
+
+# Can this user set limits at all? (root: always; rootless: only with a delegated cgroup)
+run_nook --json doctor
+doctor=$out
+can_limit=0
+if [[ $(id -u) == 0 && $doctor =~ \"rootless\":[[:space:]]*false ]]; then
+        can_limit=1
+elif $PY -c 'import json,sys; d=json.load(sys.stdin); sys.exit(0 if any(c["name"]=="cgroup delegation" and c["ok"] for c in d["checks"]) else 1)' <<<"$doctor" 2>/dev/null; then
+        can_limit=1
+fi
+diag "cgroup v2: $cg_v2, limits available to uid $(id -u): $can_limit"
+
+# ---- rootless without delegation: a clear refusal, nothing left -------------------------------
+# As root this runs as the unprivileged user nook-test with its own NOOK_HOME; as that user (or
+# inside unshare -r) it runs directly when the doctor says limits are unavailable.
+rootless_refusal() {
+        # rootless_refusal RUNNER...: RUNNER prefixes the nook command (empty: as we are)
+        local home=$1
+        shift
+        local o e s
+        o=$("$@" env NOOK_HOME="$home" "$NOOK" create --memory 64m --pids-max 20 rl1 2>"$home.err")
+        s=$?
+        e=$(cat "$home.err")
+        rm -f "$home.err"
+        isnt "$s" 0 "rootless: create with a limit fails without a delegated cgroup"
+        like "$e" "(cgroup|delegat)" "rootless: the error names what is missing: $e"
+        o=$("$@" env NOOK_HOME="$home" "$NOOK" ls -q 2>&1)
+        is "$o" "" "rootless: no sandbox record after the refused create"
+        is "$(find "$home/sandboxes" "$home/workspaces" -mindepth 1 2>/dev/null)" "" \
+                "rootless: no sandbox or workspace folder after the refused create"
+        is "$(cgdirs rl1)" "" "rootless: no cgroup after the refused create"
+}
+
+if [[ $(id -u) == 0 ]] && id nook-test >/dev/null 2>&1 && command -v runuser >/dev/null; then
+        uhome=$(runuser -u nook-test -- mktemp -d /var/tmp/nook-test-rl.XXXXXXXX)
+        rootless_refusal "$uhome" runuser -u nook-test --
+        rm -rf "$uhome"
+elif [[ $(id -u) != 0 && $can_limit == 0 ]]; then
+        rootless_refusal "$NOOK_HOME"
+else
+        for i in 1 2 3 4 5; do skip_expected "rootless refusal: this stage has a delegated cgroup (or no nook-test user)"; done
+fi
+
+if [[ $can_limit == 0 ]]; then
+        for i in $(seq 1 51); do
+                skip_expected "resource limits need root or a delegated cgroup (uid $(id -u), none delegated here)"
+        done
+        exit 0
+fi
+
+# ---- create with limits; the cgroup holds them -------------------------------------------------
+run_nook create --cpus 1 --memory 64m --pids-max 40 --max-cpus 2 --max-memory 128m "$SB"
+is "$status" 0 "create with --cpus 1 --memory 64m --pids-max 40 and headroom" || diag "$err"
+[[ $status == 0 ]] || bail_out "cannot create a limited sandbox: $err"
+run_nook cp "$NOOK_PROBE" "$SB:/probe"
+run_nook exec "$SB" -- chmod 0755 /workspace/probe
+like "$(cgdirs "$SB")" "nook-$SB-" "the sandbox has a nook-$SB-* cgroup"
+if [[ $cg_v2 == 1 ]]; then
+        is "$(cgval "$SB" cpu.max)" "100000 100000" "cpu.max is one cpu"
+        is "$(cgval "$SB" memory.max)" "67108864" "memory.max is 64 MiB"
+else
+        is "$(cgval "$SB" cpu.cfs_quota_us)/$(cgval "$SB" cpu.cfs_period_us)" "100000/100000" \
+                "cpu.cfs_quota_us/period is one cpu"
+        is "$(cgval "$SB" memory.limit_in_bytes)" "67108864" "memory.limit_in_bytes is 64 MiB"
+fi
+is "$(cgval "$SB" pids.max)" "40" "pids.max is 40"
+run_nook exec "$SB" -- /workspace/probe cgroup
+if [[ $cg_v2 == 1 ]]; then
+        like "$out" "\"path\":\"/\"" "the exec runs at the root of its cgroup namespace"
+else
+        like "$out" "\"controllers\":\"pids\",\"path\":\"/\"" \
+                "the exec runs at the root of its pids cgroup (cgroup namespace)"
+fi
+
+# ---- stats -----------------------------------------------------------------------------------
+run_nook --json stats "$SB"
+is "$status" 0 "nook --json stats"
+st=$out
+is "$(jnum cpusLimit "$st")" "1" "stats cpusLimit is 1"
+is "$(jnum memoryLimitBytes "$st")" "67108864" "stats memoryLimitBytes is 64 MiB"
+is "$(jnum pidsLimit "$st")" "40" "stats pidsLimit is 40"
+like "$(jnum cpuUsageNs "$st")" '^[0-9]+$' "stats cpuUsageNs is a number"
+v=$(jnum memoryBytes "$st")
+if [[ $v =~ ^[0-9]+$ && $v -gt 0 && $v -le 67108864 ]]; then ok "stats memoryBytes is in (0, 64 MiB]: $v"; else not_ok "stats memoryBytes is in (0, 64 MiB]" "got: $v"; fi
+v=$(jnum pids "$st")
+if [[ $v =~ ^[0-9]+$ && $v -ge 1 && $v -le 40 ]]; then ok "stats pids is in [1, 40]: $v"; else not_ok "stats pids is in [1, 40]" "got: $v"; fi
+is "$(jnum oomKills "$st")" "0" "stats oomKills is 0 before any hog"
+run_nook stats "$SB"
+like "$out" "limit 64(\.0)? MiB" "text stats shows the memory limit"
+# The brief and the help put options after NAME ("nook stats NAME [--json]", "nook create NAME
+# [OPTIONS]"): both orders must work.
+run_nook stats "$SB" --json
+is "$(jnum pidsLimit "$out")" "40" "nook stats NAME --json gives JSON (status $status: ${err:0:120})"
+
+# ---- fork bomb ---------------------------------------------------------------------------------
+run_nook exec "$SB" -- /workspace/probe fork-bomb 500
+is "$status" 0 "the fork bomb probe itself exits 0"
+like "$out" '"stopped_by":"EAGAIN"' "the fork bomb is stopped by EAGAIN (pids.max)"
+f=$(jnum forked "$out")
+if [[ $f =~ ^[0-9]+$ && $f -lt 40 && $f -gt 5 ]]; then ok "the fork bomb got $f < 40 children"; else not_ok "the fork bomb got fewer than 40 children" "forked: $f"; fi
+run_nook exec "$SB" -- /workspace/probe id
+like "$out" '"uid":0' "after the fork bomb a new exec still works"
+
+# ---- memory hog --------------------------------------------------------------------------------
+run_nook exec "$SB" -- /workspace/probe alloc 200
+is "$status" 137 "a 200 MiB allocation under 64m exits 137"
+like "$err" "OOM|oom|out of memory" "stderr says the OOM killer did it"
+run_nook exec "$SB" -- /workspace/probe exit 7
+is "$status" 7 "the sandbox survives the OOM kill (next exec runs)"
+run_nook inspect "$SB"
+like "$out" '"state":[[:space:]]*"running"' "inspect: still running after the OOM kill"
+run_nook --json stats "$SB"
+v=$(jnum oomKills "$out")
+if [[ $v =~ ^[0-9]+$ && $v -ge 1 ]]; then ok "stats oomKills >= 1 after the hog: $v"; else not_ok "stats oomKills >= 1" "got: $v"; fi
+v=$(jnum memoryPeakBytes "$out")
+if [[ $v =~ ^[0-9]+$ && $v -ge 33554432 && $v -le 67108864 ]]; then ok "stats memoryPeakBytes in [32, 64] MiB after the hog: $v"; else not_ok "stats memoryPeakBytes in [32, 64] MiB" "got: $v"; fi
+# A hog below the limit is fine.
+run_nook exec "$SB" -- /workspace/probe alloc 16
+is "$status" 0 "a 16 MiB allocation under 64m succeeds"
+
+# ---- cpu: two spinners under --cpus 1 ------------------------------------------------------------
+cpu_window() {
+        # cpu_window SECONDS: cores used by 2 spinners over SECONDS, from cpuUsageNs deltas
+        local a b t0 t1
+        run_nook --json stats "$SB"
+        a=$(jnum cpuUsageNs "$out")
+        t0=$(date +%s%N)
+        run_nook exec "$SB" --sh "/workspace/probe spin $1 & /workspace/probe spin $1; wait"
+        t1=$(date +%s%N)
+        run_nook --json stats "$SB"
+        b=$(jnum cpuUsageNs "$out")
+        awk -v a="$a" -v b="$b" -v t0="$t0" -v t1="$t1" 'BEGIN { printf "%.3f %.3f\n", (b - a) / (t1 - t0), (b - a) / 1e9 }'
+}
+read -r cores used < <(cpu_window 3)
+diag "cpus=1: two spinners used $used s of cpu, $cores cores"
+if awk -v c="$cores" 'BEGIN { exit !(c <= 1.1) }'; then ok "two spinners under --cpus 1 use <= 1.1 cores ($cores)"; else not_ok "two spinners under --cpus 1 use <= 1.1 cores" "got $cores"; fi
+if awk -v u="$used" 'BEGIN { exit !(u >= 1.0) }'; then ok "the spinners did run (>= 1 s of cpu counted: $used)"; else not_ok "the spinners ran (>= 1 s of cpu counted)" "got $used s"; fi
+
+# ---- update ----------------------------------------------------------------------------------
+run_nook update --cpus 2 --memory 128m --pids-max 100 "$SB"
+is "$status" 0 "update within the headroom (2 cpus, 128m, 100 pids)" || diag "$err"
+run_nook --json stats "$SB"
+is "$(jnum cpusLimit "$out")/$(jnum memoryLimitBytes "$out")/$(jnum pidsLimit "$out")" "2/134217728/100" \
+        "stats shows the updated limits"
+is "$(cgval "$SB" pids.max)" "100" "the cgroup's pids.max is updated"
+if [[ $cg_v2 == 1 ]]; then
+        is "$(cgval "$SB" cpu.max)" "200000 100000" "the cgroup's cpu.max is updated"
+else
+        is "$(cgval "$SB" cpu.cfs_quota_us)" "200000" "the cgroup's cpu quota is updated"
+fi
+read -r cores used < <(cpu_window 2)
+diag "after update to cpus=2: two spinners used $cores cores (not asserted: depends on host load)"
+expect_fail 1 "cpus above maxCpus" update --cpus 3 "$SB"
+like "$err" "maxCpus" "the refusal names maxCpus"
+expect_fail 1 "memory above maxMemoryMib" update --memory 129m "$SB"
+like "$err" "maxMemoryMib" "the refusal names maxMemoryMib"
+run_nook --json stats "$SB"
+is "$(jnum cpusLimit "$out")/$(jnum memoryLimitBytes "$out")" "2/134217728" "refused updates changed nothing"
+run_nook update --cpus 1 --memory 64m "$SB"
+is "$status" 0 "update back down within the headroom"
+expect_fail 1 "a malformed memory size" update --memory 12x "$SB"
+like "$err" "memory.*12x" "the error names the field and the value"
+
+# ---- no headroom: the limit is the maximum; fractional cpus round up ---------------------------
+run_nook create --cpus 1.2 --memory 32m res2
+is "$status" 0 "create --cpus 1.2 --memory 32m (no headroom)" || diag "$err"
+run_nook --json stats res2
+is "$(jnum cpusLimit "$out")" "2" "--cpus 1.2 rounds up to 2"
+expect_fail 1 "update above the limit when no headroom was given" update --memory 64m res2
+run_nook update --memory 16m res2
+is "$status" 0 "update below the limit without headroom is fine"
+
+# ---- bad input creates nothing ---------------------------------------------------------------------
+expect_fail 1 "--cpus 0" create --cpus 0 res3
+like "$err" "cpus" "the --cpus 0 error names cpus"
+expect_fail 1 "--memory below 4 MiB" create --memory 1m res3
+like "$err" "memory" "the --memory 1m error names memory"
+run_nook ls -q
+unlike "$out" "res3" "refused creates left no record"
+
+# ---- rm removes the cgroups ---------------------------------------------------------------------
+run_nook rm "$SB" res2
+is "$status" 0 "rm both sandboxes"
+is "$(cgdirs "$SB")$(cgdirs res2)" "" "rm removed every nook-$SB-*/nook-res2-* cgroup"

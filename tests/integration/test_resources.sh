@@ -9,7 +9,7 @@
 . "$(dirname "$0")/lib.sh"
 
 require_bin "$NOOK" "$NOOK_PROBE"
-plan 56
+plan 57
 
 PY=/usr/bin/python3
 [[ -x $PY ]] || PY=python3
@@ -79,7 +79,7 @@ else
 fi
 
 if [[ $can_limit == 0 ]]; then
-        for i in $(seq 1 51); do
+        for i in $(seq 1 52); do
                 skip_expected "resource limits need root or a delegated cgroup (uid $(id -u), none delegated here)"
         done
         exit 0

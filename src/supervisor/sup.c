@@ -147,6 +147,7 @@ static int start_init(sup *s, nook_error *err) {
         safe_close(sp[1]);
         s->init_pid = (pid_t)pid;
         s->init_sock = sp[0];
+        sup_net_open_ns(&s->net, s->cfg, s->init_pid);
         r = iso_userns_write_maps(s->init_pid, err);
         if (r < 0)
                 return r;

@@ -135,7 +135,7 @@ int parse_size(const char *s, uint64_t *ret_bytes, nook_error *err) {
 }
 
 int parse_memory_mib(const char *s, uint64_t *ret_mib, nook_error *err) {
-        uint64_t bytes;
+        uint64_t bytes = 0;
         int r = parse_size(s, &bytes, err);
         if (r < 0)
                 return r;

@@ -368,13 +368,13 @@ static void client_drop(sup *s, size_t i) {
         s->last_activity_ms = now_ms();
 }
 
-static void handle_client(sup *s, size_t i) {
+static void handle_client(sup *s, size_t i, short revents) {
         client *c = &s->clients[i];
         json_t *msg = NULL;
         int fds[PROTO_MAX_FDS];
         size_t n_fds = 0;
         int r = proto_recv(c->fd, &msg, fds, &n_fds);
-        if (r == -EAGAIN)
+        if (r == -EAGAIN && !(revents & (POLLHUP | POLLERR)))
                 return;
         if (r <= 0) {
                 client_drop(s, i);
@@ -468,8 +468,10 @@ static uint64_t next_deadline(sup *s) {
         bool busy = s->n_clients > 0 || s->detached_running > 0;
         if (c->idle_timeout_ms && !busy && s->last_activity_ms + c->idle_timeout_ms < d)
                 d = s->last_activity_ms + c->idle_timeout_ms;
+        /* an exec already being killed (reason set) waits for init's report, not for a timer */
         for (size_t i = 0; i < s->n_clients; i++)
-                if (s->clients[i].exec_running && s->clients[i].deadline && s->clients[i].deadline < d)
+                if (s->clients[i].exec_running && s->clients[i].deadline && !s->clients[i].reason &&
+                        s->clients[i].deadline < d)
                         d = s->clients[i].deadline;
         return d;
 }
@@ -478,8 +480,10 @@ static void check_deadlines(sup *s) {
         uint64_t now = now_ms();
         const sup_config *c = s->cfg;
         if (s->stopping) {
-                if (now >= s->stop_deadline)
+                if (now >= s->stop_deadline) {
                         (void)kill(s->init_pid, SIGKILL);
+                        s->stop_deadline = now + 1000; /* SIGCHLD ends the loop; don't spin meanwhile */
+                }
                 return;
         }
         if (c->max_duration_ms && now >= s->started_ms + c->max_duration_ms) {
@@ -537,14 +541,14 @@ static int sup_loop(sup *s) {
                         if (st >= 0)
                                 return st;
                 }
-                if (pfd[1].revents & (POLLIN | POLLHUP))
+                if (pfd[1].revents & (POLLIN | POLLHUP | POLLERR))
                         handle_init(s);
                 if (pfd[2].revents & POLLIN)
                         accept_clients(s);
                 /* back to front: client_drop moves the last client into the freed slot */
                 for (size_t i = n - 3; i-- > 0;)
                         if (pfd[3 + i].revents & (POLLIN | POLLHUP | POLLERR))
-                                handle_client(s, i);
+                                handle_client(s, i, pfd[3 + i].revents);
                 sup_net_dispatch(&s->net, pfd + n, n_net);
                 check_deadlines(s);
         }

@@ -181,12 +181,24 @@ static int open_upstream(sup_net *n, nook_error *err) {
         return 0;
 }
 
-int sup_net_start(sup_net *n, const sup_config *c, pid_t init_pid, const char *state_dir, nook_error *err) {
+void sup_net_open_ns(sup_net *n, const sup_config *c, pid_t init_pid) {
         char p[64];
+        if (n->have_ns || net_mode_from_string(c->network ? c->network : "off") <= NET_MODE_OFF)
+                return;
+        (void)snprintf(p, sizeof(p), "/proc/%d/ns/user", (int)init_pid);
+        n->userns_fd = open(p, O_RDONLY | O_CLOEXEC);
+        (void)snprintf(p, sizeof(p), "/proc/%d/ns/net", (int)init_pid);
+        n->netns_fd = open(p, O_RDONLY | O_CLOEXEC);
+        n->have_ns = true;
+}
+
+int sup_net_start(sup_net *n, const sup_config *c, pid_t init_pid, const char *state_dir, nook_error *err) {
         int r;
+        sup_net_open_ns(n, c, init_pid);
         *n = (sup_net){ .mode = net_mode_from_string(c->network ? c->network : "off"),
-                .userns_fd = -1,
-                .netns_fd = -1,
+                .have_ns = n->have_ns,
+                .userns_fd = n->have_ns ? n->userns_fd : -1,
+                .netns_fd = n->have_ns ? n->netns_fd : -1,
                 .slirp = { .exit_fd = -1 },
                 .dns_fd = -1,
                 .upstream_fd = -1 };
@@ -195,12 +207,8 @@ int sup_net_start(sup_net *n, const sup_config *c, pid_t init_pid, const char *s
         if (n->mode == NET_MODE_OFF)
                 return 0;
         n->started = true;
-        (void)snprintf(p, sizeof(p), "/proc/%d/ns/user", (int)init_pid);
-        n->userns_fd = open(p, O_RDONLY | O_CLOEXEC);
-        (void)snprintf(p, sizeof(p), "/proc/%d/ns/net", (int)init_pid);
-        n->netns_fd = open(p, O_RDONLY | O_CLOEXEC);
         if (n->userns_fd < 0 || n->netns_fd < 0)
-                return nook_err_errno(err, NOOK_E_IO, "Cannot open the sandbox's namespaces");
+                return nook_err_set(err, NOOK_E_IO, "Cannot open the sandbox's namespaces");
         if ((r = install_firewall(n, c, err)) < 0)
                 return r;
         if (n->mode == NET_MODE_POLICY) {
@@ -357,6 +365,11 @@ void sup_net_dispatch(sup_net *n, const struct pollfd *pfd, size_t n_pfd) {
 }
 
 void sup_net_stop(sup_net *n) {
+        if (n->have_ns && !n->started) {
+                n->userns_fd = safe_close(n->userns_fd);
+                n->netns_fd = safe_close(n->netns_fd);
+                n->have_ns = false;
+        }
         if (!n->started)
                 return;
         slirp_stop(&n->slirp);

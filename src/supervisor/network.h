@@ -34,6 +34,7 @@ typedef struct dns_pending {
 
 typedef struct sup_net {
         bool started; /* false in a zeroed sup_net: no fd is ours yet */
+        bool have_ns; /* userns_fd and netns_fd are ours */
         net_mode mode;
         int userns_fd, netns_fd; /* the sandbox's namespaces, for the helper */
         slirp slirp;
@@ -43,6 +44,10 @@ typedef struct sup_net {
         dns_pending pending[SUP_NET_PENDING];
 } sup_net;
 
+/* Right after clone, before init is released: opens init's user and network namespaces while
+ * init is still dumpable (it stops being so during setup, and a rootless supervisor could then no
+ * longer open /proc/PID/ns/...).  Nothing when the network is off; errors surface in start. */
+void sup_net_open_ns(sup_net *n, const sup_config *c, pid_t init_pid);
 /* Sets up the network of config c for the sandbox whose init is init_pid. */
 int sup_net_start(sup_net *n, const sup_config *c, pid_t init_pid, const char *state_dir, nook_error *err);
 /* Fills up to SUP_NET_MAX_FDS pollfds; returns how many. */

@@ -76,6 +76,10 @@ int slirp_start(pid_t target, const char *api_path, slirp *ret, nook_error *err)
         if (!bin)
                 return nook_err_set(err, NOOK_E_MISSING_FEATURE,
                         "The network needs slirp4netns, which is not installed (Debian: apt install slirp4netns)");
+        /* slirp4netns opens the tap device with our host credentials (rootless: the caller's uid) */
+        if (access("/dev/net/tun", R_OK | W_OK) < 0)
+                return nook_err_errno(err, NOOK_E_MISSING_FEATURE,
+                        "The network needs read and write access to /dev/net/tun (Debian's default is mode 0666)");
         if (strlen(api_path) >= sizeof(((struct sockaddr_un *)NULL)->sun_path))
                 return nook_err_set(err, NOOK_E_INVALID,
                         "The state folder '%s' is too deep for slirp4netns's API socket; use a shorter NOOK_HOME",

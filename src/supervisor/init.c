@@ -134,19 +134,37 @@ static int resolve_user(const char *user, unsigned *uid, unsigned *gid, char *ho
 
 /* ---- the per-exec helper -------------------------------------------------------------------- */
 
-static volatile sig_atomic_t helper_kill_tree, helper_forward;
+/* The helper's signals: SIGUSR1 from init means "kill the whole tree"; the others are
+ * forwarded to the command.  init blocks them all before it forks the helper, so one sent
+ * right after the fork waits (pending) until the helper's sigwaitinfo() instead of killing it
+ * or slipping between a flag check and a wait. */
+static const int helper_signals[] = { SIGCHLD, SIGUSR1, SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR2,
+        SIGWINCH };
 
-static void helper_on_signal(int sig) {
-        if (sig == SIGUSR1)
-                helper_kill_tree = 1;
-        else
-                helper_forward = sig;
+static void helper_sigset(sigset_t *set) {
+        sigemptyset(set);
+        for (size_t i = 0; i < ELEMENTSOF(helper_signals); i++)
+                sigaddset(set, helper_signals[i]);
+}
+
+/* Reaps every exited child; the command's status goes to *cmd_status. */
+static void reap_children(pid_t cmd, int *cmd_status, bool *cmd_done) {
+        for (;;) {
+                int st;
+                pid_t p = waitpid(-1, &st, WNOHANG);
+                if (p <= 0)
+                        return;
+                if (p == cmd && !*cmd_done) {
+                        *cmd_done = true;
+                        *cmd_status = st;
+                }
+        }
 }
 
 /* Kills every descendant of the calling process.  We are a child subreaper, so orphans are
  * re-parented to us and stay findable; repeat until no descendant is left (a process forking
  * while we scan is caught on the next round). */
-static void kill_descendants(void) {
+static void kill_descendants(pid_t cmd, int *cmd_status, bool *cmd_done) {
         for (int round = 0; round < 100; round++) {
                 DIR *d = opendir("/proc");
                 pid_t me = getpid();
@@ -173,8 +191,9 @@ static void kill_descendants(void) {
                         buf[k] = 0;
                         char *p = strrchr(buf, ')');
                         int ppid;
-                        if (!p || sscanf(p + 2, "%*c %d", &ppid) != 1)
-                                continue;
+                        char state;
+                        if (!p || sscanf(p + 2, "%c %d", &state, &ppid) != 2 || state == 'Z')
+                                continue; /* a zombie is dead already: reaping is enough */
                         pids[n] = (pid_t)pid;
                         ppids[n] = (pid_t)ppid;
                         n++;
@@ -200,8 +219,7 @@ static void kill_descendants(void) {
                 for (size_t i = 0; i < n; i++)
                         if (desc[i] && kill(pids[i], SIGKILL) == 0)
                                 killed++;
-                while (waitpid(-1, NULL, WNOHANG) > 0)
-                        ;
+                reap_children(cmd, cmd_status, cmd_done);
                 if (killed == 0)
                         return;
                 usleep(1000);
@@ -276,49 +294,40 @@ _Noreturn static void exec_command(const exec_req *req, int in, int out, int err
 /* The helper: child subreaper between init and the command.  Reports the command's wait status
  * on status_fd as soon as it exits, then keeps reaping whatever the command left running. */
 _Noreturn static void helper_main(const exec_req *req, int fds[3], int status_fd) {
-        struct sigaction sa = { .sa_handler = helper_on_signal };
-        static const int fwd[] = { SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR2, SIGWINCH, SIGUSR1 };
-        sigset_t none;
+        sigset_t set;
 
         (void)prctl(PR_SET_CHILD_SUBREAPER, 1);
         (void)prctl(PR_SET_PDEATHSIG, SIGKILL);
-        for (size_t i = 0; i < ELEMENTSOF(fwd); i++)
-                (void)sigaction(fwd[i], &sa, NULL);
-        sigemptyset(&none);
-        (void)sigprocmask(SIG_SETMASK, &none, NULL);
+        helper_sigset(&set);
+        (void)sigprocmask(SIG_BLOCK, &set, NULL); /* already blocked by init; keep it explicit */
 
         pid_t cmd = fork();
         if (cmd < 0)
                 _exit(126);
         if (cmd == 0) {
                 safe_close(status_fd);
-                exec_command(req, fds[0], fds[1], fds[2]);
+                exec_command(req, fds[0], fds[1], fds[2]); /* unblocks every signal before exec */
         }
         for (int i = 0; i < 3; i++)
                 fds[i] = safe_close(fds[i]);
         bool cmd_done = false;
+        int cmd_status = 0;
         for (;;) {
-                if (helper_kill_tree) {
-                        helper_kill_tree = 0;
-                        kill_descendants();
-                }
-                if (helper_forward) {
-                        int sig = helper_forward;
-                        helper_forward = 0;
-                        if (!cmd_done)
-                                (void)kill(cmd, sig);
-                }
-                int st;
-                pid_t p = waitpid(-1, &st, 0);
-                if (p < 0 && errno == EINTR)
+                siginfo_t si;
+                int sig = sigwaitinfo(&set, &si);
+                if (sig < 0)
                         continue;
-                if (p < 0)
-                        _exit(0); /* ECHILD: nothing left below us */
-                if (p == cmd && !cmd_done) {
-                        cmd_done = true;
-                        (void)fd_write_all(status_fd, &st, sizeof(st));
+                if (sig == SIGUSR1)
+                        kill_descendants(cmd, &cmd_status, &cmd_done);
+                else if (sig != SIGCHLD && !cmd_done)
+                        (void)kill(cmd, sig);
+                reap_children(cmd, &cmd_status, &cmd_done);
+                if (cmd_done && status_fd >= 0) {
+                        (void)fd_write_all(status_fd, &cmd_status, sizeof(cmd_status));
                         status_fd = safe_close(status_fd);
                 }
+                if (cmd_done && waitpid(-1, NULL, WNOHANG) < 0 && errno == ECHILD)
+                        _exit(0); /* nothing left below us */
         }
 }
 
@@ -490,8 +499,12 @@ _Noreturn static void init_loop(int sock) {
         sigaddset(&mask, SIGTERM);
         sigaddset(&mask, SIGINT);
         sigaddset(&mask, SIGHUP);
-        (void)sigprocmask(SIG_BLOCK, &mask, NULL);
         int sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+        /* block the helpers' signals too: a fork inherits the mask (see helper_signals) */
+        sigset_t all;
+        helper_sigset(&all);
+        sigorset(&all, &all, &mask);
+        (void)sigprocmask(SIG_BLOCK, &all, NULL);
 
         for (;;) {
                 struct pollfd pfd[2 + MAX_EXECS];
@@ -516,8 +529,10 @@ _Noreturn static void init_loop(int sock) {
                                 json_decref(msg);
                         }
                 }
-                for (size_t i = 0; i < n_execs; i++) {
-                        if (pfd[2 + i].fd < 0 || !(pfd[2 + i].revents & (POLLIN | POLLHUP)))
+                /* only the execs that were polled: one started just now has no pfd entry yet */
+                for (size_t i = 0; i + 2 < n && i < n_execs; i++) {
+                        if (pfd[2 + i].fd < 0 || pfd[2 + i].fd != execs[i].status_fd ||
+                                !(pfd[2 + i].revents & (POLLIN | POLLHUP)))
                                 continue;
                         int st;
                         ssize_t k = fd_read_all(execs[i].status_fd, &st, sizeof(st));

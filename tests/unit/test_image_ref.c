@@ -43,22 +43,28 @@ Test(image_ref, defaults_like_docker) {
 Test(image_ref, refused_forms_are_invalid_and_quoted) {
         static const char *const bad[] = { "", "Alpine", "alpine:", ":tag", "alpine:-x", "a//b", "a/", "/a",
                 "alpine@sha256:abc", "alpine@md5:" D64, "a b", "a..b", "a--", "-a", "host:99999999/x",
-                "alpine:" "01234567890123456789012345678901234567890123456789012345678901234567890123456789"
+                "alpine:"
+                "01234567890123456789012345678901234567890123456789012345678901234567890123456789"
                 "012345678901234567890123456789012345678901234567890" };
         for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
                 image_ref r = {};
                 nook_error err = {};
-                cr_assert_eq(image_ref_parse(bad[i], &r, &err), -NOOK_E_INVALID, "'%s' was accepted", bad[i]);
+                cr_assert_eq(
+                        image_ref_parse(bad[i], &r, &err), -NOOK_E_INVALID, "'%s' was accepted", bad[i]);
                 cr_assert_eq(err.code, NOOK_E_INVALID);
                 cr_assert(strstr(err.msg, "Invalid image reference"), "%s", err.msg);
         }
 }
 
 Test(image_manifest, index_selects_host_platform) {
-        const char *idx = "{\"schemaVersion\":2,\"manifests\":["
-                          "{\"digest\":\"sha256:" D64 "\",\"size\":1,\"platform\":{\"os\":\"linux\",\"architecture\":\"s390x\"}},"
-                          "{\"digest\":\"sha256:" D64 "\",\"size\":2,\"platform\":{\"os\":\"linux\",\"architecture\":\"amd64\"}},"
-                          "{\"digest\":\"sha256:" D64 "\",\"size\":3,\"platform\":{\"os\":\"linux\",\"architecture\":\"arm64\",\"variant\":\"v8\"}}]}";
+        const char *idx =
+                "{\"schemaVersion\":2,\"manifests\":["
+                "{\"digest\":\"sha256:" D64
+                "\",\"size\":1,\"platform\":{\"os\":\"linux\",\"architecture\":\"s390x\"}},"
+                "{\"digest\":\"sha256:" D64
+                "\",\"size\":2,\"platform\":{\"os\":\"linux\",\"architecture\":\"amd64\"}},"
+                "{\"digest\":\"sha256:" D64
+                "\",\"size\":3,\"platform\":{\"os\":\"linux\",\"architecture\":\"arm64\",\"variant\":\"v8\"}}]}";
         image_index x = {};
         nook_error err = {};
         image_doc_kind k;
@@ -76,8 +82,10 @@ Test(image_manifest, index_selects_host_platform) {
 }
 
 Test(image_manifest, unknown_media_types_and_bad_digests_refused) {
-        const char *m1 = "{\"config\":{\"mediaType\":\"" MT_OCI_CONFIG "\",\"digest\":\"sha256:" D64 "\",\"size\":1},"
-                         "\"layers\":[{\"mediaType\":\"application/x-evil\",\"digest\":\"sha256:" D64 "\",\"size\":1}]}";
+        const char *m1 =
+                "{\"config\":{\"mediaType\":\"" MT_OCI_CONFIG "\",\"digest\":\"sha256:" D64 "\",\"size\":1},"
+                "\"layers\":[{\"mediaType\":\"application/x-evil\",\"digest\":\"sha256:" D64
+                "\",\"size\":1}]}";
         const char *m2 = "{\"config\":{\"digest\":\"sha256:../../etc\",\"size\":1},\"layers\":[]}";
         image_manifest m = {};
         nook_error err = {};
@@ -89,9 +97,10 @@ Test(image_manifest, unknown_media_types_and_bad_digests_refused) {
 }
 
 Test(image_manifest, config_fields) {
-        const char *c = "{\"architecture\":\"amd64\",\"os\":\"linux\",\"config\":{\"Env\":[\"A=1\"],"
-                        "\"Entrypoint\":[\"/bin/sh\"],\"Cmd\":[\"-c\",\"x\"],\"WorkingDir\":\"/w\",\"User\":\"1:2\"},"
-                        "\"rootfs\":{\"type\":\"layers\",\"diff_ids\":[\"sha256:" D64 "\"]}}";
+        const char *c =
+                "{\"architecture\":\"amd64\",\"os\":\"linux\",\"config\":{\"Env\":[\"A=1\"],"
+                "\"Entrypoint\":[\"/bin/sh\"],\"Cmd\":[\"-c\",\"x\"],\"WorkingDir\":\"/w\",\"User\":\"1:2\"},"
+                "\"rootfs\":{\"type\":\"layers\",\"diff_ids\":[\"sha256:" D64 "\"]}}";
         image_config cfg = {};
         nook_error err = {};
         cr_assert_eq(image_config_parse(c, strlen(c), &cfg, &err), 0, "%s", err.msg);

@@ -19,7 +19,7 @@ packages=(
         # tests
         libcriterion-dev
         # runtime helpers and peers (bench compares against bubblewrap)
-        slirp4netns bubblewrap uidmap busybox-static iproute2
+        slirp4netns bubblewrap uidmap busybox-static iproute2 docker-registry skopeo umoci apache2-utils openssl
         # network: nft for debugging rules, dnsmasq (the binary only) and iperf3 for the network
         # tests and bench; curl is what the tests run inside sandboxes
         nftables dnsmasq-base iperf3 curl

@@ -171,8 +171,11 @@ static void print_list(json_t *a) {
                 if (json_array_size(names) == 0)
                         printf("%-50s %-19.19s %-14s %s\n", "<none>", dg,
                                 json_string_value(json_object_get(img, "platform")), sz);
-                json_array_foreach(names, k, nm) printf("%-50s %-19.19s %-14s %s\n", json_string_value(nm),
-                        dg, json_string_value(json_object_get(img, "platform")), sz);
+                for (k = 0; k < json_array_size(names); k++) {
+                        nm = json_array_get(names, k);
+                        printf("%-50s %-19.19s %-14s %s\n", json_string_value(nm), dg,
+                                json_string_value(json_object_get(img, "platform")), sz);
+                }
         }
 }
 

@@ -334,7 +334,7 @@ static int make_whiteout(
         int r = clear_name(u, dfd, target, /* keep_dir= */ false, err);
         if (r < 0)
                 return r;
-        if (mknodat(dfd, target, S_IFCHR | 0, makedev(0, 0)) < 0)
+        if (mknodat(dfd, target, S_IFCHR, makedev(0, 0)) < 0)
                 return nook_err_errno(err, errno == EPERM ? NOOK_E_MISSING_FEATURE : NOOK_E_IO,
                         "Cannot create the overlay whiteout for '%.300s' (a 0/0 character device; unprivileged users need Linux >= 5.8)",
                         name);

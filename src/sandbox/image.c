@@ -34,11 +34,13 @@ static int registry_image(nook *n, const char *image, sb_image *ret, nook_error 
         int r = sb_image_store(n, &s, err);
         if (r < 0 || (r = image_resolve(&s, image, IMAGE_PULL_IF_MISSING, &po, &res, err)) < 0)
                 return r;
-        *ret = (sb_image){ .lowers = TAKE_PTR(res.lowers),
-                .env = TAKE_PTR(res.env),
-                .cmd = TAKE_PTR(res.cmd),
-                .workdir = TAKE_PTR(res.workdir),
-                .user = TAKE_PTR(res.user) };
+        sb_image img = {};
+        img.lowers = TAKE_PTR(res.lowers);
+        img.env = TAKE_PTR(res.env);
+        img.cmd = TAKE_PTR(res.cmd);
+        img.workdir = TAKE_PTR(res.workdir);
+        img.user = TAKE_PTR(res.user);
+        *ret = img;
         if (!(ret->ro_binds = calloc(1, sizeof(char *)))) {
                 sb_image_done(ret);
                 return nook_err_oom(err);

@@ -80,8 +80,10 @@ static int exec_opt_apply(const char *cmd, exec_args *a, int opt, const char *ar
         nook_error err = { 0 };
         switch (opt) {
         case 'e':
-                if (!strchr(arg, '='))
-                        return cli_usage_error(cmd, "--env expects NAME=VALUE, got '%s'", arg) ? -1 : -1;
+                if (!strchr(arg, '=')) {
+                        cli_usage_error(cmd, "--env expects NAME=VALUE, got '%s'", arg);
+                        return -1;
+                }
                 return push(&a->env, &a->n_env, strdup(arg)) < 0 ? -1 : 1;
         case 2000: {
                 char *v = NULL;
@@ -358,11 +360,9 @@ int cmd_run(int argc, char **argv) {
                         keep = true;
                         continue;
                 }
-                if (c == 'e') /* -e sets the command's env (not stored in the spec) */
+                if (c == 'e' || c == 'u') /* the command's env and user: not stored in the spec */
                         r = exec_opt_apply("run", &a, c, optarg);
-                else if (c == 'u') {
-                        r = exec_opt_apply("run", &a, c, optarg);
-                } else {
+                else {
                         r = spec_opt_apply("run", spec, c, optarg);
                         if (r == 0)
                                 r = exec_opt_apply("run", &a, c, optarg);

@@ -22,13 +22,42 @@ static void print_json_string(const char *s) {
         json_decref(o);
 }
 
+/* "nook VERB [--json] NAME [--json]": returns the NAME argument, or NULL after printing usage
+ * (help: *ret_status 0). */
+static const char *single_name(const char *verb, int argc, char **argv, const char *help, int *ret_status) {
+        const char *name = NULL;
+        bool dashdash = false;
+        for (int i = 1; i < argc; i++) {
+                if (!dashdash && strcmp(argv[i], "--") == 0)
+                        dashdash = true;
+                else if (!dashdash && strcmp(argv[i], "--json") == 0)
+                        arg_json = true;
+                else if (!dashdash && (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0)) {
+                        fputs(help, stdout);
+                        *ret_status = 0;
+                        return NULL;
+                } else if (!dashdash && argv[i][0] == '-') {
+                        *ret_status = cli_usage_error(verb, "unknown option '%s'", argv[i]);
+                        return NULL;
+                } else if (name) {
+                        *ret_status = cli_usage_error(verb, "expected exactly one sandbox NAME");
+                        return NULL;
+                } else
+                        name = argv[i];
+        }
+        if (!name)
+                *ret_status = cli_usage_error(verb, "expected exactly one sandbox NAME");
+        return name;
+}
+
 int cmd_create(int argc, char **argv) {
         static const struct option opts[] = { SPEC_OPTS_LONG, { "replace", no_argument, NULL, 'r' },
                 { "help", no_argument, NULL, 'h' }, {} };
         json_t *spec = json_object();
         unsigned flags = 0;
         int c, r;
-        while ((c = getopt_long(argc, argv, "+h" SPEC_OPTS_SHORT "u:", opts, NULL)) >= 0) {
+        /* no "+": options may come before or after NAME (there is no command to protect) */
+        while ((c = getopt_long(argc, argv, "h" SPEC_OPTS_SHORT "u:", opts, NULL)) >= 0) {
                 if (c == 'h') {
                         printf("Usage: nook create NAME [OPTIONS]\n\nCreate and start a sandbox. A stopped sandbox of the same name is\n"
                                "re-created over the same workspace.\n\n" SPEC_OPTS_HELP
@@ -219,17 +248,16 @@ int cmd_ls(int argc, char **argv) {
 }
 
 int cmd_inspect(int argc, char **argv) {
-        if (argc != 2 || argv[1][0] == '-') {
-                if (argc == 2 && ((strcmp(argv[1], "-h") == 0) || (strcmp(argv[1], "--help") == 0))) {
-                        printf("Usage: nook inspect NAME\n\nPrints the sandbox as JSON: state, stopReason, spec, times, workspace.\n");
-                        return 0;
-                }
-                return cli_usage_error("inspect", "expected exactly one sandbox NAME");
-        }
+        int status = 0;
+        const char *name = single_name("inspect", argc, argv,
+                "Usage: nook inspect [--json] NAME\n\nPrints the sandbox as JSON: state, stopReason, spec, times, workspace.\n",
+                &status);
+        if (!name)
+                return status;
         nook *n = NULL;
         nook_error err = { 0 };
         char *text = NULL;
-        if (cli_open(&n, &err) < 0 || nook_sandbox_inspect(n, argv[1], &text, &err) < 0) {
+        if (cli_open(&n, &err) < 0 || nook_sandbox_inspect(n, name, &text, &err) < 0) {
                 nook_close(n);
                 return cli_fail(&err);
         }
@@ -240,25 +268,24 @@ int cmd_inspect(int argc, char **argv) {
 }
 
 int cmd_logs(int argc, char **argv) {
-        if (argc != 2 || argv[1][0] == '-') {
-                if (argc == 2 && ((strcmp(argv[1], "-h") == 0) || (strcmp(argv[1], "--help") == 0))) {
-                        printf("Usage: nook logs NAME\n\nPrints the sandbox supervisor's log (lifecycle events; never env values).\n");
-                        return 0;
-                }
-                return cli_usage_error("logs", "expected exactly one sandbox NAME");
-        }
+        int status = 0;
+        const char *name = single_name("logs", argc, argv,
+                "Usage: nook logs NAME\n\nPrints the sandbox supervisor's log (lifecycle events; never env values).\n",
+                &status);
+        if (!name)
+                return status;
         nook *n = NULL;
         nook_error err = { 0 };
-        if (cli_open(&n, &err) < 0 || nook_name_validate(argv[1], &err) < 0) {
+        if (cli_open(&n, &err) < 0 || nook_name_validate(name, &err) < 0) {
                 nook_close(n);
                 return cli_fail(&err);
         }
         char path[4096];
-        snprintf(path, sizeof(path), "%s/sandboxes/%s/supervisor.log", nook_home(n), argv[1]);
+        snprintf(path, sizeof(path), "%s/sandboxes/%s/supervisor.log", nook_home(n), name);
         nook_close(n);
         FILE *f = fopen(path, "re");
         if (!f) {
-                fprintf(stderr, "nook: no log for sandbox '%s'\n", argv[1]);
+                fprintf(stderr, "nook: no log for sandbox '%s'\n", name);
                 return CLI_EXIT_ERROR;
         }
         char buf[4096];
@@ -270,17 +297,16 @@ int cmd_logs(int argc, char **argv) {
 }
 
 int cmd_stats(int argc, char **argv) {
-        if (argc != 2 || argv[1][0] == '-') {
-                if (argc == 2 && (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0)) {
-                        printf("Usage: nook stats NAME\n\nCPU time, memory (current and peak), processes and OOM kills of a running sandbox.\n");
-                        return 0;
-                }
-                return cli_usage_error("stats", "expected exactly one sandbox NAME");
-        }
+        int status = 0;
+        const char *name = single_name("stats", argc, argv,
+                "Usage: nook stats [--json] NAME\n\nCPU time, memory (current and peak), processes and OOM kills of a running sandbox.\n",
+                &status);
+        if (!name)
+                return status;
         nook *n = NULL;
         nook_error err = { 0 };
         char *text = NULL;
-        if (cli_open(&n, &err) < 0 || nook_sandbox_stats(n, argv[1], &text, &err) < 0) {
+        if (cli_open(&n, &err) < 0 || nook_sandbox_stats(n, name, &text, &err) < 0) {
                 nook_close(n);
                 return cli_fail(&err);
         }

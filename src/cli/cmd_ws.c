@@ -69,7 +69,6 @@ static const char *type_name(nook_file_type t) {
         case NOOK_FILE_SYMLINK:
                 return "symlink";
         case NOOK_FILE_OTHER:
-                return "other";
         default:
                 return "other";
         }
@@ -321,6 +320,12 @@ int cmd_volume(int argc, char **argv) {
         int status = 0;
         if (cli_open(&n, &err) < 0)
                 return cli_fail(&err);
+        for (int i = 2; i < argc; i++)
+                if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+                        nook_close(n);
+                        printf("Usage: nook volume create NAME | ls | rm NAME...\n");
+                        return 0;
+                }
         if (strcmp(argv[1], "create") == 0 && argc == 3) {
                 char *p = NULL;
                 if (nook_volume_create(n, argv[2], &p, &err) < 0)

@@ -46,25 +46,25 @@
         "  --max-duration DUR     retire after DUR (e.g. 30m); the workspace is kept\n"                     \
         "  --idle-timeout DUR     stop after DUR with no exec and no client\n"                              \
         "  --security PROFILE     default or restricted\n"                                                  \
-        "  --network MODE         off (default; loopback only), public (public internet only, DNS),\n"     \
-        "                         policy (only what --allow/--allow-domain allow)\n"                       \
-        "  -p, --publish [ADDR:]HOSTPORT:PORT  publish a guest TCP port on the host (ADDR default\n"      \
+        "  --network MODE         off (default; loopback only), public (public internet only, DNS),\n"      \
+        "                         policy (only what --allow/--allow-domain allow)\n"                        \
+        "  -p, --publish [ADDR:]HOSTPORT:PORT  publish a guest TCP port on the host (ADDR default\n"        \
         "                         127.0.0.1); needs the network on\n"                                       \
         "  --allow CIDR[:PORTS]   policy: allow a range (ports 80,443,8000-8080); rules apply in order\n"   \
         "  --deny CIDR[:PORTS]    policy: deny a range\n"                                                   \
         "  --allow-domain NAME    policy: allow example.com or *.example.com (through nook's resolver)\n"   \
         "  --workdir DIR          default working directory of execs (default /workspace)\n"                \
         "  -u, --user USER        default user of execs\n"                                                  \
-        "  --cpus N               CPU limit, whole CPUs (fractions round up)\n"                    \
-        "  -m, --memory SIZE      memory limit: 512m, 2g, ... (the OOM killer ends what exceeds it)\n" \
-        "  --pids-max N           process limit\n"                                                 \
-        "  --max-cpus N, --max-memory SIZE  headroom for 'nook update'\n"                          \
-        "  -v, --volume SRC:DST[:ro|rw]  bind a host path (read-only unless :rw) or a named\n"       \
-        "                         volume (SRC without '/') at DST\n"                             \
-        "  --tmpfs DST[:SIZE]     a tmpfs at DST (default 64m)\n"                               \
-        "  --allow-sensitive-volume  allow binding credential folders, sockets, /proc...\n"      \
-        "  --script NAME=FILE     a script on PATH, read-only under /.nook/scripts\n"            \
-        "  --setup-file PATH=FILE write FILE's content at guest PATH before the first exec\n"    \
+        "  --cpus N               CPU limit, whole CPUs (fractions round up)\n"                             \
+        "  -m, --memory SIZE      memory limit: 512m, 2g, ... (the OOM killer ends what exceeds it)\n"      \
+        "  --pids-max N           process limit\n"                                                          \
+        "  --max-cpus N, --max-memory SIZE  headroom for 'nook update'\n"                                   \
+        "  -v, --volume SRC:DST[:ro|rw]  bind a host path (read-only unless :rw) or a named\n"              \
+        "                         volume (SRC without '/') at DST\n"                                        \
+        "  --tmpfs DST[:SIZE]     a tmpfs at DST (default 64m)\n"                                           \
+        "  --allow-sensitive-volume  allow binding credential folders, sockets, /proc...\n"                 \
+        "  --script NAME=FILE     a script on PATH, read-only under /.nook/scripts\n"                       \
+        "  --setup-file PATH=FILE write FILE's content at guest PATH before the first exec\n"               \
         "  --spec FILE            a JSON spec (- for stdin); the options above override it\n"
 
 /* Applies one parsed option to the spec; returns 1 if it was a spec option, 0 if not, <0 with

@@ -287,6 +287,7 @@ static void slist_freep(struct curl_slist **l) {
 /* Performs one GET; returns the CURLcode.  auth: a full "Authorization: ..." header or NULL. */
 static CURLcode perform(
         registry *reg, const char *url, const char *accept, const char *auth, xfer *x, char *errbuf) {
+        errbuf[0] = 0; /* read by every caller's error message, even when curl never started */
         _cleanup_(curl_cleanupp) CURL *c = curl_easy_init();
         _cleanup_(slist_freep) struct curl_slist *h = NULL;
         if (!c)

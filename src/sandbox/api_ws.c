@@ -2,6 +2,8 @@
 /* The public workspace API: thin wrappers over src/workspace/ws.h.  Every rule lives there. */
 #include <stdlib.h>
 
+#include <sys/stat.h>
+
 #include "nook.h"
 #include "sandbox/ctx.h"
 #include "util/error.h"
@@ -56,7 +58,11 @@ int nook_ws_write(nook_ws *w, const char *path, const void *data, size_t len, no
 }
 
 int nook_ws_write_fd(nook_ws *w, const char *path, int fd, nook_error *err) {
-        return ws_write_fd(w->w, path, fd, 0644, err);
+        /* A regular file keeps its permission bits (an executable stays executable); setuid,
+         * setgid and sticky never cross into a workspace. */
+        struct stat st;
+        mode_t mode = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? (st.st_mode & 0777) : 0644;
+        return ws_write_fd(w->w, path, fd, mode ? mode : 0644, err);
 }
 
 int nook_ws_read(

@@ -91,7 +91,8 @@ int nook_exec_start(nook *n, const char *name, const nook_exec_opts *o, nook_exe
                 return r;
         json_t *req = exec_request(o, err);
         if (!req)
-                return -err->code;
+                return err->code == NOOK_E_NOMEM ? -NOOK_E_NOMEM
+                                                 : -NOOK_E_INVALID; /* what exec_request fails with */
         r = sb_connect(n, name, &fd, err);
         if (r < 0) {
                 json_decref(req);

@@ -87,6 +87,12 @@ int nook_sandbox_update(nook *n, const char *name, const char *update_json, nook
         unsigned cpus = upd.cpus ? upd.cpus : spec.cpus;
         uint64_t mib = upd.memory_mib ? upd.memory_mib : spec.memory_mib;
         uint64_t pids = upd.pids_max ? upd.pids_max : spec.pids_max;
+        /* without maxCpus / maxMemoryMib the limits given at create are the ceiling (an unlimited
+         * one stays unlimited) */
+        if (!spec.max_cpus)
+                spec.max_cpus = spec.cpus;
+        if (!spec.max_memory_mib)
+                spec.max_memory_mib = spec.memory_mib;
         if (spec.max_cpus && cpus > spec.max_cpus) {
                 r = nook_err_set(err, NOOK_E_REFUSED,
                         "Refusing cpus=%u for sandbox '%s': above its maxCpus (%u)", cpus, name,

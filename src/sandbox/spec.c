@@ -35,9 +35,9 @@ void sb_spec_done(sb_spec *s) {
 
 /* Fields that a later version of nook implements: refused clearly instead of ignored. */
 static const char *const not_yet[] = { "snapshot", "pullPolicy" };
-static const char *const known[] = { "networkPolicy", "ports", "volumes", "scripts", "setupFiles", "cpus", "maxCpus", "memoryMib", "maxMemoryMib", "memory", "pidsMax",
-        "image", "env", "labels", "persistence", "maxDurationSecs", "idleTimeoutSecs", "security", "network",
-        "workdir", "user" };
+static const char *const known[] = { "networkPolicy", "ports", "volumes", "scripts", "setupFiles", "cpus",
+        "maxCpus", "memoryMib", "maxMemoryMib", "memory", "pidsMax", "image", "env", "labels", "persistence",
+        "maxDurationSecs", "idleTimeoutSecs", "security", "network", "workdir", "user" };
 
 static bool in_list(const char *k, const char *const *l, size_t n) {
         for (size_t i = 0; i < n; i++)
@@ -181,21 +181,27 @@ static int get_cpus(json_t *o, const char *k, unsigned *ret, nook_error *err) {
 }
 
 /* memoryMib as a number of MiB, or a Docker-style string ("512m", "2g"). */
+#define MAX_MEMORY_MIB (16u * 1024 * 1024) /* 16 TiB: above any machine, far below an overflow */
+#define MAX_PIDS 4194304 /* the kernel's PID_MAX_LIMIT */
+
 static int get_mib(json_t *o, const char *k, uint64_t *ret, nook_error *err) {
         json_t *v = json_object_get(o, k);
         *ret = 0;
         if (!v || json_is_null(v))
                 return 0;
-        if (json_is_integer(v) && json_integer_value(v) >= 0) {
+        if (json_is_integer(v) && json_integer_value(v) >= 0)
                 *ret = (uint64_t)json_integer_value(v);
-                return 0;
-        }
-        if (json_is_string(v)) {
+        else if (json_is_string(v)) {
                 int r = parse_memory_mib(json_string_value(v), ret, err);
-                return r < 0 ? nook_err_wrap(err, "Invalid spec: field '%s'", k) : 0;
-        }
-        return nook_err_set(err, NOOK_E_INVALID,
-                "Invalid spec: field '%s' must be a whole number of MiB or a size like '512m'", k);
+                if (r < 0)
+                        return nook_err_wrap(err, "Invalid spec: field '%s'", k);
+        } else
+                return nook_err_set(err, NOOK_E_INVALID,
+                        "Invalid spec: field '%s' must be a whole number of MiB or a size like '512m'", k);
+        if (*ret > MAX_MEMORY_MIB)
+                return nook_err_set(err, NOOK_E_INVALID, "Invalid spec: field '%s' is above %u MiB (16 TiB)",
+                        k, MAX_MEMORY_MIB);
+        return 0;
 }
 
 static int parse_limits(json_t *o, sb_spec *s, nook_error *err) {
@@ -214,9 +220,10 @@ static int parse_limits(json_t *o, sb_spec *s, nook_error *err) {
                 s->memory_mib = mem_str;
         json_t *p = json_object_get(o, "pidsMax");
         if (p && !json_is_null(p)) {
-                if (!json_is_integer(p) || json_integer_value(p) < 1)
+                if (!json_is_integer(p) || json_integer_value(p) < 1 || json_integer_value(p) > MAX_PIDS)
                         return nook_err_set(err, NOOK_E_INVALID,
-                                "Invalid spec: field 'pidsMax' must be a whole number >= 1");
+                                "Invalid spec: field 'pidsMax' must be a whole number from 1 to %d",
+                                MAX_PIDS);
                 s->pids_max = (uint64_t)json_integer_value(p);
         }
         if (s->memory_mib && s->memory_mib < 4)
@@ -237,10 +244,36 @@ static bool script_name_ok(const char *k) {
         if (n == 0 || n > 64 || k[0] == '.')
                 return false;
         for (size_t i = 0; i < n; i++)
-                if (!((k[i] >= 'a' && k[i] <= 'z') || (k[i] >= 'A' && k[i] <= 'Z') || (k[i] >= '0' && k[i] <= '9') ||
-                            k[i] == '_' || k[i] == '-' || k[i] == '.'))
+                if (!((k[i] >= 'a' && k[i] <= 'z') || (k[i] >= 'A' && k[i] <= 'Z') ||
+                            (k[i] >= '0' && k[i] <= '9') || k[i] == '_' || k[i] == '-' || k[i] == '.'))
                         return false;
         return true;
+}
+
+/* {"content" | "base64": ..., "mode": N}: exactly one of the two, N a whole number 0..0777,
+ * base64 of the standard alphabet. */
+static int check_setup_object(const char *k, json_t *v, nook_error *err) {
+        const char *f;
+        json_t *x;
+        json_object_foreach(v, f, x) if (!streq(f, "content") && !streq(f, "base64") &&
+                !streq(f, "mode")) return nook_err_set(err, NOOK_E_INVALID,
+                "Invalid spec: setup file '%s' has an unknown field '%s'", k, f);
+        json_t *c = json_object_get(v, "content"), *b = json_object_get(v, "base64"),
+               *m = json_object_get(v, "mode");
+        if ((c && b) || (c && !json_is_string(c)) || (b && !json_is_string(b)))
+                return nook_err_set(err, NOOK_E_INVALID,
+                        "Invalid spec: setup file '%s' needs one string field, 'content' or 'base64'", k);
+        if (m && (!json_is_integer(m) || json_integer_value(m) < 0 || json_integer_value(m) > 0777))
+                return nook_err_set(err, NOOK_E_INVALID,
+                        "Invalid spec: setup file '%s': mode must be a whole number from 0 to 0777 (511)",
+                        k);
+        for (const char *p = b ? json_string_value(b) : ""; *p; p++)
+                if (!((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') ||
+                            *p == '+' || *p == '/' || *p == '=' || *p == '\n' || *p == '\r'))
+                        return nook_err_set(err, NOOK_E_INVALID,
+                                "Invalid spec: setup file '%s': 'base64' has a character outside the base64 alphabet",
+                                k);
+        return 0;
 }
 
 /* Structure only here; volumes are checked against the host at create (sb_volumes_parse). */
@@ -253,18 +286,22 @@ static int parse_files(json_t *o, sb_spec *s, nook_error *err) {
                 return nook_err_set(err, NOOK_E_INVALID, "Invalid spec: 'volumes' must be an array");
         s->scripts = json_incref(json_object_get(o, "scripts"));
         if (s->scripts && !json_is_object(s->scripts))
-                return nook_err_set(err, NOOK_E_INVALID, "Invalid spec: 'scripts' must be an object of name: content");
+                return nook_err_set(
+                        err, NOOK_E_INVALID, "Invalid spec: 'scripts' must be an object of name: content");
         json_object_foreach(s->scripts, k, v) {
                 if (!script_name_ok(k))
                         return nook_err_set(err, NOOK_E_INVALID,
-                                "Invalid spec: script name '%s' must be 1-64 characters of A-Z a-z 0-9 . _ - not starting with '.'", k);
+                                "Invalid spec: script name '%s' must be 1-64 characters of A-Z a-z 0-9 . _ - not starting with '.'",
+                                k);
                 if (!json_is_string(v))
-                        return nook_err_set(err, NOOK_E_INVALID, "Invalid spec: script '%s' must be a string", k);
+                        return nook_err_set(
+                                err, NOOK_E_INVALID, "Invalid spec: script '%s' must be a string", k);
                 total += json_string_length(v);
         }
         s->setup_files = json_incref(json_object_get(o, "setupFiles"));
         if (s->setup_files && !json_is_object(s->setup_files))
-                return nook_err_set(err, NOOK_E_INVALID, "Invalid spec: 'setupFiles' must be an object of path: content");
+                return nook_err_set(err, NOOK_E_INVALID,
+                        "Invalid spec: 'setupFiles' must be an object of path: content");
         json_object_foreach(s->setup_files, k, v) {
                 _cleanup_free_ char *norm = NULL;
                 int r = sb_guest_path_check("setup file path", k, &norm, err);
@@ -272,16 +309,24 @@ static int parse_files(json_t *o, sb_spec *s, nook_error *err) {
                         return r;
                 if (json_is_string(v))
                         total += json_string_length(v);
-                else if (json_is_object(v) && (json_is_string(json_object_get(v, "base64")) ||
-                                                      json_is_string(json_object_get(v, "content"))))
+                else if (json_is_object(v) &&
+                        (json_is_string(json_object_get(v, "base64")) ||
+                                json_is_string(json_object_get(v, "content"))))
                         total += json_string_length(json_object_get(v, "base64")) +
                                 json_string_length(json_object_get(v, "content"));
                 else
                         return nook_err_set(err, NOOK_E_INVALID,
-                                "Invalid spec: setup file '%s' must be a string or {\"content\"|\"base64\": ..., \"mode\": N}", k);
+                                "Invalid spec: setup file '%s' must be a string or {\"content\"|\"base64\": ..., \"mode\": N}",
+                                k);
+                if (json_is_object(v)) {
+                        r = check_setup_object(k, v, err);
+                        if (r < 0)
+                                return r;
+                }
         }
         if (total > MAX_SETUP_BYTES)
-                return nook_err_set(err, NOOK_E_INVALID, "Invalid spec: scripts and setup files exceed %u bytes", MAX_SETUP_BYTES);
+                return nook_err_set(err, NOOK_E_INVALID,
+                        "Invalid spec: scripts and setup files exceed %u bytes", MAX_SETUP_BYTES);
         return 0;
 }
 

@@ -317,7 +317,7 @@ int store_image_list(store *st, image_rec **ret, size_t *ret_n, nook_error *err)
                         return nook_err_oom(err);
         if (rc != SQLITE_DONE)
                 return img_fail(&d, rc, err, "Cannot list images");
-        size_t n = strv_length(digests);
+        size_t n = digests ? strv_length(digests) : 0;
         image_rec *a = calloc(n ? n : 1, sizeof(image_rec));
         if (!a)
                 return nook_err_oom(err);

@@ -173,7 +173,7 @@ static int listen_control(sup *s, nook_error *err) {
         int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
         if (fd < 0)
                 return nook_err_errno(err, NOOK_E_IO, "Cannot create the control socket");
-        mode_t old = umask(0077); /* the socket is 0600: only the owner may control the sandbox */
+        mode_t old = umask(0177); /* the socket is 0600: only the owner may control the sandbox */
         int r = bind(fd, (struct sockaddr *)&sa, sizeof(sa));
         umask(old);
         if (r < 0 || listen(fd, 128) < 0) {

@@ -54,7 +54,7 @@ _printf_(4, 0) static int err_vset(
         return -(int)code;
 }
 
-int nook_err_set(nook_error *err, nook_errc code, const char *fmt, ...) {
+int nook_err_set_(nook_error *err, nook_errc code, const char *fmt, ...) {
         va_list ap;
         va_start(ap, fmt);
         int r = err_vset(err, code, 0, fmt, ap);
@@ -62,7 +62,7 @@ int nook_err_set(nook_error *err, nook_errc code, const char *fmt, ...) {
         return r;
 }
 
-int nook_err_errno(nook_error *err, nook_errc code, const char *fmt, ...) {
+int nook_err_errno_(nook_error *err, nook_errc code, const char *fmt, ...) {
         int errnum = errno;
         va_list ap;
         va_start(ap, fmt);
@@ -72,7 +72,7 @@ int nook_err_errno(nook_error *err, nook_errc code, const char *fmt, ...) {
         return r;
 }
 
-int nook_err_errnum(nook_error *err, nook_errc code, int errnum, const char *fmt, ...) {
+int nook_err_errnum_(nook_error *err, nook_errc code, int errnum, const char *fmt, ...) {
         va_list ap;
         va_start(ap, fmt);
         int r = err_vset(err, code, errnum < 0 ? -errnum : errnum, fmt, ap);
@@ -107,8 +107,8 @@ int nook_err_wrap(nook_error *err, const char *fmt, ...) {
         return -(int)err->code;
 }
 
-int nook_err_oom(nook_error *err) {
-        return nook_err_set(err, NOOK_E_NOMEM, "Out of memory");
+int nook_err_oom_(nook_error *err) {
+        return nook_err_set_(err, NOOK_E_NOMEM, "Out of memory");
 }
 
 nook_errc nook_errc_from_errno(int errnum) {

@@ -6,17 +6,40 @@
 #include "nook.h"
 #include "macro.h"
 
-/* Fills err and returns -code. */
-int nook_err_set(nook_error *err, nook_errc code, const char *fmt, ...) _printf_(3, 4);
+/* The functions behind the macros below.  The macros make "returns a negative number" visible
+ * at every call site, so static analysers follow error paths instead of guessing. */
+int nook_err_set_(nook_error *err, nook_errc code, const char *fmt, ...) _printf_(3, 4);
+int nook_err_errno_(nook_error *err, nook_errc code, const char *fmt, ...) _printf_(3, 4);
+int nook_err_errnum_(nook_error *err, nook_errc code, int errnum, const char *fmt, ...) _printf_(4, 5);
+int nook_err_oom_(nook_error *err);
+
+/* Fills err and returns -code (code must be a valid nook_errc other than NOOK_E_OK). */
+#define nook_err_set(err, code, ...)                                                                        \
+        ({                                                                                                  \
+                (void)nook_err_set_((err), (code), __VA_ARGS__);                                            \
+                -(int)(code);                                                                               \
+        })
 /* Like nook_err_set, with errno appended as ": <strerror>" and kept in err->sys_errno.
  * Uses the current errno; call it right after the failing call. */
-int nook_err_errno(nook_error *err, nook_errc code, const char *fmt, ...) _printf_(3, 4);
+#define nook_err_errno(err, code, ...)                                                                      \
+        ({                                                                                                  \
+                (void)nook_err_errno_((err), (code), __VA_ARGS__);                                          \
+                -(int)(code);                                                                               \
+        })
 /* Same with an explicit errno value (positive). */
-int nook_err_errnum(nook_error *err, nook_errc code, int errnum, const char *fmt, ...) _printf_(4, 5);
+#define nook_err_errnum(err, code, errnum, ...)                                                             \
+        ({                                                                                                  \
+                (void)nook_err_errnum_((err), (code), (errnum), __VA_ARGS__);                               \
+                -(int)(code);                                                                               \
+        })
 /* Prefixes context: "pulling 'x': <old message>".  Returns -err->code. */
 int nook_err_wrap(nook_error *err, const char *fmt, ...) _printf_(2, 3);
 /* NOOK_E_NOMEM with a fixed message. */
-int nook_err_oom(nook_error *err);
+#define nook_err_oom(err)                                                                                   \
+        ({                                                                                                  \
+                (void)nook_err_oom_(err);                                                                   \
+                -(int)NOOK_E_NOMEM;                                                                         \
+        })
 /* Maps an errno to the closest code (ENOENT -> NOT_FOUND, EEXIST -> EXISTS, ...). */
 nook_errc nook_errc_from_errno(int errnum);
 nook_errc nook_errc_from_string(const char *s);

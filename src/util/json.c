@@ -14,6 +14,8 @@
 #define PREVIEW_SIZE 64
 
 const char *json_type_name(const json_t *j) {
+        if (!j)
+                return "nothing";
         switch (json_typeof(j)) {
         case JSON_OBJECT:
                 return "object";

@@ -37,12 +37,12 @@ static napi_ref error_class;
 
 /* Every napi call is checked; a failure becomes a pending JS exception and the caller returns
  * NULL (undefined) right away. */
-#define NAPI_OK(env, call)                                                                               \
-        do {                                                                                             \
-                if ((call) != napi_ok) {                                                                 \
-                        throw_napi_failure(env, #call);                                                  \
-                        return NULL;                                                                     \
-                }                                                                                        \
+#define NAPI_OK(env, call)                                                                                  \
+        do {                                                                                                \
+                if ((call) != napi_ok) {                                                                    \
+                        throw_napi_failure(env, #call);                                                     \
+                        return NULL;                                                                        \
+                }                                                                                           \
         } while (0)
 
 static void throw_napi_failure(napi_env env, const char *what) {
@@ -76,7 +76,8 @@ static napi_value make_error(napi_env env, const nook_error *err) {
         napi_value ctor = NULL, msg, code, args[2], obj = NULL;
         const char *code_s = nook_errc_to_string(err->code);
         if (napi_create_string_utf8(env, err->msg, NAPI_AUTO_LENGTH, &msg) != napi_ok ||
-                napi_create_string_utf8(env, code_s ? code_s : "internal", NAPI_AUTO_LENGTH, &code) != napi_ok)
+                napi_create_string_utf8(env, code_s ? code_s : "internal", NAPI_AUTO_LENGTH, &code) !=
+                        napi_ok)
                 return NULL;
         if (error_class && napi_get_reference_value(env, error_class, &ctor) == napi_ok && ctor) {
                 args[0] = msg;
@@ -242,9 +243,9 @@ typedef struct op {
         napi_deferred deferred;
         op_kind kind;
         char *home, *name, *text; /* text: spec JSON or a workspace path */
-        uint64_t num;             /* flags, a timeout, a size limit */
-        nook_ws *ws;              /* borrowed: keep holds its JS external */
-        napi_ref keep;            /* the ws external and/or the data buffer, alive until complete */
+        uint64_t num; /* flags, a timeout, a size limit */
+        nook_ws *ws; /* borrowed: keep holds its JS external */
+        napi_ref keep; /* the ws external and/or the data buffer, alive until complete */
         napi_ref keep2;
         const void *data;
         size_t len;
@@ -777,7 +778,9 @@ static napi_value exec_result(napi_env env, const exec_ctx *c) {
         NAPI_OK(env, napi_set_named_property(env, o, "exitCode", v));
         NAPI_OK(env, napi_create_int32(env, c->res.signal, &v));
         NAPI_OK(env, napi_set_named_property(env, o, "signal", v));
-        NAPI_OK(env, napi_create_string_utf8(env, c->res.reason, strnlen(c->res.reason, sizeof(c->res.reason)), &v));
+        NAPI_OK(env,
+                napi_create_string_utf8(
+                        env, c->res.reason, strnlen(c->res.reason, sizeof(c->res.reason)), &v));
         NAPI_OK(env, napi_set_named_property(env, o, "reason", v));
         return o;
 }
@@ -847,7 +850,8 @@ static int exec_ctx_fill(napi_env env, exec_ctx *c, napi_value *argv) {
                 get_opt_string(env, argv[2], "cwd", &c->cwd) < 0 ||
                 get_opt_string(env, argv[2], "user", &c->user) < 0)
                 return -1;
-        if (napi_get_named_property(env, argv[2], "timeoutMs", &v) != napi_ok || napi_typeof(env, v, &t) != napi_ok)
+        if (napi_get_named_property(env, argv[2], "timeoutMs", &v) != napi_ok ||
+                napi_typeof(env, v, &t) != napi_ok)
                 return -1;
         if (t == napi_number && napi_get_value_double(env, v, &d) == napi_ok && d > 0)
                 c->timeout_ms = (uint64_t)d;
@@ -881,7 +885,8 @@ static napi_value js_exec_start(napi_env env, napi_callback_info info) {
         for (int i = want_stdin ? 0 : 1; i < 3; i++)
                 if (pipe2(pipes[i], O_CLOEXEC) < 0) {
                         nook_error err = { .code = NOOK_E_IO, .sys_errno = errno };
-                        (void)snprintf(err.msg, sizeof(err.msg), "Cannot create a pipe: %s", strerror(errno));
+                        (void)snprintf(
+                                err.msg, sizeof(err.msg), "Cannot create a pipe: %s", strerror(errno));
                         (void)throw_nook(env, &err);
                         goto fail;
                 }
@@ -891,14 +896,16 @@ static napi_value js_exec_start(napi_env env, napi_callback_info info) {
         c->child_fds[2] = pipes[2][1];
         pipes[0][0] = pipes[1][1] = pipes[2][1] = -1;
 
-        if (napi_create_object(env, &ret) != napi_ok || napi_create_promise(env, &c->deferred, &promise) != napi_ok ||
+        if (napi_create_object(env, &ret) != napi_ok ||
+                napi_create_promise(env, &c->deferred, &promise) != napi_ok ||
                 napi_create_external(env, c, exec_finalize, NULL, &handle) != napi_ok) {
                 throw_napi_failure(env, "execStart");
                 goto fail;
         }
         c->refs++; /* the external holds one from here on */
         if (napi_create_string_utf8(env, "nook.exec", NAPI_AUTO_LENGTH, &name) != napi_ok ||
-                napi_create_async_work(env, NULL, name, exec_execute, exec_complete, c, &c->work) != napi_ok) {
+                napi_create_async_work(env, NULL, name, exec_execute, exec_complete, c, &c->work) !=
+                        napi_ok) {
                 throw_napi_failure(env, "napi_create_async_work");
                 goto fail;
         }

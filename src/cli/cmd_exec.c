@@ -344,8 +344,9 @@ int cmd_run(int argc, char **argv) {
         int c, r;
         while ((c = getopt_long(argc, argv, "+he:l:m:p:v:w:u:ic:t", opts, NULL)) >= 0) {
                 if (c == 'h') {
-                        printf("Usage: nook run [OPTIONS] [--] COMMAND [ARG...]\n\n"
-                               "Create a sandbox, run one command in it, and remove it with its workspace.\n\n"
+                        printf("Usage: nook run [OPTIONS] [--] [COMMAND [ARG...]]\n\n"
+                               "Create a sandbox, run one command in it (default: the image's Entrypoint and Cmd),\n"
+                               "and remove it with its workspace.\n\n"
                                "  --name NAME            name the sandbox (default: run-<random>)\n"
                                "  --keep                 keep the sandbox (stopped) and its workspace\n" SPEC_OPTS_HELP
                                         EXEC_OPTS_HELP);
@@ -375,11 +376,12 @@ int cmd_run(int argc, char **argv) {
         }
         if (optind < argc && strcmp(argv[optind], "--") == 0)
                 optind++;
-        if (!a.shell && optind >= argc) {
-                json_decref(spec);
-                exec_args_done(&a);
-                return cli_usage_error("run", "expected a COMMAND (or --sh STRING)");
-        }
+        /* no COMMAND: the image's default (Entrypoint + Cmd), looked up after create */
+        bool use_default = !a.shell && optind >= argc;
+        char image[4096] = "host";
+        const char *img = json_string_value(json_object_get(spec, "image"));
+        if (img)
+                snprintf(image, sizeof(image), "%s", img);
         char gen[32];
         if (!name) {
                 unsigned char rnd[6];
@@ -405,7 +407,35 @@ int cmd_run(int argc, char **argv) {
         /* Ignore ^C here: it reaches the command (same terminal); we still clean up after it. */
         signal(SIGINT, SIG_IGN);
         signal(SIGTERM, SIG_IGN);
-        r = run_exec(n, name, &a, a.shell ? NULL : argv + optind);
+        char **cmd = a.shell ? NULL : argv + optind;
+        json_t *dflt = NULL;
+        if (use_default) {
+                char *info = NULL;
+                json_t *arr = NULL;
+                if (nook_image_inspect(n, image, &info, &err) >= 0) {
+                        dflt = json_loads(info, 0, NULL);
+                        arr = json_object_get(dflt, "defaultCommand");
+                }
+                nook_free(info);
+                size_t k = json_array_size(arr);
+                cmd = k ? calloc(k + 1, sizeof(char *)) : NULL;
+                for (size_t i = 0; cmd && i < k; i++)
+                        cmd[i] = (char *)json_string_value(json_array_get(arr, i));
+                if (!cmd || !cmd[0]) {
+                        (void)nook_sandbox_remove(n, name, &err);
+                        nook_close(n);
+                        exec_args_done(&a);
+                        free(cmd);
+                        json_decref(dflt);
+                        return cli_usage_error("run",
+                                "expected a COMMAND (or --sh STRING): image '%s' has no default command",
+                                image);
+                }
+        }
+        r = run_exec(n, name, &a, cmd);
+        if (use_default)
+                free(cmd);
+        json_decref(dflt);
         if (keep)
                 r = nook_sandbox_stop(n, name, 10000, &err) < 0 ? cli_fail(&err) : r;
         else if (nook_sandbox_remove(n, name, &err) < 0)

@@ -25,14 +25,15 @@ void sb_image_done(sb_image *img) {
         memset(img, 0, sizeof(*img));
 }
 
-static int registry_image(nook *n, const char *image, sb_image *ret, nook_error *err) {
+static int registry_image(
+        nook *n, const char *image, image_pull_policy policy, sb_image *ret, nook_error *err) {
         _cleanup_(image_store_done) image_store s = {};
         _cleanup_(image_resolved_done) image_resolved res = {};
         _cleanup_strv_free_ char **insecure = NULL;
         image_pull_opts po = {};
         image_pull_opts_from_env(&po, &insecure);
         int r = sb_image_store(n, &s, err);
-        if (r < 0 || (r = image_resolve(&s, image, IMAGE_PULL_IF_MISSING, &po, &res, err)) < 0)
+        if (r < 0 || (r = image_resolve(&s, image, policy, &po, &res, err)) < 0)
                 return r;
         sb_image img = {};
         img.lowers = TAKE_PTR(res.lowers);
@@ -48,10 +49,15 @@ static int registry_image(nook *n, const char *image, sb_image *ret, nook_error 
         return 0;
 }
 
-int sb_image_resolve(nook *n, const char *image, sb_image *ret, nook_error *err) {
+int sb_image_resolve(nook *n, const char *image, const char *pull_policy, sb_image *ret, nook_error *err) {
         sb_image img = { 0 };
-        if (!streq(image, "host") && image[0] != '/')
-                return registry_image(n, image, ret, err);
+        if (!streq(image, "host") && image[0] != '/') {
+                image_pull_policy p =
+                        image_pull_policy_from_string(pull_policy ? pull_policy : "if-missing");
+                if (p < 0)
+                        return nook_err_set(err, NOOK_E_INVALID, "Unknown pull policy '%s'", pull_policy);
+                return registry_image(n, image, p, ret, err);
+        }
         int r = sb_image_local(n->home, image, n->ws_uid, n->ws_gid, &img.lowers, &img.ro_binds, err);
         if (r < 0)
                 return r;

@@ -16,4 +16,5 @@ typedef struct sb_image {
 
 void sb_image_done(sb_image *img);
 /* image is what sb_spec_parse left: "host", an absolute rootfs directory, or a reference. */
-int sb_image_resolve(nook *n, const char *image, sb_image *ret, nook_error *err);
+/* pull_policy: "always", "if-missing" (NULL) or "never"; registry images only. */
+int sb_image_resolve(nook *n, const char *image, const char *pull_policy, sb_image *ret, nook_error *err);

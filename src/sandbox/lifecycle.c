@@ -254,7 +254,7 @@ static int prepare_state(nook *n, const char *name, const sb_spec *spec, bool ke
                 return r;
 
         sb_image img = { 0 };
-        r = sb_image_resolve(n, spec->image, &img, err);
+        r = sb_image_resolve(n, spec->image, spec->pull_policy, &img, err);
         if (r < 0)
                 return r;
         /* The image's env goes below the spec's; its user is the default when the spec has none. */

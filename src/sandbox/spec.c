@@ -34,10 +34,11 @@ void sb_spec_done(sb_spec *s) {
 }
 
 /* Fields that a later version of nook implements: refused clearly instead of ignored. */
-static const char *const not_yet[] = { "snapshot", "pullPolicy" };
-static const char *const known[] = { "networkPolicy", "ports", "volumes", "scripts", "setupFiles", "cpus",
-        "maxCpus", "memoryMib", "maxMemoryMib", "memory", "pidsMax", "image", "env", "labels", "persistence",
-        "maxDurationSecs", "idleTimeoutSecs", "security", "network", "workdir", "user" };
+static const char *const not_yet[] = { "snapshot" };
+static const char *const known[] = { "pullPolicy", "networkPolicy", "ports", "volumes", "scripts",
+        "setupFiles", "cpus", "maxCpus", "memoryMib", "maxMemoryMib", "memory", "pidsMax", "image", "env",
+        "labels", "persistence", "maxDurationSecs", "idleTimeoutSecs", "security", "network", "workdir",
+        "user" };
 
 static bool in_list(const char *k, const char *const *l, size_t n) {
         for (size_t i = 0; i < n; i++)
@@ -363,6 +364,13 @@ static int parse_fields(json_t *o, sb_spec *s, nook_error *err) {
         r = parse_limits(o, s, err);
         if (r < 0)
                 return r;
+        if ((r = get_string(o, "pullPolicy", "if-missing", &s->pull_policy, err)) < 0)
+                return r;
+        if (!streq(s->pull_policy, "always") && !streq(s->pull_policy, "if-missing") &&
+                !streq(s->pull_policy, "never"))
+                return nook_err_set(err, NOOK_E_INVALID,
+                        "Invalid spec: pullPolicy must be 'always', 'if-missing' or 'never', got '%s'",
+                        s->pull_policy);
         r = parse_files(o, s, err);
         if (r < 0)
                 return r;
@@ -427,6 +435,8 @@ char *sb_spec_to_json(const sb_spec *s) {
                 json_object_set_new(o, "maxMemoryMib", json_integer((json_int_t)s->max_memory_mib));
         if (s->pids_max)
                 json_object_set_new(o, "pidsMax", json_integer((json_int_t)s->pids_max));
+        if (s->pull_policy && !streq(s->pull_policy, "if-missing"))
+                json_object_set_new(o, "pullPolicy", json_string(s->pull_policy));
         if (s->volumes)
                 json_object_set(o, "volumes", s->volumes);
         if (s->scripts)

@@ -25,8 +25,9 @@ typedef struct sb_spec {
         unsigned cpus, max_cpus;
         uint64_t memory_mib, max_memory_mib;
         uint64_t pids_max;
-        json_t *volumes;     /* checked against the host by sb_volumes_parse() at create */
-        json_t *scripts;     /* {"name": "content"}: read-only under /.nook/scripts, on PATH */
+        char *pull_policy; /* "always" | "if-missing" (default) | "never" */
+        json_t *volumes; /* checked against the host by sb_volumes_parse() at create */
+        json_t *scripts; /* {"name": "content"}: read-only under /.nook/scripts, on PATH */
         json_t *setup_files; /* {"/abs/path": "text" | {"base64": "...", "mode": 420}} */
 } sb_spec;
 

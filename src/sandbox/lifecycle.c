@@ -591,7 +591,7 @@ int nook_sandbox_remove(nook *n, const char *name, nook_error *err) {
         if (has_rec) {
                 r = sb_reconcile(n, &rec, err);
                 if (r >= 0 && !streq(rec.state, "stopped"))
-                        r = stop_locked(n, &rec, 1000, "removed", err);
+                        r = stop_locked(n, &rec, /* timeout_ms= */ 0, "removed", err);
                 if (r < 0 && rec.supervisor_pid > 0) {
                         (void)kill(rec.supervisor_pid, SIGKILL);
                         (void)wait_gone(rec.supervisor_pid, rec.supervisor_start, 5000);

@@ -393,7 +393,8 @@ static void handle_client(sup *s, size_t i, short revents) {
         } else if (streq(op, "stop")) {
                 json_int_t t = json_integer_value(json_object_get(msg, "timeoutMs"));
                 c->wants_stopped = true;
-                begin_stop(s, "user", t > 0 && t < 3600000 ? (uint64_t)t : 10000);
+                json_t *tv = json_object_get(msg, "timeoutMs");
+                begin_stop(s, "user", json_is_integer(tv) && t >= 0 && t < 3600000 ? (uint64_t)t : 10000);
         } else if (streq(op, "status"))
                 client_send(c, status_msg(s));
         else if (!streq(op, "cancel") && !streq(op, "signal"))

@@ -47,9 +47,10 @@ static void help(FILE *f) {
                 "  --json       machine-readable output\n"
                 "  -h, --help   this help; 'nook COMMAND --help' for a command's\n"
                 "  --version    print the version\n\n"
-                "Images: 'host' (the default: the host's /usr read-only, no download) or a root\n"
-                "filesystem directory. Registry images, network egress and snapshots are not\n"
-                "in this version yet.\n\n"
+                "Images: 'host' (the default: the host's /usr read-only, no download), a root\n"
+                "filesystem directory, or a registry reference (alpine:3, ghcr.io/o/r:tag).\n"
+                "Network: off by default; --network public or policy for egress.\n"
+                "Snapshots are not in this version yet.\n\n"
                 "Example:\n  nook run -- sh -c 'echo hello from $(hostname)'\n");
 }
 

@@ -13,24 +13,30 @@ int nook_err_errno_(nook_error *err, nook_errc code, const char *fmt, ...) _prin
 int nook_err_errnum_(nook_error *err, nook_errc code, int errnum, const char *fmt, ...) _printf_(4, 5);
 int nook_err_oom_(nook_error *err);
 
-/* Fills err and returns -code (code must be a valid nook_errc other than NOOK_E_OK). */
+/* What the macros return: -code for a valid code, -NOOK_E_INTERNAL otherwise (as the functions
+ * store it), written so that both outcomes are visibly negative. */
+#define NOOK_ERRC_RET_(c) ((c) > NOOK_E_OK && (c) < _NOOK_E_MAX ? -(int)(c) : -(int)NOOK_E_INTERNAL)
+/* Fills err and returns -code. */
 #define nook_err_set(err, code, ...)                                                                        \
         ({                                                                                                  \
-                (void)nook_err_set_((err), (code), __VA_ARGS__);                                            \
-                -(int)(code);                                                                               \
+                nook_errc c_ = (code);                                                                      \
+                (void)nook_err_set_((err), c_, __VA_ARGS__);                                                \
+                NOOK_ERRC_RET_(c_);                                                                         \
         })
 /* Like nook_err_set, with errno appended as ": <strerror>" and kept in err->sys_errno.
  * Uses the current errno; call it right after the failing call. */
 #define nook_err_errno(err, code, ...)                                                                      \
         ({                                                                                                  \
-                (void)nook_err_errno_((err), (code), __VA_ARGS__);                                          \
-                -(int)(code);                                                                               \
+                nook_errc c_ = (code);                                                                      \
+                (void)nook_err_errno_((err), c_, __VA_ARGS__);                                              \
+                NOOK_ERRC_RET_(c_);                                                                         \
         })
 /* Same with an explicit errno value (positive). */
 #define nook_err_errnum(err, code, errnum, ...)                                                             \
         ({                                                                                                  \
-                (void)nook_err_errnum_((err), (code), (errnum), __VA_ARGS__);                               \
-                -(int)(code);                                                                               \
+                nook_errc c_ = (code);                                                                      \
+                (void)nook_err_errnum_((err), c_, (errnum), __VA_ARGS__);                                   \
+                NOOK_ERRC_RET_(c_);                                                                         \
         })
 /* Prefixes context: "pulling 'x': <old message>".  Returns -err->code. */
 int nook_err_wrap(nook_error *err, const char *fmt, ...) _printf_(2, 3);

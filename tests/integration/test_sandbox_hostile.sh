@@ -85,7 +85,7 @@ spec_fail '{"labels":"x"}' "labels" "with labels a string"
 spec_fail '{"image":"/nonexistent/rootfs"}' "/nonexistent/rootfs" "with an image path that does not exist"
 spec_fail '{"image":"/"}' "'/'" "with image '/'"
 spec_fail '{"image":42}' "image" "with image a number"
-spec_fail '{"network":"public"}' "public.*(not supported|missing|unavailable)" "with network public (a missing feature)"
+spec_fail '{"network":"off","ports":["8080:80"]}' "network" "publishing a port with the network off"
 spec_fail '{"network":"bogus"}' "network" "with an unknown network mode"
 spec_fail '{"persistence":"forever"}' "persistence" "with an unknown persistence"
 spec_fail '{"security":"none"}' "security" "with an unknown security profile"
@@ -112,7 +112,7 @@ opt_fail "--idle-timeout -1s" "idle-timeout" --idle-timeout -1s
 opt_fail "--image /nonexistent" "/nonexistent" --image /nonexistent
 opt_fail "--image /" "'/'" --image /
 opt_fail "--image of a regular file" "not a directory" --image /etc/hostname
-opt_fail "--network public" "public" --network public
+opt_fail "--network sometimes" "sometimes" --network sometimes
 opt_fail "-e NOEQ" "NOEQ" -e NOEQ
 opt_fail "-l bad" "bad" -l bad
 opt_fail "--security none" "none" --security none

@@ -80,12 +80,16 @@ describe("sandboxes", () => {
     assert.equal(me.state, "running");
   });
 
-  test("spec: unknown fields are invalid, unsupported ones missing_feature", async () => {
+  test("spec: unknown fields and bad values are invalid, a missing snapshot is refused", async () => {
     await rejectsWith(sandboxes.create(uniqueName("spec"), { nope: 1 }), "invalid");
-    // fields libnook does not implement yet (this list shrinks as nook grows: libnook decides)
-    await rejectsWith(sandboxes.create(uniqueName("spec"), { snapshot: "base" }), "missing_feature");
-    await rejectsWith(sandboxes.create(uniqueName("spec"), { pullPolicy: "always" }), "missing_feature");
+    await rejectsWith(sandboxes.create(uniqueName("spec"), { pullPolicy: "sometimes" }), "invalid");
     await rejectsWith(sandboxes.create(uniqueName("spec"), { persistence: "forever" }), "invalid");
+    // libnook decides: missing_feature while snapshots are not built, not_found once they are
+    await assert.rejects(sandboxes.create(uniqueName("spec"), { snapshot: "no-such-snapshot" }), (err) => {
+      assert.ok(err instanceof SandboxError, `expected a SandboxError, got ${err}`);
+      assert.ok(["missing_feature", "not_found"].includes(err.code), `${err.code}: ${err.message}`);
+      return true;
+    });
   });
 
   test("creating a running name again is refused with exists", async () => {

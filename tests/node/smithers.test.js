@@ -240,15 +240,24 @@ describe("provider", () => {
   });
 
   for (const [what, options, config] of [
-    ["snapshot", { snapshot: "base" }, {}],
-    ["workspace.snapshotId", {}, { workspace: { snapshotId: "snap" } }],
-    ["pullPolicy", { pullPolicy: "always" }, {}],
+    ["snapshot", { snapshot: "no-such-snapshot" }, {}],
+    ["workspace.snapshotId", {}, { workspace: { snapshotId: "no-such-snapshot" } }],
   ]) {
-    test(`${what} fails with nook's missing_feature`, async () => {
+    // libnook decides: missing_feature while snapshots are not built, not_found once they are
+    test(`${what} of a snapshot that is not there fails with nook's answer`, async () => {
       const { request: req } = request({ config });
-      await rejectsCode(provider(options).run(req), "missing_feature");
+      await assert.rejects(provider(options).run(req), (err) => {
+        assert.ok(err instanceof SandboxError, `expected SandboxError, got ${err && err.stack}`);
+        assert.ok(["missing_feature", "not_found"].includes(err.code), `${err.code}: ${err.message}`);
+        return true;
+      });
     });
   }
+
+  test("a bad pullPolicy fails with nook's invalid", async () => {
+    const { request: req } = request({ config: {} });
+    await rejectsCode(provider({ pullPolicy: "sometimes" }).run(req), "invalid");
+  });
 
   for (const [what, config] of [
     ["cpuLimit", { cpuLimit: 1.5 }],

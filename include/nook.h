@@ -263,6 +263,38 @@ NOOK_PUBLIC int nook_image_remove(nook *n, const char *ref, nook_error *err);
 /* Removes images without names that nothing uses, then blobs and layers no image uses. */
 NOOK_PUBLIC int nook_image_prune(nook *n, uint64_t *ret_freed_bytes, nook_error *err);
 
+/* ---- snapshots ------------------------------------------------------------------------------ */
+
+/* A snapshot is the disk state of a stopped sticky sandbox: its writable root layer (files,
+ * modes, ownership, user.* xattrs, deletions of image files) on top of the image it was booted
+ * from, and with NOOK_SNAPSHOT_WITH_WORKSPACE its workspace too.  Never memory, processes,
+ * sockets or devices.  Content-addressed ("sha256:..."), stored once, named; a sandbox boots from
+ * one with the spec field "snapshot": NAME or digest (cold boot: its image is the snapshot's
+ * base, its workspace restored from the snapshot when it has one and the workspace is empty).
+ * Snapshot JSON: {"name", "digest", "base", "parent", "withWorkspace", "holds", "sourceSandbox",
+ * "createdAt", "rootfsSize", "workspaceSize", "path"}; inspect adds "usedBy". */
+#define NOOK_SNAPSHOT_WITH_WORKSPACE (1u << 0)
+
+/* Progress of a long copy, called about every 100 ms and once at the end. */
+typedef void (*nook_progress_fn)(void *userdata, uint64_t done, uint64_t total);
+
+/* Refused with NOOK_E_STATE for a running sandbox (stop it first) and for an ephemeral one (its
+ * layer is gone at stop: create it sticky).  name NULL: "<sandbox>-<epoch seconds>". */
+NOOK_PUBLIC int nook_snapshot_create(
+        nook *n, const char *sandbox, const char *name, unsigned flags, char **ret_json, nook_error *err);
+/* A JSON array of snapshot objects, newest first. */
+NOOK_PUBLIC int nook_snapshot_list(nook *n, char **ret_json, nook_error *err);
+NOOK_PUBLIC int nook_snapshot_inspect(nook *n, const char *snap, char **ret_json, nook_error *err);
+/* Refused (NOOK_E_BUSY) naming the sandbox whose spec boots from it, or the snapshot taken on it. */
+NOOK_PUBLIC int nook_snapshot_remove(nook *n, const char *snap, nook_error *err);
+/* One file: a zstd-compressed tar of snapshot.json and the layer tars.  progress may be NULL. */
+NOOK_PUBLIC int nook_snapshot_export(nook *n, const char *snap, const char *path, nook_progress_fn progress,
+        void *userdata, nook_error *err);
+/* Verifies every digest and unpacks with the image layer rules; a corrupted, truncated or hostile
+ * file is refused (NOOK_E_REFUSED) and leaves nothing behind.  name NULL: the name in the file. */
+NOOK_PUBLIC int nook_snapshot_import(nook *n, const char *path, const char *name, nook_progress_fn progress,
+        void *userdata, char **ret_json, nook_error *err);
+
 #ifdef __cplusplus
 }
 #endif

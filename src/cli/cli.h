@@ -52,3 +52,4 @@ int cmd_stats(int argc, char **argv);
 int cmd_update(int argc, char **argv);
 int cmd_volume(int argc, char **argv);
 int cmd_prune(int argc, char **argv);
+int cmd_snapshot(int argc, char **argv);

@@ -30,6 +30,7 @@ static const cli_command commands[] = {
         { "ws", cmd_ws, "Workspace files: path, write, cat, ls, rm, mkdir, mv" },
         { "volume", cmd_volume, "Named volumes: create, ls, rm" },
         { "image", cmd_image, "Registry images: pull, ls, inspect, rm, prune" },
+        { "snapshot", cmd_snapshot, "Snapshots (disk state only): create, ls, inspect, rm, export, import" },
         { "doctor", cmd_doctor, "Check what this host offers nook" },
 };
 
@@ -50,7 +51,7 @@ static void help(FILE *f) {
                 "Images: 'host' (the default: the host's /usr read-only, no download), a root\n"
                 "filesystem directory, or a registry reference (alpine:3, ghcr.io/o/r:tag).\n"
                 "Network: off by default; --network public or policy for egress.\n"
-                "Snapshots are not in this version yet.\n\n"
+                "Snapshots hold disk state only (never memory, processes, sockets or devices).\n\n"
                 "Example:\n  nook run -- sh -c 'echo hello from $(hostname)'\n");
 }
 

@@ -252,6 +252,8 @@ int spec_opt_apply(const char *cmd, json_t *spec, int opt, const char *arg) {
                 return add_file_map(cmd, spec, "scripts", "script", arg);
         case 1017:
                 return add_file_map(cmd, spec, "setupFiles", "setup-file", arg);
+        case 1018:
+                return json_object_set_new(spec, "snapshot", json_string(arg)) < 0 ? -1 : 1;
         default:
                 return 0;
         }

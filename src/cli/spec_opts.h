@@ -34,7 +34,8 @@
         { "tmpfs", required_argument, NULL, 1014 },                     \
         { "allow-sensitive-volume", no_argument, NULL, 1015 },          \
         { "script", required_argument, NULL, 1016 },                    \
-        { "setup-file", required_argument, NULL, 1017 }
+        { "setup-file", required_argument, NULL, 1017 },                \
+        { "snapshot", required_argument, NULL, 1018 }
 /* clang-format on */
 
 #define SPEC_OPTS_HELP                                                                                      \
@@ -65,6 +66,8 @@
         "  --allow-sensitive-volume  allow binding credential folders, sockets, /proc...\n"                 \
         "  --script NAME=FILE     a script on PATH, read-only under /.nook/scripts\n"                       \
         "  --setup-file PATH=FILE write FILE's content at guest PATH before the first exec\n"               \
+        "  --snapshot SNAP        cold-boot from a snapshot (name or digest): its disk state over its\n"    \
+        "                         image; restores its workspace into an empty one\n"                        \
         "  --spec FILE            a JSON spec (- for stdin); the options above override it\n"
 
 /* Applies one parsed option to the spec; returns 1 if it was a spec option, 0 if not, <0 with

@@ -26,6 +26,7 @@
 #include "sandbox/image.h"
 #include "sandbox/lifecycle.h"
 #include "sandbox/provision.h"
+#include "sandbox/snapshot.h"
 #include "sandbox/spec.h"
 #include "store/store.h"
 #include "isolate/net.h"
@@ -63,6 +64,10 @@ static int lock_name(nook *n, const char *name, int *ret_fd, nook_error *err) {
         }
         *ret_fd = fd;
         return 0;
+}
+
+int sb_lock(nook *n, const char *name, int *ret_fd, nook_error *err) {
+        return lock_name(n, name, ret_fd, err);
 }
 
 /* ---- the supervisor -------------------------------------------------------------------------- */
@@ -254,7 +259,8 @@ static int prepare_state(nook *n, const char *name, const sb_spec *spec, bool ke
                 return r;
 
         sb_image img = { 0 };
-        r = sb_image_resolve(n, spec->image, spec->pull_policy, &img, err);
+        r = spec->snapshot ? sb_snapshot_image(n, spec, wsdir, &img, err)
+                           : sb_image_resolve(n, spec->image, spec->pull_policy, &img, err);
         if (r < 0)
                 return r;
         /* The image's env goes below the spec's; its user is the default when the spec has none. */
@@ -406,7 +412,9 @@ int nook_sandbox_create(nook *n, const char *name, const char *spec_json, unsign
                 return r;
         if ((r = sb_spec_parse(spec_json, &spec, err)) < 0)
                 return r;
-        r = lock_name(n, name, &lock, err);
+        r = sb_snapshot_fill_spec(n, &spec, err);
+        if (r >= 0)
+                r = lock_name(n, name, &lock, err);
         if (r >= 0)
                 r = create_locked(n, name, &spec, flags, err);
         sb_spec_done(&spec);

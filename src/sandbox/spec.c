@@ -30,15 +30,14 @@ void sb_spec_done(sb_spec *s) {
         json_decref(s->volumes);
         json_decref(s->scripts);
         json_decref(s->setup_files);
+        free(s->snapshot);
         memset(s, 0, sizeof(*s));
 }
 
-/* Fields that a later version of nook implements: refused clearly instead of ignored. */
-static const char *const not_yet[] = { "snapshot" };
-static const char *const known[] = { "pullPolicy", "networkPolicy", "ports", "volumes", "scripts",
-        "setupFiles", "cpus", "maxCpus", "memoryMib", "maxMemoryMib", "memory", "pidsMax", "image", "env",
-        "labels", "persistence", "maxDurationSecs", "idleTimeoutSecs", "security", "network", "workdir",
-        "user" };
+static const char *const known[] = { "snapshot", "pullPolicy", "networkPolicy", "ports", "volumes",
+        "scripts", "setupFiles", "cpus", "maxCpus", "memoryMib", "maxMemoryMib", "memory", "pidsMax",
+        "image", "env", "labels", "persistence", "maxDurationSecs", "idleTimeoutSecs", "security", "network",
+        "workdir", "user" };
 
 static bool in_list(const char *k, const char *const *l, size_t n) {
         for (size_t i = 0; i < n; i++)
@@ -154,9 +153,6 @@ static int check_fields(json_t *o, nook_error *err) {
         const char *k;
         json_t *v;
         json_object_foreach(o, k, v) {
-                if (in_list(k, not_yet, ELEMENTSOF(not_yet)))
-                        return nook_err_set(err, NOOK_E_MISSING_FEATURE,
-                                "Spec field '%s' is not supported by this version of nook yet", k);
                 if (!in_list(k, known, ELEMENTSOF(known)))
                         return nook_err_set(err, NOOK_E_INVALID, "Invalid spec: unknown field '%s'", k);
         }
@@ -374,6 +370,12 @@ static int parse_fields(json_t *o, sb_spec *s, nook_error *err) {
         r = parse_files(o, s, err);
         if (r < 0)
                 return r;
+        /* a name or a digest; which snapshot it is, is resolved at create (sb_snapshot_fill_spec) */
+        if ((r = get_string(o, "snapshot", NULL, &s->snapshot, err)) < 0)
+                return r;
+        if (s->snapshot && (strlen(s->snapshot) == 0 || strlen(s->snapshot) > 80))
+                return nook_err_set(err, NOOK_E_INVALID,
+                        "Invalid spec: snapshot '%.80s' is not a snapshot name or digest", s->snapshot);
         return resolve_image(s, err);
 }
 
@@ -443,6 +445,8 @@ char *sb_spec_to_json(const sb_spec *s) {
                 json_object_set(o, "scripts", s->scripts);
         if (s->setup_files)
                 json_object_set(o, "setupFiles", s->setup_files);
+        if (s->snapshot)
+                json_object_set_new(o, "snapshot", json_string(s->snapshot));
         char *t = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
         json_decref(o);
         return t;

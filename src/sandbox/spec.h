@@ -26,6 +26,7 @@ typedef struct sb_spec {
         uint64_t memory_mib, max_memory_mib;
         uint64_t pids_max;
         char *pull_policy; /* "always" | "if-missing" (default) | "never" */
+        char *snapshot; /* a snapshot name or digest; its digest once sb_snapshot_fill_spec ran */
         json_t *volumes; /* checked against the host by sb_volumes_parse() at create */
         json_t *scripts; /* {"name": "content"}: read-only under /.nook/scripts, on PATH */
         json_t *setup_files; /* {"/abs/path": "text" | {"base64": "...", "mode": 420}} */

@@ -201,7 +201,8 @@ Test(spec, not_json_or_not_an_object) {
 Test(spec, unknown_and_not_yet_fields) {
         parse_fails("{\"cpu\": 1}", NOOK_E_INVALID, "unknown field", "'cpu'");
         parse_fails("{\"memoryMB\": 1}", NOOK_E_INVALID, "'memoryMB'");
-        parse_fails("{\"snapshot\": \"x\"}", NOOK_E_MISSING_FEATURE, "snapshot");
+        parse_fails("{\"snapshot\": 1}", NOOK_E_INVALID, "snapshot");
+        parse_fails("{\"snapshot\": \"\"}", NOOK_E_INVALID, "snapshot");
 }
 
 Test(spec, wrong_types_name_the_field) {

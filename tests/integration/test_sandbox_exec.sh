@@ -41,7 +41,7 @@ ws=$(field ex .workspace)
 # The probe: cp, then check whether the executable bit survived.
 run_nook cp "$NOOK_PROBE" ex:/probe
 is "$status" 0 "nook cp of the probe into the workspace"
-check "nook cp keeps the executable bit # TODO bug: the copy is 0644" test -x "$ws/probe"
+check "nook cp keeps the executable bit" test -x "$ws/probe"
 "$NOOK" exec ex -- chmod 0755 /workspace/probe >/dev/null 2>&1
 
 # ---- exit statuses -------------------------------------------------------------------------
@@ -132,7 +132,7 @@ start=$(date +%s%N)
 NOOK_TEST_TIMEOUT=20 run_nook exec --timeout 1s ex -- "/workspace/probe-$tag" sleep-tree 8
 ms=$((($(date +%s%N) - start) / 1000000))
 is "$status" 124 "--timeout 1s: exit status 124"
-if ((ms < 4000)); then ok "--timeout 1s: nook exec returned after ${ms} ms"; else not_ok "--timeout 1s: nook exec returns within 4 s # TODO bug: often waits for the command's own end" "took ${ms} ms"; fi
+if ((ms < 4000)); then ok "--timeout 1s: nook exec returned after ${ms} ms"; else not_ok "--timeout 1s: nook exec returns within 4 s" "took ${ms} ms"; fi
 like "$err" "timed out" "--timeout: the message says it timed out"
 if wait_gone "$tag" 3; then ok "--timeout: no process of the tree remains (host ps)"; else not_ok "--timeout: no process of the tree remains (host ps)" "left: $(tree_pids "$tag")"; kill_tree "$tag"; fi
 run_nook exec ex -- ps -eo args
@@ -147,7 +147,7 @@ for _ in $(seq 30); do [[ $(tree_pids "$tag" | wc -w) -ge 3 ]] && break; sleep 0
 is "$(tree_pids "$tag" | wc -w)" 3 "the probe's sleep-tree is running (3 processes)"
 kill -9 "$client"
 wait "$client" 2>/dev/null
-if wait_gone "$tag" 3; then ok "kill -9 of the nook exec client kills its command's whole tree"; else not_ok "kill -9 of the nook exec client kills its command's whole tree # TODO bug: the tree keeps running" "still running after 3 s: $(tree_pids "$tag")"; kill_tree "$tag"; fi
+if wait_gone "$tag" 3; then ok "kill -9 of the nook exec client kills its command's whole tree"; else not_ok "kill -9 of the nook exec client kills its command's whole tree" "still running after 3 s: $(tree_pids "$tag")"; kill_tree "$tag"; fi
 
 # ---- --detach ------------------------------------------------------------------------------
 start=$(date +%s%N)

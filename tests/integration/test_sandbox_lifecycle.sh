@@ -61,7 +61,7 @@ run_nook rm other
 
 # Options after NAME, as the usage line 'nook create NAME [OPTIONS]' shows.
 run_nook create optsafter --idle-timeout 30s
-is "$status" 0 "create NAME --idle-timeout 30s (options after the name) works # TODO bug: refused as 'expected exactly one sandbox NAME'"
+is "$status" 0 "create NAME --idle-timeout 30s (options after the name) works"
 run_nook rm optsafter
 
 # ---- running name: refused, then --replace ------------------------------------------------

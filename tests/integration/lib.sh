@@ -286,3 +286,10 @@ _nook_cgroups_before=$(_nook_cgroups)
 trap _tap_finish EXIT
 trap 'exit 130' INT TERM
 diag "NOOK_HOME=$NOOK_HOME stage=${NOOK_TEST_STAGE:-manual} uid=$(id -u) must_work=${NOOK_MUST_WORK:-0}"
+
+# can_become_nook_test: true when this test can run commands as the unprivileged user nook-test
+# (real root only: inside `unshare -r` runuser cannot set groups).
+can_become_nook_test() {
+        [[ $(id -u) == 0 ]] && id nook-test >/dev/null 2>&1 && command -v runuser >/dev/null &&
+                runuser -u nook-test -- true 2>/dev/null
+}

@@ -88,7 +88,7 @@ expect_fail 2 "an unknown argument" doctor --bogus
 run_nook doctor --help
 is "$status" 0 "doctor --help exits 0"
 
-if [[ $(id -u) == 0 ]] && id nook-test >/dev/null 2>&1; then
+if can_become_nook_test; then
         uhome=$(runuser -u nook-test -- mktemp -d /var/tmp/nook-test-doc.XXXXXXXX)
         uout=$(runuser -u nook-test -- env NOOK_HOME="$uhome" "$NOOK" doctor --json 2>&1)
         ustatus=$?

@@ -68,7 +68,7 @@ rootless_refusal() {
         is "$(cgdirs rl1)" "" "rootless: no cgroup after the refused create"
 }
 
-if [[ $(id -u) == 0 ]] && id nook-test >/dev/null 2>&1 && command -v runuser >/dev/null; then
+if can_become_nook_test; then
         uhome=$(runuser -u nook-test -- mktemp -d /var/tmp/nook-test-rl.XXXXXXXX)
         rootless_refusal "$uhome" runuser -u nook-test --
         rm -rf "$uhome"

@@ -249,6 +249,8 @@ static int check_content(json_t *m, nook_error *err) {
                 if (!streq(k, "format") && !streq(k, "base") && !streq(k, "parent") && !streq(k, "rootfs") &&
                         !streq(k, "workspace"))
                         return refuse_file(err, "snapshot.json has an unknown content field");
+                if ((streq(k, "parent") || streq(k, "workspace")) && json_is_null(v))
+                        continue; /* none */
                 if (!json_is_string(v) || strlen(json_string_value(v)) != json_string_length(v) ||
                         json_string_length(v) > PATH_MAX)
                         return refuse_file(
@@ -259,9 +261,9 @@ static int check_content(json_t *m, nook_error *err) {
                 return refuse_file(err, "it is not a " SNAPSHOT_FORMAT " snapshot");
         if (!json_object_get(c, "base") ||
                 !image_digest_valid(json_string_value(json_object_get(c, "rootfs"))) ||
-                (json_object_get(c, "workspace") &&
+                (json_is_string(json_object_get(c, "workspace")) &&
                         !image_digest_valid(json_string_value(json_object_get(c, "workspace")))) ||
-                (json_object_get(c, "parent") &&
+                (json_is_string(json_object_get(c, "parent")) &&
                         !image_digest_valid(json_string_value(json_object_get(c, "parent")))))
                 return refuse_file(err, "snapshot.json lacks a base image or has a malformed digest");
         if (!image_digest_valid(digest))
@@ -330,7 +332,8 @@ static int read_import(nook *n, int fd, const char *tmp, progress *p, json_t **r
         (void)archive_read_support_filter_zstd(a);
         (void)archive_read_support_format_tar(a);
         if (archive_read_open(a, rd, NULL, read_cb, NULL) != ARCHIVE_OK)
-                return refuse_file(err, "it is not a zstd-compressed tar");
+                return refuse_file(err,
+                        "it is not a complete zstd-compressed tar (truncated, damaged or another format)");
         if ((rc = archive_read_next_header(a, &e)) != ARCHIVE_OK)
                 return refuse_file(err, "it is empty, truncated or not a snapshot export");
         if (archive_filter_code(a, 0) != ARCHIVE_FILTER_ZSTD)
@@ -375,6 +378,40 @@ static void drop_check(const char *tmp) {
                 (void)image_rm_tree(fd, "check", &ignore);
 }
 
+static json_t *int_or_null(json_t *v) {
+        return json_is_integer(v) && json_integer_value(v) >= 0 ? json_incref(v) : NULL;
+}
+
+static json_t *file_size(const char *dir, const char *name) {
+        _cleanup_free_ char *p = strprintf("%s/%s", dir, name);
+        struct stat st;
+        return p && stat(p, &st) >= 0 ? json_integer((json_int_t)st.st_size) : NULL;
+}
+
+/* Only the verified content is taken as is; the descriptive fields are checked or recomputed. */
+static json_t *local_meta(const char *tmp, json_t *meta) {
+        const char *bd = json_string_value(json_object_get(meta, "baseDigest"));
+        bool ws = json_is_string(json_object_get(json_object_get(meta, "content"), "workspace"));
+        return json_pack("{s:O, s:o?, s:o?, s:o?, s:s?}", "content", json_object_get(meta, "content"),
+                "createdAt", int_or_null(json_object_get(meta, "createdAt")), "rootfsSize",
+                file_size(tmp, "rootfs.tar"), "workspaceSize", ws ? file_size(tmp, "workspace.tar") : NULL,
+                "baseDigest", image_digest_valid(bd) ? bd : NULL);
+}
+
+/* A snapshot taken on another one needs that one here first. */
+static int check_parent(nook *n, json_t *meta, nook_error *err) {
+        const char *parent = json_string_value(json_object_get(json_object_get(meta, "content"), "parent"));
+        json_t *m = NULL;
+        if (!parent)
+                return 0;
+        if (sb_snapshot_load(n, parent, NULL, &m, err) < 0)
+                return nook_err_set(err, NOOK_E_NOT_FOUND,
+                        "The snapshot was taken on snapshot %s, which is not here; import that one first",
+                        parent);
+        json_decref(m);
+        return 0;
+}
+
 int nook_snapshot_import(nook *n, const char *path, const char *name, nook_progress_fn fn, void *userdata,
         char **ret_json, nook_error *err) {
         _cleanup_free_ char *tmp = NULL, *rname = NULL;
@@ -394,6 +431,8 @@ int nook_snapshot_import(nook *n, const char *path, const char *name, nook_progr
         if ((r = sb_snapshot_tmpdir(n, "import", &tmp, err)) < 0)
                 return r;
         r = read_import(n, fd, tmp, &p, &meta, err);
+        if (r >= 0)
+                r = check_parent(n, meta, err);
         if (r >= 0) {
                 drop_check(tmp);
                 const char *given = json_string_value(json_object_get(meta, "name"));
@@ -404,11 +443,7 @@ int nook_snapshot_import(nook *n, const char *path, const char *name, nook_progr
                         r = nook_err_oom(err);
         }
         if (r >= 0) {
-                json_t *local = json_pack("{s:O, s:O?, s:O?, s:O?, s:O?}", "content",
-                        json_object_get(meta, "content"), "createdAt", json_object_get(meta, "createdAt"),
-                        "rootfsSize", json_object_get(meta, "rootfsSize"), "workspaceSize",
-                        json_object_get(meta, "workspaceSize"), "baseDigest",
-                        json_object_get(meta, "baseDigest"));
+                json_t *local = local_meta(tmp, meta);
                 r = local ? sb_snapshot_commit(n, tmp, local, rname, ret_json, err) : nook_err_oom(err);
                 json_decref(local);
         }

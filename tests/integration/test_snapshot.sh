@@ -1,0 +1,231 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# Snapshots (issue 7): files added, changed and deleted in the rootfs (whiteouts, an opaque
+# directory), modes and ownership survive snapshot -> create --snapshot; the workspace comes
+# back with --with-workspace; a secret given to an exec is in neither the snapshot nor its
+# export; a running or ephemeral sandbox is refused; identical content is stored once; a snapshot
+# survives its source and serves many sandboxes; rm of one in use is refused naming the sandbox;
+# export/import on a fresh NOOK_HOME gives the same digest; corrupted, truncated and hostile
+# files are refused with nothing left behind.
+. "$(dirname "$0")/lib.sh"
+
+require_bin "$NOOK"
+command -v jq >/dev/null || plan skip_all "jq is needed to read nook's JSON"
+command -v zstd >/dev/null || plan skip_all "zstd is needed to take export files apart"
+command -v busybox >/dev/null || plan skip_all "busybox is needed for the test root filesystem"
+plan 51
+
+ROOT=0
+[[ $(id -u) == 0 ]] && ROOT=1
+D=$(mktemp -d /var/tmp/nook-test-snap.XXXXXXXX) || bail_out "mktemp"
+chmod 0755 "$D"
+H2=$(mktemp -d /var/tmp/nook-test-snap2.XXXXXXXX) || bail_out "mktemp"
+chmod 0700 "$H2"
+SECRET="nook-secret-sentinel-$RANDOM$RANDOM"
+cleanup_extra() {
+        local rc=$? s
+        for s in $(NOOK_HOME=$H2 "$NOOK" ls -q 2>/dev/null); do NOOK_HOME=$H2 "$NOOK" rm "$s" >/dev/null 2>&1; done
+        chmod -R u+rwX "$D" "$H2" 2>/dev/null
+        rm -rf "$D" "$H2"
+        (exit $rc)
+        _tap_finish
+}
+trap cleanup_extra EXIT
+
+# A busybox root filesystem owned by the sandbox's root (host uid 100000000 as root, us otherwise).
+R="$D/rootfs"
+mkdir -p "$R/bin" "$R/etc" "$R/data/sub" "$R/tmp"
+cp "$(command -v busybox)" "$R/bin/busybox"
+for a in sh ls cat echo rm mkdir chmod chown stat touch ln test grep; do ln -s busybox "$R/bin/$a"; done
+echo original >"$R/etc/issue"
+echo keep >"$R/etc/motd"
+echo a >"$R/data/sub/a"
+echo b >"$R/data/b"
+[[ $ROOT == 1 ]] && chown -R 100000000:100000000 "$R"
+
+sx() { run_nook exec "$1" --sh "$2"; }
+
+# nothing_stored DESC: no snapshot record, nothing under <home>/snapshots.
+nothing_stored() {
+        local home=${2:-$NOOK_HOME} o
+        o=$(NOOK_HOME=$home "$NOOK" snapshot ls -q 2>&1)
+        o+=$(find "$home/snapshots" -mindepth 1 -maxdepth 1 2>/dev/null)
+        is "$o" "" "$1: no snapshot record and nothing under snapshots/"
+}
+
+# ---- the source sandbox ---------------------------------------------------------------------------
+run_nook create src --sticky --image "$R"
+is "$status" 0 "create a sticky sandbox from a root filesystem directory"
+run_nook ls
+like "$out" "src +running +sticky" "ls shows the sandbox as sticky"
+sx src 'echo added >/etc/added && echo changed >>/etc/motd && rm /etc/issue &&
+        rm -rf /data && mkdir /data && echo fresh >/data/only &&
+        mkdir -p /opt/d && echo x >/opt/d/f && chmod 0640 /opt/d/f && chmod 0750 /opt/d &&
+        ln /opt/d/f /opt/d/hardlink && ln -s ../etc/added /opt/sym'
+is "$status" 0 "add, change and delete files in the root filesystem"
+if [[ $ROOT == 1 ]]; then
+        sx src 'chown 1234:2345 /opt/d/f && chmod 4750 /opt/d/f'
+        is "$status" 0 "give a file another owner and the setuid bit"
+else
+        skip_expected "rootless: one uid mapped, no other owner to give a file"
+fi
+SECRET_VALUE=$SECRET run_nook exec --secret-env SECRET_VALUE src --sh 'test -n "$SECRET_VALUE" && echo used'
+is "$out" "used" "an exec saw the secret"
+echo from-workspace >"$("$NOOK" ws path src)/w.txt"
+run_nook ws write src /ws2.txt "$R/etc/motd"
+
+expect_fail 1 "a running sandbox is refused" snapshot create src s-run
+like "$err" "running; stop it first" "the refusal says to stop it first"
+nothing_stored "after the refused running snapshot"
+
+run_nook create eph --image "$R"
+run_nook stop eph
+expect_fail 1 "an ephemeral sandbox is refused" snapshot create eph s-eph
+like "$err" "ephemeral.*--sticky" "the refusal says to create it with --sticky"
+run_nook rm eph
+
+run_nook stop src
+run_nook snapshot create --with-workspace src snap1
+is "$status" 0 "snapshot of the stopped sticky sandbox"
+DIGEST=$(awk '{print $2}' <<<"$out")
+like "$DIGEST" "^sha256:[0-9a-f]{64}$" "it has a content digest"
+run_nook snapshot create --with-workspace src snap-again
+is "$status" 1 "the same content under another name is refused"
+like "$err" "snap1.*stored once" "the refusal names the snapshot that holds it"
+run_nook snapshot inspect snap1
+is "$(jq -r '.withWorkspace, .holds, .sourceSandbox' <<<"$out" | tr '\n' ' ')" \
+        "true root filesystem and workspace src " "inspect says what it holds"
+like "$(jq -r .note <<<"$out")" "never memory" "inspect says disk state only"
+
+SDIR="$NOOK_HOME/snapshots/${DIGEST#sha256:}"
+check "the snapshot directory exists" test -d "$SDIR/rootfs"
+if grep -rqa "$SECRET" "$SDIR" 2>/dev/null; then
+        not_ok "the secret is not in the snapshot directory"
+else
+        ok "the secret is not in the snapshot directory"
+fi
+
+# ---- boot from it, after its source is gone ----------------------------------------------------------
+run_nook rm src
+is "$status" 0 "remove the source sandbox"
+run_nook create b1 --snapshot snap1
+is "$status" 0 "create a sandbox from the snapshot"
+sx b1 'cat /etc/added /etc/motd /data/only'
+is "$out" $'added\nkeep\nchanged\nfresh' "added and changed files are there"
+sx b1 'test -e /etc/issue || echo gone; test -e /data/b || echo gone2; test -e /data/sub || echo gone3'
+is "$out" $'gone\ngone2\ngone3' "deleted files and the replaced directory's old content stay deleted"
+sx b1 'stat -c "%a %i" /opt/d/f /opt/d/hardlink | awk "{print \$1}"; stat -c %a /opt/d; readlink /opt/sym'
+if [[ $ROOT == 1 ]]; then
+        is "$out" $'4750\n4750\n750\n../etc/added' "modes (setuid too), hard link and symlink preserved"
+else
+        is "$out" $'640\n640\n750\n../etc/added' "modes, hard link and symlink preserved"
+fi
+sx b1 'stat -c "%i" /opt/d/f /opt/d/hardlink | sort -u | wc -l'
+is "$out" "1" "the hard link is still one file"
+if [[ $ROOT == 1 ]]; then
+        sx b1 'stat -c "%u:%g" /opt/d/f'
+        is "$out" "1234:2345" "ownership preserved"
+else
+        skip_expected "rootless: ownership other than root cannot exist"
+fi
+sx b1 'cat /workspace/w.txt /workspace/ws2.txt'
+is "$out" $'from-workspace\nkeep' "the workspace is restored"
+sx b1 'echo mine >/etc/added'
+run_nook create b2 --snapshot "$DIGEST"
+is "$status" 0 "a second sandbox from the same snapshot, by digest"
+sx b2 'cat /etc/added'
+is "$out" "added" "sandboxes from one snapshot do not share their writes"
+run_nook create b3 --snapshot snap1 --image /nonexistent-base
+is "$status" 1 "another image with a snapshot is refused"
+
+expect_fail 1 "rm of a snapshot in use" snapshot rm snap1
+like "$err" "in use by sandbox 'b[12]'" "the refusal names the sandbox"
+run_nook snapshot inspect snap1
+is "$(jq -r '[.usedBy[].sandbox] | sort | join(",")' <<<"$out")" "b1,b2" "inspect lists who uses it"
+
+# ---- export / import ---------------------------------------------------------------------------------
+X="$D/snap1.nsnap"
+run_nook snapshot export snap1 "$X"
+is "$status" 0 "export to one file"
+like "$(zstd -dc "$X" | tar t | tr '\n' ' ')" "^snapshot.json rootfs.tar workspace.tar $" \
+        "the export is a zstd tar of the description and the layers"
+if zstd -dc "$X" | grep -qa "$SECRET"; then
+        not_ok "the secret is not in the export"
+else
+        ok "the secret is not in the export"
+fi
+NOOK_HOME=$H2 run_nook snapshot import "$X"
+is "$status" 0 "import on a fresh NOOK_HOME"
+is "$(awk '{print $2}' <<<"$out")" "$DIGEST" "the round trip gives the same digest"
+NOOK_HOME=$H2 run_nook create c1 --snapshot snap1
+sx_h2() { NOOK_HOME=$H2 run_nook exec "$1" --sh "$2"; }
+sx_h2 c1 'cat /etc/added /workspace/w.txt; test -e /etc/issue || echo gone'
+is "$out" $'added\nfrom-workspace\ngone' "a sandbox boots from the imported snapshot"
+NOOK_HOME=$H2 run_nook rm c1
+
+H3=$(mktemp -d /var/tmp/nook-test-snap3.XXXXXXXX)
+chmod 0700 "$H3"
+# corrupt FILE DESC: import is refused and leaves nothing behind.
+refused_import() {
+        NOOK_HOME=$H3 run_nook snapshot import "$1" victim
+        if [[ $status == 1 && "$err" == *Refusing* ]]; then ok "$2 is refused"; else not_ok "$2 is refused" "status $status" "$err"; fi
+        diag "$2: $err"
+        nothing_stored "$2" "$H3"
+}
+size=$(stat -c %s "$X")
+head -c $((size / 2)) "$X" >"$D/trunc.nsnap"
+refused_import "$D/trunc.nsnap" "a truncated export"
+# flip bits inside the decompressed layer, recompress: the digests catch it
+mkdir "$D/t" && zstd -dc "$X" | tar x -C "$D/t"
+python3 - "$D/t/rootfs.tar" <<'EOF'
+import sys
+p = sys.argv[1]
+b = bytearray(open(p, "rb").read())
+i = b.find(b"added\n")
+b[i] ^= 0x20
+open(p, "wb").write(bytes(b))
+EOF
+(cd "$D/t" && tar --format=pax -c snapshot.json rootfs.tar workspace.tar | zstd -q -o "$D/corrupt.nsnap")
+refused_import "$D/corrupt.nsnap" "a corrupted layer"
+head -c 4096 /dev/urandom >"$D/random.nsnap"
+refused_import "$D/random.nsnap" "random bytes"
+
+# hostile: a layer with '../' and one writing through a symlink, with every digest consistent
+make_hostile() {
+        python3 - "$D/h" "$1" <<'EOF'
+import hashlib, io, json, os, sys, tarfile
+out, kind = sys.argv[1], sys.argv[2]
+os.makedirs(out, exist_ok=True)
+buf = io.BytesIO()
+with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as t:
+    def add(name, data=b"", typ=tarfile.REGTYPE, link=""):
+        i = tarfile.TarInfo(name); i.type = typ; i.linkname = link; i.size = len(data)
+        t.addfile(i, io.BytesIO(data) if data else None)
+    if kind == "dotdot":
+        add("../../../../tmp/nook-snap-escape", b"x")
+    else:
+        add("esc", typ=tarfile.SYMTYPE, link="/tmp")
+        add("esc/nook-snap-escape", b"x")
+layer = buf.getvalue()
+d = "sha256:" + hashlib.sha256(layer).hexdigest()
+content = {"format": "nook.snapshot.v1", "base": "host", "parent": None, "rootfs": d, "workspace": None}
+canon = json.dumps(content, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+meta = {"content": content, "digest": "sha256:" + hashlib.sha256(canon.encode()).hexdigest(), "name": "evil"}
+open(os.path.join(out, "snapshot.json"), "w").write(json.dumps(meta))
+open(os.path.join(out, "rootfs.tar"), "wb").write(layer)
+EOF
+        rm -f "$D/hostile.nsnap"
+        (cd "$D/h" && tar --format=pax -c snapshot.json rootfs.tar | zstd -q -o "$D/hostile.nsnap")
+}
+make_hostile dotdot
+refused_import "$D/hostile.nsnap" "a layer entry with '..'"
+make_hostile symlink
+refused_import "$D/hostile.nsnap" "a layer entry through a symlink"
+check "nothing escaped to /tmp" test ! -e /tmp/nook-snap-escape
+rm -rf "$H3"
+
+# ---- removal -------------------------------------------------------------------------------------
+run_nook rm b1 b2
+run_nook snapshot rm snap1
+is "$status" 0 "rm once no sandbox uses it"
+nothing_stored "after rm"

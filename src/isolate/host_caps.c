@@ -21,6 +21,7 @@
 
 #include "nook.h"
 #include "isolate/host_caps.h"
+#include "isolate/userns.h"
 #include "util/error.h"
 #include "util/macro.h"
 
@@ -333,7 +334,7 @@ int host_caps_probe(host_caps *ret, nook_error *err) {
                 return nook_err_errno(err, NOOK_E_IO, "Cannot read the kernel version (uname)");
         (void)snprintf(c.kernel, sizeof(c.kernel), "%.63s", u.release);
 
-        c.rootless = geteuid() != 0;
+        c.rootless = !iso_rootful(); /* root inside `unshare -r` takes the rootless path too */
         probe_userns_overlay(&c);
         c.newuidmap = find_binary("newuidmap") && find_binary("newgidmap");
         c.subuid_range = probe_subuid_range();

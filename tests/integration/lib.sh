@@ -293,3 +293,9 @@ can_become_nook_test() {
         [[ $(id -u) == 0 ]] && id nook-test >/dev/null 2>&1 && command -v runuser >/dev/null &&
                 runuser -u nook-test -- true 2>/dev/null
 }
+
+# nook_rootful: true when nook takes its rootful path here (real host root: the identity uid
+# map), false for a user and for root inside `unshare -r`.
+nook_rootful() {
+        [[ $(id -u) == 0 ]] && [[ $(awk 'NR==1{print $1, $2, $3}' /proc/self/uid_map) == "0 0 4294967295" ]]
+}

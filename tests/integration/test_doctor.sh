@@ -61,7 +61,7 @@ PYEOF
         else
                 [[ -w /sys/fs/cgroup/memory$mine ]] && deleg=true
         fi
-        [[ $(id -u) == 0 ]] && deleg=true
+        nook_rootful && deleg=true
         is "${lines[8]:-}" "deleg:$deleg" "$who: the delegation check matches what this uid can write"
 }
 
@@ -73,7 +73,7 @@ run_nook doctor --json
 is "$status" 0 "nook doctor --json exits 0"
 json=$out
 want_rootless=false
-[[ $(id -u) != 0 ]] && want_rootless=true
+nook_rootful || want_rootless=true
 check_json "$json" "$want_rootless" "uid $(id -u)"
 run_nook --json doctor
 is "$out" "$json" "nook --json doctor is the same report as doctor --json"

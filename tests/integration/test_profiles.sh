@@ -54,7 +54,7 @@ for prof in default restricted; do
         like "$c" '"NoNewPrivs":1' "$prof: NoNewPrivs is 1"
         like "$c" '"Seccomp":2' "$prof: a seccomp filter is loaded (mode 2)"
         run_nook exec --user 1000 "$sb" -- $P caps
-        if [[ $(id -u) != 0 && $err == *"only map root"* ]]; then
+        if ! nook_rootful && [[ $err == *"only map root"* ]]; then
                 # nook maps only the caller's uid when rootless (no newuidmap range in use)
                 skip_expected "$prof: a non-root exec: this rootless sandbox maps only root"
                 skip_expected "$prof: a non-root exec: this rootless sandbox maps only root"

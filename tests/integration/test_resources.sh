@@ -40,7 +40,7 @@ cg_v2=0
 run_nook --json doctor
 doctor=$out
 can_limit=0
-if [[ $(id -u) == 0 && $doctor =~ \"rootless\":[[:space:]]*false ]]; then
+if nook_rootful && [[ $doctor =~ \"rootless\":[[:space:]]*false ]]; then
         can_limit=1
 elif $PY -c 'import json,sys; d=json.load(sys.stdin); sys.exit(0 if any(c["name"]=="cgroup delegation" and c["ok"] for c in d["checks"]) else 1)' <<<"$doctor" 2>/dev/null; then
         can_limit=1
@@ -72,7 +72,7 @@ if can_become_nook_test; then
         uhome=$(runuser -u nook-test -- mktemp -d /var/tmp/nook-test-rl.XXXXXXXX)
         rootless_refusal "$uhome" runuser -u nook-test --
         rm -rf "$uhome"
-elif [[ $(id -u) != 0 && $can_limit == 0 ]]; then
+elif ! nook_rootful && [[ $can_limit == 0 ]]; then
         rootless_refusal "$NOOK_HOME"
 else
         for i in 1 2 3 4 5; do skip_expected "rootless refusal: this stage has a delegated cgroup (or no nook-test user)"; done

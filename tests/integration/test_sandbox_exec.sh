@@ -82,7 +82,7 @@ run_nook exec -w /nonexistent-dir ex -- pwd
 isnt "$status" 0 "-w to a missing directory fails"
 
 run_nook exec -u 65534 ex -- id -u
-if [[ $(id -u) == 0 ]]; then
+if nook_rootful; then
         is "$status:$out" "0:65534" "rootful: -u 65534 runs as uid 65534"
         run_nook exec -u 65534 ex -- touch /etc/nook-x
         isnt "$status" 0 "rootful: uid 65534 cannot write /etc"

@@ -49,7 +49,7 @@ if [[ -z "$pid1" ]]; then
         not_ok "the sandbox's nook-init runs on the host under the expected uid" "no nook-init child of the supervisor"
 else
         host_uid=$(ps -o uid= -p "$pid1" | tr -d ' ')
-        if [[ $(id -u) == 0 ]]; then
+        if nook_rootful; then
                 is "$host_uid" 100000000 "rootful: sandbox root is host uid 100000000 (ps of nook-init)"
         else
                 is "$host_uid" "$(id -u)" "rootless: sandbox root is the caller's uid (ps of nook-init)"

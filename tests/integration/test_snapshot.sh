@@ -16,7 +16,7 @@ command -v busybox >/dev/null || plan skip_all "busybox is needed for the test r
 plan 51
 
 ROOT=0
-[[ $(id -u) == 0 ]] && ROOT=1
+nook_rootful && ROOT=1
 D=$(mktemp -d /var/tmp/nook-test-snap.XXXXXXXX) || bail_out "mktemp"
 chmod 0755 "$D"
 H2=$(mktemp -d /var/tmp/nook-test-snap2.XXXXXXXX) || bail_out "mktemp"

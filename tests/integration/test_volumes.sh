@@ -11,7 +11,7 @@ require_bin "$NOOK" "$NOOK_PROBE"
 plan 111
 
 ROOT=0
-[[ $(id -u) == 0 ]] && ROOT=1
+nook_rootful && ROOT=1
 D=$(mktemp -d /tmp/nook-test-vol.XXXXXXXX) || bail_out "mktemp"
 chmod 0755 "$D"
 made=() # host paths this file created outside $D (root only), removed at exit

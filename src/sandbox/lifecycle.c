@@ -423,16 +423,25 @@ int nook_sandbox_create(nook *n, const char *name, const char *spec_json, unsign
         return 0;
 }
 
+/* The start of every state change of one existing sandbox: a valid name, its lock held, its
+ * record read. */
+static int open_locked(
+        nook *n, const char *name, int *ret_lock, store **ret_st, sandbox_rec *ret_rec, nook_error *err) {
+        int r = name_validate("sandbox", name, err);
+        if (r < 0)
+                return r;
+        if ((r = lock_name(n, name, ret_lock, err)) < 0 || (r = ctx_store(n, ret_st, err)) < 0)
+                return r;
+        return store_sandbox_get(*ret_st, name, ret_rec, err);
+}
+
 int nook_sandbox_start(nook *n, const char *name, nook_error *err) {
         _cleanup_close_ int lock = -1;
         sandbox_rec rec = { 0 };
         sb_spec spec = { 0 };
         store *st;
-        int r = name_validate("sandbox", name, err);
+        int r = open_locked(n, name, &lock, &st, &rec, err);
         if (r < 0)
-                return r;
-        if ((r = lock_name(n, name, &lock, err)) < 0 || (r = ctx_store(n, &st, err)) < 0 ||
-                (r = store_sandbox_get(st, name, &rec, err)) < 0)
                 return r;
         if ((r = sb_reconcile(n, &rec, err)) >= 0) {
                 if (streq(rec.state, "running"))
@@ -520,11 +529,8 @@ int nook_sandbox_stop(nook *n, const char *name, uint64_t timeout_ms, nook_error
         _cleanup_close_ int lock = -1;
         sandbox_rec rec = { 0 };
         store *st;
-        int r = name_validate("sandbox", name, err);
+        int r = open_locked(n, name, &lock, &st, &rec, err);
         if (r < 0)
-                return r;
-        if ((r = lock_name(n, name, &lock, err)) < 0 || (r = ctx_store(n, &st, err)) < 0 ||
-                (r = store_sandbox_get(st, name, &rec, err)) < 0)
                 return r;
         r = sb_reconcile(n, &rec, err);
         if (r >= 0 && !streq(rec.state, "stopped"))

@@ -37,9 +37,35 @@ export interface SandboxSpec {
   maxMemoryMib?: number;
   ports?: Array<{ host: number; container: number }>;
   volumes?: Array<{ host: string; container: string; readonly?: boolean }>;
+  /** Boot from a snapshot (name or "sha256:..." digest): its base image, its layer, and its
+   * workspace when it has one and this sandbox's workspace is empty.  Missing: not_found. */
   snapshot?: string;
   scripts?: Record<string, string>;
   pullPolicy?: string;
+  [key: string]: unknown;
+}
+
+/** libnook's snapshot JSON (nook.h, snapshots). */
+export interface SnapshotInfo {
+  name: string;
+  /** "sha256:..." */
+  digest: string;
+  /** The image the snapshot's sandbox was booted from. */
+  base: string;
+  baseDigest?: string | null;
+  /** The snapshot that sandbox booted from, or null. */
+  parent: string | null;
+  withWorkspace: boolean;
+  /** Human-readable: "root filesystem" or "root filesystem and workspace". */
+  holds?: string;
+  sourceSandbox: string;
+  createdAt: number;
+  rootfsSize: number;
+  workspaceSize: number | null;
+  path: string;
+  /** The sandboxes whose spec boots from it (filled by inspectSnapshot). */
+  usedBy?: Array<{ sandbox: string; [key: string]: unknown }> | null;
+  note?: string;
   [key: string]: unknown;
 }
 
@@ -119,8 +145,9 @@ export declare class Box {
   inspect(): Promise<SandboxInfo>;
   start(): Promise<void>;
   stop(options?: { timeoutMs?: number }): Promise<void>;
-  /** Not in nook yet: rejects with SandboxError missing_feature. */
-  snapshot(name: string): Promise<never>;
+  /** Disk state of a stopped sticky sandbox (else SandboxError state); name undefined/null:
+   * "<sandbox>-<epoch seconds>".  withWorkspace: include the workspace. */
+  snapshot(name?: string | null, options?: { withWorkspace?: boolean }): Promise<SnapshotInfo>;
 }
 
 export declare class Sandboxes {
@@ -137,6 +164,12 @@ export declare class Sandboxes {
   remove(name: string): Promise<void>;
   /** Synchronous; the same path even before create(). */
   workspaceDir(name: string): string;
+  /** Every snapshot, newest first. */
+  snapshots(): Promise<SnapshotInfo[]>;
+  /** By name or digest; SandboxError not_found. */
+  inspectSnapshot(name: string): Promise<SnapshotInfo>;
+  /** Refused (busy) while a sandbox boots from it or a snapshot was taken on a sandbox booted from it. */
+  removeSnapshot(name: string): Promise<void>;
 }
 
 /** libnook's size parser ("512m" -> bytes). */

@@ -84,20 +84,79 @@ describe("sandboxes", () => {
     await rejectsWith(sandboxes.create(uniqueName("spec"), { nope: 1 }), "invalid");
     await rejectsWith(sandboxes.create(uniqueName("spec"), { pullPolicy: "sometimes" }), "invalid");
     await rejectsWith(sandboxes.create(uniqueName("spec"), { persistence: "forever" }), "invalid");
-    // libnook decides: missing_feature while snapshots are not built, not_found once they are
-    await assert.rejects(sandboxes.create(uniqueName("spec"), { snapshot: "no-such-snapshot" }), (err) => {
-      assert.ok(err instanceof SandboxError, `expected a SandboxError, got ${err}`);
-      assert.ok(["missing_feature", "not_found"].includes(err.code), `${err.code}: ${err.message}`);
-      return true;
-    });
+    await rejectsWith(sandboxes.create(uniqueName("spec"), { snapshot: "no-such-snapshot" }), "not_found");
   });
 
   test("creating a running name again is refused with exists", async () => {
     await rejectsWith(sandboxes.create(NAME, {}), "exists");
   });
 
-  test("snapshot is missing_feature", async () => {
-    await rejectsWith(box.snapshot("base"), "missing_feature");
+});
+
+describe("snapshots", () => {
+  test("a running sandbox is refused with state", async () => {
+    await rejectsWith(box.snapshot(uniqueName("snap")), "state");
+  });
+
+  test("an ephemeral stopped sandbox is refused with state (its layer is gone)", async () => {
+    const name = uniqueName("eph");
+    const eph = await sandboxes.create(name, {});
+    await eph.exec("echo x > /etc/eph-marker");
+    await eph.stop();
+    await assert.rejects(eph.snapshot(uniqueName("snap")), (err) => {
+      assert.ok(err instanceof SandboxError);
+      assert.equal(err.code, "state", err.message);
+      assert.match(err.message, /ephemeral/);
+      return true;
+    });
+    await sandboxes.remove(name);
+  });
+
+  test("bad options are invalid", async () => {
+    await rejectsWith(box.snapshot("x", "yes"), "invalid");
+    await rejectsWith(box.snapshot("Bad Name!"), "invalid");
+  });
+
+  test("a stopped sticky sandbox: snapshot, boot another from it, list, inspect, remove", async () => {
+    const src = uniqueName("sticky");
+    const snap = uniqueName("snap");
+    const copy = uniqueName("fromsnap");
+    const s = await sandboxes.create(src, { persistence: "sticky" });
+    // one file in the root layer, one in the workspace
+    assert.equal((await s.exec("echo from-root > /etc/nook-node-marker")).exitCode, 0);
+    await s.writeFile("/data/w.txt", "from-workspace\n");
+    await s.stop();
+
+    const info = await s.snapshot(snap, { withWorkspace: true });
+    assert.equal(info.name, snap);
+    assert.match(info.digest, /^sha256:[0-9a-f]{64}$/);
+    assert.equal(info.sourceSandbox, src);
+    assert.equal(info.withWorkspace, true);
+    assert.equal(info.base, "host");
+
+    const b2 = await sandboxes.create(copy, { snapshot: snap });
+    const res = await b2.exec("cat /etc/nook-node-marker /workspace/data/w.txt");
+    assert.equal(res.exitCode, 0, res.stderr);
+    assert.equal(res.stdout, "from-root\nfrom-workspace\n");
+
+    const all = await sandboxes.snapshots();
+    assert.ok(all.some((x) => x.name === snap && x.digest === info.digest));
+    const again = await sandboxes.inspectSnapshot(info.digest);
+    assert.equal(again.name, snap);
+    assert.ok((again.usedBy ?? []).some((u) => u.sandbox === copy), JSON.stringify(again.usedBy));
+    await rejectsWith(sandboxes.removeSnapshot(snap), "busy");
+    await rejectsWith(s.snapshot(snap), "exists");
+
+    // without the workspace; no name: libnook picks "<sandbox>-<epoch>"
+    const rootOnly = await s.snapshot();
+    assert.ok(rootOnly.name.startsWith(`${src}-`), rootOnly.name);
+    assert.equal(rootOnly.withWorkspace, false);
+
+    await sandboxes.remove(copy);
+    await sandboxes.removeSnapshot(snap);
+    await sandboxes.removeSnapshot(rootOnly.name);
+    await rejectsWith(sandboxes.inspectSnapshot(snap), "not_found");
+    await sandboxes.remove(src);
   });
 });
 

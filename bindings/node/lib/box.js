@@ -311,12 +311,17 @@ class Box {
     await addon.stop(this._sandboxes.home, this.name, options.timeoutMs ?? 0);
   }
 
-  /** Snapshots are not in nook yet: rejects with SandboxError code missing_feature. */
-  async snapshot(name) {
-    throw new SandboxError(
-      `Snapshots are not supported by this version of nook yet (snapshot '${String(name)}' of sandbox '${this.name}')`,
-      "missing_feature",
-    );
+  /**
+   * Snapshots the disk state of this sandbox (stopped and sticky; libnook refuses the rest with
+   * SandboxError code state) as `name` (undefined/null: "<sandbox>-<epoch seconds>").
+   * { withWorkspace: true } includes the workspace.  Resolves with libnook's snapshot object
+   * ({ name, digest, base, parent, withWorkspace, sourceSandbox, createdAt, rootfsSize, ... }).
+   */
+  async snapshot(name, options = {}) {
+    if (options === null || typeof options !== "object")
+      throw new SandboxError("Invalid snapshot options: must be an object", "invalid");
+    const flags = options.withWorkspace ? addon.SNAPSHOT_WITH_WORKSPACE : 0;
+    return JSON.parse(await addon.snapshotCreate(this._sandboxes.home, this.name, name ?? null, flags));
   }
 }
 

@@ -6,8 +6,8 @@ const { SandboxError } = require("./errors.js");
 
 // Spec keys are nook's own (see nook.h): image, env, labels, persistence, maxDurationSecs,
 // idleTimeoutSecs, security, network, workdir, user.  They go to libnook as JSON unchanged, so
-// libnook alone decides what is valid; fields it does not support yet (cpus, memoryMib, ports,
-// volumes, snapshot, ...) come back as SandboxError missing_feature, unknown ones as invalid.
+// libnook alone decides what is valid; fields it does not support yet come back as SandboxError
+// missing_feature, unknown ones as invalid.  { snapshot: NAME } boots from a snapshot.
 function specJson(spec) {
   if (spec === undefined || spec === null) return "{}";
   if (typeof spec !== "object" || Array.isArray(spec))
@@ -49,6 +49,21 @@ class Sandboxes {
   /** Deletes the sandbox, its workspace and its state, unconditionally. */
   async remove(name) {
     await addon.remove(this.home, name);
+  }
+
+  /** Every snapshot, newest first, as libnook describes them (box.snapshot() makes one). */
+  async snapshots() {
+    return JSON.parse(await addon.snapshotList(this.home));
+  }
+
+  /** One snapshot by name or digest (with usedBy), or SandboxError not_found. */
+  async inspectSnapshot(name) {
+    return JSON.parse(await addon.snapshotInspect(this.home, name));
+  }
+
+  /** Deletes a snapshot; refused (busy) while a sandbox boots from it or a snapshot builds on it. */
+  async removeSnapshot(name) {
+    await addon.snapshotRemove(this.home, name);
   }
 
   /** The host path of name's workspace, even before create().  Synchronous; creates nothing. */

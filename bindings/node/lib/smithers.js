@@ -147,7 +147,7 @@ function buildSpec(options, request, resolved) {
   const spec = {};
   const snapshot = workspace?.snapshotId ?? pickString(config.snapshot) ?? options.snapshot;
   const image = pickString(config.image) ?? options.image;
-  if (snapshot) spec.snapshot = snapshot; // nook: missing_feature (no snapshots yet)
+  if (snapshot) spec.snapshot = snapshot; // cold boot from it: its base image and its layer
   else if (image) spec.image = image;
 
   const resources = asRecord(config.resources);

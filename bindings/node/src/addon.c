@@ -236,13 +236,17 @@ typedef enum op_kind {
         OP_WS_WRITE,
         OP_WS_READ,
         OP_WS_MKDIR,
+        OP_SNAP_CREATE,
+        OP_SNAP_LIST,
+        OP_SNAP_INSPECT,
+        OP_SNAP_REMOVE,
 } op_kind;
 
 typedef struct op {
         napi_async_work work;
         napi_deferred deferred;
         op_kind kind;
-        char *home, *name, *text; /* text: spec JSON or a workspace path */
+        char *home, *name, *text; /* text: spec JSON, a workspace path or a snapshot name */
         uint64_t num; /* flags, a timeout, a size limit */
         nook_ws *ws; /* borrowed: keep holds its JS external */
         napi_ref keep; /* the ws external and/or the data buffer, alive until complete */
@@ -316,6 +320,18 @@ static void op_execute(napi_env env, void *data) {
         case OP_WS_OPEN:
                 o->r = nook_ws_open(n, o->name, &o->out_ws, &o->err);
                 break;
+        case OP_SNAP_CREATE:
+                o->r = nook_snapshot_create(n, o->name, o->text, (unsigned)o->num, &o->out_json, &o->err);
+                break;
+        case OP_SNAP_LIST:
+                o->r = nook_snapshot_list(n, &o->out_json, &o->err);
+                break;
+        case OP_SNAP_INSPECT:
+                o->r = nook_snapshot_inspect(n, o->name, &o->out_json, &o->err);
+                break;
+        case OP_SNAP_REMOVE:
+                o->r = nook_snapshot_remove(n, o->name, &o->err);
+                break;
         case OP_WS_WRITE:
         case OP_WS_READ:
         case OP_WS_MKDIR:
@@ -330,6 +346,9 @@ static napi_value op_result(napi_env env, op *o) {
         switch (o->kind) {
         case OP_INSPECT:
         case OP_LIST:
+        case OP_SNAP_CREATE:
+        case OP_SNAP_LIST:
+        case OP_SNAP_INSPECT:
                 return make_string(env, o->out_json ? o->out_json : "null");
         case OP_WS_OPEN: {
                 NAPI_OK(env, napi_create_external(env, o->out_ws, ws_finalize, NULL, &v));
@@ -345,6 +364,7 @@ static napi_value op_result(napi_env env, op *o) {
         case OP_REMOVE:
         case OP_WS_WRITE:
         case OP_WS_MKDIR:
+        case OP_SNAP_REMOVE:
         default:
                 return make_undefined(env);
         }
@@ -416,12 +436,14 @@ static op *op_new(napi_env env, op_kind kind) {
         return o;
 }
 
-/* (home, name[, text[, num]]) for the lifecycle operations. */
+/* (home, name[, text[, num]]) for the lifecycle and snapshot operations: text is the spec JSON
+ * for create and the snapshot's name (null: libnook's default) for snapshotCreate. */
 static napi_value lifecycle_op(napi_env env, napi_callback_info info, op_kind kind, const char *what) {
         size_t argc = MAX_ARGS;
         napi_value argv[MAX_ARGS];
         NAPI_OK(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
-        bool need_name = kind != OP_LIST;
+        bool need_name = kind != OP_LIST && kind != OP_SNAP_LIST;
+        bool has_text = kind == OP_CREATE || kind == OP_SNAP_CREATE;
         if (argc < (need_name ? 2u : 1u))
                 return throw_invalid(env, "Too few arguments");
         op *o = op_new(env, kind);
@@ -432,11 +454,11 @@ static napi_value lifecycle_op(napi_env env, napi_callback_info info, op_kind ki
                 op_free(env, o);
                 return NULL;
         }
-        if (kind == OP_CREATE && argc > 2 && get_string(env, argv[2], true, &o->text) < 0) {
+        if (has_text && argc > 2 && get_string(env, argv[2], true, &o->text) < 0) {
                 op_free(env, o);
                 return NULL;
         }
-        size_t num_at = kind == OP_CREATE ? 3 : 2;
+        size_t num_at = has_text ? 3 : 2;
         if (argc > num_at) {
                 napi_valuetype t;
                 double d = 0;
@@ -470,6 +492,19 @@ static napi_value js_list(napi_env env, napi_callback_info info) {
 }
 static napi_value js_ws_open(napi_env env, napi_callback_info info) {
         return lifecycle_op(env, info, OP_WS_OPEN, "nook.wsOpen");
+}
+/* snapshotCreate(home, sandbox, name | null, flags) -> Promise<JSON string> */
+static napi_value js_snapshot_create(napi_env env, napi_callback_info info) {
+        return lifecycle_op(env, info, OP_SNAP_CREATE, "nook.snapshotCreate");
+}
+static napi_value js_snapshot_list(napi_env env, napi_callback_info info) {
+        return lifecycle_op(env, info, OP_SNAP_LIST, "nook.snapshotList");
+}
+static napi_value js_snapshot_inspect(napi_env env, napi_callback_info info) {
+        return lifecycle_op(env, info, OP_SNAP_INSPECT, "nook.snapshotInspect");
+}
+static napi_value js_snapshot_remove(napi_env env, napi_callback_info info) {
+        return lifecycle_op(env, info, OP_SNAP_REMOVE, "nook.snapshotRemove");
 }
 
 /* wsWrite(ws, path, buffer) -> Promise<void>.  The buffer is referenced, not copied. */
@@ -982,6 +1017,10 @@ static napi_value init(napi_env env, napi_value exports) {
                 { "parseDuration", js_parse_duration },
                 { "execStart", js_exec_start },
                 { "execCancel", js_exec_cancel },
+                { "snapshotCreate", js_snapshot_create },
+                { "snapshotList", js_snapshot_list },
+                { "snapshotInspect", js_snapshot_inspect },
+                { "snapshotRemove", js_snapshot_remove },
         };
         for (size_t i = 0; i < sizeof(fns) / sizeof(fns[0]); i++) {
                 napi_value f;
@@ -991,6 +1030,8 @@ static napi_value init(napi_env env, napi_value exports) {
         napi_value v;
         NAPI_OK(env, napi_create_uint32(env, NOOK_CREATE_REPLACE, &v));
         NAPI_OK(env, napi_set_named_property(env, exports, "CREATE_REPLACE", v));
+        NAPI_OK(env, napi_create_uint32(env, NOOK_SNAPSHOT_WITH_WORKSPACE, &v));
+        NAPI_OK(env, napi_set_named_property(env, exports, "SNAPSHOT_WITH_WORKSPACE", v));
         return exports;
 }
 

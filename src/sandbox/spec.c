@@ -31,6 +31,7 @@ void sb_spec_done(sb_spec *s) {
         json_decref(s->scripts);
         json_decref(s->setup_files);
         free(s->snapshot);
+        free(s->pull_policy);
         memset(s, 0, sizeof(*s));
 }
 

@@ -70,7 +70,7 @@ if [ -n "${NOOK_BUILD_DIR:-}" ]; then
 else
         wf="$src"
 fi
-log="$wf/npm-ci.log"
+log=$(mktemp "${TMPDIR:-/tmp}/nook-node-workflow-npm.XXXXXX")
 if ! npm_ci "$wf" > "$log" 2>&1; then
         echo "" >&2
         echo "run.sh: *** the Smithers workflow test's npm ci FAILED in $wf (registry trouble, or a lock out of sync); full log: $log" >&2
@@ -82,5 +82,6 @@ if ! npm_ci "$wf" > "$log" 2>&1; then
         echo "run.sh: *** workflow test SKIPPED (set NOOK_REQUIRE_WORKFLOW=1 to fail instead)" >&2
         exit $rc
 fi
+rm -f "$log"
 NOOK_WORKFLOW_DIR="$wf" node --test "$src/workflow.test.cjs" || rc=1
 exit $rc

@@ -23,7 +23,8 @@ export interface NookSandboxProviderOptions {
   sandboxes?: Sandboxes;
   /** "host" (default) or a root filesystem directory. */
   image?: string;
-  /** Not in nook yet: missing_feature. */
+  /** Boot from a nook snapshot (name or digest; box.snapshot() / `nook snapshot create`) instead
+   * of an image; the <Sandbox workspace.snapshotId> prop wins.  Missing: SandboxError not_found. */
   snapshot?: string;
   sandboxName?: string | ((request: SandboxProviderRequest) => string);
   /** Not in nook yet: missing_feature. */

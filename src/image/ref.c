@@ -189,6 +189,9 @@ static int split_domain(const char *s, const char *name, size_t nlen, image_ref 
                                                         : strndup(path, plen);
         if (!r->repository)
                 return nook_err_oom(err);
+        /* counted with the implied "library/": the canonical name must parse again */
+        if (strlen(r->repository) > NAME_MAX_LEN)
+                return invalid(err, s, "the repository name is longer than 255 characters");
         return 0;
 }
 

@@ -24,7 +24,7 @@
 
 /* A user volume: a host directory or file bound (source_fd), or a tmpfs (source_fd -1). */
 typedef struct iso_mount {
-        int source_fd;    /* O_PATH, opened without following symlinks; -1 for tmpfs */
+        int source_fd; /* O_PATH, opened without following symlinks; -1 for tmpfs */
         const char *target;
         bool readonly;
         unsigned long size_mib; /* tmpfs */

@@ -65,9 +65,10 @@ int sup_config_to_file(const sup_config *c, const char *path, nook_error *err) {
         json_object_set_new(o, "ports", strv_to_json(c->ports));
         json_t *ms = json_array();
         for (size_t i = 0; i < c->n_mounts; i++)
-                json_array_append_new(ms, json_pack("{s:s, s:s?, s:s, s:b, s:I}", "type", c->mounts[i].type, "source",
-                                                  c->mounts[i].source, "target", c->mounts[i].target, "readonly",
-                                                  c->mounts[i].readonly, "sizeMib", (json_int_t)c->mounts[i].size_mib));
+                json_array_append_new(ms,
+                        json_pack("{s:s, s:s?, s:s, s:b, s:I}", "type", c->mounts[i].type, "source",
+                                c->mounts[i].source, "target", c->mounts[i].target, "readonly",
+                                c->mounts[i].readonly, "sizeMib", (json_int_t)c->mounts[i].size_mib));
         json_object_set_new(o, "mounts", ms);
         _cleanup_free_ char *tmp = strprintf("%s.tmp", path);
         if (!tmp) {

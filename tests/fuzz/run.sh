@@ -37,8 +37,9 @@ mapfile -t targets < <(meson introspect "$builddir" --targets | python3 -c '
 import json, os, sys
 root = os.path.realpath(sys.argv[1])
 for t in json.load(sys.stdin):
-    if t["type"] == "executable" and t["name"].startswith("fuzz_"):
-        print(t["name"] + "\t" + os.path.relpath(os.path.realpath(t["filename"][0]), root))
+    # targets are named fuzz-<parser>; the corpus folder is tests/fuzz/corpus/<parser with _>
+    if t["type"] == "executable" and t["name"].startswith(("fuzz_", "fuzz-")):
+        print(t["name"].replace("-", "_") + "\t" + os.path.relpath(os.path.realpath(t["filename"][0]), root))
 ' "$builddir" | sort)
 if [[ -n "${FUZZ_ONLY:-}" ]]; then
         mapfile -t targets < <(printf '%s\n' "${targets[@]}" | grep -E "^($(tr ' ' '|' <<<"$FUZZ_ONLY"))"$'\t')

@@ -84,6 +84,8 @@ static int refuse(nook_error *err, const char *name, const char *why) {
 static int name_normalize(const char *name, char *out, size_t outsz, nook_error *err) {
         size_t o = 0;
         unsigned depth = 0;
+        if (outsz > 0)
+                out[0] = 0; /* defined on every path, refusals included */
         if (!name)
                 return refuse(err, "(none)", "it has no name");
         if (name[0] == '/')

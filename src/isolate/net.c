@@ -234,6 +234,10 @@ int net_domain_parse(const char *s, char **ret, nook_error *err) {
                         if (label == 0 || label > 63)
                                 return nook_err_set(err, NOOK_E_INVALID,
                                         "'%s' is not a domain name (empty or over-long label)", s);
+                        /* RFC 1123: a label neither starts nor ends with '-' */
+                        if (name[i - label] == '-' || name[i - 1] == '-')
+                                return nook_err_set(err, NOOK_E_INVALID,
+                                        "'%s' is not a domain name (a label starts or ends with '-')", s);
                         label = 0;
                 } else if (isalnum((unsigned char)ch) || ch == '-' || ch == '_')
                         label++;

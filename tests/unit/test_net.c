@@ -97,8 +97,7 @@ Test(net, domains) {
         cr_assert_str_eq(d, "*.example.com");
         free(d);
         static const char *const bad[] = { "", "*", "*.", "a..b", "exa mple.com", "*.*.example.com", "a*.b",
-                "-"
-                "\xc3\xa9.com" };
+                "-", "\xc3\xa9.com" };
         for (size_t i = 0; i < ELEMENTSOF(bad); i++)
                 cr_assert_lt(net_domain_parse(bad[i], &d, &e), 0, "'%s' accepted", bad[i]);
         char *pats[] = { (char *)"*.example.com", (char *)"exact.test", NULL };

@@ -269,6 +269,16 @@ _tap_cleanup() {
                 echo "# NOOK_TEST_KEEP=1: kept $NOOK_HOME"
                 return 0
         fi
+        # A failed test may have left supervisors running (the leak check above reported them):
+        # stop them so they cannot disturb the test files that run after this one.
+        local pid
+        for pid in $(pgrep -f -- "--state $NOOK_HOME/" 2>/dev/null); do
+                kill -TERM "$pid" 2>/dev/null
+        done
+        sleep 0.2
+        for pid in $(pgrep -f -- "--state $NOOK_HOME/" 2>/dev/null); do
+                kill -KILL "$pid" 2>/dev/null
+        done
         # Detach anything a failed test left mounted so rm cannot cross into it.
         awk -v home="$NOOK_HOME" '{ mp = $5; gsub(/\\040/, " ", mp) }
                 index(mp, home) == 1 { print mp }' /proc/self/mountinfo | sort -r |

@@ -4,6 +4,8 @@
 
 #include <jansson.h>
 #include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 
 #include "nook.h"
 
@@ -29,6 +31,8 @@ int cli_fail(const nook_error *err);
 int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Opens the state root (honours --home / NOOK_HOME). */
 int cli_open(nook **ret, nook_error *err);
+/* Bytes for people: "512B", "1.5MB" (powers of 1000, as progress displays use). */
+void cli_human_bytes(uint64_t b, char *out, size_t n);
 /* Prints a string with control characters escaped. */
 void cli_print_safe(FILE *f, const char *s);
 /* Splits "NAME:PATH"; returns false when there is no ':' or NAME is empty. */

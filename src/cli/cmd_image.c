@@ -12,17 +12,6 @@
 
 #define MAX_INSECURE 16
 
-static void human(uint64_t b, char *out, size_t n) {
-        const char *u[] = { "B", "KB", "MB", "GB", "TB" };
-        double v = (double)b;
-        size_t i = 0;
-        while (v >= 1000 && i < 4) {
-                v /= 1000;
-                i++;
-        }
-        snprintf(out, n, i ? "%.1f%s" : "%.0f%s", v, u[i]);
-}
-
 typedef struct progress_state {
         size_t lines; /* lines printed last time, to redraw over */
 } progress_state;
@@ -35,15 +24,15 @@ static void on_progress(void *userdata, const nook_pull_layer *l, size_t n) {
                 fprintf(stderr, "\033[%zuA", ps->lines);
         for (size_t i = 0; i < n; i++) {
                 char d[16], t[16];
-                human(l[i].done, d, sizeof(d));
-                human(l[i].total, t, sizeof(t));
+                cli_human_bytes(l[i].done, d, sizeof(d));
+                cli_human_bytes(l[i].total, t, sizeof(t));
                 fprintf(stderr, "\033[2K%.19s  %-11s %8s / %-8s\n", l[i].digest, l[i].state, d, t);
                 done += strcmp(l[i].state, "cached") == 0 ? l[i].total : l[i].done;
                 total += l[i].total;
         }
         char d[16], t[16];
-        human(done, d, sizeof(d));
-        human(total, t, sizeof(t));
+        cli_human_bytes(done, d, sizeof(d));
+        cli_human_bytes(total, t, sizeof(t));
         fprintf(stderr, "\033[2Ktotal %s / %s\n", d, t);
         ps->lines = n + 1;
 }
@@ -163,7 +152,7 @@ static void print_list(json_t *a) {
         printf("%-50s %-19s %-14s %s\n", "NAME", "DIGEST", "PLATFORM", "SIZE");
         json_array_foreach(a, i, img) {
                 char sz[16];
-                human((uint64_t)json_integer_value(json_object_get(img, "size")), sz, sizeof(sz));
+                cli_human_bytes((uint64_t)json_integer_value(json_object_get(img, "size")), sz, sizeof(sz));
                 const char *dg = json_string_value(json_object_get(img, "digest"));
                 json_t *names = json_object_get(img, "names");
                 size_t k;
@@ -218,7 +207,7 @@ static int image_simple(const char *verb, int argc, char **argv) {
                 uint64_t freed = 0;
                 r = nook_image_prune(n, &freed, &err);
                 char f[16];
-                human(freed, f, sizeof(f));
+                cli_human_bytes(freed, f, sizeof(f));
                 if (r >= 0)
                         arg_json ? printf("{\"freedBytes\":%llu}\n", (unsigned long long)freed)
                                  : printf("freed %s\n", f);

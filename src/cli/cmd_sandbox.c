@@ -50,6 +50,19 @@ static const char *single_name(const char *verb, int argc, char **argv, const ch
         return name;
 }
 
+/* Opens the state root and asks libnook for a JSON description of sandbox name; 0 or the
+ * exit status of the failure (already printed). */
+static int name_json(const char *name, int (*fn)(nook *, const char *, char **, nook_error *), char **ret) {
+        nook *n = NULL;
+        nook_error err = { 0 };
+        if (cli_open(&n, &err) < 0 || fn(n, name, ret, &err) < 0) {
+                nook_close(n);
+                return cli_fail(&err);
+        }
+        nook_close(n);
+        return 0;
+}
+
 int cmd_create(int argc, char **argv) {
         static const struct option opts[] = { SPEC_OPTS_LONG, { "replace", no_argument, NULL, 'r' },
                 { "help", no_argument, NULL, 'h' }, {} };
@@ -254,14 +267,9 @@ int cmd_inspect(int argc, char **argv) {
                 &status);
         if (!name)
                 return status;
-        nook *n = NULL;
-        nook_error err = { 0 };
         char *text = NULL;
-        if (cli_open(&n, &err) < 0 || nook_sandbox_inspect(n, name, &text, &err) < 0) {
-                nook_close(n);
-                return cli_fail(&err);
-        }
-        nook_close(n);
+        if ((status = name_json(name, nook_sandbox_inspect, &text)) != 0)
+                return status;
         print_json_string(text);
         nook_free(text);
         return 0;
@@ -303,14 +311,9 @@ int cmd_stats(int argc, char **argv) {
                 &status);
         if (!name)
                 return status;
-        nook *n = NULL;
-        nook_error err = { 0 };
         char *text = NULL;
-        if (cli_open(&n, &err) < 0 || nook_sandbox_stats(n, name, &text, &err) < 0) {
-                nook_close(n);
-                return cli_fail(&err);
-        }
-        nook_close(n);
+        if ((status = name_json(name, nook_sandbox_stats, &text)) != 0)
+                return status;
         if (arg_json) {
                 print_json_string(text);
         } else {

@@ -31,17 +31,6 @@ static bool streq_help(const char *s) {
         return strcmp(s, "-h") == 0 || strcmp(s, "--help") == 0;
 }
 
-static void human(uint64_t b, char *out, size_t n) {
-        const char *u[] = { "B", "KB", "MB", "GB", "TB" };
-        double v = (double)b;
-        size_t i = 0;
-        while (v >= 1000 && i < 4) {
-                v /= 1000;
-                i++;
-        }
-        snprintf(out, n, i ? "%.1f%s" : "%.0f%s", v, u[i]);
-}
-
 typedef struct progress_state {
         const char *what;
 } progress_state;
@@ -50,8 +39,8 @@ typedef struct progress_state {
 static void on_progress(void *userdata, uint64_t done, uint64_t total) {
         const progress_state *ps = userdata;
         char d[16], t[16];
-        human(done, d, sizeof(d));
-        human(total, t, sizeof(t));
+        cli_human_bytes(done, d, sizeof(d));
+        cli_human_bytes(total, t, sizeof(t));
         fprintf(stderr, "\r\033[2K%s %8s / %-8s", ps->what, d, t);
         if (done >= total)
                 fputc('\n', stderr);
@@ -161,8 +150,8 @@ static int print_list(json_t *a) {
                         continue;
                 }
                 char sz[16], created[32];
-                human((uint64_t)(json_integer_value(json_object_get(o, "rootfsSize")) +
-                              json_integer_value(json_object_get(o, "workspaceSize"))),
+                cli_human_bytes((uint64_t)(json_integer_value(json_object_get(o, "rootfsSize")) +
+                                        json_integer_value(json_object_get(o, "workspaceSize"))),
                         sz, sizeof(sz));
                 age(json_integer_value(json_object_get(o, "createdAt")), created, sizeof(created));
                 const char *d = json_string_value(json_object_get(o, "digest"));

@@ -66,6 +66,17 @@ void cli_print_safe(FILE *f, const char *s) {
         }
 }
 
+void cli_human_bytes(uint64_t b, char *out, size_t n) {
+        const char *u[] = { "B", "KB", "MB", "GB", "TB" };
+        double v = (double)b;
+        size_t i = 0;
+        while (v >= 1000 && i < 4) {
+                v /= 1000;
+                i++;
+        }
+        snprintf(out, n, i ? "%.1f%s" : "%.0f%s", v, u[i]);
+}
+
 int cli_fail(const nook_error *err) {
         fputs("nook: ", stderr);
         cli_print_safe(stderr, err->msg);

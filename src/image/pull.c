@@ -463,10 +463,46 @@ static int pull_layers(
         return r;
 }
 
+/* The stored copy of a small blob when it is there whole and matches its digest (1), else 0. */
+static int blob_read_stored(image_store *s, const image_desc *d, char **ret, nook_error *err) {
+        _cleanup_free_ char *p = image_blob_path(s, d->digest), *buf = NULL;
+        char got[IMAGE_DIGEST_LEN + 1];
+        size_t len = 0;
+        if (!p)
+                return nook_err_oom(err);
+        _cleanup_close_ int fd = open(p, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+        nook_error ignored;
+        if (fd < 0 || fd_read_to_end(fd, d->size + 1, &buf, &len, &ignored) < 0 || len != d->size ||
+                image_digest_buf(buf, len, got, &ignored) < 0 || !streq(got, d->digest))
+                return 0;
+        *ret = TAKE_PTR(buf);
+        return 1;
+}
+
+/* The config blob: the stored copy, else fetched and stored under flock(locks/blob-<hex>.lock),
+ * looking again once the lock is ours, so that concurrent pulls from separate processes fetch
+ * it once (as layer_ensure does for layers). */
+static int config_get(image_store *s, registry *reg, const image_desc *d, char **ret, nook_error *err) {
+        _cleanup_free_ char *lock_name = strprintf("blob-%s", image_digest_hex(d->digest));
+        _cleanup_close_ int lock = -1;
+        int r;
+        if (!lock_name)
+                return nook_err_oom(err);
+        if ((r = blob_read_stored(s, d, ret, err)) != 0)
+                return r < 0 ? r : 0;
+        if ((r = lock_take(s, lock_name, LOCK_EX, &lock, err)) < 0)
+                return r;
+        if ((r = blob_read_stored(s, d, ret, err)) != 0)
+                return r < 0 ? r : 0;
+        if ((r = registry_get_blob_mem(reg, d->digest, d->size, ret, err)) < 0)
+                return r;
+        return image_blob_put(s, d->digest, *ret, d->size, err);
+}
+
 static int pull_fetched(image_store *s, registry *reg, const image_ref *ref, fetched *f,
         const image_pull_opts *o, nook_error *err) {
         int r;
-        if ((r = registry_get_blob_mem(reg, f->m.config.digest, f->m.config.size, &f->config, err)) < 0 ||
+        if ((r = config_get(s, reg, &f->m.config, &f->config, err)) < 0 ||
                 (r = image_config_parse(f->config, f->m.config.size, &f->cfg, err)) < 0)
                 return r;
         if (f->cfg.n_diff_ids != f->m.n_layers)

@@ -359,6 +359,15 @@ int iso_cgroup_read_stats(iso_cgroup *cg, iso_cgroup_stats *ret, nook_error *err
         return 0;
 }
 
+uint64_t iso_cgroup_oom_kills(iso_cgroup *cg) {
+        uint64_t n = 0;
+        if (cg->v2)
+                (void)read_u64(cg->path, "memory.events", "oom_kill", &n);
+        else if (cg->v1[V1_MEMORY])
+                (void)read_u64(cg->v1[V1_MEMORY], "memory.oom_control", "oom_kill", &n);
+        return n;
+}
+
 static void kill_and_rmdir(const char *dir) {
         for (int round = 0; round < 50; round++) {
                 char p[PATH_MAX], buf[4096];

@@ -41,6 +41,8 @@ int iso_cgroup_open(const char *home, const char *name, iso_cgroup **ret, nook_e
 int iso_cgroup_attach(iso_cgroup *cg, pid_t pid, nook_error *err);
 int iso_cgroup_set_limits(iso_cgroup *cg, const iso_limits *l, nook_error *err);
 int iso_cgroup_read_stats(iso_cgroup *cg, iso_cgroup_stats *ret, nook_error *err);
+/* The OOM kill count alone (one file read: the supervisor asks at every exec). 0 when unknown. */
+uint64_t iso_cgroup_oom_kills(iso_cgroup *cg);
 /* Kills whatever is left in it and removes it. */
 void iso_cgroup_destroy(iso_cgroup *cg);
 iso_cgroup *iso_cgroup_free(iso_cgroup *cg);

@@ -234,66 +234,109 @@ typedef struct exec_req {
         bool tty;
 } exec_req;
 
-_Noreturn static void exec_command(const exec_req *req, int in, int out, int errfd) {
+/* What the command's child does between clone and execve.  It shares the helper's memory
+ * (CLONE_VM | CLONE_VFORK, as posix_spawn does: no page tables are copied, which on a small VM is
+ * most of the cost of a fork), so it only makes system calls; everything that allocates or reads
+ * files (the user lookup, HOME) was done by the helper before.  A failed step leaves its errno
+ * and name in the shared struct for the helper to report. */
+typedef struct spawn_args {
+        const exec_req *req;
+        int in, out, errfd;
         unsigned uid, gid;
-        char home[256];
+        int err; /* written by the child: errno of the failed step */
+        const char *step;
+} spawn_args;
+
+#define SPAWN_FAIL(a, what) \
+        do { \
+                (a)->err = errno; \
+                (a)->step = (what); \
+                _exit(errno == ENOENT && streq((what), "run") ? 127 : 126); \
+        } while (0)
+
+__attribute__((no_sanitize("address"))) static int spawn_child(void *arg) {
+        spawn_args *a = arg;
+        const exec_req *req = a->req;
+        sigset_t none;
 
         (void)setsid();
         /* With a terminal, the pty's slave becomes our controlling terminal (we lead a new
          * session), so ^C and job control reach the command's process group. */
-        if (req->tty && ioctl(in, TIOCSCTTY, 0) < 0)
-                _exit(126);
-        if ((in >= 0 && fd_move_to(in, 0) < 0) || (out >= 0 && fd_move_to(out, 1) < 0) ||
-                (errfd >= 0 && fd_move_to(errfd, 2) < 0))
-                _exit(126);
-        if (in < 0) {
+        if (req->tty && ioctl(a->in, TIOCSCTTY, 0) < 0)
+                SPAWN_FAIL(a, "take the terminal");
+        if ((a->in >= 0 && fd_move_to(a->in, 0) < 0) || (a->out >= 0 && fd_move_to(a->out, 1) < 0) ||
+                (a->errfd >= 0 && fd_move_to(a->errfd, 2) < 0))
+                SPAWN_FAIL(a, "set up stdio");
+        if (a->in < 0) {
                 int nul = open("/dev/null", O_RDONLY);
-                if (nul >= 0 && nul != 0) {
+                if (nul > 0) {
                         (void)dup2(nul, 0);
                         (void)close(nul);
                 }
         }
         (void)fd_close_all_except(3, NULL, 0);
-        if (resolve_user(req->user, &uid, &gid, home, sizeof(home)) < 0) {
-                dprintf(2, "nook: no user '%s' in this sandbox's /etc/passwd\n", req->user);
-                _exit(126);
+        if (a->gid != 0 || a->uid != 0) {
+                if (setgroups(0, NULL) < 0 && errno != EPERM)
+                        SPAWN_FAIL(a, "drop supplementary groups");
+                if (setresgid(a->gid, a->gid, a->gid) < 0 || setresuid(a->uid, a->uid, a->uid) < 0)
+                        SPAWN_FAIL(a, "switch user");
+        }
+        if (chdir(req->cwd ? req->cwd : "/") < 0)
+                SPAWN_FAIL(a, "change directory");
+        sigemptyset(&none);
+        (void)sigprocmask(SIG_SETMASK, &none, NULL);
+        /* execvp searches the PATH of environ, which the helper set to the command's. */
+        execvp(req->argv[0], req->argv);
+        SPAWN_FAIL(a, "run");
+}
+
+/* Starts the command; 0 and its pid, or the wait status to report when it could not start (the
+ * reason was written to its stderr). */
+static pid_t spawn_command(exec_req *req, const int fds[3], int *ret_status) {
+        static char stack[64 * 1024] __attribute__((aligned(16)));
+        spawn_args a = { .req = req, .in = fds[0], .out = fds[1], .errfd = fds[2] };
+        char home[256];
+        int errfd = fds[2] >= 0 ? fds[2] : fds[1];
+
+        if (resolve_user(req->user, &a.uid, &a.gid, home, sizeof(home)) < 0) {
+                dprintf(errfd, "nook: no user '%s' in this sandbox's /etc/passwd\n", req->user);
+                *ret_status = 126 << 8;
+                return -1;
         }
         if (strv_env_find(req->env, "HOME", 4) < 0) {
                 char h[300];
                 (void)snprintf(h, sizeof(h), "HOME=%s", home);
-                (void)strv_env_set((char ***)&req->env, h);
+                (void)strv_env_set(&req->env, h);
         }
-        if (gid != 0 || uid != 0) {
-                if (setgroups(0, NULL) < 0 && errno != EPERM) {
-                        dprintf(2, "nook: cannot drop supplementary groups: %s\n", strerror(errno));
-                        _exit(126);
-                }
-                if (setresgid(gid, gid, gid) < 0 || setresuid(uid, uid, uid) < 0) {
-                        dprintf(2,
-                                "nook: cannot switch to user '%s' (%u:%u): %s; rootless sandboxes without a /etc/subuid range only map root\n",
-                                req->user, uid, gid, strerror(errno));
-                        _exit(126);
-                }
-        }
-        if (chdir(req->cwd ? req->cwd : "/") < 0) {
-                dprintf(2, "nook: cannot change to directory '%s': %s\n", req->cwd, strerror(errno));
-                _exit(126);
-        }
-        sigset_t none;
-        sigemptyset(&none);
-        (void)sigprocmask(SIG_SETMASK, &none, NULL);
-        /* execvp searches the PATH of the current environment, so install the command's first. */
         extern char **environ;
         environ = req->env;
-        execvp(req->argv[0], req->argv);
-        int e = errno;
-        dprintf(2, "nook: cannot run '%s': %s\n", req->argv[0], strerror(e));
-        _exit(e == ENOENT ? 127 : 126);
+        pid_t pid = clone(spawn_child, stack + sizeof(stack), CLONE_VM | CLONE_VFORK | SIGCHLD, &a);
+        if (pid < 0) {
+                dprintf(errfd, "nook: cannot start '%s': %s\n", req->argv[0], strerror(errno));
+                *ret_status = 126 << 8;
+                return -1;
+        }
+        /* CLONE_VFORK: the child has exec'd or exited by now. */
+        if (a.step) {
+                if (streq(a.step, "switch user"))
+                        dprintf(errfd,
+                                "nook: cannot switch to user '%s' (%u:%u): %s; rootless sandboxes without a /etc/subuid range only map root\n",
+                                req->user, a.uid, a.gid, strerror(a.err));
+                else if (streq(a.step, "change directory"))
+                        dprintf(errfd, "nook: cannot change to directory '%s': %s\n", req->cwd,
+                                strerror(a.err));
+                else if (streq(a.step, "run"))
+                        dprintf(errfd, "nook: cannot run '%s': %s\n", req->argv[0], strerror(a.err));
+                else
+                        dprintf(errfd, "nook: cannot %s for '%s': %s\n", a.step, req->argv[0],
+                                strerror(a.err));
+        }
+        return pid;
 }
 
 /* The helper: child subreaper between init and the command.  Reports the command's wait status
  * on status_fd as soon as it exits, then keeps reaping whatever the command left running. */
-_Noreturn static void helper_main(const exec_req *req, int fds[3], int status_fd) {
+_Noreturn static void helper_main(exec_req *req, int fds[3], int status_fd) {
         sigset_t set;
 
         (void)prctl(PR_SET_CHILD_SUBREAPER, 1);
@@ -301,17 +344,15 @@ _Noreturn static void helper_main(const exec_req *req, int fds[3], int status_fd
         helper_sigset(&set);
         (void)sigprocmask(SIG_BLOCK, &set, NULL); /* already blocked by init; keep it explicit */
 
-        pid_t cmd = fork();
-        if (cmd < 0)
-                _exit(126);
-        if (cmd == 0) {
-                safe_close(status_fd);
-                exec_command(req, fds[0], fds[1], fds[2]); /* unblocks every signal before exec */
-        }
-        for (int i = 0; i < 3; i++)
-                fds[i] = safe_close(fds[i]);
         bool cmd_done = false;
         int cmd_status = 0;
+        pid_t cmd = spawn_command(req, fds, &cmd_status); /* it unblocks every signal */
+        for (int i = 0; i < 3; i++)
+                fds[i] = safe_close(fds[i]);
+        if (cmd < 0) {
+                (void)fd_write_all(status_fd, &cmd_status, sizeof(cmd_status));
+                _exit(0);
+        }
         for (;;) {
                 siginfo_t si;
                 int sig = sigwaitinfo(&set, &si);

@@ -67,11 +67,7 @@ typedef struct sup {
 } sup;
 
 static uint64_t oom_kills(sup *s) {
-        iso_cgroup_stats st;
-        nook_error ignore;
-        if (!s->cg || iso_cgroup_read_stats(s->cg, &st, &ignore) < 0)
-                return 0;
-        return st.oom_kills;
+        return s->cg ? iso_cgroup_oom_kills(s->cg) : 0;
 }
 
 /* Every sandbox gets a cgroup when the host lets us make one (stats, OOM reports); a requested

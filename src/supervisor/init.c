@@ -247,11 +247,11 @@ typedef struct spawn_args {
         const char *step;
 } spawn_args;
 
-#define SPAWN_FAIL(a, what) \
-        do { \
-                (a)->err = errno; \
-                (a)->step = (what); \
-                _exit(errno == ENOENT && streq((what), "run") ? 127 : 126); \
+#define SPAWN_FAIL(a, what)                                                                                 \
+        do {                                                                                                \
+                (a)->err = errno;                                                                           \
+                (a)->step = (what);                                                                         \
+                _exit(errno == ENOENT && streq((what), "run") ? 127 : 126);                                 \
         } while (0)
 
 __attribute__((no_sanitize("address"))) static int spawn_child(void *arg) {

@@ -263,6 +263,35 @@ NOOK_PUBLIC int nook_image_remove(nook *n, const char *ref, nook_error *err);
 /* Removes images without names that nothing uses, then blobs and layers no image uses. */
 NOOK_PUBLIC int nook_image_prune(nook *n, uint64_t *ret_freed_bytes, nook_error *err);
 
+/* Image files.  Import reads an OCI image layout directory, an oci-archive (a tar of one) or a
+ * `docker save` tar, detected, or named as skopeo does: "oci:DIR[:NAME]",
+ * "oci-archive:FILE[:NAME]", "docker-archive:FILE[:NAME]" (NAME picks one of several images).
+ * Every blob goes through the checks, store and unpacking of a pull; a hostile or damaged input
+ * is refused naming what is wrong, and leaves no record, blob or temporary file behind. */
+typedef struct nook_image_import_opts {
+        const char *name; /* NULL: the archive's own (annotation, RepoTags); none is an error */
+        const char *format; /* "oci", "oci-archive", "docker-archive", or NULL to detect */
+        unsigned jobs; /* parallel layers; 0: 4 */
+        nook_pull_progress_fn progress; /* as for a pull; "downloading" is copying here */
+        void *userdata;
+} nook_image_import_opts;
+
+typedef struct nook_image_export_opts {
+        const char *format; /* "oci" (a directory), "oci-archive" (default), "docker-archive" */
+        bool force; /* replace an existing path (a symlink there is replaced, never followed) */
+} nook_image_export_opts;
+
+NOOK_PUBLIC void nook_image_import_opts_init(nook_image_import_opts *o);
+/* *ret_json (may be NULL) is what nook_image_inspect gives. */
+NOOK_PUBLIC int nook_image_import(
+        nook *n, const char *source, const nook_image_import_opts *o, char **ret_json, nook_error *err);
+NOOK_PUBLIC void nook_image_export_opts_init(nook_image_export_opts *o);
+/* Writes the stored manifest, config and layer blobs as pulled, so a later import gives the same
+ * image digest.  Built beside path and renamed into place; an existing path is NOOK_E_EXISTS
+ * unless o->force.  docker-archive holds the OCI layout and docker's manifest.json. */
+NOOK_PUBLIC int nook_image_export(
+        nook *n, const char *ref, const char *path, const nook_image_export_opts *o, nook_error *err);
+
 /* ---- snapshots ------------------------------------------------------------------------------ */
 
 /* A snapshot is the disk state of a stopped sticky sandbox: its writable root layer (files,

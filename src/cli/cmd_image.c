@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* nook image pull | ls | inspect | rm | prune.  Public API only. */
+/* nook image pull | ls | inspect | rm | prune | import | export.  Public API only. */
 #include <getopt.h>
 #include <jansson.h>
 #include <stdio.h>
@@ -146,6 +146,107 @@ static int image_pull(int argc, char **argv) {
         return 0;
 }
 
+static int image_import(int argc, char **argv) {
+        static const struct option opts[] = { { "name", required_argument, NULL, 'n' },
+                { "format", required_argument, NULL, 'f' }, { "quiet", no_argument, NULL, 'q' },
+                { "json", no_argument, NULL, 'j' }, { "help", no_argument, NULL, 'h' }, {} };
+        nook_image_import_opts o;
+        bool quiet = false;
+        int c;
+        nook_image_import_opts_init(&o);
+        while ((c = getopt_long(argc, argv, "hqjn:f:", opts, NULL)) >= 0) {
+                switch (c) {
+                case 'h':
+                        printf("Usage: nook image import [OPTIONS] SOURCE\n\n"
+                               "SOURCE is an OCI image layout directory, an oci-archive tar or a `docker save` tar,\n"
+                               "or as skopeo names them: oci:DIR[:NAME], oci-archive:FILE[:NAME], docker-archive:FILE[:NAME]\n"
+                               "(NAME picks one of several images).\n\n"
+                               "  -n, --name NAME       name the image (default: the archive's annotation or RepoTag)\n"
+                               "  -f, --format FORMAT   oci, oci-archive or docker-archive (default: detected)\n"
+                               "  -q, --quiet           no progress display\n");
+                        return 0;
+                case 'n':
+                        o.name = optarg;
+                        break;
+                case 'f':
+                        o.format = optarg;
+                        break;
+                case 'q':
+                        quiet = true;
+                        break;
+                case 'j':
+                        arg_json = true;
+                        break;
+                default:
+                        return cli_usage_error("image import", "unknown option");
+                }
+        }
+        if (optind + 1 != argc)
+                return cli_usage_error("image import", "expected one SOURCE");
+        progress_state ps = {};
+        if (!quiet && !arg_json && isatty(STDERR_FILENO)) {
+                o.progress = on_progress;
+                o.userdata = &ps;
+        }
+        nook *n = NULL;
+        nook_error err = {};
+        char *json = NULL;
+        int r = cli_open(&n, &err);
+        if (r >= 0)
+                r = nook_image_import(n, argv[optind], &o, &json, &err);
+        nook_close(n);
+        if (r < 0)
+                return cli_fail(&err);
+        print_json_or(json, print_pulled);
+        nook_free(json);
+        return 0;
+}
+
+static int image_export(int argc, char **argv) {
+        static const struct option opts[] = { { "output", required_argument, NULL, 'o' },
+                { "format", required_argument, NULL, 'f' }, { "force", no_argument, NULL, 'F' },
+                { "help", no_argument, NULL, 'h' }, {} };
+        nook_image_export_opts o;
+        const char *out = NULL;
+        int c;
+        nook_image_export_opts_init(&o);
+        while ((c = getopt_long(argc, argv, "ho:f:", opts, NULL)) >= 0) {
+                switch (c) {
+                case 'h':
+                        printf("Usage: nook image export [OPTIONS] REFERENCE -o PATH\n\n"
+                               "  -o, --output PATH     where to write (refused if it exists, unless --force)\n"
+                               "  -f, --format FORMAT   oci (a directory), oci-archive (a tar, the default) or\n"
+                               "                        docker-archive (a tar `docker load` and skopeo read)\n"
+                               "  --force               replace PATH\n");
+                        return 0;
+                case 'o':
+                        out = optarg;
+                        break;
+                case 'f':
+                        o.format = optarg;
+                        break;
+                case 'F':
+                        o.force = true;
+                        break;
+                default:
+                        return cli_usage_error("image export", "unknown option");
+                }
+        }
+        if (optind + 1 != argc || !out)
+                return cli_usage_error("image export", "expected one REFERENCE and -o PATH");
+        nook *n = NULL;
+        nook_error err = {};
+        int r = cli_open(&n, &err);
+        if (r >= 0)
+                r = nook_image_export(n, argv[optind], out, &o, &err);
+        nook_close(n);
+        if (r < 0)
+                return cli_fail(&err);
+        if (!arg_json)
+                printf("exported %s to %s\n", argv[optind], out);
+        return 0;
+}
+
 static void print_list(json_t *a) {
         size_t i;
         json_t *img;
@@ -239,13 +340,20 @@ int cmd_image(int argc, char **argv) {
                         "  ls                 list local images\n"
                         "  inspect REFERENCE  show an image (JSON), with its default command\n"
                         "  rm REFERENCE...    remove names (an image goes with its last name)\n"
-                        "  prune              free blobs and layers no image uses\n");
+                        "  prune              free blobs and layers no image uses\n"
+                        "  import SOURCE      add an image from an OCI layout, oci-archive or docker save tar\n"
+                        "                     (--name NAME, --format oci|oci-archive|docker-archive)\n"
+                        "  export REF -o PATH write an image as oci-archive (default), oci or docker-archive\n");
                 return argc < 2 ? CLI_EXIT_USAGE : 0;
         }
         const char *verb = argv[1];
         optind = 0;
         if (strcmp(verb, "pull") == 0)
                 return image_pull(argc - 1, argv + 1);
+        if (strcmp(verb, "import") == 0)
+                return image_import(argc - 1, argv + 1);
+        if (strcmp(verb, "export") == 0)
+                return image_export(argc - 1, argv + 1);
         if (strcmp(verb, "ls") == 0 || strcmp(verb, "list") == 0)
                 return image_simple("ls", argc - 1, argv + 1);
         if (strcmp(verb, "inspect") == 0 || strcmp(verb, "rm") == 0 || strcmp(verb, "prune") == 0)

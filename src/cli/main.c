@@ -29,7 +29,7 @@ static const cli_command commands[] = {
         { "cat", cmd_cat, "Print a workspace file (NAME:PATH)" },
         { "ws", cmd_ws, "Workspace files: path, write, cat, ls, rm, mkdir, mv" },
         { "volume", cmd_volume, "Named volumes: create, ls, rm" },
-        { "image", cmd_image, "Registry images: pull, ls, inspect, rm, prune" },
+        { "image", cmd_image, "Images: pull, ls, inspect, rm, prune, import, export" },
         { "snapshot", cmd_snapshot, "Snapshots (disk state only): create, ls, inspect, rm, export, import" },
         { "doctor", cmd_doctor, "Check what this host offers nook" },
 };

@@ -95,3 +95,30 @@ int image_ensure_layers(image_store *s, const image_rec *rec, nook_error *err);
 int image_blob_put(image_store *s, const char *digest, const void *buf, size_t len, nook_error *err);
 /* Path of a blob in the store (it may not exist). */
 char *image_blob_path(const image_store *s, const char *digest);
+
+/* Where the layer blobs of an image come from: a registry, or a local layout or archive.  get
+ * writes the blob into fd (a new empty file), checking its size and digest; it is called from
+ * several worker threads at once. */
+typedef struct image_blob_source {
+        int (*get)(void *userdata, const char *digest, uint64_t size, int fd, registry_progress_fn progress,
+                void *progress_userdata, nook_error *err);
+        void *userdata;
+} image_blob_source;
+
+/* The part of a pull after the manifest and the config are in hand, shared by registry pulls and
+ * imports: the config must be the blob the manifest names (digest, size) and list one diff_id per
+ * layer; manifest and config are stored as blobs; each layer blob is taken from src into the
+ * store (unless there), unpacked and checked against its diff_id; the image is recorded under
+ * name (may be NULL).  undo: a failure removes every blob and layer directory this call created
+ * (an import changes nothing); a pull keeps them for its next try. */
+int image_store_add(image_store *s, const image_blob_source *src, const char *manifest, size_t manifest_len,
+        const char *config, size_t config_len, const char *name, bool undo, const image_pull_opts *o,
+        nook_error *err);
+/* Copies a blob of size bytes from in_fd to out_fd, hashing it as it goes: more or fewer bytes or
+ * another digest fail (NOOK_E_INVALID) naming the digest and what (where it came from). */
+int image_blob_copy(int in_fd, const char *digest, uint64_t size, const char *what, int out_fd,
+        registry_progress_fn progress, void *userdata, nook_error *err);
+/* Holds the store against `nook image prune` (a shared flock) until *ret_lock is closed. */
+int image_store_hold(image_store *s, int *ret_lock, nook_error *err);
+/* A new private directory under images/tmp, named prefix-XXXXXX; the caller removes it. */
+int image_store_tmpdir(image_store *s, const char *prefix, char **ret_path, nook_error *err);

@@ -38,6 +38,14 @@
 
 #define DEFAULT_JOBS 4u
 #define MAX_JOBS 16u
+#define COPY_BUF (256u * 1024u)
+
+static bool in_list(char *const *l, const char *s) {
+        STRV_FOREACH (i, (char **)l)
+                if (streq(*i, s))
+                        return true;
+        return false;
+}
 
 static inline void *mfree(void *p) {
         free(p);
@@ -188,7 +196,7 @@ typedef struct layer_job {
 
 typedef struct pull_ctx {
         image_store *s;
-        registry *reg; /* NULL for local-only work (ensure) */
+        const image_blob_source *src; /* NULL for local-only work (ensure) */
         layer_job *jobs;
         size_t n, next;
         pthread_mutex_t lock;
@@ -206,14 +214,14 @@ static void on_progress(void *userdata, uint64_t done) {
 static int fetch_blob(pull_ctx *c, layer_job *j, const char *dst, nook_error *err) {
         _cleanup_free_ char *tmp = NULL;
         _cleanup_close_ int fd = -1;
-        if (!c->reg)
+        if (!c->src)
                 return nook_err_set(err, NOOK_E_NOT_FOUND,
                         "Layer blob %s is missing from the store: pull the image again", j->desc->digest);
         int r = tmp_file(c->s, &tmp, &fd, err);
         if (r < 0)
                 return r;
         atomic_store(&j->state, IMAGE_LAYER_DOWNLOADING);
-        r = registry_get_blob(c->reg, j->desc->digest, j->desc->size, fd, on_progress, j, err);
+        r = c->src->get(c->src->userdata, j->desc->digest, j->desc->size, fd, on_progress, j, err);
         if (r >= 0 && (fsync(fd) < 0 || rename(tmp, dst) < 0))
                 r = nook_err_errno(err, NOOK_E_IO, "Cannot store blob %s", j->desc->digest);
         if (r < 0)
@@ -235,7 +243,7 @@ static int unpack_layer(pull_ctx *c, layer_job *j, const char *blob, const char 
         int r;
         if (bfd < 0 || dfd < 0)
                 r = nook_err_errno(err, NOOK_E_IO, "Cannot open layer %s for unpacking", j->desc->digest);
-        else
+        else if ((r = image_layer_compression_check(bfd, j->desc->media_type, err)) >= 0)
                 r = image_unpack_fd(bfd, dfd, &c->s->unpack, diff_id, err);
         if (r < 0)
                 (void)nook_err_wrap(err, "unpacking layer %s", j->desc->digest);
@@ -262,7 +270,7 @@ static int layer_ensure(pull_ctx *c, layer_job *j, nook_error *err) {
         int r;
         if (!dst || !blob || !lock_name)
                 return nook_err_oom(err);
-        if (access(dst, F_OK) == 0) {
+        if (access(dst, F_OK) == 0 && access(blob, F_OK) == 0) {
                 atomic_store(&j->state, IMAGE_LAYER_CACHED);
                 return 0;
         }
@@ -270,6 +278,10 @@ static int layer_ensure(pull_ctx *c, layer_job *j, nook_error *err) {
         if ((r = lock_take(c->s, lock_name, LOCK_EX, &lock, err)) < 0)
                 return r;
         if (access(dst, F_OK) == 0) {
+                /* unpacked from another image's blob (same diff_id, other compression): keep this
+                 * image's own blob too, as given, so that `nook image export` can write it */
+                if (c->src && access(blob, F_OK) < 0 && (r = fetch_blob(c, j, blob, err)) < 0)
+                        return r;
                 atomic_store(&j->state, IMAGE_LAYER_CACHED);
                 return 0;
         }
@@ -366,63 +378,80 @@ static int run_jobs(pull_ctx *c, const image_pull_opts *o, nook_error *err) {
         return 0;
 }
 
-/* ---- pull ------------------------------------------------------------------------------------- */
+/* ---- adding an image from any source ------------------------------------------------------------ */
+
+int image_store_hold(image_store *s, int *ret_lock, nook_error *err) {
+        return lock_take(s, "gc", LOCK_SH, ret_lock, err);
+}
+
+int image_store_tmpdir(image_store *s, const char *prefix, char **ret_path, nook_error *err) {
+        _cleanup_free_ char *p = strprintf("%s/tmp/%s-XXXXXX", s->root, prefix);
+        if (!p)
+                return nook_err_oom(err);
+        if (!mkdtemp(p))
+                return nook_err_errno(err, NOOK_E_IO, "Cannot create a directory in '%s/tmp'", s->root);
+        *ret_path = TAKE_PTR(p);
+        return 0;
+}
+
+int image_blob_copy(int in_fd, const char *digest, uint64_t size, const char *what, int out_fd,
+        registry_progress_fn progress, void *userdata, nook_error *err) {
+        _cleanup_(image_hasher_freep) image_hasher *h = image_hasher_new();
+        _cleanup_free_ char *buf = malloc(COPY_BUF);
+        char got[IMAGE_DIGEST_LEN + 1];
+        uint64_t done = 0;
+        if (!h || !buf)
+                return nook_err_oom(err);
+        for (;;) {
+                /* one byte more than declared is enough to know the blob is too long */
+                size_t want = size - done + 1 < COPY_BUF ? (size_t)(size - done + 1) : COPY_BUF;
+                ssize_t k = read(in_fd, buf, want);
+                if (k < 0 && errno == EINTR)
+                        continue;
+                if (k < 0)
+                        return nook_err_errno(err, NOOK_E_IO, "Cannot read blob %s from %s", digest, what);
+                if (k == 0)
+                        break;
+                done += (uint64_t)k;
+                if (done > size)
+                        return nook_err_set(err, NOOK_E_INVALID,
+                                "Blob %s in %s is larger than the %llu bytes its descriptor says: refused",
+                                digest, what, (unsigned long long)size);
+                image_hasher_update(h, buf, (size_t)k);
+                int r = fd_write_all(out_fd, buf, (size_t)k);
+                if (r < 0)
+                        return nook_err_errnum(err, NOOK_E_IO, -r, "Cannot store blob %s", digest);
+                if (progress)
+                        progress(userdata, done);
+        }
+        if (done != size)
+                return nook_err_set(err, NOOK_E_INVALID,
+                        "Blob %s in %s is %llu bytes, its descriptor says %llu (truncated or wrong): refused",
+                        digest, what, (unsigned long long)done, (unsigned long long)size);
+        image_hasher_final(TAKE_PTR(h), got);
+        if (!streq(got, digest))
+                return nook_err_set(err, NOOK_E_INVALID,
+                        "Digest mismatch for blob %s in %s (got %s): refused", digest, what, got);
+        return 0;
+}
 
 typedef struct fetched {
         char digest[IMAGE_DIGEST_LEN + 1];
-        char *manifest;
+        const char *manifest, *config;
         size_t manifest_len;
         image_manifest m;
-        char *config;
         image_config cfg;
 } fetched;
 
 static void fetched_done(fetched *f) {
-        free(f->manifest);
         image_manifest_done(&f->m);
-        free(f->config);
         image_config_done(&f->cfg);
-}
-
-/* Fetches the manifest for the reference, going through an index to our platform. */
-static int fetch_manifest(registry *reg, const image_ref *ref, fetched *f, nook_error *err) {
-        _cleanup_free_ char *ct = NULL, *dg = NULL;
-        image_doc_kind kind;
-        int r;
-        if ((r = registry_get_manifest(reg, ref->digest ? ref->digest : ref->tag, &f->manifest,
-                     &f->manifest_len, &ct, err)) < 0 ||
-                (r = image_doc_kind_detect(ct, f->manifest, f->manifest_len, &kind, err)) < 0)
-                return r;
-        if (kind == IMAGE_DOC_INDEX) {
-                _cleanup_(image_index_done) image_index x = {};
-                image_platform p;
-                const image_desc *d;
-                image_platform_host(&p);
-                if ((r = image_index_parse(f->manifest, f->manifest_len, &x, err)) < 0 ||
-                        (r = image_index_select(&x, &p, &d, err)) < 0)
-                        return r;
-                if (!(dg = strdup(d->digest)))
-                        return nook_err_oom(err);
-                free(f->manifest);
-                f->manifest = NULL;
-                ct = mfree(ct);
-                /* fetched by digest: registry_get_manifest checks the answer against it */
-                if ((r = registry_get_manifest(reg, dg, &f->manifest, &f->manifest_len, &ct, err)) < 0 ||
-                        (r = image_doc_kind_detect(ct, f->manifest, f->manifest_len, &kind, err)) < 0)
-                        return r;
-                if (kind != IMAGE_DOC_MANIFEST)
-                        return nook_err_set(err, NOOK_E_INVALID,
-                                "The image index points at another index (%s): nook follows one level", dg);
-        }
-        if ((r = image_digest_buf(f->manifest, f->manifest_len, f->digest, err)) < 0)
-                return r;
-        return image_manifest_parse(f->manifest, f->manifest_len, &f->m, err);
 }
 
 static int record_fill(const fetched *f, image_rec *rec, nook_error *err) {
         *rec = (image_rec){ .digest = strdup(f->digest),
                 .config_digest = strdup(f->m.config.digest),
-                .config_json = strdup(f->config),
+                .config_json = strndup(f->config, f->m.config.size),
                 .platform = strprintf("%s/%s%s%s", f->cfg.os ? f->cfg.os : "linux",
                         f->cfg.arch ? f->cfg.arch : "unknown", f->cfg.variant ? "/" : "",
                         f->cfg.variant ? f->cfg.variant : ""),
@@ -444,15 +473,15 @@ static int record_fill(const fetched *f, image_rec *rec, nook_error *err) {
         return 0;
 }
 
-static int pull_layers(
-        image_store *s, registry *reg, const fetched *f, const image_pull_opts *o, nook_error *err) {
-        pull_ctx c = { .s = s, .reg = reg, .n = f->m.n_layers };
+static int run_layers(image_store *s, const image_blob_source *src, const image_desc *descs,
+        char *const *diff_ids, size_t n, const image_pull_opts *o, nook_error *err) {
+        pull_ctx c = { .s = s, .src = src, .n = n };
         c.jobs = calloc(c.n ? c.n : 1, sizeof(layer_job));
         if (!c.jobs)
                 return nook_err_oom(err);
         for (size_t i = 0; i < c.n; i++) {
-                c.jobs[i].desc = &f->m.layers[i];
-                c.jobs[i].diff_id = f->cfg.diff_ids[i];
+                c.jobs[i].desc = &descs[i];
+                c.jobs[i].diff_id = diff_ids[i];
         }
         pthread_mutex_init(&c.lock, NULL);
         pthread_cond_init(&c.cond, NULL);
@@ -461,6 +490,118 @@ static int pull_layers(
         pthread_mutex_destroy(&c.lock);
         free(c.jobs);
         return r;
+}
+
+/* Parses and cross-checks what a source handed us: the config must be the blob the manifest
+ * names, and list one diff_id per layer. */
+static int fetched_parse(fetched *f, const char *config, size_t config_len, nook_error *err) {
+        char got[IMAGE_DIGEST_LEN + 1];
+        int r;
+        if ((r = image_digest_buf(f->manifest, f->manifest_len, f->digest, err)) < 0 ||
+                (r = image_manifest_parse(f->manifest, f->manifest_len, &f->m, err)) < 0 ||
+                (r = image_digest_buf(config, config_len, got, err)) < 0)
+                return r;
+        if (config_len != f->m.config.size || !streq(got, f->m.config.digest))
+                return nook_err_set(err, NOOK_E_INVALID,
+                        "Digest mismatch for the image config %s (got %s, %zu bytes): refusing the image",
+                        f->m.config.digest, got, config_len);
+        f->config = config;
+        if ((r = image_config_parse(config, config_len, &f->cfg, err)) < 0)
+                return r;
+        if (f->cfg.n_diff_ids != f->m.n_layers)
+                return nook_err_set(err, NOOK_E_INVALID,
+                        "The image config lists %zu layers (diff_ids) but the manifest %zu: refusing the image",
+                        f->cfg.n_diff_ids, f->m.n_layers);
+        return 0;
+}
+
+/* Paths this add may create, for a rollback: blobs first, then layer directories. */
+static int new_paths(image_store *s, const fetched *f, char ***ret, nook_error *err) {
+        _cleanup_strv_free_ char **l = calloc(1, sizeof(char *));
+        if (!l)
+                return nook_err_oom(err);
+        size_t n = 2 + 2 * f->m.n_layers;
+        for (size_t i = 0; i < n; i++) {
+                _cleanup_free_ char *p = i == 0 ? image_blob_path(s, f->digest)
+                        : i == 1                ? image_blob_path(s, f->m.config.digest)
+                        : i < 2 + f->m.n_layers ? image_blob_path(s, f->m.layers[i - 2].digest)
+                                                : layer_path(s, f->cfg.diff_ids[i - 2 - f->m.n_layers]);
+                if (!p)
+                        return nook_err_oom(err);
+                if (access(p, F_OK) < 0 && !in_list(l, p) && strv_push(&l, p) < 0)
+                        return nook_err_oom(err);
+        }
+        *ret = TAKE_PTR(l);
+        return 0;
+}
+
+static void rollback(char *const *paths) {
+        nook_error ignored;
+        STRV_FOREACH (p, (char **)paths)
+                (void)image_rm_tree(AT_FDCWD, *p, &ignored);
+}
+
+int image_store_add(image_store *s, const image_blob_source *src, const char *manifest, size_t manifest_len,
+        const char *config, size_t config_len, const char *name, bool undo, const image_pull_opts *o,
+        nook_error *err) {
+        _cleanup_(fetched_done) fetched f = { .manifest = manifest, .manifest_len = manifest_len };
+        _cleanup_(image_rec_done) image_rec rec = {};
+        _cleanup_strv_free_ char **created = NULL;
+        int r = fetched_parse(&f, config, config_len, err);
+        if (r < 0 || (undo && (r = new_paths(s, &f, &created, err)) < 0))
+                return r;
+        if ((r = image_blob_put(s, f.digest, f.manifest, f.manifest_len, err)) < 0 ||
+                (r = image_blob_put(s, f.m.config.digest, f.config, f.m.config.size, err)) < 0 ||
+                (r = run_layers(s, src, f.m.layers, f.cfg.diff_ids, f.m.n_layers, o, err)) < 0 ||
+                (r = record_fill(&f, &rec, err)) < 0 || (r = store_image_put(s->st, &rec, name, err)) < 0) {
+                if (undo)
+                        rollback(created);
+                return r;
+        }
+        return 0;
+}
+
+/* ---- pull ------------------------------------------------------------------------------------- */
+
+static int registry_source_get(void *userdata, const char *digest, uint64_t size, int fd,
+        registry_progress_fn progress, void *progress_userdata, nook_error *err) {
+        return registry_get_blob(userdata, digest, size, fd, progress, progress_userdata, err);
+}
+
+/* Fetches the manifest for the reference, going through an index to our platform. */
+static int fetch_manifest(
+        registry *reg, const image_ref *ref, char **ret, size_t *ret_len, nook_error *err) {
+        _cleanup_free_ char *ct = NULL, *dg = NULL, *body = NULL;
+        size_t len = 0;
+        image_doc_kind kind;
+        int r;
+        if ((r = registry_get_manifest(reg, ref->digest ? ref->digest : ref->tag, &body, &len, &ct, err)) <
+                        0 ||
+                (r = image_doc_kind_detect(ct, body, len, &kind, err)) < 0)
+                return r;
+        if (kind == IMAGE_DOC_INDEX) {
+                _cleanup_(image_index_done) image_index x = {};
+                image_platform p;
+                const image_desc *d;
+                image_platform_host(&p);
+                if ((r = image_index_parse(body, len, &x, err)) < 0 ||
+                        (r = image_index_select(&x, &p, &d, err)) < 0)
+                        return r;
+                if (!(dg = strdup(d->digest)))
+                        return nook_err_oom(err);
+                body = mfree(body);
+                ct = mfree(ct);
+                /* fetched by digest: registry_get_manifest checks the answer against it */
+                if ((r = registry_get_manifest(reg, dg, &body, &len, &ct, err)) < 0 ||
+                        (r = image_doc_kind_detect(ct, body, len, &kind, err)) < 0)
+                        return r;
+                if (kind != IMAGE_DOC_MANIFEST)
+                        return nook_err_set(err, NOOK_E_INVALID,
+                                "The image index points at another index (%s): nook follows one level", dg);
+        }
+        *ret = TAKE_PTR(body);
+        *ret_len = len;
+        return 0;
 }
 
 /* The stored copy of a small blob when it is there whole and matches its digest (1), else 0. */
@@ -499,47 +640,37 @@ static int config_get(image_store *s, registry *reg, const image_desc *d, char *
         return image_blob_put(s, d->digest, *ret, d->size, err);
 }
 
-static int pull_fetched(image_store *s, registry *reg, const image_ref *ref, fetched *f,
-        const image_pull_opts *o, nook_error *err) {
+static int pull_from(
+        image_store *s, registry *reg, const image_ref *ref, const image_pull_opts *o, nook_error *err) {
+        _cleanup_(image_manifest_done) image_manifest m = {};
+        _cleanup_free_ char *manifest = NULL, *config = NULL, *name = image_ref_to_string(ref);
+        size_t len = 0;
+        image_blob_source src = { .get = registry_source_get, .userdata = reg };
         int r;
-        if ((r = config_get(s, reg, &f->m.config, &f->config, err)) < 0 ||
-                (r = image_config_parse(f->config, f->m.config.size, &f->cfg, err)) < 0)
-                return r;
-        if (f->cfg.n_diff_ids != f->m.n_layers)
-                return nook_err_set(err, NOOK_E_INVALID,
-                        "The image config lists %zu layers (diff_ids) but the manifest %zu: refusing the image",
-                        f->cfg.n_diff_ids, f->m.n_layers);
-        if ((r = image_blob_put(s, f->digest, f->manifest, f->manifest_len, err)) < 0 ||
-                (r = image_blob_put(s, f->m.config.digest, f->config, f->m.config.size, err)) < 0 ||
-                (r = pull_layers(s, reg, f, o, err)) < 0)
-                return r;
-        _cleanup_free_ char *name = image_ref_to_string(ref);
         if (!name)
                 return nook_err_oom(err);
-        _cleanup_(image_rec_done) image_rec rec = {};
-        if ((r = record_fill(f, &rec, err)) < 0 || (r = store_image_put(s->st, &rec, name, err)) < 0)
+        if ((r = fetch_manifest(reg, ref, &manifest, &len, err)) < 0 ||
+                (r = image_manifest_parse(manifest, len, &m, err)) < 0 ||
+                (r = config_get(s, reg, &m.config, &config, err)) < 0)
                 return r;
-        return 0;
+        return image_store_add(
+                s, &src, manifest, len, config, m.config.size, name, /* undo= */ false, o, err);
 }
 
 int image_pull(
         image_store *s, const char *refstr, const image_pull_opts *o, image_rec *ret, nook_error *err) {
         _cleanup_(image_ref_done) image_ref ref = {};
-        _cleanup_(fetched_done) fetched f = {};
         registry *reg = NULL;
         image_pull_opts defaults = {};
         int r;
         if (!o)
                 o = &defaults;
         _cleanup_close_ int gc_lock = -1;
-        if ((r = image_ref_parse(refstr, &ref, err)) < 0 ||
-                (r = lock_take(s, "gc", LOCK_SH, &gc_lock, err)) < 0)
+        if ((r = image_ref_parse(refstr, &ref, err)) < 0 || (r = image_store_hold(s, &gc_lock, err)) < 0)
                 return r;
         if ((r = registry_new(&ref, &o->reg, &reg, err)) < 0)
                 return nook_err_wrap(err, "pulling '%s'", refstr);
-        r = fetch_manifest(reg, &ref, &f, err);
-        if (r >= 0)
-                r = pull_fetched(s, reg, &ref, &f, o, err);
+        r = pull_from(s, reg, &ref, o, err);
         registry_free(reg);
         if (r < 0)
                 return nook_err_wrap(err, "pulling '%s'", refstr);
@@ -580,21 +711,14 @@ int image_lookup(image_store *s, const char *refstr, image_rec *ret, nook_error 
 
 int image_ensure_layers(image_store *s, const image_rec *rec, nook_error *err) {
         _cleanup_free_ image_desc *descs = calloc(rec->n_layers ? rec->n_layers : 1, sizeof(image_desc));
-        pull_ctx c = { .s = s, .n = rec->n_layers };
-        if (!descs || !(c.jobs = calloc(c.n ? c.n : 1, sizeof(layer_job))))
+        _cleanup_free_ char **diff_ids = calloc(rec->n_layers ? rec->n_layers : 1, sizeof(char *));
+        if (!descs || !diff_ids)
                 return nook_err_oom(err);
-        for (size_t i = 0; i < c.n; i++) {
+        for (size_t i = 0; i < rec->n_layers; i++) {
                 descs[i] = (image_desc){ .digest = rec->layers[i].digest, .size = rec->layers[i].size };
-                c.jobs[i].desc = &descs[i];
-                c.jobs[i].diff_id = rec->layers[i].diff_id;
+                diff_ids[i] = rec->layers[i].diff_id;
         }
-        pthread_mutex_init(&c.lock, NULL);
-        pthread_cond_init(&c.cond, NULL);
-        int r = run_jobs(&c, NULL, err);
-        pthread_cond_destroy(&c.cond);
-        pthread_mutex_destroy(&c.lock);
-        free(c.jobs);
-        return r;
+        return run_layers(s, /* src= */ NULL, descs, diff_ids, rec->n_layers, NULL, err);
 }
 
 static int resolved_fill(image_store *s, const image_rec *rec, image_resolved *ret, nook_error *err) {
@@ -643,13 +767,6 @@ int image_resolve(image_store *s, const char *refstr, image_pull_policy policy, 
 
 /* ---- garbage collection ------------------------------------------------------------------------ */
 
-static bool in_sorted(char *const *l, const char *s) {
-        STRV_FOREACH (i, (char **)l)
-                if (streq(*i, s))
-                        return true;
-        return false;
-}
-
 /* Removes entries of dir whose names (hex) are not in keep (digests); skips dot files. */
 static int gc_dir(const char *dir, char *const *keep, bool layers, uint64_t *freed, nook_error *err) {
         _cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
@@ -665,7 +782,7 @@ static int gc_dir(const char *dir, char *const *keep, bool layers, uint64_t *fre
                         continue;
                 char dg[IMAGE_DIGEST_LEN + 1];
                 (void)snprintf(dg, sizeof(dg), "sha256:%s", de->d_name);
-                if (in_sorted(keep, dg))
+                if (in_list(keep, dg))
                         continue;
                 struct stat st;
                 if (!layers && fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && freed)

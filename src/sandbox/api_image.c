@@ -7,6 +7,7 @@
 #include "nook.h"
 #include "image/image.h"
 #include "image/manifest.h"
+#include "image/transport.h"
 #include "isolate/userns.h"
 #include "sandbox/api_image.h"
 #include "sandbox/ctx.h"
@@ -167,4 +168,48 @@ int nook_image_prune(nook *n, uint64_t *ret_freed, nook_error *err) {
         if (r < 0)
                 return r;
         return image_store_gc(&s, ret_freed, err);
+}
+
+void nook_image_import_opts_init(nook_image_import_opts *o) {
+        *o = (nook_image_import_opts){};
+}
+
+void nook_image_export_opts_init(nook_image_export_opts *o) {
+        *o = (nook_image_export_opts){};
+}
+
+static int format_parse(const char *s, image_archive_format *ret, nook_error *err) {
+        *ret = s ? image_archive_format_from_string(s) : _IMAGE_FORMAT_INVALID;
+        if (s && *ret < 0)
+                return nook_err_set(err, NOOK_E_INVALID,
+                        "Unknown image format '%s': expected oci, oci-archive or docker-archive", s);
+        return 0;
+}
+
+int nook_image_import(
+        nook *n, const char *source, const nook_image_import_opts *o, char **ret_json, nook_error *err) {
+        _cleanup_(image_store_done) image_store s = {};
+        _cleanup_(image_rec_done) image_rec rec = {};
+        nook_image_import_opts none = {};
+        if (!o)
+                o = &none;
+        nook_pull_opts relayed = { .progress = o->progress, .userdata = o->userdata };
+        progress_relay pr = { .o = &relayed };
+        image_import_opts io = { .name = o->name,
+                .pull = { .progress = o->progress ? relay : NULL, .userdata = &pr, .jobs = o->jobs } };
+        int r = format_parse(o->format, &io.format, err);
+        if (r < 0 || (r = sb_image_store(n, &s, err)) < 0 ||
+                (r = image_import(&s, source, &io, &rec, err)) < 0)
+                return r;
+        return ret_json ? dump(image_json(&rec), ret_json, err) : 0;
+}
+
+int nook_image_export(
+        nook *n, const char *ref, const char *path, const nook_image_export_opts *o, nook_error *err) {
+        _cleanup_(image_store_done) image_store s = {};
+        image_export_opts eo = { .force = o && o->force };
+        int r = format_parse(o ? o->format : NULL, &eo.format, err);
+        if (r < 0 || (r = sb_image_store(n, &s, err)) < 0)
+                return r;
+        return image_export(&s, ref, path, &eo, err);
 }

@@ -572,6 +572,40 @@ static int unpack_common(struct archive *outer, int dir_fd, const unpack_opts *o
         return r;
 }
 
+static const char *compression_of_media_type(const char *mt) {
+        if (!mt)
+                return NULL;
+        if (endswith(mt, "+gzip") || endswith(mt, ".tar.gzip"))
+                return "gzip";
+        if (endswith(mt, "+zstd"))
+                return "zstd";
+        if (endswith(mt, ".tar"))
+                return "none";
+        return NULL;
+}
+
+int image_layer_compression_check(int fd, const char *media_type, nook_error *err) {
+        static const unsigned char gzip_magic[] = { 0x1f, 0x8b }, zstd_magic[] = { 0x28, 0xb5, 0x2f, 0xfd };
+        const char *want = compression_of_media_type(media_type);
+        unsigned char head[4] = {};
+        if (!want)
+                return 0;
+        ssize_t n = pread(fd, head, sizeof(head), 0);
+        if (n < 0)
+                return nook_err_errno(err, NOOK_E_IO, "Cannot read the layer");
+        const char *got =
+                (size_t)n >= sizeof(gzip_magic) && memcmp(head, gzip_magic, sizeof(gzip_magic)) == 0 ? "gzip"
+                : (size_t)n >= sizeof(zstd_magic) && memcmp(head, zstd_magic, sizeof(zstd_magic)) == 0
+                ? "zstd"
+                : "none";
+        if (!streq(want, got))
+                return nook_err_set(err, NOOK_E_INVALID,
+                        "The layer's media type '%.200s' says %s, but its bytes are %s: refusing the image",
+                        media_type, streq(want, "none") ? "an uncompressed tar" : want,
+                        streq(got, "none") ? "neither gzip nor zstd" : got);
+        return 0;
+}
+
 int image_unpack_fd(
         int fd, int dir_fd, const unpack_opts *o, char ret_diff_id[IMAGE_DIGEST_LEN + 1], nook_error *err) {
         _cleanup_(archive_freep) struct archive *outer = outer_new();

@@ -27,6 +27,11 @@ typedef struct unpack_opts {
  * layer with NOOK_E_REFUSED naming it; the caller removes the half-written directory. */
 int image_unpack_fd(
         int fd, int dir_fd, const unpack_opts *o, char ret_diff_id[IMAGE_DIGEST_LEN + 1], nook_error *err);
+/* Refuses (NOOK_E_INVALID) a layer blob whose first bytes are not the compression its media type
+ * names: gzip, zstd, or none for a plain tar.  libarchive would unpack any of them, but a blob
+ * that is not what its manifest says was not made by a tool that followed the spec, and its
+ * manifest cannot be trusted either.  A NULL or unknown media type is not checked. */
+int image_layer_compression_check(int fd, const char *media_type, nook_error *err);
 /* The same from memory (tests, fuzzing). */
 int image_unpack_mem(const void *buf, size_t len, int dir_fd, const unpack_opts *o,
         char ret_diff_id[IMAGE_DIGEST_LEN + 1], nook_error *err);

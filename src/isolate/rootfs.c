@@ -56,7 +56,12 @@ static int mkdir_p_at_root(const char *rel, nook_error *err) {
 
 static int touch_at_root(const char *rel, nook_error *err) {
         char path[PATH_MAX];
+        struct stat st;
         (void)snprintf(path, sizeof(path), NEWROOT "%s", rel);
+        /* One the image already has is used as it is: opening it for writing would copy it up
+         * into the writable layer (and fail on a file the sandbox's root does not own). */
+        if (fstatat(AT_FDCWD, path, &st, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISLNK(st.st_mode))
+                return 0;
         int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
         if (fd < 0 && errno != EEXIST)
                 return nook_err_errno(err, NOOK_E_IO, "Cannot create mount point '%s'", rel);

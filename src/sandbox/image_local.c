@@ -23,7 +23,7 @@
 #include "util/str.h"
 
 /* Bumped whenever the skeleton changes: a new version is generated beside the old one. */
-#define HOST_IMAGE_VERSION "v2"
+#define HOST_IMAGE_VERSION "v3"
 
 static const char *const top_dirs[] = { "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32" };
 static const char *const etc_entries[] = { "/etc/alternatives", "/etc/ld.so.cache", "/etc/ld.so.conf",
@@ -88,7 +88,8 @@ static int write_file_at(
 
 /* Mirrors a host path into the skeleton: a symlink is copied as a symlink (merged /usr hosts
  * have /bin -> usr/bin), a real directory or file becomes a read-only bind. */
-static int mirror_entry(int dfd, const char *host_path, char ***binds, nook_error *err) {
+static int mirror_entry(
+        int dfd, const char *host_path, uid_t uid, gid_t gid, char ***binds, nook_error *err) {
         struct stat st;
         const char *rel = host_path + 1;
         if (lstat(host_path, &st) < 0)
@@ -105,6 +106,12 @@ static int mirror_entry(int dfd, const char *host_path, char ***binds, nook_erro
         }
         if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode))
                 return 0;
+        /* The bind's mount point, made once here: otherwise every create would make it in the
+         * sandbox's writable layer (and every stop delete it). */
+        if (S_ISDIR(st.st_mode) ? mkdirat(dfd, rel, 0755) < 0 && errno != EEXIST
+                                : mknodat(dfd, rel, S_IFREG | 0644, 0) < 0 && errno != EEXIST)
+                return nook_err_errno(err, NOOK_E_IO, "Cannot create '%s' in the host image", rel);
+        (void)fchownat(dfd, rel, uid, gid, AT_SYMLINK_NOFOLLOW);
         if (strv_push(binds, host_path) < 0)
                 return nook_err_oom(err);
         return 0;
@@ -134,10 +141,10 @@ static int build_skeleton(const char *dir, uid_t uid, gid_t gid, nook_error *err
         /* Symlinked top-level dirs and /etc entries are materialised now; binds are listed at
          * each create (the host may have changed). */
         for (size_t i = 0; i < ELEMENTSOF(top_dirs); i++)
-                if ((r = mirror_entry(dfd, top_dirs[i], &ignored, err)) < 0)
+                if ((r = mirror_entry(dfd, top_dirs[i], uid, gid, &ignored, err)) < 0)
                         return r;
         for (size_t i = 0; i < ELEMENTSOF(etc_entries); i++)
-                if ((r = mirror_entry(dfd, etc_entries[i], &ignored, err)) < 0)
+                if ((r = mirror_entry(dfd, etc_entries[i], uid, gid, &ignored, err)) < 0)
                         return r;
         return 0;
 }

@@ -217,9 +217,11 @@ static int write_resolv_conf(nook *n, const sb_spec *spec, const char *etc, nook
         return write_owned(p, text, n->ws_uid, n->ws_gid, err);
 }
 
-/* The per-sandbox state folder: config.json, the writable layer (upper, work), the socket. */
+/* The per-sandbox state folder: config.json, the writable layer (upper, work), the socket.
+ * image_digest: in, the image a kept writable layer sits on (NULL: resolve spec->image); out, the
+ * registry image's digest for the record (NULL for "host" or a directory). */
 static int prepare_state(nook *n, const char *name, const sb_spec *spec, bool keep_upper, const char *sdir,
-        const char *wsdir, nook_error *err) {
+        const char *wsdir, char **image_digest, nook_error *err) {
         _cleanup_free_ char *upper = strprintf("%s/upper", sdir), *work = strprintf("%s/work", sdir);
         _cleanup_free_ char *etc = strprintf("%s/upper/etc", sdir),
                             *sdirs = strprintf("%s/sandboxes", n->home);
@@ -260,7 +262,8 @@ static int prepare_state(nook *n, const char *name, const sb_spec *spec, bool ke
 
         sb_image img = { 0 };
         r = spec->snapshot ? sb_snapshot_image(n, spec, wsdir, &img, err)
-                           : sb_image_resolve(n, spec->image, spec->pull_policy, &img, err);
+                           : sb_image_resolve(n, *image_digest ? *image_digest : spec->image,
+                                     *image_digest ? "never" : spec->pull_policy, &img, err);
         if (r < 0)
                 return r;
         /* The image's env goes below the spec's; its user is the default when the spec has none. */
@@ -300,6 +303,10 @@ static int prepare_state(nook *n, const char *name, const sb_spec *spec, bool ke
                 c.env = env;
                 r = sup_config_to_file(&c, cfgp, err);
         }
+        if (r >= 0) {
+                free(*image_digest);
+                *image_digest = TAKE_PTR(img.digest);
+        }
         sb_provision_done(&c);
         sb_image_done(&img);
         return r;
@@ -329,7 +336,7 @@ static int set_state(sandbox_rec *rec, const char *state, nook_error *err) {
         return 0;
 }
 
-static int stop_locked(nook *n, sandbox_rec *rec, uint64_t timeout_ms, const char *reason, nook_error *err);
+static int stop_locked(nook *n, sandbox_rec *rec, uint64_t timeout_ms, bool removing, nook_error *err);
 
 /* Creates (or re-creates over the same workspace) and starts; the caller holds the lock. */
 static int create_locked(nook *n, const char *name, const sb_spec *spec, unsigned flags, nook_error *err) {
@@ -358,7 +365,7 @@ static int create_locked(nook *n, const char *name, const sb_spec *spec, unsigne
                                         name);
                                 goto out;
                         }
-                        if ((r = stop_locked(n, &rec, DEFAULT_STOP_MS, "replaced", err)) < 0)
+                        if ((r = stop_locked(n, &rec, DEFAULT_STOP_MS, false, err)) < 0)
                                 goto out;
                 }
                 /* A sticky sandbox keeps its writable layer across create of the same name. */
@@ -366,14 +373,19 @@ static int create_locked(nook *n, const char *name, const sb_spec *spec, unsigne
         }
         ws_existed = access(wsdir, F_OK) == 0;
         int64_t created = existed ? rec.created_at : 0;
-        if ((r = rec_fill(&rec, name, spec, spec_json, err)) < 0)
+        /* A kept writable layer stays on the image it was made on, wherever its tag points now. */
+        char *pin =
+                keep_upper && rec.image && streq(rec.image, spec->image) ? TAKE_PTR(rec.image_digest) : NULL;
+        r = rec_fill(&rec, name, spec, spec_json, err);
+        rec.image_digest = pin;
+        if (r < 0)
                 goto out;
         if (created)
                 rec.created_at = created;
         r = existed ? store_sandbox_update(st, &rec, err) : store_sandbox_insert(st, &rec, err);
         if (r < 0)
                 goto out;
-        r = prepare_state(n, name, spec, keep_upper, sdir, wsdir, err);
+        r = prepare_state(n, name, spec, keep_upper, sdir, wsdir, &rec.image_digest, err);
         pid_t pid = 0;
         if (r >= 0)
                 r = spawn_supervisor(sdir, &pid, err);
@@ -485,6 +497,18 @@ int sb_connect(nook *n, const char *name, int *ret_fd, nook_error *err) {
 
 static bool wait_gone(pid_t pid, uint64_t start, uint64_t timeout_ms) {
         uint64_t deadline = now_ms() + timeout_ms;
+        /* A pidfd wakes us the moment it exits.  It names whatever holds the pid when opened, so
+         * it is used only once proc_alive() has confirmed that is still our process. */
+        int pfd = pidfd_open_(pid);
+        if (pfd >= 0 && proc_alive(pid, start)) {
+                struct pollfd p = { .fd = pfd, .events = POLLIN };
+                uint64_t now;
+                while ((now = now_ms()) < deadline && poll(&p, 1, (int)(deadline - now)) < 0 &&
+                        errno == EINTR)
+                        ;
+        }
+        if (pfd >= 0)
+                safe_close(pfd);
         while (proc_alive(pid, start)) {
                 if (now_ms() >= deadline)
                         return false;
@@ -493,8 +517,9 @@ static bool wait_gone(pid_t pid, uint64_t start, uint64_t timeout_ms) {
         return true;
 }
 
-/* Asks the supervisor to stop and waits until it is gone; kills it if it does not answer. */
-static int stop_locked(nook *n, sandbox_rec *rec, uint64_t timeout_ms, const char *reason, nook_error *err) {
+/* Asks the supervisor to stop and waits until it is gone; kills it if it does not answer.  Then
+ * records the stop, unless the sandbox is being removed (its record goes next). */
+static int stop_locked(nook *n, sandbox_rec *rec, uint64_t timeout_ms, bool removing, nook_error *err) {
         int fd = -1;
         nook_error e2 = { 0 };
         if (sb_connect(n, rec->name, &fd, &e2) >= 0) {
@@ -521,8 +546,7 @@ static int stop_locked(nook *n, sandbox_rec *rec, uint64_t timeout_ms, const cha
                 (void)kill(rec->supervisor_pid, SIGKILL);
                 (void)wait_gone(rec->supervisor_pid, rec->supervisor_start, 5000);
         }
-        (void)reason;
-        return sb_reconcile(n, rec, err);
+        return removing ? 0 : sb_reconcile(n, rec, err);
 }
 
 int nook_sandbox_stop(nook *n, const char *name, uint64_t timeout_ms, nook_error *err) {
@@ -534,7 +558,7 @@ int nook_sandbox_stop(nook *n, const char *name, uint64_t timeout_ms, nook_error
                 return r;
         r = sb_reconcile(n, &rec, err);
         if (r >= 0 && !streq(rec.state, "stopped"))
-                r = stop_locked(n, &rec, timeout_ms ? timeout_ms : DEFAULT_STOP_MS, "user", err);
+                r = stop_locked(n, &rec, timeout_ms ? timeout_ms : DEFAULT_STOP_MS, false, err);
         sandbox_rec_done(&rec);
         if (r < 0)
                 return nook_err_wrap(err, "stopping sandbox '%s'", name);
@@ -605,7 +629,7 @@ int nook_sandbox_remove(nook *n, const char *name, nook_error *err) {
         if (has_rec) {
                 r = sb_reconcile(n, &rec, err);
                 if (r >= 0 && !streq(rec.state, "stopped"))
-                        r = stop_locked(n, &rec, /* timeout_ms= */ 0, "removed", err);
+                        r = stop_locked(n, &rec, /* timeout_ms= */ 0, /* removing= */ true, err);
                 if (r < 0 && rec.supervisor_pid > 0) {
                         (void)kill(rec.supervisor_pid, SIGKILL);
                         (void)wait_gone(rec.supervisor_pid, rec.supervisor_start, 5000);

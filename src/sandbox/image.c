@@ -6,11 +6,13 @@
 #include <string.h>
 
 #include "nook.h"
+#include "image/digest.h"
 #include "image/image.h"
 #include "sandbox/api_image.h"
 #include "sandbox/ctx.h"
 #include "sandbox/image.h"
 #include "sandbox/image_local.h"
+#include "store/image_rec.h"
 #include "util/error.h"
 #include "util/macro.h"
 #include "util/str.h"
@@ -22,6 +24,7 @@ void sb_image_done(sb_image *img) {
         strv_free(img->cmd);
         free(img->workdir);
         free(img->user);
+        free(img->digest);
         memset(img, 0, sizeof(*img));
 }
 
@@ -30,12 +33,26 @@ static int registry_image(
         _cleanup_(image_store_done) image_store s = {};
         _cleanup_(image_resolved_done) image_resolved res = {};
         _cleanup_strv_free_ char **insecure = NULL;
+        _cleanup_(image_rec_done) image_rec rec = {};
         image_pull_opts po = {};
         image_pull_opts_from_env(&po, &insecure);
         int r = sb_image_store(n, &s, err);
-        if (r < 0 || (r = image_resolve(&s, image, policy, &po, &res, err)) < 0)
+        if (r < 0)
                 return r;
-        sb_image img = {};
+        /* Which image the reference names (pulled first per the policy), then that image by its
+         * digest: the digest recorded for the sandbox is the one its layers come from, even if
+         * another pull moves the tag in between. */
+        r = policy == IMAGE_PULL_ALWAYS && !image_digest_valid(image) ? -NOOK_E_NOT_FOUND
+                                                                      : image_lookup(&s, image, &rec, err);
+        if (r == -NOOK_E_NOT_FOUND && policy != IMAGE_PULL_NEVER && !image_digest_valid(image)) {
+                image_rec_done(&rec);
+                r = image_pull(&s, image, &po, &rec, err);
+        }
+        if (r < 0 || (r = image_resolve(&s, rec.digest, IMAGE_PULL_NEVER, &po, &res, err)) < 0)
+                return r;
+        sb_image img = { .digest = strdup(rec.digest) };
+        if (!img.digest)
+                return nook_err_oom(err);
         img.lowers = TAKE_PTR(res.lowers);
         img.env = TAKE_PTR(res.env);
         img.cmd = TAKE_PTR(res.cmd);

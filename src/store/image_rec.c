@@ -331,12 +331,13 @@ int store_image_list(store *st, image_rec **ret, size_t *ret_n, nook_error *err)
         return 0;
 }
 
-/* The first sandbox whose image field names this image (a name of it, or its digest). */
+/* The first sandbox whose image field names this image (a name of it, or its digest), or whose
+ * image_digest pins it (the tag it was created from may have moved since). */
 static int in_use_by(img_db *d, const char *digest, char **ret, nook_error *err) {
         _cleanup_stmt_ sqlite3_stmt *s = NULL;
         int r = prep(d,
-                "SELECT name FROM sandboxes WHERE image = ?1 OR image IN (SELECT ref FROM image_refs WHERE image = ?1) "
-                "OR image LIKE '%@' || ?1 ORDER BY name LIMIT 1",
+                "SELECT name FROM sandboxes WHERE image_digest = ?1 OR image = ?1 OR image IN (SELECT ref FROM "
+                "image_refs WHERE image = ?1) OR image LIKE '%@' || ?1 ORDER BY name LIMIT 1",
                 &s, err);
         if (r < 0)
                 return r;
@@ -417,7 +418,7 @@ int store_image_prune(store *st, char ***ret_keep, char ***ret_keep_diff_ids, no
         if ((r = run(&d,
                      "DELETE FROM images WHERE digest NOT IN (SELECT image FROM image_refs) AND digest NOT IN "
                      "(SELECT base_image FROM snapshots WHERE base_image IS NOT NULL) AND NOT EXISTS (SELECT 1 FROM "
-                     "sandboxes WHERE image LIKE '%@' || images.digest)",
+                     "sandboxes WHERE image_digest = images.digest OR image LIKE '%@' || images.digest)",
                      err, 0)) < 0)
                 return r;
         if ((r = run(&d,

@@ -43,9 +43,11 @@ int store_image_get(store *st, const char *ref_or_digest, image_rec *ret, nook_e
 int store_image_list(store *st, image_rec **ret, size_t *ret_n, nook_error *err);
 /* Removes a name; the image goes when no name is left (or at once when ref_or_digest is its
  * digest).  Refused with NOOK_E_BUSY naming the sandbox when a sandbox's image field is one of
- * the image's names or its digest.  Returns 1 when the image itself was deleted. */
+ * the image's names or its digest, or its image_digest is the image's digest.  Returns 1 when
+ * the image itself was deleted. */
 int store_image_remove(store *st, const char *ref_or_digest, nook_error *err);
-/* Deletes images without names that no sandbox uses, then layers no image or snapshot uses.
+/* Deletes images without names that no sandbox uses (by image field or image_digest), then layers
+ * no image or snapshot uses.
  * ret_keep: every blob digest still referenced (manifests, configs, layers), sorted;
  * ret_keep_diff_ids: every diff_id still referenced.  The caller removes files not listed. */
 int store_image_prune(store *st, char ***ret_keep, char ***ret_keep_diff_ids, nook_error *err);

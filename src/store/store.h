@@ -44,6 +44,7 @@ typedef struct sandbox_rec {
         char *name;
         char *state; /* "creating", "running", "stopped" */
         char *image; /* the image reference as the user gave it */
+        char *image_digest; /* the manifest digest it resolved to; NULL for "host" or a directory */
         char *spec_json; /* the validated spec, never holding a secret value */
         char **labels; /* "key=value", NULL-terminated; may be NULL */
         bool sticky;

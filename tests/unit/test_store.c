@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "nook.h"
+#include "store/image_rec.h"
 #include "store/store.h"
 #include "util/macro.h"
 #include "util/path.h"
@@ -149,7 +150,8 @@ Test(store, every_field_round_trips) {
                 .stopped_at = 3,
                 .supervisor_pid = 4242,
                 .supervisor_start = UINT64_MAX - 5,
-                .stop_reason = (char *)"idle" };
+                .stop_reason = (char *)"idle",
+                .image_digest = (char *)"sha256:0123" };
         sandbox_rec got = {};
 
         cr_assert_eq(store_sandbox_insert(st, &r, &err), 0, "%s", err.msg);
@@ -164,8 +166,91 @@ Test(store, every_field_round_trips) {
         cr_assert_eq(got.supervisor_pid, 4242);
         cr_assert_eq(got.supervisor_start, UINT64_MAX - 5);
         cr_assert_str_eq(got.stop_reason, "idle");
+        cr_assert_str_eq(got.image_digest, "sha256:0123");
         sandbox_rec_done(&got);
         sandbox_rec_done(&got); /* done twice is harmless */
+        store_free(st);
+}
+
+/* A database at schema 1 (no image_digest column) with a sandbox in it: migration 2 adds the
+ * column, keeps the row, and leaves its pin NULL. */
+Test(store, migration_2_adds_image_digest_to_a_version_1_database) {
+        store *st = open_ok();
+        insert_ok(st, "old", NULL);
+        store_free(st);
+        _cleanup_free_ char *p = strprintf("%s/nook.db", home);
+        sqlite3 *db = NULL;
+        cr_assert_eq(sqlite3_open(p, &db), SQLITE_OK);
+        cr_assert_eq(sqlite3_exec(db,
+                             "DROP INDEX sandboxes_by_image_digest; ALTER TABLE sandboxes DROP COLUMN "
+                             "image_digest; DELETE FROM schema_version WHERE version >= 2",
+                             NULL, NULL, NULL),
+                SQLITE_OK, "%s", sqlite3_errmsg(db));
+        sqlite3_close(db);
+        cr_assert_eq(raw_int("SELECT max(version) FROM schema_version"), 1);
+
+        st = open_ok();
+        nook_error err = {};
+        sandbox_rec got = {};
+        cr_assert_eq(store_sandbox_get(st, "old", &got, &err), 0, "%s", err.msg);
+        cr_assert_str_eq(got.image, "alpine:3");
+        cr_assert_null(got.image_digest);
+        sandbox_rec_done(&got);
+        store_free(st);
+        cr_assert_eq(raw_int("SELECT max(version) FROM schema_version"), store_schema_latest());
+        cr_assert_geq(store_schema_latest(), 2);
+}
+
+static bool strv_contains(char *const *l, const char *s) {
+        for (size_t i = 0; l && l[i]; i++)
+                if (streq(l[i], s))
+                        return true;
+        return false;
+}
+
+static void image_put_ok(store *st, const char *digest, const char *diff_id, const char *ref) {
+        nook_error err = {};
+        image_layer_rec l = { .digest = (char *)diff_id, .diff_id = (char *)diff_id, .size = 1 };
+        image_rec rec = { .digest = (char *)digest,
+                .config_digest = (char *)"sha256:c0",
+                .config_json = (char *)"{}",
+                .platform = (char *)"linux/amd64",
+                .layers = &l,
+                .n_layers = 1 };
+        cr_assert_eq(store_image_put(st, &rec, ref, &err), 0, "%s", err.msg);
+}
+
+/* A tag that moved leaves the old image without a name; a sandbox whose image_digest pins it
+ * keeps it from rm and prune until the sandbox record goes. */
+Test(store, image_digest_pins_an_image_against_rm_and_prune) {
+        store *st = open_ok();
+        nook_error err = {};
+        image_put_ok(st, "sha256:old", "sha256:l-old", "reg/x:latest");
+        sandbox_rec r;
+        rec_init(&r, "pinner", "stopped");
+        r.image = (char *)"reg/x:latest";
+        r.image_digest = (char *)"sha256:old";
+        cr_assert_eq(store_sandbox_insert(st, &r, &err), 0, "%s", err.msg);
+        image_put_ok(st, "sha256:new", "sha256:l-new", "reg/x:latest"); /* the tag moves */
+
+        char **keep = NULL, **keep_diff = NULL;
+        cr_assert_eq(store_image_prune(st, &keep, &keep_diff, &err), 0, "%s", err.msg);
+        cr_assert(strv_contains(keep, "sha256:old"));
+        cr_assert(strv_contains(keep_diff, "sha256:l-old"));
+        strv_free(keep);
+        strv_free(keep_diff);
+
+        int ret = store_image_remove(st, "sha256:old", &err);
+        cr_assert_eq(ret, -NOOK_E_BUSY);
+        cr_assert(strstr(err.msg, "'pinner'"), "%s", err.msg);
+
+        cr_assert_eq(store_sandbox_delete(st, "pinner", &err), 0, "%s", err.msg);
+        cr_assert_eq(store_image_prune(st, &keep, &keep_diff, &err), 0, "%s", err.msg);
+        cr_assert_not(strv_contains(keep, "sha256:old"));
+        cr_assert_not(strv_contains(keep_diff, "sha256:l-old"));
+        cr_assert(strv_contains(keep, "sha256:new"));
+        strv_free(keep);
+        strv_free(keep_diff);
         store_free(st);
 }
 

@@ -53,6 +53,19 @@ static void print_pulled(json_t *j) {
         printf("%s\n", json_string_value(json_object_get(j, "digest")));
 }
 
+static bool show_progress(bool quiet) {
+        return !quiet && !arg_json && isatty(STDERR_FILENO);
+}
+
+/* After a pull or an import: the image's digest (or its JSON), or the error. */
+static int print_added(int r, nook_error *err, char *json) {
+        if (r < 0)
+                return cli_fail(err);
+        print_json_or(json, print_pulled);
+        nook_free(json);
+        return 0;
+}
+
 static int image_pull(int argc, char **argv) {
         static const struct option opts[] = { { "quiet", no_argument, NULL, 'q' },
                 { "creds", required_argument, NULL, 'c' }, { "authfile", required_argument, NULL, 'a' },
@@ -124,10 +137,8 @@ static int image_pull(int argc, char **argv) {
         if (n_insecure)
                 o.insecure_registries = insecure;
         progress_state ps = {};
-        if (!quiet && !arg_json && isatty(STDERR_FILENO)) {
-                o.progress = on_progress;
-                o.userdata = &ps;
-        }
+        o.progress = show_progress(quiet) ? on_progress : NULL;
+        o.userdata = &ps;
         nook *n = NULL;
         nook_error err = {};
         char *json = NULL;
@@ -139,11 +150,7 @@ static int image_pull(int argc, char **argv) {
                 free(creds);
         }
         nook_close(n);
-        if (r < 0)
-                return cli_fail(&err);
-        print_json_or(json, print_pulled);
-        nook_free(json);
-        return 0;
+        return print_added(r, &err, json);
 }
 
 static int image_import(int argc, char **argv) {
@@ -184,10 +191,8 @@ static int image_import(int argc, char **argv) {
         if (optind + 1 != argc)
                 return cli_usage_error("image import", "expected one SOURCE");
         progress_state ps = {};
-        if (!quiet && !arg_json && isatty(STDERR_FILENO)) {
-                o.progress = on_progress;
-                o.userdata = &ps;
-        }
+        o.progress = show_progress(quiet) ? on_progress : NULL;
+        o.userdata = &ps;
         nook *n = NULL;
         nook_error err = {};
         char *json = NULL;
@@ -195,11 +200,7 @@ static int image_import(int argc, char **argv) {
         if (r >= 0)
                 r = nook_image_import(n, argv[optind], &o, &json, &err);
         nook_close(n);
-        if (r < 0)
-                return cli_fail(&err);
-        print_json_or(json, print_pulled);
-        nook_free(json);
-        return 0;
+        return print_added(r, &err, json);
 }
 
 static int image_export(int argc, char **argv) {

@@ -172,7 +172,7 @@ static int docker_entry_parse(json_t *o, size_t i, docker_entry *e, nook_error *
 int docker_manifest_parse(const char *body, size_t len, docker_manifest *ret, nook_error *err) {
         _cleanup_(docker_manifest_done) docker_manifest m = {};
         json_error_t je;
-        if (len > IMAGE_DOC_MAX)
+        if (len > (size_t)IMAGE_DOC_MAX)
                 return nook_err_set(
                         err, NOOK_E_INVALID, "manifest.json is larger than %u bytes", IMAGE_DOC_MAX);
         json_t *a = json_loadb(body, len, JSON_REJECT_DUPLICATES, &je);

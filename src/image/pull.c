@@ -38,7 +38,7 @@
 
 #define DEFAULT_JOBS 4u
 #define MAX_JOBS 16u
-#define COPY_BUF (256u * 1024u)
+#define COPY_BUF ((size_t)256 * 1024)
 
 static bool in_list(char *const *l, const char *s) {
         STRV_FOREACH (i, (char **)l)

@@ -46,7 +46,7 @@
 #include "util/path.h"
 #include "util/str.h"
 
-#define IO_BUF (256u * 1024u)
+#define IO_BUF ((size_t)256 * 1024)
 #define MAX_MEMBERS 100000u
 #define OCI_LAYOUT_JSON "{\"imageLayoutVersion\":\"1.0.0\"}"
 
@@ -455,10 +455,11 @@ static int extract_entry(struct archive *a, struct archive_entry *e, int root_fd
                 return nook_err_set(err, NOOK_E_INVALID, "An archive member has no name");
         while (startswith(raw, "./"))
                 raw += 2;
-        if (!(name = strdup(raw)))
+        size_t len = strlen(raw);
+        while (len > 0 && raw[len - 1] == '/')
+                len--;
+        if (!(name = strndup(raw, len)))
                 return nook_err_oom(err);
-        while (*name && endswith(name, "/"))
-                name[strlen(name) - 1] = 0;
         if (isempty(name) || streq(name, "."))
                 return 0;
         if (!archive_path_valid(name))
@@ -687,10 +688,15 @@ static int out_add(out *o, const char *name, int in_fd, const void *mem, uint64_
                 struct archive_entry *e = archive_entry_new();
                 if (!e)
                         return nook_err_oom(err);
+                /* owned by us, as tar(1) writes: an unprivileged reader that restores owners
+                 * (skopeo untars an oci-archive with chown) can then chown to itself */
+                bool dir = !mem && in_fd < 0; /* a directory entry (tar only) */
                 archive_entry_set_pathname(e, name);
-                archive_entry_set_filetype(e, AE_IFREG);
-                archive_entry_set_perm(e, 0644);
+                archive_entry_set_filetype(e, dir ? AE_IFDIR : AE_IFREG);
+                archive_entry_set_perm(e, dir ? 0755 : 0644);
                 archive_entry_set_size(e, (la_int64_t)size);
+                archive_entry_set_uid(e, geteuid());
+                archive_entry_set_gid(e, getegid());
                 r = archive_write_header(o->a, e);
                 archive_entry_free(e);
                 if (r != ARCHIVE_OK)
@@ -794,7 +800,10 @@ static int export_docs(
 
 static int write_all(out *o, image_store *s, const export_doc *d, nook_error *err) {
         int r;
-        if ((r = out_add_text(o, "oci-layout", OCI_LAYOUT_JSON, err)) < 0 ||
+        if ((o->a &&
+                    ((r = out_add(o, "blobs/", -1, NULL, 0, err)) < 0 ||
+                            (r = out_add(o, "blobs/sha256/", -1, NULL, 0, err)) < 0)) ||
+                (r = out_add_text(o, "oci-layout", OCI_LAYOUT_JSON, err)) < 0 ||
                 (r = out_add_text(o, "index.json", d->index, err)) < 0 ||
                 (d->docker && (r = out_add_text(o, "manifest.json", d->docker, err)) < 0) ||
                 (r = out_add_blob(o, s, d->rec.digest, err)) < 0 ||
@@ -820,6 +829,10 @@ static int write_tmp(
         if (f == IMAGE_FORMAT_OCI) {
                 if ((fd = open(tmp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
                         return nook_err_errno(err, NOOK_E_IO, "Cannot open '%s'", tmp);
+                /* readable by others, as a directory written by cp or skopeo would be */
+                if (fchmod(fd, 0755) < 0 || mkdirat(fd, "blobs", 0755) < 0 ||
+                        mkdirat(fd, "blobs/sha256", 0755) < 0)
+                        return nook_err_errno(err, NOOK_E_IO, "Cannot create directories in '%s'", tmp);
                 o.dir_fd = fd;
                 return write_all(&o, s, d, err);
         }

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Image records: the images, image_refs, layers and image_layers tables of 001_init.sql.
- * Each call is one transaction.  They use their own short-lived connection to the database
- * named by store_path(st) (store.h has no accessor for its handle), with the same busy timeout
- * and foreign keys, so they are safe under concurrent pulls from separate processes. */
+ * Each call is one transaction on the store's connection (a SAVEPOINT inside a caller's
+ * transaction); writers take the lock up front, so concurrent pulls from separate processes
+ * wait for each other instead of failing. */
 #pragma once
 
 #include <stddef.h>

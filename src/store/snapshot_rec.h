@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Snapshot records: the snapshots table of 001_init.sql (name -> digest, one name per digest).
- * Each call is one transaction on its own short-lived connection to store_path(st), as
- * image_rec.c does.  The columns base_image and layer (references into the image tables) stay
- * NULL: a snapshot's base may be "host" or a directory, and its layer is not an image layer;
- * what the snapshot holds is described by snapshot.json in its directory. */
+ * Each call is one transaction on the store's connection, as in image_rec.c.  The columns
+ * base_image and layer (references into the image tables) stay NULL: a snapshot's base may be
+ * "host" or a directory, and its layer is not an image layer; what the snapshot holds is
+ * described by snapshot.json in its directory. */
 #pragma once
 
 #include <stdint.h>

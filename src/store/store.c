@@ -19,6 +19,7 @@
 
 #include "nook.h"
 #include "store/store.h"
+#include "store/store_sql.h"
 #include "store_migrations.h"
 #include "util/error.h"
 #include "util/macro.h"
@@ -34,19 +35,6 @@ struct store {
         char *path;
         unsigned tx_depth; /* 0: autocommit; 1: BEGIN; n > 1: SAVEPOINT nook_<n-1> */
 };
-
-static void stmt_finalizep(sqlite3_stmt **s) {
-        if (*s)
-                (void)sqlite3_finalize(*s);
-}
-#define _cleanup_stmt_ _cleanup_(stmt_finalizep)
-
-static void store_rollbackp(store **st) {
-        if (*st)
-                store_rollback(*st);
-}
-/* Rolls back on scope exit unless the variable was emptied with TAKE_PTR() for the commit. */
-#define _cleanup_tx_ _cleanup_(store_rollbackp)
 
 static uint64_t now_ms(void) {
         struct timespec ts;
@@ -109,10 +97,7 @@ static const char *hint_from_sqlite(int rc) {
         }
 }
 
-/* Renders a failed SQLite call as "<what> in '<db path>': <sqlite message><hint>".  Call it
- * right after the failing call: the message and system errno belong to the connection. */
-static int store_fail(store *st, int rc, nook_error *err, const char *fmt, ...) _printf_(4, 5);
-static int store_fail(store *st, int rc, nook_error *err, const char *fmt, ...) {
+int store_fail(store *st, int rc, nook_error *err, const char *fmt, ...) {
         char what[256];
         va_list ap;
 
@@ -128,7 +113,7 @@ static int store_fail(store *st, int rc, nook_error *err, const char *fmt, ...) 
         return nook_err_set(err, code, "%s in '%s': %s%s", what, st->path, msg, hint_from_sqlite(rc));
 }
 
-static int store_prepare(store *st, const char *sql, sqlite3_stmt **ret, nook_error *err) {
+int store_prepare(store *st, const char *sql, sqlite3_stmt **ret, nook_error *err) {
         sqlite3_stmt *s = NULL;
         int rc = sqlite3_prepare_v2(st->db, sql, -1, &s, NULL);
         if (rc != SQLITE_OK)
@@ -196,6 +181,19 @@ int store_begin(store *st, nook_error *err) {
         return tx_begin(st, /* write= */ true, err);
 }
 
+int store_begin_read(store *st, nook_error *err) {
+        return tx_begin(st, /* write= */ false, err);
+}
+
+int store_changes(store *st) {
+        return sqlite3_changes(st->db);
+}
+
+char *store_column_dup(sqlite3_stmt *s, int col) {
+        const char *t = (const char *)sqlite3_column_text(s, col);
+        return t ? strdup(t) : NULL;
+}
+
 int store_commit(store *st, nook_error *err) {
         char sql[64];
         int rc;
@@ -261,7 +259,7 @@ static int schema_version_read(store *st, int *ret, nook_error *err) {
                 *ret = 0;
                 return 0;
         }
-        stmt_finalizep(&s);
+        store_stmt_finalizep(&s);
         s = NULL;
         r = store_prepare(st, "SELECT coalesce(max(version), 0) FROM schema_version", &s, err);
         if (r < 0)
@@ -309,7 +307,7 @@ static int migration_apply(store *st, const store_migration *m, nook_error *err)
  * that counts is read again under BEGIN IMMEDIATE, and all pending migrations plus their
  * schema_version rows commit together or not at all. */
 static int store_migrate(store *st, nook_error *err) {
-        int v, r;
+        int v = 0, r; /* initialised for the analyzer: it cannot see that store_fail() is negative */
 
         r = schema_version_read(st, &v, err);
         if (r < 0)
@@ -453,7 +451,7 @@ int store_integrity_check(store *st, nook_error *err) {
                 return nook_err_set(err, NOOK_E_IO,
                         "The state database '%s' is damaged (%s): move it away to start with an empty state",
                         st->path, res ? res : "no result");
-        stmt_finalizep(&s);
+        store_stmt_finalizep(&s);
         s = NULL;
         r = store_prepare(st, "PRAGMA foreign_key_check", &s, err);
         if (r < 0)
@@ -661,7 +659,7 @@ int store_sandbox_get(store *st, const char *name, sandbox_rec *ret, nook_error 
         if (isempty(name))
                 return nook_err_set(err, NOOK_E_INVALID, "No sandbox name given");
         /* One read transaction: the row and its labels come from the same snapshot. */
-        r = tx_begin(st, /* write= */ false, err);
+        r = store_begin_read(st, err);
         if (r < 0)
                 return r;
         _cleanup_tx_ store *tx = st;
@@ -696,7 +694,7 @@ int store_sandbox_update(store *st, const sandbox_rec *rec, nook_error *err) {
                 return store_fail(st, rc, err, "Cannot update sandbox '%s'", rec->name);
         if (sqlite3_changes(st->db) == 0)
                 return nook_err_set(err, NOOK_E_NOT_FOUND, "No sandbox named '%s'", rec->name);
-        stmt_finalizep(&s);
+        store_stmt_finalizep(&s);
         s = NULL;
         r = store_prepare(st, "DELETE FROM sandbox_labels WHERE sandbox = ?1", &s, err);
         if (r < 0)
@@ -814,7 +812,7 @@ int store_sandbox_list(
                 if (label_filters[i][0] == '=' || label_filters[i][0] == 0)
                         return nook_err_set(err, NOOK_E_INVALID,
                                 "Invalid label filter '%s': expected key=value or key", label_filters[i]);
-        r = tx_begin(st, /* write= */ false, err);
+        r = store_begin_read(st, err);
         if (r < 0)
                 return r;
         _cleanup_tx_ store *tx = st;

@@ -4,7 +4,7 @@
 . "$(dirname "$0")/lib.sh"
 
 require_bin "$NOOK"
-plan 13
+plan 15
 
 run_nook --help
 is "$status" 0 "nook --help exits 0"
@@ -29,3 +29,11 @@ for name in "../x" "A" ""; do
 done
 is "$(find "$NOOK_HOME" -mindepth 1 -path "$NOOK_HOME/workspaces/*" 2>/dev/null)" "" \
         "refused names created no workspace"
+
+# libcurl, libarchive and libcrypto are loaded on first use only (util/dynlib.h): a command that
+# pulls nothing maps none of them (LD_DEBUG lists every object the dynamic linker loads).
+LD_DEBUG=files "$NOOK" ls >/dev/null 2>"$NOOK_HOME/ld.txt"
+is "$(grep -oE 'file=[^ ]*(libcurl|libarchive|libcrypto)[^ ]*' "$NOOK_HOME/ld.txt" | sort -u)" "" \
+        "nook ls loads neither libcurl, libarchive nor libcrypto"
+grep -q "file=libsqlite3" "$NOOK_HOME/ld.txt" && ok "LD_DEBUG saw the libraries nook ls does load" ||
+        not_ok "LD_DEBUG saw the libraries nook ls does load" "$(head -5 "$NOOK_HOME/ld.txt")"

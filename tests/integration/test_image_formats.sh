@@ -9,7 +9,7 @@
 
 require_bin "$NOOK" "$NOOK_SUPERVISOR"
 img_require
-plan 62
+plan 68
 
 img_start_registry plain
 export NOOK_INSECURE_REGISTRIES="$REG_plain"
@@ -106,6 +106,28 @@ is "$out" "$regdigest" "pulled back from the registry: same digest"
 run_nook image export "$ref" --format docker-archive -o "$E/again.tar"
 like "$(tar -tf "$E/again.tar" | sort | tr '\n' ' ')" "blobs/sha256/.* index.json manifest.json oci-layout" \
         "docker-archive holds an OCI layout and manifest.json"
+
+run_nook image import --quiet --format docker-archive --name localhost/fmt/newsave:1 "$E/docker-archive"
+is "$status" 0 "the newer docker save shape read through its manifest.json (--format docker-archive)"
+run_nook run --image localhost/fmt/newsave:1 -- /bin/cat /opt/hello
+is "$out" "hello from the image" "a command runs in it (gzip layers named by manifest.json)"
+
+# an index.json entry that is itself an index: this host's platform is picked, as a pull does
+cat >"$IMG_WORK/multi.json" <<JSON
+{"layers": [$bb], "platforms": ["arm64", "amd64", "s390x"], "config": {"Cmd": ["/bin/sh"]}}
+JSON
+img_build "$W/multi" localhost/fmt/multi:1 <"$IMG_WORK/multi.json"
+run_nook image import --quiet "$W/multi"
+is "$status" 0 "import a layout whose entry is a multi-platform index"
+run_nook image inspect localhost/fmt/multi:1
+like "$out" '"platform": "linux/amd64"' "the amd64 manifest was chosen"
+# two images in one layout: one must be chosen by name
+cp -r "$W/oci" "$W/two"
+skopeo copy --quiet "oci:$W/multi:localhost/fmt/multi:1" "oci:$W/two:localhost/fmt/second:1" >/dev/null 2>&1
+run_nook image import --quiet "$W/two"
+like "$err" "lists 2 images .*choose one with oci:DIR:NAME" "a layout with two images asks which one"
+run_nook image import --quiet "oci:$W/two:localhost/fmt/second:1"
+is "$status" 0 "oci:DIR:NAME picks one of them"
 
 run_nook image export "$ref" -o "$E/oci-archive"
 is "$status" 1 "export refuses an existing path"

@@ -26,7 +26,8 @@ static inline void store_rollbackp(store **st) {
  *         r = store_begin(st, err); ...; _cleanup_tx_ store *tx = st; ...
  *         return store_commit(TAKE_PTR(tx), err);
  * A read-only transaction just goes out of scope: rolling it back ends it. */
-#define _cleanup_tx_ _cleanup_(store_rollbackp)
+/* unused: a read-only one is never named again (clang warns, gcc does not) */
+#define _cleanup_tx_ _cleanup_(store_rollbackp) __attribute__((unused))
 
 /* BEGIN DEFERRED (a SAVEPOINT when nested): one consistent snapshot for several reads. */
 int store_begin_read(store *st, nook_error *err);

@@ -428,7 +428,7 @@ int image_blob_copy(int in_fd, const char *digest, uint64_t size, const char *wh
                 return nook_err_set(err, NOOK_E_INVALID,
                         "Blob %s in %s is %llu bytes, its descriptor says %llu (truncated or wrong): refused",
                         digest, what, (unsigned long long)done, (unsigned long long)size);
-        image_hasher_final(TAKE_PTR(h), got);
+        image_hasher_final(h, got);
         if (!streq(got, digest))
                 return nook_err_set(err, NOOK_E_INVALID,
                         "Digest mismatch for blob %s in %s (got %s): refused", digest, what, got);

@@ -329,7 +329,7 @@ static int layer_desc(
                 image_hasher_update(h, buf, (size_t)k);
                 size += (uint64_t)k;
         }
-        image_hasher_final(TAKE_PTR(h), digest);
+        image_hasher_final(h, digest);
         *ret = json_pack("{s:s, s:s, s:I}", "mediaType", sniff_layer(head, nhead), "digest", digest, "size",
                 (json_int_t)size);
         return *ret ? 0 : nook_err_oom(err);

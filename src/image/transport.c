@@ -118,10 +118,10 @@ static int read_member(int root_fd, const char *rel, char **ret, size_t *ret_len
         int r = open_member(root_fd, rel, &fd, &size, err);
         if (r < 0)
                 return r;
-        if (size > IMAGE_DOC_MAX)
+        if (size > (uint64_t)IMAGE_DOC_MAX)
                 return nook_err_set(err, NOOK_E_INVALID,
                         "'%.200s' in the image is larger than %u bytes: refusing it", rel, IMAGE_DOC_MAX);
-        r = fd_read_to_end(fd, IMAGE_DOC_MAX, ret, ret_len, err);
+        r = fd_read_to_end(fd, (size_t)IMAGE_DOC_MAX, ret, ret_len, err);
         return r < 0 ? nook_err_wrap(err, "Cannot read '%.200s' in the image", rel) : 0;
 }
 
@@ -137,7 +137,7 @@ static int read_blob_doc(int root_fd, const image_desc *d, char **ret, size_t *r
         int r;
         if (!rel)
                 return nook_err_oom(err);
-        if (d->size > IMAGE_DOC_MAX)
+        if (d->size > (uint64_t)IMAGE_DOC_MAX)
                 return nook_err_set(err, NOOK_E_INVALID, "Blob %s is larger than %u bytes: refusing it",
                         d->digest, IMAGE_DOC_MAX);
         if ((r = read_member(root_fd, rel, &body, &len, err)) < 0 ||
@@ -769,7 +769,7 @@ static int export_docs(
         if (fd < 0)
                 return nook_err_errno(
                         err, NOOK_E_NOT_FOUND, "The manifest %s is not in the store", d->rec.digest);
-        int r = fd_read_to_end(fd, IMAGE_DOC_MAX, &body, &len, err);
+        int r = fd_read_to_end(fd, (size_t)IMAGE_DOC_MAX, &body, &len, err);
         if (r < 0 || (r = image_manifest_parse(body, len, &d->m, err)) < 0)
                 return r;
         man = json_loadb(body, len, 0, &je);

@@ -657,10 +657,10 @@ static json_t *rec_to_json(nook *n, const sandbox_rec *rec) {
                 if (k)
                         json_object_set_new(labels, k, json_string(eq ? eq + 1 : ""));
         }
-        return json_pack("{s:s, s:s, s:s?, s:o?, s:o, s:s, s:I, s:o?, s:o?, s:s?, s:s?, s:o?}", "name",
-                rec->name, "state", rec->state, "image", rec->image, "spec", spec, "labels", labels,
-                "persistence", rec->sticky ? "sticky" : "ephemeral", "createdAt",
-                (json_int_t)rec->created_at, "startedAt",
+        return json_pack("{s:s, s:s, s:s?, s:s?, s:o?, s:o, s:s, s:I, s:o?, s:o?, s:s?, s:s?, s:o?}", "name",
+                rec->name, "state", rec->state, "image", rec->image, "imageDigest", rec->image_digest,
+                "spec", spec, "labels", labels, "persistence", rec->sticky ? "sticky" : "ephemeral",
+                "createdAt", (json_int_t)rec->created_at, "startedAt",
                 rec->started_at ? json_integer(rec->started_at) : NULL, "stoppedAt",
                 rec->stopped_at ? json_integer(rec->stopped_at) : NULL, "stopReason", rec->stop_reason,
                 "workspace", wsdir, "supervisorPid",

@@ -10,7 +10,7 @@
 
 require_bin "$NOOK" "$NOOK_SUPERVISOR"
 img_require
-plan 17
+plan 18
 
 img_start_registry plain
 export NOOK_INSECURE_REGISTRIES="$REG_plain"
@@ -31,6 +31,8 @@ d1=$out
 
 run_nook create pinbox --sticky --image "$ref"
 is "$status" 0 "create a sticky sandbox from the tag"
+run_nook inspect pinbox
+like "$out" "\"imageDigest\": \"$d1\"" "nook inspect shows the pinned digest"
 run_nook exec pinbox -- /bin/sh -c 'echo kept >/root/state; cat /etc/version'
 is "$out" "one" "it runs on the first image"
 run_nook create other --image "$ref"

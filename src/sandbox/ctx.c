@@ -9,6 +9,7 @@
 #include "config.h"
 #include "isolate/userns.h"
 #include "sandbox/ctx.h"
+#include "sandbox/lifecycle.h"
 #include "util/error.h"
 #include "util/name.h"
 #include "util/path.h"
@@ -52,6 +53,7 @@ int nook_open(const char *home, nook **ret, nook_error *err) {
 }
 
 nook *nook_close(nook *n) {
+        sb_children_reap();
         if (!n)
                 return NULL;
         n->st = store_free(n->st);

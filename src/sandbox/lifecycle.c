@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <jansson.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -96,6 +97,41 @@ static char *find_supervisor(void) {
         return strprintf("%s/nook-supervisor", NOOK_LIBEXECDIR);
 }
 
+/* ---- the supervisors this process started ---------------------------------------------------- */
+
+/* They are our children (nook-supervisor does not fork to detach, see its main.c): each is
+ * reaped as soon as a nook call sees it gone, so none stays a zombie past the next call. */
+static pthread_mutex_t children_lock = PTHREAD_MUTEX_INITIALIZER;
+static pid_t *children;
+static size_t n_children, max_children;
+
+static void children_add(pid_t pid) {
+        (void)pthread_mutex_lock(&children_lock);
+        if (n_children == max_children) {
+                size_t m = max_children ? 2 * max_children : 16;
+                pid_t *c = reallocarray(children, m, sizeof(pid_t));
+                if (c) {
+                        children = c;
+                        max_children = m;
+                }
+        }
+        if (n_children < max_children)
+                children[n_children++] = pid;
+        (void)pthread_mutex_unlock(&children_lock);
+}
+
+void sb_children_reap(void) {
+        (void)pthread_mutex_lock(&children_lock);
+        for (size_t i = 0; i < n_children;) {
+                pid_t r = waitpid(children[i], NULL, WNOHANG);
+                if (r == children[i] || (r < 0 && errno == ECHILD)) /* reaped, or by someone else */
+                        children[i] = children[--n_children];
+                else
+                        i++;
+        }
+        (void)pthread_mutex_unlock(&children_lock);
+}
+
 static int read_ready(int fd, json_t **ret, nook_error *err) {
         char buf[2048];
         size_t len = 0;
@@ -166,18 +202,24 @@ static int spawn_supervisor(const char *state_dir, pid_t *ret_pid, nook_error *e
                 return nook_err_errnum(
                         err, NOOK_E_MISSING_FEATURE, r, "Cannot start the supervisor '%s'", bin);
         }
-        (void)pid_wait(pid, NULL); /* the first process exits at once; the supervisor lives on */
+        children_add(pid);
         json_t *m = NULL;
         r = read_ready(pfd[0], &m, err);
         safe_close(pfd[0]);
-        if (r < 0)
+        if (r < 0) {
+                (void)kill(pid, SIGKILL); /* it gave up or hangs: either way, gone and reaped */
+                (void)pid_wait(pid, NULL);
+                sb_children_reap();
                 return r;
+        }
         if (!json_is_true(json_object_get(m, "ok"))) {
                 r = proto_error_from_msg(m, err);
                 json_decref(m);
+                (void)pid_wait(pid, NULL); /* it has cleaned up and is exiting */
+                sb_children_reap();
                 return r;
         }
-        *ret_pid = (pid_t)json_integer_value(json_object_get(m, "pid"));
+        *ret_pid = pid;
         json_decref(m);
         return 0;
 }
@@ -509,6 +551,7 @@ static bool wait_gone(pid_t pid, uint64_t start, uint64_t timeout_ms) {
         }
         if (pfd >= 0)
                 safe_close(pfd);
+        sb_children_reap();
         while (proc_alive(pid, start)) {
                 if (now_ms() >= deadline)
                         return false;
@@ -574,6 +617,7 @@ int sb_reconcile(nook *n, sandbox_rec *rec, nook_error *err) {
                 return 0;
         if (rec->supervisor_pid > 0 && proc_alive(rec->supervisor_pid, rec->supervisor_start))
                 return 0;
+        sb_children_reap(); /* it may have been ours */
         if (streq(rec->state, "creating") && rec->supervisor_pid == 0 && now_epoch() - rec->created_at < 120)
                 return 0; /* another process is creating it right now (it holds the lock) */
         _cleanup_free_ char *sdir = NULL;

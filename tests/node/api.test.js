@@ -91,6 +91,18 @@ describe("sandboxes", () => {
     await rejectsWith(sandboxes.create(NAME, {}), "exists");
   });
 
+  test("a removed sandbox's supervisor leaves no zombie in this process", async () => {
+    // Supervisors are this process's children (no daemonizing fork); libnook reaps them.
+    const name = uniqueName("reap");
+    const b = await sandboxes.create(name, {});
+    const { supervisorPid } = await b.inspect();
+    assert.ok(supervisorPid > 0);
+    const ppid = fs.readFileSync(`/proc/${supervisorPid}/stat`, "utf8").split(") ")[1].split(" ")[1];
+    assert.equal(Number(ppid), process.pid, "the supervisor is our child");
+    await sandboxes.remove(name);
+    assert.equal(fs.existsSync(`/proc/${supervisorPid}`), false, "no zombie left behind");
+  });
+
 });
 
 describe("snapshots", () => {

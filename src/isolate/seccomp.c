@@ -5,16 +5,28 @@
  * allowlist.  A deny list stays correct when the kernel grows a harmless syscall, and caps do the
  * coarse work: neither profile keeps CAP_SYS_ADMIN, CAP_SYS_MODULE, CAP_SYS_TIME, ... so most
  * entries here are defence in depth for the day a nested user namespace hands them back. */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/filter.h>
 #include <linux/sched.h>
+#include <linux/seccomp.h>
 #include <seccomp.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "nook.h"
 #include "isolate/seccomp.h"
 #include "util/error.h"
+#include "util/fd.h"
 #include "util/macro.h"
+#include "util/proc.h"
+#include "util/str.h"
 
 typedef struct deny_rule {
         int nr;
@@ -335,30 +347,123 @@ static int build_filter(iso_profile p, scmp_filter_ctx *ret_ctx, nook_error *err
         return 0;
 }
 
-int iso_seccomp_load(iso_profile p, nook_error *err) {
+/* The program libseccomp generates for p, read back from a memfd. */
+static int compile_prog(iso_profile p, iso_seccomp_prog *ret, nook_error *err) {
         _cleanup_(seccomp_releasep) scmp_filter_ctx ctx = NULL;
-        int r;
-
-        r = build_filter(p, &ctx, err);
+        _cleanup_close_ int fd = -1;
+        struct stat st;
+        int r = build_filter(p, &ctx, err);
         if (r < 0)
                 return nook_err_wrap(err, "building the seccomp profile '%s'", profile_name(p));
+        fd = memfd_create("nook-seccomp", MFD_CLOEXEC);
+        if (fd < 0)
+                return nook_err_errno(err, NOOK_E_IO, "Cannot create a memfd for the seccomp profile");
+        r = seccomp_export_bpf(ctx, fd);
+        if (r < 0)
+                return nook_err_errnum(
+                        err, NOOK_E_IO, -r, "Cannot generate the seccomp profile '%s'", profile_name(p));
+        if (fstat(fd, &st) < 0 || st.st_size <= 0 || st.st_size % (off_t)sizeof(struct sock_filter) != 0 ||
+                st.st_size > (off_t)(BPF_MAXINSNS * sizeof(struct sock_filter)))
+                return nook_err_set(err, NOOK_E_INTERNAL,
+                        "libseccomp generated a malformed program for '%s'", profile_name(p));
+        struct sock_filter *insns = malloc((size_t)st.st_size);
+        if (!insns)
+                return nook_err_oom(err);
+        if (pread(fd, insns, (size_t)st.st_size, 0) != st.st_size) {
+                free(insns);
+                return nook_err_errno(
+                        err, NOOK_E_IO, "Cannot read back the seccomp profile '%s'", profile_name(p));
+        }
+        *ret = (iso_seccomp_prog){ .insns = insns,
+                .len = (unsigned short)(st.st_size / (off_t)sizeof(*insns)) };
+        return 0;
+}
 
-        r = seccomp_load(ctx);
-        if (r == -EACCES)
+/* A cached program: a regular file of ours, whole instructions, no more than the kernel takes. */
+static bool read_cached(const char *path, iso_seccomp_prog *ret) {
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+        struct stat st;
+        if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
+                st.st_size <= 0 || st.st_size % (off_t)sizeof(struct sock_filter) != 0 ||
+                st.st_size > (off_t)(BPF_MAXINSNS * sizeof(struct sock_filter)))
+                return false;
+        struct sock_filter *insns = malloc((size_t)st.st_size);
+        if (!insns)
+                return false;
+        if (read(fd, insns, (size_t)st.st_size) != st.st_size) {
+                free(insns);
+                return false;
+        }
+        *ret = (iso_seccomp_prog){ .insns = insns,
+                .len = (unsigned short)(st.st_size / (off_t)sizeof(*insns)) };
+        return true;
+}
+
+/* Best effort: a cache that cannot be written only costs the next create the compile. */
+static void write_cached(const char *dir, const char *path, const iso_seccomp_prog *prog) {
+        _cleanup_free_ char *tmp = strprintf("%s.tmp.%d", path, (int)getpid());
+        if (!tmp || (mkdir(dir, 0700) < 0 && errno != EEXIST))
+                return;
+        _cleanup_close_ int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd < 0)
+                return;
+        size_t n = prog->len * sizeof(struct sock_filter);
+        if (fd_write_all(fd, prog->insns, n) < 0 || rename(tmp, path) < 0)
+                (void)unlink(tmp);
+}
+
+int iso_seccomp_prepare(iso_profile p, const char *cache_dir, iso_seccomp_prog *ret, nook_error *err) {
+        char id[128];
+        _cleanup_free_ char *path = NULL;
+
+        if (!iso_profile_to_string(p))
+                return nook_err_set(err, NOOK_E_INVALID, "Unknown seccomp profile %d", (int)p);
+        /* The key: this binary (its rules) and the libseccomp that compiles them. */
+        if (cache_dir && proc_self_build_id(id, sizeof(id)) >= 0) {
+                const struct scmp_version *v = seccomp_version();
+                path = strprintf("%s/seccomp-%s-%s-%u.%u.%u.bpf", cache_dir, profile_name(p), id,
+                        v ? v->major : 0, v ? v->minor : 0, v ? v->micro : 0);
+                if (path && read_cached(path, ret))
+                        return 0;
+        }
+        int r = compile_prog(p, ret, err);
+        if (r >= 0 && path)
+                write_cached(cache_dir, path, ret);
+        return r;
+}
+
+void iso_seccomp_prog_done(iso_seccomp_prog *prog) {
+        free(prog->insns);
+        *prog = (iso_seccomp_prog){ 0 };
+}
+
+int iso_seccomp_load_prog(iso_profile p, const iso_seccomp_prog *prog, nook_error *err) {
+        struct sock_fprog fp = { .len = prog->len, .filter = prog->insns };
+        /* No flags: what seccomp_load() does with our attributes (no TSYNC, no LOG). */
+        if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &fp) == 0)
+                return 0;
+        int e = errno;
+        if (e == EACCES)
                 /* seccomp(2): a filter needs no_new_privs or CAP_SYS_ADMIN in the user namespace */
                 return nook_err_errnum(err, NOOK_E_INTERNAL, EACCES,
                         "Cannot load the seccomp profile '%s': no_new_privs is not set and "
                         "CAP_SYS_ADMIN is missing; call iso_set_no_new_privs() first",
-                        iso_profile_to_string(p));
-        if (r == -EINVAL || r == -ENOSYS)
-                return nook_err_errnum(err, NOOK_E_MISSING_FEATURE, -r,
+                        profile_name(p));
+        if (e == ENOSYS || (e == EINVAL && prog->len > 0))
+                return nook_err_errnum(err, NOOK_E_MISSING_FEATURE, e,
                         "Cannot load the seccomp profile '%s': the kernel lacks seccomp filters "
                         "(CONFIG_SECCOMP_FILTER); `nook doctor` shows this",
-                        iso_profile_to_string(p));
-        if (r < 0)
-                return nook_err_errnum(err, NOOK_E_IO, -r, "Cannot load the seccomp profile '%s'",
-                        iso_profile_to_string(p));
-        return 0;
+                        profile_name(p));
+        return nook_err_errnum(err, NOOK_E_IO, e, "Cannot load the seccomp profile '%s'", profile_name(p));
+}
+
+int iso_seccomp_load(iso_profile p, nook_error *err) {
+        iso_seccomp_prog prog = { 0 };
+        int r = iso_seccomp_prepare(p, NULL, &prog, err);
+        if (r >= 0)
+                r = iso_seccomp_load_prog(p, &prog, err);
+        iso_seccomp_prog_done(&prog);
+        return r;
 }
 
 int iso_seccomp_export_bpf(iso_profile p, int fd, nook_error *err) {

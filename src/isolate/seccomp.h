@@ -24,6 +24,24 @@ iso_profile iso_profile_from_string(const char *s); /* _ISO_PROFILE_INVALID on b
  * mount(), unshare() and friends may be gone. */
 int iso_seccomp_load(iso_profile p, nook_error *err);
 
+/* A profile's BPF program, ready for seccomp(SECCOMP_SET_MODE_FILTER). */
+struct sock_filter;
+typedef struct iso_seccomp_prog {
+        struct sock_filter *insns;
+        unsigned short len;
+} iso_seccomp_prog;
+
+/* The program for profile p.  With cache_dir, one an earlier run of this same binary compiled
+ * with the same libseccomp is read from there (seccomp-PROFILE-BUILDID-LIBSECCOMPVERSION.bpf),
+ * and a new one is left there: libseccomp's generation was ~2 ms of every sandbox create.  A
+ * cached file must be a regular file of ours holding whole instructions, else it is compiled
+ * again.  The caller frees it with iso_seccomp_prog_done(). */
+int iso_seccomp_prepare(iso_profile p, const char *cache_dir, iso_seccomp_prog *ret, nook_error *err);
+/* Loads prog (prepared for p, named in errors) into the calling thread; the order rules of
+ * iso_seccomp_load() apply. */
+int iso_seccomp_load_prog(iso_profile p, const iso_seccomp_prog *prog, nook_error *err);
+void iso_seccomp_prog_done(iso_seccomp_prog *prog);
+
 /* Builds the profile's BPF program and writes it to fd (seccomp_export_bpf(3)) without loading
  * it: for tests and for inspecting a profile with a BPF disassembler. */
 int iso_seccomp_export_bpf(iso_profile p, int fd, nook_error *err);

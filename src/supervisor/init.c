@@ -627,7 +627,8 @@ static int init_become_root(bool rootless, nook_error *err) {
         return 0;
 }
 
-static int init_security(const sup_config *c, nook_error *err) {
+/* seccomp: the profile's program, prepared by the supervisor before the clone. */
+static int init_security(const sup_config *c, const iso_seccomp_prog *seccomp, nook_error *err) {
         iso_profile p = iso_profile_from_string(c->profile ? c->profile : "default");
         int r;
         if (p < 0)
@@ -639,7 +640,7 @@ static int init_security(const sup_config *c, nook_error *err) {
         if (r < 0)
                 return r;
         /* Last: the filter would refuse some of the calls above. */
-        return iso_seccomp_load(p, err);
+        return iso_seccomp_load_prog(p, seccomp, err);
 }
 
 static int open_dir_path(const char *p, int *ret, nook_error *err) {
@@ -712,7 +713,7 @@ static void hide_cmdline(void) {
         strcpy(program_invocation_name, "nook-init");
 }
 
-_Noreturn void init_main(int sock, const sup_config *c, bool rootless) {
+_Noreturn void init_main(int sock, const sup_config *c, bool rootless, const iso_seccomp_prog *seccomp) {
         nook_error err = { 0 };
         json_t *msg = NULL;
         iso_rootfs rfs;
@@ -748,7 +749,7 @@ _Noreturn void init_main(int sock, const sup_config *c, bool rootless) {
         if (nul > 2)
                 safe_close(nul);
         (void)prctl(PR_SET_DUMPABLE, 0);
-        r = init_security(c, &err);
+        r = init_security(c, seccomp, &err);
         if (r < 0)
                 fail_to_supervisor(sock, &err);
         msg = json_pack("{s:s}", "op", "ready");

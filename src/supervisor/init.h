@@ -7,8 +7,9 @@
 #pragma once
 
 #include "isolate/rootfs.h"
+#include "isolate/seccomp.h"
 #include "supervisor/config.h"
 
 /* Runs in the child of clone(); never returns.  rootless: the supervisor is not host root (the
  * child cannot tell: before its id maps exist every id reads as the overflow id). */
-_Noreturn void init_main(int sock, const sup_config *c, bool rootless);
+_Noreturn void init_main(int sock, const sup_config *c, bool rootless, const iso_seccomp_prog *seccomp);

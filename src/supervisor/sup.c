@@ -18,6 +18,7 @@
 
 #include "nook.h"
 #include "isolate/cgroup.h"
+#include "isolate/seccomp.h"
 #include "isolate/rootfs.h"
 #include "isolate/userns.h"
 #include "supervisor/exitfile.h"
@@ -64,6 +65,7 @@ typedef struct sup {
         const char *stop_reason;
         sup_net net; /* slirp4netns, firewall, policy resolver (network on) */
         iso_cgroup *cg; /* NULL: no cgroup (rootless without delegation and no limits) */
+        iso_seccomp_prog seccomp; /* compiled (or read from the cache) before init is cloned */
 } sup;
 
 static uint64_t oom_kills(sup *s) {
@@ -118,6 +120,13 @@ static int start_init(sup *s, nook_error *err) {
         int sp[2] = { -1, -1 };
         int r;
         bool rootless = !iso_rootful();
+        iso_profile prof = iso_profile_from_string(s->cfg->profile ? s->cfg->profile : "default");
+        if (prof < 0)
+                return nook_err_set(err, NOOK_E_INVALID, "Unknown security profile '%s'", s->cfg->profile);
+        _cleanup_free_ char *cache = s->cfg->home ? strprintf("%s/cache", s->cfg->home) : NULL;
+        r = iso_seccomp_prepare(prof, cache, &s->seccomp, err);
+        if (r < 0)
+                return r;
         if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0)
                 return nook_err_errno(err, NOOK_E_IO, "Cannot create the init socket");
         /* clone() as a fork with namespace flags: we are single-threaded (STYLE.md R12).  The
@@ -138,7 +147,7 @@ static int start_init(sup *s, nook_error *err) {
         }
         if (pid == 0) {
                 safe_close(sp[0]);
-                init_main(sp[1], s->cfg, rootless);
+                init_main(sp[1], s->cfg, rootless, &s->seccomp);
         }
         safe_close(sp[1]);
         s->init_pid = (pid_t)pid;
@@ -625,6 +634,7 @@ int sup_run(const sup_config *c, const char *state_dir, int ready_fd) {
                         if (sock)
                                 (void)unlink(sock);
                 }
+                iso_seccomp_prog_done(&s.seccomp);
                 notify_ready(ready_fd, &err, 0);
                 return 1;
         }
@@ -632,6 +642,7 @@ int sup_run(const sup_config *c, const char *state_dir, int ready_fd) {
         log_debug("sandbox '%s' running, init pid %d", c->name, (int)s.init_pid);
         notify_ready(ready_fd, NULL, s.init_pid);
         safe_close(ready_fd);
+        iso_seccomp_prog_done(&s.seccomp); /* init has its copy */
         int st = sup_loop(&s);
         finish(&s, st);
         return 0;

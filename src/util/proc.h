@@ -3,6 +3,7 @@
 #pragma once
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -17,6 +18,9 @@ uint64_t proc_start_time(pid_t pid);
 bool proc_alive(pid_t pid, uint64_t start_time);
 int pidfd_open_(pid_t pid);
 int pidfd_send_signal_(int pidfd, int sig);
+/* The GNU build id of the running program in hex (a key for caches of what it computed), or
+ * -ENOENT when it was linked without one. */
+int proc_self_build_id(char *out, size_t len);
 /* Monotonic time in milliseconds. */
 uint64_t now_ms(void);
 /* Wall-clock time in seconds since the epoch. */

@@ -5,8 +5,10 @@
 #include <criterion/criterion.h>
 #include <sched.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/personality.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -286,4 +288,109 @@ Test(seccomp, probe_sees_filter) {
         cr_assert_str_eq(out,
                 "{\"keyctl\":\"EPERM\",\"mount\":\"EPERM\",\"clone3\":\"ENOSYS\",\"getpid\":\"ok\","
                 "\"bogus\":\"unknown\"}\n");
+}
+
+/* ---- the program cache (iso_seccomp_prepare with a cache folder) ----------------------------- */
+
+static size_t exported_bytes(iso_profile p, void **ret) {
+        nook_error err = {};
+        int fd = memfd_create("bpf", MFD_CLOEXEC);
+        cr_assert_geq(fd, 0);
+        cr_assert_eq(iso_seccomp_export_bpf(p, fd, &err), 0, "%s", err.msg);
+        off_t size = lseek(fd, 0, SEEK_CUR);
+        *ret = malloc((size_t)size);
+        cr_assert_eq(pread(fd, *ret, (size_t)size, 0), size);
+        close(fd);
+        return (size_t)size;
+}
+
+/* The only file in dir (the cache entry), as a path. */
+static void cache_entry(const char *dir, char *out, size_t len) {
+        char cmd[512];
+        (void)snprintf(cmd, sizeof(cmd), "ls -1 %s | grep '^seccomp-default-.*\\.bpf$'", dir);
+        FILE *f = popen(cmd, "r");
+        char name[300] = "";
+        cr_assert(f && fgets(name, sizeof(name), f), "no cache entry in %s", dir);
+        pclose(f);
+        name[strcspn(name, "\n")] = 0;
+        (void)snprintf(out, len, "%s/%s", dir, name);
+}
+
+Test(seccomp, cache_is_written_then_used) {
+        char tmpl[] = "/tmp/nook-seccomp-cache.XXXXXX", dir[300], entry[700];
+        cr_assert(mkdtemp(tmpl));
+        (void)snprintf(dir, sizeof(dir), "%s/cache", tmpl); /* made by prepare */
+        void *want;
+        size_t want_len = exported_bytes(ISO_PROFILE_DEFAULT, &want);
+        nook_error err = {};
+        iso_seccomp_prog prog = {};
+
+        cr_assert_eq(iso_seccomp_prepare(ISO_PROFILE_DEFAULT, dir, &prog, &err), 0, "%s", err.msg);
+        cr_assert_eq(prog.len * 8, want_len, "the program is libseccomp's");
+        cr_assert_eq(memcmp(prog.insns, want, want_len), 0);
+        iso_seccomp_prog_done(&prog);
+        cache_entry(dir, entry, sizeof(entry));
+        struct stat st;
+        cr_assert_eq(stat(entry, &st), 0);
+        cr_assert_eq((size_t)st.st_size, want_len, "the cache holds the same program");
+        cr_assert_eq(st.st_mode & 0777, 0600);
+
+        /* Proof that the second call reads the cache: plant a different (one-instruction) program. */
+        static const unsigned char ret_allow[8] = { 0x06, 0, 0, 0, 0, 0, 0xff, 0x7f };
+        FILE *f = fopen(entry, "w");
+        cr_assert(f && fwrite(ret_allow, 1, 8, f) == 8);
+        fclose(f);
+        cr_assert_eq(iso_seccomp_prepare(ISO_PROFILE_DEFAULT, dir, &prog, &err), 0, "%s", err.msg);
+        cr_assert_eq(prog.len, 1, "the cached program was used");
+        iso_seccomp_prog_done(&prog);
+        free(want);
+        char cmd[400];
+        (void)snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpl);
+        cr_assert_eq(system(cmd), 0);
+}
+
+/* A cache entry that is not whole instructions, too long, or a symlink is compiled afresh. */
+Test(seccomp, cache_bad_entries_are_not_used) {
+        char tmpl[] = "/tmp/nook-seccomp-cache.XXXXXX", entry[700];
+        cr_assert(mkdtemp(tmpl));
+        void *want;
+        size_t want_len = exported_bytes(ISO_PROFILE_DEFAULT, &want);
+        nook_error err = {};
+        iso_seccomp_prog prog = {};
+        cr_assert_eq(iso_seccomp_prepare(ISO_PROFILE_DEFAULT, tmpl, &prog, &err), 0, "%s", err.msg);
+        iso_seccomp_prog_done(&prog);
+        cache_entry(tmpl, entry, sizeof(entry));
+
+        for (int shape = 0; shape < 4; shape++) {
+                char target[800];
+                (void)unlink(entry);
+                if (shape == 0) { /* 7 bytes: not a whole instruction */
+                        FILE *f = fopen(entry, "w");
+                        cr_assert(f && fwrite("1234567", 1, 7, f) == 7);
+                        fclose(f);
+                } else if (shape == 1) { /* longer than the kernel's 4096 instructions */
+                        FILE *f = fopen(entry, "w");
+                        cr_assert(f);
+                        cr_assert_eq(ftruncate(fileno(f), 4097 * 8), 0);
+                        fclose(f);
+                } else if (shape == 2) { /* a symlink to a valid-looking program elsewhere */
+                        (void)snprintf(target, sizeof(target), "%s/elsewhere", tmpl);
+                        FILE *f = fopen(target, "w");
+                        cr_assert(f && fwrite("\x06\0\0\0\0\0\xff\x7f", 1, 8, f) == 8);
+                        fclose(f);
+                        cr_assert_eq(symlink(target, entry), 0);
+                } else { /* empty */
+                        FILE *f = fopen(entry, "w");
+                        cr_assert(f);
+                        fclose(f);
+                }
+                cr_assert_eq(iso_seccomp_prepare(ISO_PROFILE_DEFAULT, tmpl, &prog, &err), 0, "%s", err.msg);
+                cr_assert_eq(prog.len * 8, want_len, "shape %d: compiled afresh, not read", shape);
+                cr_assert_eq(memcmp(prog.insns, want, want_len), 0, "shape %d", shape);
+                iso_seccomp_prog_done(&prog);
+        }
+        free(want);
+        char cmd[400];
+        (void)snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpl);
+        cr_assert_eq(system(cmd), 0);
 }

@@ -31,6 +31,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "image/archive_util.h"
 #include "nook.h"
 #include "image/transport.h"
 #include "image/digest.h"
@@ -50,18 +51,8 @@
 #define MAX_MEMBERS 100000u
 #define OCI_LAYOUT_JSON "{\"imageLayoutVersion\":\"1.0.0\"}"
 
-static void archive_read_freep(struct archive **a) {
-        if (*a)
-                (void)archive_read_free(*a);
-}
-
-static void archive_write_freep(struct archive **a) {
-        if (*a)
-                (void)archive_write_free(*a);
-}
-
 static const char *aerr(struct archive *a) {
-        return archive_error_string(a) ? archive_error_string(a) : "libarchive error";
+        return archive_error_or(a, "libarchive error");
 }
 
 /* ---- reading inside a layout ------------------------------------------------------------------------ */

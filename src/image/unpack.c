@@ -32,6 +32,7 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
+#include "image/archive_util.h"
 #include "nook.h"
 #include "image/digest.h"
 #include "image/unpack.h"
@@ -499,11 +500,6 @@ static la_ssize_t inner_read(struct archive *a, void *userdata, const void **buf
         return n;
 }
 
-static void archive_freep(struct archive **a) {
-        if (*a)
-                (void)archive_read_free(*a);
-}
-
 static int unpack_stream(unpacker *u, char ret_diff_id[IMAGE_DIGEST_LEN + 1], nook_error *err) {
         struct archive_entry *e;
         int rc, r;
@@ -513,7 +509,7 @@ static int unpack_stream(unpacker *u, char ret_diff_id[IMAGE_DIGEST_LEN + 1], no
                 return nook_err_set(err, NOOK_E_INVALID, "Cannot read the layer: %s",
                         archive_error_string(u->outer) ? archive_error_string(u->outer)
                                                        : "empty or damaged");
-        _cleanup_(archive_freep) struct archive *a = archive_read_new();
+        _cleanup_(archive_read_freep) struct archive *a = archive_read_new();
         if (!a)
                 return nook_err_oom(err);
         (void)archive_read_support_format_tar(a);
@@ -608,7 +604,7 @@ int image_layer_compression_check(int fd, const char *media_type, nook_error *er
 
 int image_unpack_fd(
         int fd, int dir_fd, const unpack_opts *o, char ret_diff_id[IMAGE_DIGEST_LEN + 1], nook_error *err) {
-        _cleanup_(archive_freep) struct archive *outer = outer_new();
+        _cleanup_(archive_read_freep) struct archive *outer = outer_new();
         if (!outer)
                 return nook_err_oom(err);
         if (archive_read_open_fd(outer, fd, BUF_SIZE) != ARCHIVE_OK)
@@ -619,7 +615,7 @@ int image_unpack_fd(
 
 int image_unpack_mem(const void *buf, size_t len, int dir_fd, const unpack_opts *o,
         char ret_diff_id[IMAGE_DIGEST_LEN + 1], nook_error *err) {
-        _cleanup_(archive_freep) struct archive *outer = outer_new();
+        _cleanup_(archive_read_freep) struct archive *outer = outer_new();
         if (!outer)
                 return nook_err_oom(err);
         if (archive_read_open_memory(outer, buf, len) != ARCHIVE_OK)

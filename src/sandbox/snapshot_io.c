@@ -21,6 +21,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "image/archive_util.h"
 #include "nook.h"
 #include "image/digest.h"
 #include "image/unpack.h"
@@ -54,20 +55,6 @@ static void progress_step(progress *p, uint64_t add, bool final) {
         }
 }
 
-static void archive_write_freep(struct archive **a) {
-        if (*a)
-                (void)archive_write_free(*a);
-}
-
-static void archive_read_freep(struct archive **a) {
-        if (*a)
-                (void)archive_read_free(*a);
-}
-
-static const char *aerr(struct archive *a, const char *def) {
-        return archive_error_string(a) ? archive_error_string(a) : def;
-}
-
 /* ---- export ---------------------------------------------------------------------------------------- */
 
 static int add_member(struct archive *a, const char *name, int fd, uint64_t size, int64_t mtime, progress *p,
@@ -84,7 +71,7 @@ static int add_member(struct archive *a, const char *name, int fd, uint64_t size
         archive_entry_free(e);
         if (rc != ARCHIVE_OK)
                 return nook_err_set(err, NOOK_E_IO, "Cannot write '%s' into the export: %s", name,
-                        aerr(a, "libarchive error"));
+                        archive_error_or(a, "libarchive error"));
         _cleanup_free_ char *buf = malloc(IO_BUF);
         if (!buf)
                 return nook_err_oom(err);
@@ -96,7 +83,7 @@ static int add_member(struct archive *a, const char *name, int fd, uint64_t size
                         return nook_err_errno(err, NOOK_E_IO, "Cannot read the snapshot's '%s'", name);
                 if (archive_write_data(a, buf, (size_t)k) != k)
                         return nook_err_set(err, NOOK_E_IO, "Cannot write '%s' into the export: %s", name,
-                                aerr(a, "libarchive error"));
+                                archive_error_or(a, "libarchive error"));
                 left -= (uint64_t)k;
                 progress_step(p, (uint64_t)k, false);
         }
@@ -127,7 +114,7 @@ static int write_export(int fd, const char *dir, json_t *meta, progress *p, nook
                 archive_write_set_format_pax_restricted(a) != ARCHIVE_OK ||
                 archive_write_open_fd(a, fd) != ARCHIVE_OK)
                 return nook_err_set(err, NOOK_E_MISSING_FEATURE, "Cannot write a zstd-compressed tar: %s",
-                        aerr(a, "libarchive lacks zstd"));
+                        archive_error_or(a, "libarchive lacks zstd"));
         /* snapshot.json from memory: a pipe-free way is a memory fd */
         _cleanup_close_ int mfd = memfd_create("snapshot.json", MFD_CLOEXEC);
         if (mfd < 0 || fd_write_all(mfd, text, strlen(text)) < 0 || lseek(mfd, 0, SEEK_SET) < 0)
@@ -137,7 +124,8 @@ static int write_export(int fd, const char *dir, json_t *meta, progress *p, nook
                 (ws && (r = add_file_member(a, dir, "workspace.tar", mtime, p, err)) < 0))
                 return r;
         if (archive_write_close(a) != ARCHIVE_OK)
-                return nook_err_set(err, NOOK_E_IO, "Cannot finish the export: %s", aerr(a, "write error"));
+                return nook_err_set(
+                        err, NOOK_E_IO, "Cannot finish the export: %s", archive_error_or(a, "write error"));
         return 0;
 }
 
@@ -300,7 +288,7 @@ static int take_layer(nook *n, struct archive *a, const char *dir, const char *n
         if (k < 0)
                 return nook_err_set(err, NOOK_E_REFUSED,
                         "Refusing the snapshot file: '%s' is damaged or truncated: %s", name,
-                        aerr(a, "read error"));
+                        archive_error_or(a, "read error"));
         image_hasher_final(h, got);
         if (!streq(got, want))
                 return nook_err_set(err, NOOK_E_REFUSED,

@@ -98,8 +98,9 @@ static int put_layers(store *st, const image_rec *rec, nook_error *err) {
                                 return r;
                 }
                 r = run(st,
-                        "INSERT INTO image_layers (image, position, layer) VALUES (?1, CAST(?2 AS INTEGER), ?3)",
-                        err, 3, rec->digest, pos, existing ? existing : l->digest);
+                        "INSERT INTO image_layers (image, position, layer, blob) "
+                        "VALUES (?1, CAST(?2 AS INTEGER), ?3, ?4)",
+                        err, 4, rec->digest, pos, existing ? existing : l->digest, l->digest);
                 if (r < 0)
                         return r;
         }
@@ -361,7 +362,7 @@ int store_image_prune(store *st, char ***ret_keep, char ***ret_keep_diff_ids, no
                 return r;
         if ((r = collect(st,
                      "SELECT digest FROM images UNION SELECT config_digest FROM images UNION SELECT digest FROM layers "
-                     "ORDER BY 1",
+                     "UNION SELECT blob FROM image_layers WHERE blob IS NOT NULL ORDER BY 1",
                      &keep, err)) < 0 ||
                 (r = collect(st, "SELECT diff_id FROM layers ORDER BY 1", &keep_diff, err)) < 0)
                 return r;

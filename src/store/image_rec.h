@@ -35,7 +35,8 @@ void image_rec_array_free(image_rec *a, size_t n);
 
 /* Inserts or refreshes the image and its layers; ref (may be NULL) is pointed at it, moving it
  * from any other image (a tag that moved).  A layer whose diff_id is already recorded under
- * another blob digest is shared: the existing row stays and the image points at it. */
+ * another blob digest is shared: the existing row stays and the image points at it, and the
+ * image's own blob is kept beside it (image_layers.blob) for export and prune. */
 int store_image_put(store *st, const image_rec *r, const char *ref, nook_error *err);
 /* By name ("docker.io/library/alpine:3") or manifest digest; NOOK_E_NOT_FOUND when missing. */
 int store_image_get(store *st, const char *ref_or_digest, image_rec *ret, nook_error *err);

@@ -13,7 +13,7 @@
 require_bin "$NOOK" "$NOOK_SUPERVISOR"
 img_require
 command -v zstd >/dev/null || bail_out "missing zstd (scripts/deps.sh installs it)"
-plan 15
+plan 18
 
 img_start_registry plain
 export NOOK_INSECURE_REGISTRIES="$REG_plain"
@@ -137,6 +137,20 @@ skopeo copy --quiet --dest-compress --dest-compress-format zstd "oci:$IMG_WORK/c
 types=$(layer_types "$REG_plain/test/c-skopeo:t")
 tree_of skopeo
 is "$types:$out" "tar+zstd tar+zstd tar+zstd:$ref_tree" "an image skopeo compressed with zstd has the same tree"
+
+# One home holding the same layers compressed two ways: the layer rows are shared by diff_id,
+# yet each image keeps its own blobs through a prune (image_layers.blob), so both still export.
+shared="$NOOK_HOME/h-shared"
+mkdir -p "$shared"
+for v in gzip zstd; do
+        NOOK_HOME=$shared run_nook image pull --quiet "$REG_plain/test/c-$v:t"
+done
+NOOK_HOME=$shared run_nook image prune
+is "$status" 0 "prune with two images sharing layers compressed two ways"
+for v in gzip zstd; do
+        NOOK_HOME=$shared run_nook image export "$REG_plain/test/c-$v:t" -o "$IMG_WORK/shared-$v.tar"
+        is "$status:$err" "0:" "the $v image still exports after the prune (its own blobs were kept)"
+done
 
 # media type and bytes disagree: a clear failure naming the layer and both compressions
 for liar in zstd-as-gzip gzip-as-zstd gzip-as-none; do

@@ -793,6 +793,23 @@ static int gc_dir(const char *dir, char *const *keep, bool layers, uint64_t *fre
         return r;
 }
 
+/* The per-blob and per-layer lock files (one per blob ever fetched).  Only under the "gc" lock
+ * held exclusively: a pull takes it shared before any of those, so none is held or being
+ * opened now, and a later pull creates the file again. */
+static void gc_locks(const image_store *s) {
+        _cleanup_free_ char *dir = strprintf("%s/locks", s->root);
+        _cleanup_close_ int dfd = dir ? open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW) : -1;
+        DIR *d = dfd >= 0 ? fdopendir(fcntl(dfd, F_DUPFD_CLOEXEC, 3)) : NULL;
+        struct dirent *de;
+        if (!d)
+                return;
+        while ((de = readdir(d)))
+                if ((startswith(de->d_name, "layer-") || startswith(de->d_name, "blob-")) &&
+                        endswith(de->d_name, ".lock"))
+                        (void)unlinkat(dfd, de->d_name, 0);
+        closedir(d);
+}
+
 int image_store_gc(image_store *s, uint64_t *ret_freed, nook_error *err) {
         _cleanup_strv_free_ char **keep = NULL, **keep_diff = NULL;
         _cleanup_close_ int lock = -1;
@@ -811,6 +828,7 @@ int image_store_gc(image_store *s, uint64_t *ret_freed, nook_error *err) {
                 (r = gc_dir(rf, keep_diff, true, &freed, err)) < 0 ||
                 (r = gc_dir(rl, keep_diff, true, &freed, err)) < 0)
                 return r;
+        gc_locks(s);
         if (ret_freed)
                 *ret_freed = freed;
         return 0;

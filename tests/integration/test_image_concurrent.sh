@@ -9,7 +9,7 @@
 
 require_bin "$NOOK" "$NOOK_SUPERVISOR"
 img_require
-plan 17
+plan 19
 
 img_start_registry plain
 export NOOK_INSECURE_REGISTRIES="$REG_plain"
@@ -103,3 +103,10 @@ run_nook image ls
 is "$(grep -c "test/conc" <<<"$out")" 2 "image ls lists both images once"
 check=$(python3 -c 'import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); print(c.execute("pragma integrity_check").fetchone()[0], len(c.execute("pragma foreign_key_check").fetchall()))' "$NOOK_HOME/nook.db")
 is "$check" "ok 0" "the state database passes its integrity and foreign key checks"
+
+# one lock file per blob and layer ever fetched: prune (holding the store's gc lock) clears them
+ls "$NOOK_HOME/images/locks" | grep -qE '^(blob|layer)-' ||
+        diag "no per-blob lock file to clear (the pulls above should have left some)"
+run_nook image prune
+is "$status" 0 "prune after the concurrent pulls"
+is "$(ls "$NOOK_HOME/images/locks" | grep -cE '^(blob|layer)-')" 0 "prune leaves no per-blob or per-layer lock file"

@@ -66,6 +66,24 @@ static int print_added(int r, nook_error *err, char *json) {
         return 0;
 }
 
+/* A pull or an import (exactly one set): open the store, add the image, print it. */
+typedef struct add_call {
+        const nook_pull_opts *pull;
+        const nook_image_import_opts *import;
+} add_call;
+
+static int add_image(const char *what, const add_call *c) {
+        nook *n = NULL;
+        nook_error err = {};
+        char *json = NULL;
+        int r = cli_open(&n, &err);
+        if (r >= 0)
+                r = c->pull ? nook_image_pull(n, what, c->pull, &json, &err)
+                            : nook_image_import(n, what, c->import, &json, &err);
+        nook_close(n);
+        return print_added(r, &err, json);
+}
+
 static int image_pull(int argc, char **argv) {
         static const struct option opts[] = { { "quiet", no_argument, NULL, 'q' },
                 { "creds", required_argument, NULL, 'c' }, { "authfile", required_argument, NULL, 'a' },
@@ -139,18 +157,13 @@ static int image_pull(int argc, char **argv) {
         progress_state ps = {};
         o.progress = show_progress(quiet) ? on_progress : NULL;
         o.userdata = &ps;
-        nook *n = NULL;
-        nook_error err = {};
-        char *json = NULL;
-        int r = cli_open(&n, &err);
-        if (r >= 0)
-                r = nook_image_pull(n, argv[optind], &o, &json, &err);
+        add_call call = { .pull = &o };
+        int r = add_image(argv[optind], &call);
         if (creds) {
                 explicit_bzero(creds, strlen(creds));
                 free(creds);
         }
-        nook_close(n);
-        return print_added(r, &err, json);
+        return r;
 }
 
 static int image_import(int argc, char **argv) {
@@ -193,14 +206,8 @@ static int image_import(int argc, char **argv) {
         progress_state ps = {};
         o.progress = show_progress(quiet) ? on_progress : NULL;
         o.userdata = &ps;
-        nook *n = NULL;
-        nook_error err = {};
-        char *json = NULL;
-        int r = cli_open(&n, &err);
-        if (r >= 0)
-                r = nook_image_import(n, argv[optind], &o, &json, &err);
-        nook_close(n);
-        return print_added(r, &err, json);
+        add_call call = { .import = &o };
+        return add_image(argv[optind], &call);
 }
 
 static int image_export(int argc, char **argv) {

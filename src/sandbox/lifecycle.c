@@ -54,17 +54,33 @@ static int lock_name(nook *n, const char *name, int *ret_fd, nook_error *err) {
                 return nook_err_oom(err);
         if (mkdir(dir, 0700) < 0 && errno != EEXIST)
                 return nook_err_errno(err, NOOK_E_IO, "Cannot create '%s'", dir);
-        int fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-        if (fd < 0)
-                return nook_err_errno(err, NOOK_E_IO, "Cannot open the lock '%s'", p);
-        while (flock(fd, LOCK_EX) < 0) {
-                if (errno != EINTR) {
-                        safe_close(fd);
-                        return nook_err_errno(err, NOOK_E_IO, "Cannot lock '%s'", p);
+        for (;;) {
+                struct stat held, now;
+                int fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+                if (fd < 0)
+                        return nook_err_errno(err, NOOK_E_IO, "Cannot open the lock '%s'", p);
+                while (flock(fd, LOCK_EX) < 0) {
+                        if (errno != EINTR) {
+                                safe_close(fd);
+                                return nook_err_errno(err, NOOK_E_IO, "Cannot lock '%s'", p);
+                        }
                 }
+                /* rm deletes the lock file while holding it (lock_drop): a lock taken on the
+                 * deleted file guards nothing, so take the one the path names now. */
+                if (fstat(fd, &held) == 0 && fstatat(AT_FDCWD, p, &now, AT_SYMLINK_NOFOLLOW) == 0 &&
+                        held.st_ino == now.st_ino && held.st_dev == now.st_dev) {
+                        *ret_fd = fd;
+                        return 0;
+                }
+                safe_close(fd);
         }
-        *ret_fd = fd;
-        return 0;
+}
+
+/* Deletes the name's lock file; only while holding it (see lock_name). */
+static void lock_drop(nook *n, const char *name) {
+        _cleanup_free_ char *p = strprintf("%s/locks/%s.lock", n->home, name);
+        if (p)
+                (void)unlink(p);
 }
 
 int sb_lock(nook *n, const char *name, int *ret_fd, nook_error *err) {
@@ -684,6 +700,7 @@ int nook_sandbox_remove(nook *n, const char *name, nook_error *err) {
                 return nook_err_wrap(err, "removing sandbox '%s'", name);
         if (has_rec && (r = store_sandbox_delete(st, name, err)) < 0)
                 return nook_err_wrap(err, "removing sandbox '%s'", name);
+        lock_drop(n, name); /* still held: one lock file per name ever used would pile up */
         return 0;
 }
 

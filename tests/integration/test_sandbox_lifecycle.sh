@@ -7,7 +7,7 @@
 
 require_bin "$NOOK" "$NOOK_SUPERVISOR"
 command -v jq >/dev/null || plan skip_all "jq is needed to read nook's JSON"
-plan 65
+plan 67
 
 # field NAME FILTER: a value from `nook inspect NAME` ('' on error).
 field() { "$NOOK" inspect "$1" 2>/dev/null | jq -r "$2 // empty" 2>/dev/null; }
@@ -108,6 +108,7 @@ run_nook rm life
 is "$status" 0 "rm of a running sandbox works"
 check "rm removed the workspace" test ! -e "$ws"
 check "rm removed the state directory" test ! -e "$NOOK_HOME/sandboxes/life"
+check "rm removed the name's lock file" test ! -e "$NOOK_HOME/locks/life.lock"
 check "rm stopped the supervisor" test -z "$(alive "${newsup:-0}" && echo alive)"
 expect_fail 1 "inspect after rm fails" inspect life
 like "$err" "life" "...naming the sandbox"
@@ -217,4 +218,6 @@ is "$out" "" "no sandbox record left after the concurrent runs"
 is "$(ls -A "$NOOK_HOME/sandboxes" "$NOOK_HOME/workspaces" 2>/dev/null | grep -v -e ':$' -e '^$')" "" \
         "no sandbox or workspace directory left"
 is "$(pgrep -f -- "--state $NOOK_HOME/" | tr '\n' ' ')" "" "no supervisor left"
+is "$(ls -A "$NOOK_HOME/locks" | grep -E '^(run-|cc)' | tr '\n' ' ')" "" \
+        "no lock file left by the 40 runs and removes (one per name would pile up)"
 rm -rf "$conc"

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <jansson.h>
+#include <limits.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
@@ -13,6 +14,7 @@
 #include <string.h>
 #include <linux/openat2.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
@@ -283,6 +285,12 @@ __attribute__((no_sanitize("address"))) static int spawn_child(void *arg) {
         }
         if (chdir(req->cwd ? req->cwd : "/") < 0)
                 SPAWN_FAIL(a, "change directory");
+        /* The supervisor ignores SIGPIPE and exec keeps an ignored signal: the command gets every
+         * signal at its default (`yes | head -1` must end quietly).  Our handler table is our own
+         * copy (no CLONE_SIGHAND). */
+        for (int sig = 1; sig < SIGRTMIN; sig++)
+                if (sig != SIGKILL && sig != SIGSTOP)
+                        (void)signal(sig, SIG_DFL);
         sigemptyset(&none);
         (void)sigprocmask(SIG_SETMASK, &none, NULL);
         /* execvp searches the PATH of environ, which the helper set to the command's. */
@@ -293,7 +301,6 @@ __attribute__((no_sanitize("address"))) static int spawn_child(void *arg) {
 /* Starts the command; 0 and its pid, or the wait status to report when it could not start (the
  * reason was written to its stderr). */
 static pid_t spawn_command(exec_req *req, const int fds[3], int *ret_status) {
-        static char stack[64 * 1024] __attribute__((aligned(16)));
         spawn_args a = { .req = req, .in = fds[0], .out = fds[1], .errfd = fds[2] };
         char home[256];
         int errfd = fds[2] >= 0 ? fds[2] : fds[1];
@@ -310,7 +317,19 @@ static pid_t spawn_command(exec_req *req, const int fds[3], int *ret_status) {
         }
         extern char **environ;
         environ = req->env;
-        pid_t pid = clone(spawn_child, stack + sizeof(stack), CLONE_VM | CLONE_VFORK | SIGCHLD, &a);
+        /* The child's stack, as posix_spawn sizes it: execvp's script fallback copies argv onto
+         * it.  A guard page below: an overflow faults instead of writing into our memory. */
+        size_t page = (size_t)sysconf(_SC_PAGESIZE), argc = strv_length(req->argv);
+        size_t size = ((64 * 1024 + (argc + 3) * sizeof(char *) + PATH_MAX + page - 1) / page + 1) * page;
+        char *stack =
+                mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+        if (stack == MAP_FAILED || mprotect(stack, page, PROT_NONE) < 0) {
+                dprintf(errfd, "nook: cannot start '%s': no memory for its stack\n", req->argv[0]);
+                *ret_status = 126 << 8;
+                return -1;
+        }
+        pid_t pid = clone(spawn_child, stack + size, CLONE_VM | CLONE_VFORK | SIGCHLD, &a);
+        (void)munmap(stack, size); /* CLONE_VFORK: the child has exec'd or exited */
         if (pid < 0) {
                 dprintf(errfd, "nook: cannot start '%s': %s\n", req->argv[0], strerror(errno));
                 *ret_status = 126 << 8;

@@ -7,7 +7,7 @@
 
 require_bin "$NOOK" "$NOOK_SUPERVISOR" "$NOOK_PROBE"
 command -v jq >/dev/null || plan skip_all "jq is needed to read nook's JSON"
-plan 47
+plan 50
 
 field() { "$NOOK" inspect "$1" 2>/dev/null | jq -r "$2 // empty" 2>/dev/null; }
 
@@ -45,6 +45,17 @@ check "nook cp keeps the executable bit" test -x "$ws/probe"
 "$NOOK" exec ex -- chmod 0755 /workspace/probe >/dev/null 2>&1
 
 # ---- exit statuses -------------------------------------------------------------------------
+run_nook exec ex -- grep SigIgn /proc/self/status
+mask=${out##*[[:space:]]}
+is "$(( 0x${mask:-0} & (1 << (13 - 1)) ))" 0 "SIGPIPE is not ignored in a command (the supervisor's SIG_IGN is not inherited)"
+run_nook exec ex -- sh -c 'yes | head -1'
+is "$status:$out:$err" "0:y:" "yes | head -1 ends quietly (SIGPIPE kills yes)"
+# a shebang-less script with many arguments: execvp re-runs it with /bin/sh, copying argv onto
+# the child's stack (sized from argc)
+"$NOOK" ws write ex /noshebang - <<<'echo $#' && "$NOOK" exec ex -- chmod 0755 /workspace/noshebang ||
+        bail_out "cannot write the test script"
+run_nook exec ex -- /workspace/noshebang $(seq 1 20000)
+is "$status:$out" "0:20000" "a shebang-less script with 20000 arguments runs"
 run_nook exec ex -- sh -c 'exit 7'
 is "$status" 7 "an exit status passes through (7)"
 run_nook exec ex -- /workspace/probe exit 0

@@ -866,12 +866,29 @@ int image_export(
         int r;
         if (isempty(path))
                 return nook_err_set(err, NOOK_E_INVALID, "Export needs a destination path (-o PATH)");
-        if (!(target = strdup(path)))
-                return nook_err_oom(err);
+        /* Absolute: the temporary beside it is removed with path_rm_rf, which takes only those. */
+        if (path[0] == '/')
+                target = strdup(path);
+        else {
+                _cleanup_free_ char *cwd = getcwd(NULL, 0);
+                target = cwd ? strprintf("%s/%s", cwd, path) : NULL;
+        }
+        if (!target)
+                return nook_err_errno(err, NOOK_E_IO, "Cannot make '%s' an absolute path", path);
         for (size_t n = strlen(target); n > 1 && target[n - 1] == '/'; n--)
                 target[n - 1] = 0;
-        if (!(o && o->force) && lstat(target, &st) == 0)
-                return nook_err_set(err, NOOK_E_EXISTS, "'%s' exists: use --force to replace it", target);
+        if (lstat(target, &st) == 0) {
+                if (!(o && o->force))
+                        return nook_err_set(
+                                err, NOOK_E_EXISTS, "'%s' exists: use --force to replace it", target);
+                /* --force replaces an earlier export, never a directory that is not one */
+                _cleanup_free_ char *marker = strprintf("%s/oci-layout", target);
+                if (S_ISDIR(st.st_mode) && (f != IMAGE_FORMAT_OCI || !marker || access(marker, F_OK) < 0))
+                        return nook_err_set(err, NOOK_E_EXISTS,
+                                "'%s' is a directory that is not an OCI image layout: --force replaces "
+                                "only an earlier export; remove it yourself or choose another path",
+                                target);
+        }
         if ((r = image_store_hold(s, &lock, err)) < 0 || (r = image_lookup(s, ref, &d.rec, err)) < 0)
                 return r;
         if (!image_digest_valid(ref) && (r = image_canonical(ref, &name, err)) < 0)

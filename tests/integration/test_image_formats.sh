@@ -9,7 +9,7 @@
 
 require_bin "$NOOK" "$NOOK_SUPERVISOR"
 img_require
-plan 68
+plan 71
 
 img_start_registry plain
 export NOOK_INSECURE_REGISTRIES="$REG_plain"
@@ -142,6 +142,13 @@ ok_if() { if "$@"; then _tap_result ok "$desc"; else _tap_result not_ok "$desc";
 desc="the symlink was replaced, not followed" ok_if test ! -L "$E/link" -a "$(cat "$E/victim")" = keep
 run_nook image export --force --format oci "$ref" -o "$E/oci"
 is "$status" 0 "export --force over a directory"
+mkdir -p "$E/project/src" && echo mine >"$E/project/src/file"
+run_nook image export --force "$ref" -o "$E/project"
+like "$status:$err" "^1:.*not an OCI image layout" "export --force refuses to replace a directory that is no export"
+is "$(cat "$E/project/src/file" 2>/dev/null)" "mine" "and the directory is untouched"
+(cd "$E" && "$NOOK" image export "$ref" -o rel.tar >/dev/null 2>&1 &&
+        "$NOOK" image export --force "$ref" -o rel.tar >/dev/null 2>"$E/rel.err")
+is "$?:$(cat "$E/rel.err")" "0:" "export --force to a relative path works"
 is "$(ls "$E" | grep -c nook-tmp)" "0" "no temporary file left by export"
 
 # ---- hostile and damaged input ----

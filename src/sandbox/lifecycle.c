@@ -182,6 +182,8 @@ static int read_ready(int fd, json_t **ret, nook_error *err) {
         return 0;
 }
 
+static bool wait_gone(pid_t pid, uint64_t start, uint64_t timeout_ms);
+
 /* Starts nook-supervisor by exec (posix_spawn: safe from a threaded caller such as Node) with a
  * clean environment, and waits for its ready line. */
 static int spawn_supervisor(const char *state_dir, pid_t *ret_pid, nook_error *err) {
@@ -231,7 +233,10 @@ static int spawn_supervisor(const char *state_dir, pid_t *ret_pid, nook_error *e
         if (!json_is_true(json_object_get(m, "ok"))) {
                 r = proto_error_from_msg(m, err);
                 json_decref(m);
-                (void)pid_wait(pid, NULL); /* it has cleaned up and is exiting */
+                /* it has cleaned up and is exiting; a cleanup that hangs must not hold the lock */
+                if (!wait_gone(pid, 0, READY_TIMEOUT_MS))
+                        (void)kill(pid, SIGKILL);
+                (void)pid_wait(pid, NULL);
                 sb_children_reap();
                 return r;
         }

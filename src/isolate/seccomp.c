@@ -7,6 +7,7 @@
  * entries here are defence in depth for the day a nested user namespace hands them back. */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <linux/filter.h>
 #include <linux/sched.h>
 #include <linux/seccomp.h>
@@ -379,36 +380,59 @@ static int compile_prog(iso_profile p, iso_seccomp_prog *ret, nook_error *err) {
         return 0;
 }
 
-/* A cached program: a regular file of ours, whole instructions, no more than the kernel takes. */
+/* A cache file: this header, then the instructions.  The checksum catches a torn or zeroed
+ * file (a crash after the rename); it is no defence against someone who can write NOOK_HOME,
+ * who could replace the database and the images as well. */
+typedef struct bpf_cache_header {
+        char magic[8]; /* "NOOKBPF1" */
+        uint32_t len; /* instructions */
+        uint32_t sum; /* FNV-1a over the instructions' bytes */
+} bpf_cache_header;
+
+static uint32_t fnv1a(const void *p, size_t n) {
+        uint32_t h = 2166136261u;
+        for (size_t i = 0; i < n; i++)
+                h = (h ^ ((const unsigned char *)p)[i]) * 16777619u;
+        return h;
+}
+
+/* A regular file of ours, the header intact, whole instructions (at most the kernel's 4096), the
+ * checksum right and a return last. */
 static bool read_cached(const char *path, iso_seccomp_prog *ret) {
         _cleanup_close_ int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+        bpf_cache_header h;
         struct stat st;
         if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
-                st.st_size <= 0 || st.st_size % (off_t)sizeof(struct sock_filter) != 0 ||
-                st.st_size > (off_t)(BPF_MAXINSNS * sizeof(struct sock_filter)))
+                read(fd, &h, sizeof(h)) != (ssize_t)sizeof(h) || memcmp(h.magic, "NOOKBPF1", 8) != 0 ||
+                h.len == 0 || h.len > BPF_MAXINSNS ||
+                st.st_size != (off_t)(sizeof(h) + h.len * sizeof(struct sock_filter)))
                 return false;
-        struct sock_filter *insns = malloc((size_t)st.st_size);
+        size_t n = h.len * sizeof(struct sock_filter);
+        struct sock_filter *insns = malloc(n);
         if (!insns)
                 return false;
-        if (read(fd, insns, (size_t)st.st_size) != st.st_size) {
+        if (read(fd, insns, n) != (ssize_t)n || fnv1a(insns, n) != h.sum ||
+                BPF_CLASS(insns[h.len - 1].code) != BPF_RET) {
                 free(insns);
                 return false;
         }
-        *ret = (iso_seccomp_prog){ .insns = insns,
-                .len = (unsigned short)(st.st_size / (off_t)sizeof(*insns)) };
+        *ret = (iso_seccomp_prog){ .insns = insns, .len = (unsigned short)h.len };
         return true;
 }
 
 /* Best effort: a cache that cannot be written only costs the next create the compile. */
 static void write_cached(const char *dir, const char *path, const iso_seccomp_prog *prog) {
-        _cleanup_free_ char *tmp = strprintf("%s.tmp.%d", path, (int)getpid());
-        if (!tmp || (mkdir(dir, 0700) < 0 && errno != EEXIST))
+        char tmp[PATH_MAX];
+        size_t n = prog->len * sizeof(struct sock_filter);
+        bpf_cache_header h = { .magic = "NOOKBPF1", .len = prog->len, .sum = fnv1a(prog->insns, n) };
+        if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp-XXXXXX", path) >= sizeof(tmp) ||
+                (mkdir(dir, 0700) < 0 && errno != EEXIST))
                 return;
-        _cleanup_close_ int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        _cleanup_close_ int fd = mkostemp(tmp, O_CLOEXEC);
         if (fd < 0)
                 return;
-        size_t n = prog->len * sizeof(struct sock_filter);
-        if (fd_write_all(fd, prog->insns, n) < 0 || rename(tmp, path) < 0)
+        if (fd_write_all(fd, &h, sizeof(h)) < 0 || fd_write_all(fd, prog->insns, n) < 0 || fsync(fd) < 0 ||
+                rename(tmp, path) < 0)
                 (void)unlink(tmp);
 }
 
@@ -420,9 +444,11 @@ int iso_seccomp_prepare(iso_profile p, const char *cache_dir, iso_seccomp_prog *
                 return nook_err_set(err, NOOK_E_INVALID, "Unknown seccomp profile %d", (int)p);
         /* The key: this binary (its rules) and the libseccomp that compiles them. */
         if (cache_dir && proc_self_build_id(id, sizeof(id)) >= 0) {
+                /* libseccomp's output depends on its version and on the kernel API level it
+                 * detected */
                 const struct scmp_version *v = seccomp_version();
-                path = strprintf("%s/seccomp-%s-%s-%u.%u.%u.bpf", cache_dir, profile_name(p), id,
-                        v ? v->major : 0, v ? v->minor : 0, v ? v->micro : 0);
+                path = strprintf("%s/seccomp-%s-%s-%u.%u.%u-api%u.bpf", cache_dir, profile_name(p), id,
+                        v ? v->major : 0, v ? v->minor : 0, v ? v->micro : 0, seccomp_api_get());
                 if (path && read_cached(path, ret))
                         return 0;
         }
@@ -449,10 +475,16 @@ int iso_seccomp_load_prog(iso_profile p, const iso_seccomp_prog *prog, nook_erro
                         "Cannot load the seccomp profile '%s': no_new_privs is not set and "
                         "CAP_SYS_ADMIN is missing; call iso_set_no_new_privs() first",
                         profile_name(p));
-        if (e == ENOSYS || (e == EINVAL && prog->len > 0))
+        if (e == ENOSYS)
                 return nook_err_errnum(err, NOOK_E_MISSING_FEATURE, e,
                         "Cannot load the seccomp profile '%s': the kernel lacks seccomp filters "
                         "(CONFIG_SECCOMP_FILTER); `nook doctor` shows this",
+                        profile_name(p));
+        if (e == EINVAL)
+                return nook_err_errnum(err, NOOK_E_INTERNAL, e,
+                        "The kernel refused the seccomp profile '%s' (an invalid program, or no "
+                        "seccomp filters in this kernel: `nook doctor` checks); if it persists, delete "
+                        "NOOK_HOME/cache/seccomp-*",
                         profile_name(p));
         return nook_err_errnum(err, NOOK_E_IO, e, "Cannot load the seccomp profile '%s'", profile_name(p));
 }

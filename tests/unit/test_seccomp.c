@@ -316,6 +316,24 @@ static void cache_entry(const char *dir, char *out, size_t len) {
         (void)snprintf(out, len, "%s/%s", dir, name);
 }
 
+static uint32_t fnv1a(const void *p, size_t n) {
+        uint32_t h = 2166136261u;
+        for (size_t i = 0; i < n; i++)
+                h = (h ^ ((const unsigned char *)p)[i]) * 16777619u;
+        return h;
+}
+
+/* Writes a cache entry of n instructions; good_sum false writes a wrong checksum. */
+static void plant(const char *path, const void *insns, uint32_t n, bool good_sum) {
+        struct {
+                char magic[8];
+                uint32_t len, sum;
+        } h = { .magic = "NOOKBPF1", .len = n, .sum = fnv1a(insns, n * 8) ^ (good_sum ? 0 : 1) };
+        FILE *f = fopen(path, "w");
+        cr_assert(f && fwrite(&h, sizeof(h), 1, f) == 1 && fwrite(insns, 8, n, f) == n);
+        fclose(f);
+}
+
 Test(seccomp, cache_is_written_then_used) {
         char tmpl[] = "/tmp/nook-seccomp-cache.XXXXXX", dir[300], entry[700];
         cr_assert(mkdtemp(tmpl));
@@ -332,14 +350,14 @@ Test(seccomp, cache_is_written_then_used) {
         cache_entry(dir, entry, sizeof(entry));
         struct stat st;
         cr_assert_eq(stat(entry, &st), 0);
-        cr_assert_eq((size_t)st.st_size, want_len, "the cache holds the same program");
+        cr_assert_eq(
+                (size_t)st.st_size, 16 + want_len, "the cache holds the same program, after its header");
         cr_assert_eq(st.st_mode & 0777, 0600);
 
-        /* Proof that the second call reads the cache: plant a different (one-instruction) program. */
+        /* Proof that the second call reads the cache: plant a different (one-instruction) program
+         * with a right header (magic, count, FNV-1a of the instruction bytes). */
         static const unsigned char ret_allow[8] = { 0x06, 0, 0, 0, 0, 0, 0xff, 0x7f };
-        FILE *f = fopen(entry, "w");
-        cr_assert(f && fwrite(ret_allow, 1, 8, f) == 8);
-        fclose(f);
+        plant(entry, ret_allow, 1, true);
         cr_assert_eq(iso_seccomp_prepare(ISO_PROFILE_DEFAULT, dir, &prog, &err), 0, "%s", err.msg);
         cr_assert_eq(prog.len, 1, "the cached program was used");
         iso_seccomp_prog_done(&prog);
@@ -361,7 +379,7 @@ Test(seccomp, cache_bad_entries_are_not_used) {
         iso_seccomp_prog_done(&prog);
         cache_entry(tmpl, entry, sizeof(entry));
 
-        for (int shape = 0; shape < 4; shape++) {
+        for (int shape = 0; shape < 7; shape++) {
                 char target[800];
                 (void)unlink(entry);
                 if (shape == 0) { /* 7 bytes: not a whole instruction */
@@ -379,10 +397,21 @@ Test(seccomp, cache_bad_entries_are_not_used) {
                         cr_assert(f && fwrite("\x06\0\0\0\0\0\xff\x7f", 1, 8, f) == 8);
                         fclose(f);
                         cr_assert_eq(symlink(target, entry), 0);
-                } else { /* empty */
+                } else if (shape == 3) { /* empty */
                         FILE *f = fopen(entry, "w");
                         cr_assert(f);
                         fclose(f);
+                } else if (shape == 4) { /* a wrong checksum (a torn or zeroed write) */
+                        plant(entry, want, (uint32_t)(want_len / 8), false);
+                } else if (shape == 5) { /* zeros where a program was */
+                        void *zeros = calloc(1, 16 + want_len);
+                        FILE *f = fopen(entry, "w");
+                        cr_assert(f && zeros && fwrite(zeros, 1, 16 + want_len, f) == 16 + want_len);
+                        fclose(f);
+                        free(zeros);
+                } else { /* a right checksum, but the last instruction is no return */
+                        static const unsigned char ld[8] = { 0x20, 0, 0, 0, 0, 0, 0, 0 };
+                        plant(entry, ld, 1, true);
                 }
                 cr_assert_eq(iso_seccomp_prepare(ISO_PROFILE_DEFAULT, tmpl, &prog, &err), 0, "%s", err.msg);
                 cr_assert_eq(prog.len * 8, want_len, "shape %d: compiled afresh, not read", shape);

@@ -412,7 +412,9 @@ static int member_parent(int root_fd, char *rel, int *ret_fd, const char **ret_b
         return 0;
 }
 
-static int extract_file(struct archive *a, int dfd, const char *name, const char *base, nook_error *err) {
+/* budget: bytes the archive may still expand to (extract() sets it from the archive's size). */
+static int extract_file(
+        struct archive *a, int dfd, const char *name, const char *base, uint64_t *budget, nook_error *err) {
         _cleanup_free_ char *buf = malloc(IO_BUF);
         _cleanup_close_ int fd =
                 openat(dfd, base, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
@@ -429,13 +431,19 @@ static int extract_file(struct archive *a, int dfd, const char *name, const char
                                 name, aerr(a));
                 if (k == 0)
                         return 0;
+                if ((uint64_t)k > *budget)
+                        return nook_err_set(err, NOOK_E_REFUSED,
+                                "Archive member '%.200s' expands the archive far beyond its own size: refused",
+                                name);
+                *budget -= (uint64_t)k;
                 int r = fd_write_all(fd, buf, (size_t)k);
                 if (r < 0)
                         return nook_err_errnum(err, NOOK_E_IO, -r, "Cannot write '%.200s'", name);
         }
 }
 
-static int extract_entry(struct archive *a, struct archive_entry *e, int root_fd, nook_error *err) {
+static int extract_entry(
+        struct archive *a, struct archive_entry *e, int root_fd, uint64_t *budget, nook_error *err) {
         const char *raw = archive_entry_pathname(e);
         _cleanup_free_ char *name = NULL;
         _cleanup_close_ int dfd = -1;
@@ -456,6 +464,9 @@ static int extract_entry(struct archive *a, struct archive_entry *e, int root_fd
         if (!archive_path_valid(name))
                 return nook_err_set(err, NOOK_E_REFUSED,
                         "Archive member '%.200s' leaves the archive (absolute or with '..')", raw);
+        if (archive_entry_sparse_count(e) > 0)
+                return nook_err_set(err, NOOK_E_REFUSED,
+                        "Archive member '%.200s' is a sparse file: an image archive holds none", raw);
         if (archive_entry_hardlink(e) || (type != AE_IFREG && type != AE_IFDIR && type != AE_IFLNK))
                 return nook_err_set(err, NOOK_E_REFUSED,
                         "Archive member '%.200s' is a %s: an image archive holds files, directories and symlinks",
@@ -481,19 +492,23 @@ static int extract_entry(struct archive *a, struct archive_entry *e, int root_fd
         }
         if ((r = member_parent(root_fd, name, &dfd, &base, err)) < 0)
                 return r;
-        return extract_file(a, dfd, raw, base, err);
+        return extract_file(a, dfd, raw, base, budget, err);
 }
 
 static int extract(const char *path, int root_fd, nook_error *err) {
         _cleanup_(archive_read_freep) struct archive *a = archive_read_new();
         _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
         struct archive_entry *e;
+        struct stat st;
         unsigned n = 0;
         int r = 0, rc;
         if (!a)
                 return nook_err_oom(err);
-        if (fd < 0)
+        if (fd < 0 || fstat(fd, &st) < 0)
                 return nook_err_errno(err, NOOK_E_NOT_FOUND, "Cannot open '%s'", path);
+        /* A plain tar holds its members' bytes; a compressed one (the filters read those too) may
+         * expand some: 4x plus 64 MiB, and no more, so a bomb cannot fill NOOK_HOME's disk. */
+        uint64_t budget = 4 * (uint64_t)st.st_size + (64u << 20);
         if (archive_read_support_format_tar(a) != ARCHIVE_OK ||
                 archive_read_support_filter_all(a) != ARCHIVE_OK ||
                 archive_read_open_fd(a, fd, IO_BUF) != ARCHIVE_OK)
@@ -505,7 +520,7 @@ static int extract(const char *path, int root_fd, nook_error *err) {
                 if (++n > MAX_MEMBERS)
                         return nook_err_set(
                                 err, NOOK_E_REFUSED, "'%s' has more than %u members", path, MAX_MEMBERS);
-                r = extract_entry(a, e, root_fd, err);
+                r = extract_entry(a, e, root_fd, &budget, err);
         }
         return r;
 }

@@ -9,7 +9,7 @@
 
 require_bin "$NOOK" "$NOOK_SUPERVISOR"
 img_require
-plan 71
+plan 73
 
 img_start_registry plain
 export NOOK_INSECURE_REGISTRIES="$REG_plain"
@@ -198,6 +198,23 @@ hostile_tar symlink.tar 'add("oci-layout", b"{\"imageLayoutVersion\":\"1.0.0\"}"
 refused "a symlink member used as a document" "'index.json' in the image is a symlink" "$H/symlink.tar"
 hostile_tar hardlink.tar 'layout_files(); add("x", type=tarfile.LNKTYPE, link="index.json")'
 refused "a hard link member" "is a hard link" "$H/hardlink.tar"
+# a sparse member: 8 GiB declared, a few KiB in the tar (GNU tar --sparse)
+mkdir -p "$H/sparse" && truncate -s 8G "$H/sparse/big" &&
+        tar --sparse -C "$H/sparse" -cf "$H/sparse.tar" big && rm -f "$H/sparse/big"
+refused "a sparse member" "'big' is a sparse file" "$H/sparse.tar"
+# a member that is mostly zeros, gzip'ed: 1 GiB in ~1 MiB, far beyond the archive's size
+python3 - "$H/bomb.tar.gz" <<'PY'
+import gzip, sys, tarfile
+class Zeros:
+    def __init__(self, n): self.n = n
+    def read(self, k=-1):
+        k = self.n if k < 0 else min(k, self.n); self.n -= k; return bytes(k)
+with gzip.open(sys.argv[1], "wb", compresslevel=1) as g:
+    t = tarfile.open(fileobj=g, mode="w"); ti = tarfile.TarInfo("zeros"); ti.size = 1 << 30
+    t.addfile(ti, Zeros(ti.size)); t.close()
+PY
+refused "a compressed tar that expands far beyond its size" "expands the archive far beyond its own size" \
+        --format oci-archive "$H/bomb.tar.gz"
 
 # a layer nook has not stored yet (a stored one is not read again, as with a pull)
 echo '{"layers": [[{"name":"fresh","data":"a layer of its own\n"}]], "config": {}}' | img_build "$H/fresh" fresh

@@ -116,33 +116,47 @@ static char *find_supervisor(void) {
 /* ---- the supervisors this process started ---------------------------------------------------- */
 
 /* They are our children (nook-supervisor does not fork to detach, see its main.c): each is
- * reaped as soon as a nook call sees it gone, so none stays a zombie past the next call. */
+ * reaped as soon as a nook call sees it gone, so none stays a zombie past the next call.  By
+ * pidfd, not pid: if the embedding program reaps one itself (a waitpid(-1) loop), its pid may
+ * be reused by another child of the program, which a waitpid(pid) here would then steal. */
+typedef struct child {
+        pid_t pid;
+        int pidfd;
+} child;
+
 static pthread_mutex_t children_lock = PTHREAD_MUTEX_INITIALIZER;
-static pid_t *children;
+static child *children;
 static size_t n_children, max_children;
 
 static void children_add(pid_t pid) {
+        int fd = pidfd_open_(pid);
+        if (fd < 0)
+                return; /* too old a kernel for nook anyway; it is reparented at our exit */
         (void)pthread_mutex_lock(&children_lock);
         if (n_children == max_children) {
                 size_t m = max_children ? 2 * max_children : 16;
-                pid_t *c = reallocarray(children, m, sizeof(pid_t));
+                child *c = reallocarray(children, m, sizeof(child));
                 if (c) {
                         children = c;
                         max_children = m;
                 }
         }
         if (n_children < max_children)
-                children[n_children++] = pid;
+                children[n_children++] = (child){ .pid = pid, .pidfd = fd };
+        else
+                safe_close(fd);
         (void)pthread_mutex_unlock(&children_lock);
 }
 
 void sb_children_reap(void) {
         (void)pthread_mutex_lock(&children_lock);
         for (size_t i = 0; i < n_children;) {
-                pid_t r = waitpid(children[i], NULL, WNOHANG);
-                if (r == children[i] || (r < 0 && errno == ECHILD)) /* reaped, or by someone else */
+                siginfo_t si = { 0 };
+                int r = waitid(P_PIDFD, (id_t)children[i].pidfd, &si, WEXITED | WNOHANG);
+                if ((r == 0 && si.si_pid != 0) || (r < 0 && errno == ECHILD)) { /* reaped, by us or not */
+                        safe_close(children[i].pidfd);
                         children[i] = children[--n_children];
-                else
+                } else
                         i++;
         }
         (void)pthread_mutex_unlock(&children_lock);

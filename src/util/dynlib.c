@@ -20,8 +20,10 @@ void *dynlib_sym(dynlib *lib, const char *symbol) {
                 (void)pthread_mutex_lock(&dynlib_lock);
                 h = lib->handle;
                 if (!h) {
-                        /* RTLD_LOCAL: its symbols stay out of the global scope, so they cannot
-                         * interpose on a host program's own copy (Node links its own OpenSSL). */
+                        /* RTLD_LOCAL: its symbols stay out of the global scope (later loads do
+                         * not bind to them).  Its own references still resolve against the
+                         * program's exported symbols first, as they did when linked (Node
+                         * exports its OpenSSL): the same as before lazy loading. */
                         h = dlopen(lib->soname, RTLD_NOW | RTLD_LOCAL);
                         if (h)
                                 __atomic_store_n(&lib->handle, h, __ATOMIC_RELEASE);

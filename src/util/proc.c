@@ -122,12 +122,15 @@ static int build_id_cb(struct dl_phdr_info *info, size_t size, void *data) {
                         continue;
                 /* NOLINTNEXTLINE(performance-no-int-to-ptr): the segment's address, by the ELF ABI */
                 const char *p = (const char *)(info->dlpi_addr + ph->p_vaddr), *end = p + ph->p_memsz;
-                while (p + sizeof(ElfW(Nhdr)) <= end) {
+                while ((size_t)(end - p) >= sizeof(ElfW(Nhdr))) {
                         const ElfW(Nhdr) *n = (const ElfW(Nhdr) *)p;
+                        size_t left = (size_t)(end - p) - sizeof(*n);
+                        size_t namesz = ((size_t)n->n_namesz + 3) & ~(size_t)3;
+                        size_t descsz = ((size_t)n->n_descsz + 3) & ~(size_t)3;
+                        if (namesz > left || descsz > left - namesz)
+                                break; /* a note that does not fit: stop, never read past */
                         const char *name = p + sizeof(*n);
-                        const unsigned char *desc = (const unsigned char *)name + ((n->n_namesz + 3) & ~3u);
-                        if ((const char *)desc + n->n_descsz > end)
-                                break;
+                        const unsigned char *desc = (const unsigned char *)name + namesz;
                         if (n->n_type == NT_GNU_BUILD_ID && n->n_namesz == 4 &&
                                 memcmp(name, "GNU", 4) == 0 && n->n_descsz > 0 &&
                                 2 * (size_t)n->n_descsz < sizeof(s->hex)) {
@@ -136,7 +139,7 @@ static int build_id_cb(struct dl_phdr_info *info, size_t size, void *data) {
                                 s->found = true;
                                 break;
                         }
-                        p = (const char *)desc + ((n->n_descsz + 3) & ~3u);
+                        p = (const char *)desc + descsz;
                 }
         }
         return 1; /* the main program only */

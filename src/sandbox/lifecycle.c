@@ -196,6 +196,7 @@ static int read_ready(int fd, json_t **ret, nook_error *err) {
         return 0;
 }
 
+/* Waits until pid (started at start, 0: any) is gone, and reaps it if it was ours. */
 static bool wait_gone(pid_t pid, uint64_t start, uint64_t timeout_ms);
 
 /* Starts nook-supervisor by exec (posix_spawn: safe from a threaded caller such as Node) with a
@@ -240,18 +241,17 @@ static int spawn_supervisor(const char *state_dir, pid_t *ret_pid, nook_error *e
         safe_close(pfd[0]);
         if (r < 0) {
                 (void)kill(pid, SIGKILL); /* it gave up or hangs: either way, gone and reaped */
-                (void)pid_wait(pid, NULL);
-                sb_children_reap();
+                (void)wait_gone(pid, 0, 5000);
                 return r;
         }
         if (!json_is_true(json_object_get(m, "ok"))) {
                 r = proto_error_from_msg(m, err);
                 json_decref(m);
                 /* it has cleaned up and is exiting; a cleanup that hangs must not hold the lock */
-                if (!wait_gone(pid, 0, READY_TIMEOUT_MS))
+                if (!wait_gone(pid, 0, READY_TIMEOUT_MS)) {
                         (void)kill(pid, SIGKILL);
-                (void)pid_wait(pid, NULL);
-                sb_children_reap();
+                        (void)wait_gone(pid, 0, 5000);
+                }
                 return r;
         }
         *ret_pid = pid;

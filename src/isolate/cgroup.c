@@ -325,7 +325,6 @@ int iso_cgroup_read_stats(iso_cgroup *cg, iso_cgroup_stats *ret, nook_error *err
                 (void)read_u64(cg->path, "memory.current", NULL, &s.memory_current);
                 (void)read_u64(cg->path, "memory.peak", NULL, &s.memory_peak);
                 (void)read_u64(cg->path, "pids.current", NULL, &s.pids_current);
-                (void)read_u64(cg->path, "memory.events", "oom_kill", &s.oom_kills);
                 (void)read_u64(cg->path, "memory.max", NULL, &s.memory_limit);
                 (void)read_u64(cg->path, "pids.max", NULL, &s.pids_limit);
                 uint64_t q = 0;
@@ -346,7 +345,6 @@ int iso_cgroup_read_stats(iso_cgroup *cg, iso_cgroup_stats *ret, nook_error *err
                 if (cg->v1[V1_MEMORY]) {
                         (void)read_u64(cg->v1[V1_MEMORY], "memory.usage_in_bytes", NULL, &s.memory_current);
                         (void)read_u64(cg->v1[V1_MEMORY], "memory.max_usage_in_bytes", NULL, &s.memory_peak);
-                        (void)read_u64(cg->v1[V1_MEMORY], "memory.oom_control", "oom_kill", &s.oom_kills);
                         (void)read_u64(cg->v1[V1_MEMORY], "memory.limit_in_bytes", NULL, &s.memory_limit);
                 }
                 if (cg->v1[V1_PIDS]) {
@@ -354,6 +352,7 @@ int iso_cgroup_read_stats(iso_cgroup *cg, iso_cgroup_stats *ret, nook_error *err
                         (void)read_u64(cg->v1[V1_PIDS], "pids.max", NULL, &s.pids_limit);
                 }
         }
+        s.oom_kills = iso_cgroup_oom_kills(cg);
         (void)err;
         *ret = s;
         return 0;

@@ -192,9 +192,22 @@ require_bin() {
 
 # --- leaks -----------------------------------------------------------------------------
 
+_home_tag() {
+        # The 8-hex-digit tag nook puts at the end of a cgroup's name: FNV-1a of NOOK_HOME
+        # (src/isolate/cgroup.c:hash_home). Test homes are ASCII (mktemp).
+        local s=$1 h=2166136261 i c
+        for ((i = 0; i < ${#s}; i++)); do
+                printf -v c '%d' "'${s:i:1}"
+                h=$((((h ^ c) * 16777619) & 0xffffffff))
+        done
+        printf '%08x' "$h"
+}
+
 _nook_cgroups() {
-        # Every cgroup directory named nook-* in any mounted hierarchy, one per line.
-        find /sys/fs/cgroup -mindepth 1 -maxdepth 6 -type d -name 'nook-*' 2>/dev/null | sort
+        # Every cgroup directory of this test's NOOK_HOME (nook-NAME-TAG) in any mounted
+        # hierarchy, one per line: test files running in parallel do not see each other's.
+        find /sys/fs/cgroup -mindepth 1 -maxdepth 6 -type d -name "nook-*-$(_home_tag "$NOOK_HOME")" \
+                2>/dev/null | sort
 }
 
 _sid_of() {

@@ -9,23 +9,12 @@
 #include "image/manifest.h"
 #include "image/transport.h"
 #include "isolate/userns.h"
-#include "sandbox/api_image.h"
+#include "sandbox/state.h"
 #include "sandbox/ctx.h"
 #include "store/image_rec.h"
 #include "util/error.h"
 #include "util/macro.h"
 #include "util/str.h"
-
-int sb_image_store(nook *n, image_store *ret, nook_error *err) {
-        store *st;
-        int r = ctx_store(n, &st, err);
-        if (r < 0)
-                return r;
-        /* Rootful: files are owned by the sandbox's id range on the host (root in the sandbox is
-         * n->ws_uid).  Rootless (also root inside `unshare -r`): by us, one id mapped. */
-        unpack_opts u = { .rootless = !iso_rootful(), .id_base = n->ws_uid };
-        return image_store_init(ret, n->home, st, &u, err);
-}
 
 void nook_pull_opts_init(nook_pull_opts *o) {
         *o = (nook_pull_opts){};

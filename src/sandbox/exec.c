@@ -13,7 +13,7 @@
 
 #include "nook.h"
 #include "sandbox/ctx.h"
-#include "sandbox/lifecycle.h"
+#include "sandbox/state.h"
 #include "supervisor/proto.h"
 #include "util/error.h"
 #include "util/macro.h"

@@ -8,7 +8,7 @@
 #include "nook.h"
 #include "image/digest.h"
 #include "image/image.h"
-#include "sandbox/api_image.h"
+#include "sandbox/state.h"
 #include "sandbox/ctx.h"
 #include "sandbox/image.h"
 #include "sandbox/image_local.h"

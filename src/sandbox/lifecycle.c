@@ -6,16 +6,13 @@
 #include <fcntl.h>
 #include <jansson.h>
 #include <poll.h>
-#include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <dlfcn.h>
@@ -25,7 +22,7 @@
 #include "config.h"
 #include "sandbox/ctx.h"
 #include "sandbox/image.h"
-#include "sandbox/lifecycle.h"
+#include "sandbox/state.h"
 #include "sandbox/provision.h"
 #include "sandbox/snapshot.h"
 #include "sandbox/spec.h"
@@ -44,48 +41,6 @@
 
 #define READY_TIMEOUT_MS 60000
 #define DEFAULT_STOP_MS 10000
-
-/* ---- locks ----------------------------------------------------------------------------------- */
-
-static int lock_name(nook *n, const char *name, int *ret_fd, nook_error *err) {
-        _cleanup_free_ char *dir = strprintf("%s/locks", n->home);
-        _cleanup_free_ char *p = strprintf("%s/locks/%s.lock", n->home, name);
-        if (!dir || !p)
-                return nook_err_oom(err);
-        if (mkdir(dir, 0700) < 0 && errno != EEXIST)
-                return nook_err_errno(err, NOOK_E_IO, "Cannot create '%s'", dir);
-        for (;;) {
-                struct stat held, now;
-                int fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-                if (fd < 0)
-                        return nook_err_errno(err, NOOK_E_IO, "Cannot open the lock '%s'", p);
-                while (flock(fd, LOCK_EX) < 0) {
-                        if (errno != EINTR) {
-                                safe_close(fd);
-                                return nook_err_errno(err, NOOK_E_IO, "Cannot lock '%s'", p);
-                        }
-                }
-                /* rm deletes the lock file while holding it (lock_drop): a lock taken on the
-                 * deleted file guards nothing, so take the one the path names now. */
-                if (fstat(fd, &held) == 0 && fstatat(AT_FDCWD, p, &now, AT_SYMLINK_NOFOLLOW) == 0 &&
-                        held.st_ino == now.st_ino && held.st_dev == now.st_dev) {
-                        *ret_fd = fd;
-                        return 0;
-                }
-                safe_close(fd);
-        }
-}
-
-/* Deletes the name's lock file; only while holding it (see lock_name). */
-static void lock_drop(nook *n, const char *name) {
-        _cleanup_free_ char *p = strprintf("%s/locks/%s.lock", n->home, name);
-        if (p)
-                (void)unlink(p);
-}
-
-int sb_lock(nook *n, const char *name, int *ret_fd, nook_error *err) {
-        return lock_name(n, name, ret_fd, err);
-}
 
 /* ---- the supervisor -------------------------------------------------------------------------- */
 
@@ -111,55 +66,6 @@ static char *find_supervisor(void) {
                 }
         }
         return strprintf("%s/nook-supervisor", NOOK_LIBEXECDIR);
-}
-
-/* ---- the supervisors this process started ---------------------------------------------------- */
-
-/* They are our children (nook-supervisor does not fork to detach, see its main.c): each is
- * reaped as soon as a nook call sees it gone, so none stays a zombie past the next call.  By
- * pidfd, not pid: if the embedding program reaps one itself (a waitpid(-1) loop), its pid may
- * be reused by another child of the program, which a waitpid(pid) here would then steal. */
-typedef struct child {
-        pid_t pid;
-        int pidfd;
-} child;
-
-static pthread_mutex_t children_lock = PTHREAD_MUTEX_INITIALIZER;
-static child *children;
-static size_t n_children, max_children;
-
-static void children_add(pid_t pid) {
-        int fd = pidfd_open_(pid);
-        if (fd < 0)
-                return; /* too old a kernel for nook anyway; it is reparented at our exit */
-        (void)pthread_mutex_lock(&children_lock);
-        if (n_children == max_children) {
-                size_t m = max_children ? 2 * max_children : 16;
-                child *c = reallocarray(children, m, sizeof(child));
-                if (c) {
-                        children = c;
-                        max_children = m;
-                }
-        }
-        if (n_children < max_children)
-                children[n_children++] = (child){ .pid = pid, .pidfd = fd };
-        else
-                safe_close(fd);
-        (void)pthread_mutex_unlock(&children_lock);
-}
-
-void sb_children_reap(void) {
-        (void)pthread_mutex_lock(&children_lock);
-        for (size_t i = 0; i < n_children;) {
-                siginfo_t si = { 0 };
-                int r = waitid(P_PIDFD, (id_t)children[i].pidfd, &si, WEXITED | WNOHANG);
-                if ((r == 0 && si.si_pid != 0) || (r < 0 && errno == ECHILD)) { /* reaped, by us or not */
-                        safe_close(children[i].pidfd);
-                        children[i] = children[--n_children];
-                } else
-                        i++;
-        }
-        (void)pthread_mutex_unlock(&children_lock);
 }
 
 static int read_ready(int fd, json_t **ret, nook_error *err) {
@@ -195,9 +101,6 @@ static int read_ready(int fd, json_t **ret, nook_error *err) {
         *ret = m;
         return 0;
 }
-
-/* Waits until pid (started at start, 0: any) is gone, and reaps it if it was ours. */
-static bool wait_gone(pid_t pid, uint64_t start, uint64_t timeout_ms);
 
 /* Starts nook-supervisor by exec (posix_spawn: safe from a threaded caller such as Node) with a
  * clean environment, and waits for its ready line. */
@@ -235,22 +138,22 @@ static int spawn_supervisor(const char *state_dir, pid_t *ret_pid, nook_error *e
                 return nook_err_errnum(
                         err, NOOK_E_MISSING_FEATURE, r, "Cannot start the supervisor '%s'", bin);
         }
-        children_add(pid);
+        sb_children_add(pid);
         json_t *m = NULL;
         r = read_ready(pfd[0], &m, err);
         safe_close(pfd[0]);
         if (r < 0) {
                 (void)kill(pid, SIGKILL); /* it gave up or hangs: either way, gone and reaped */
-                (void)wait_gone(pid, 0, 5000);
+                (void)sb_wait_gone(pid, 0, 5000);
                 return r;
         }
         if (!json_is_true(json_object_get(m, "ok"))) {
                 r = proto_error_from_msg(m, err);
                 json_decref(m);
                 /* it has cleaned up and is exiting; a cleanup that hangs must not hold the lock */
-                if (!wait_gone(pid, 0, READY_TIMEOUT_MS)) {
+                if (!sb_wait_gone(pid, 0, READY_TIMEOUT_MS)) {
                         (void)kill(pid, SIGKILL);
-                        (void)wait_gone(pid, 0, 5000);
+                        (void)sb_wait_gone(pid, 0, 5000);
                 }
                 return r;
         }
@@ -404,15 +307,6 @@ static int rec_fill(
         return 0;
 }
 
-static int set_state(sandbox_rec *rec, const char *state, nook_error *err) {
-        char *s = strdup(state);
-        if (!s)
-                return nook_err_oom(err);
-        free(rec->state);
-        rec->state = s;
-        return 0;
-}
-
 static int stop_locked(nook *n, sandbox_rec *rec, uint64_t timeout_ms, bool removing, nook_error *err);
 
 /* Creates (or re-creates over the same workspace) and starts; the caller holds the lock. */
@@ -474,7 +368,7 @@ static int create_locked(nook *n, const char *name, const sb_spec *spec, unsigne
                 if (!ws_existed)
                         (void)path_rm_rf(wsdir, &ignore);
                 if (existed) {
-                        (void)set_state(&rec, "stopped", &ignore);
+                        (void)sb_rec_set_state(&rec, "stopped", &ignore);
                         (void)store_sandbox_update(st, &rec, &ignore);
                 } else
                         (void)store_sandbox_delete(st, name, &ignore);
@@ -486,7 +380,7 @@ static int create_locked(nook *n, const char *name, const sb_spec *spec, unsigne
         rec.stopped_at = 0;
         free(rec.stop_reason);
         rec.stop_reason = NULL;
-        if ((r = set_state(&rec, "running", err)) >= 0)
+        if ((r = sb_rec_set_state(&rec, "running", err)) >= 0)
                 r = store_sandbox_update(st, &rec, err);
 out:
         sandbox_rec_done(&rec);
@@ -503,7 +397,7 @@ int nook_sandbox_create(nook *n, const char *name, const char *spec_json, unsign
                 return r;
         r = sb_snapshot_fill_spec(n, &spec, err);
         if (r >= 0)
-                r = lock_name(n, name, &lock, err);
+                r = sb_lock(n, name, &lock, err);
         if (r >= 0)
                 r = create_locked(n, name, &spec, flags, err);
         sb_spec_done(&spec);
@@ -519,7 +413,7 @@ static int open_locked(
         int r = name_validate("sandbox", name, err);
         if (r < 0)
                 return r;
-        if ((r = lock_name(n, name, ret_lock, err)) < 0 || (r = ctx_store(n, ret_st, err)) < 0)
+        if ((r = sb_lock(n, name, ret_lock, err)) < 0 || (r = ctx_store(n, ret_st, err)) < 0)
                 return r;
         return store_sandbox_get(*ret_st, name, ret_rec, err);
 }
@@ -547,54 +441,6 @@ int nook_sandbox_start(nook *n, const char *name, nook_error *err) {
 
 /* ---- control socket, stop ---------------------------------------------------------------------- */
 
-int sb_connect(nook *n, const char *name, int *ret_fd, nook_error *err) {
-        _cleanup_free_ char *sdir = NULL;
-        int r = ctx_sandbox_dir(n, name, &sdir, err);
-        if (r < 0)
-                return r;
-        _cleanup_close_ int dfd = open(sdir, O_PATH | O_DIRECTORY | O_CLOEXEC);
-        if (dfd < 0)
-                return nook_err_set(err, NOOK_E_NOT_FOUND, "No sandbox '%s'", name);
-        struct sockaddr_un sa = { .sun_family = AF_UNIX };
-        (void)snprintf(sa.sun_path, sizeof(sa.sun_path), "/proc/self/fd/%d/ctl.sock", dfd);
-        int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-        if (fd < 0)
-                return nook_err_errno(err, NOOK_E_IO, "Cannot create a socket");
-        if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-                int e = errno;
-                safe_close(fd);
-                if (e == ENOENT || e == ECONNREFUSED)
-                        return nook_err_set(err, NOOK_E_STATE,
-                                "Sandbox '%s' is not running; start it with 'nook start %s'", name, name);
-                return nook_err_errnum(err, NOOK_E_IO, e, "Cannot reach sandbox '%s'", name);
-        }
-        *ret_fd = fd;
-        return 0;
-}
-
-static bool wait_gone(pid_t pid, uint64_t start, uint64_t timeout_ms) {
-        uint64_t deadline = now_ms() + timeout_ms;
-        /* A pidfd wakes us the moment it exits.  It names whatever holds the pid when opened, so
-         * it is used only once proc_alive() has confirmed that is still our process. */
-        int pfd = pidfd_open_(pid);
-        if (pfd >= 0 && proc_alive(pid, start)) {
-                struct pollfd p = { .fd = pfd, .events = POLLIN };
-                uint64_t now;
-                while ((now = now_ms()) < deadline && poll(&p, 1, (int)(deadline - now)) < 0 &&
-                        errno == EINTR)
-                        ;
-        }
-        if (pfd >= 0)
-                safe_close(pfd);
-        sb_children_reap();
-        while (proc_alive(pid, start)) {
-                if (now_ms() >= deadline)
-                        return false;
-                usleep(2000);
-        }
-        return true;
-}
-
 /* Asks the supervisor to stop and waits until it is gone; kills it if it does not answer.  Then
  * records the stop, unless the sandbox is being removed (its record goes next). */
 static int stop_locked(nook *n, sandbox_rec *rec, uint64_t timeout_ms, bool removing, nook_error *err) {
@@ -619,10 +465,10 @@ static int stop_locked(nook *n, sandbox_rec *rec, uint64_t timeout_ms, bool remo
                 json_decref(m);
                 safe_close(fd);
         }
-        if (rec->supervisor_pid > 0 && !wait_gone(rec->supervisor_pid, rec->supervisor_start, 5000)) {
+        if (rec->supervisor_pid > 0 && !sb_wait_gone(rec->supervisor_pid, rec->supervisor_start, 5000)) {
                 /* It did not answer: its init dies with it (PR_SET_PDEATHSIG). */
                 (void)kill(rec->supervisor_pid, SIGKILL);
-                (void)wait_gone(rec->supervisor_pid, rec->supervisor_start, 5000);
+                (void)sb_wait_gone(rec->supervisor_pid, rec->supervisor_start, 5000);
         }
         return removing ? 0 : sb_reconcile(n, rec, err);
 }
@@ -643,49 +489,6 @@ int nook_sandbox_stop(nook *n, const char *name, uint64_t timeout_ms, nook_error
         return 0;
 }
 
-/* ---- reconcile ------------------------------------------------------------------------------------ */
-
-int sb_reconcile(nook *n, sandbox_rec *rec, nook_error *err) {
-        store *st;
-        int r;
-        if (streq(rec->state, "stopped"))
-                return 0;
-        if (rec->supervisor_pid > 0 && proc_alive(rec->supervisor_pid, rec->supervisor_start))
-                return 0;
-        sb_children_reap(); /* it may have been ours */
-        if (streq(rec->state, "creating") && rec->supervisor_pid == 0 && now_epoch() - rec->created_at < 120)
-                return 0; /* another process is creating it right now (it holds the lock) */
-        _cleanup_free_ char *sdir = NULL;
-        if ((r = ctx_sandbox_dir(n, rec->name, &sdir, err)) < 0 || (r = ctx_store(n, &st, err)) < 0)
-                return r;
-        exit_record ex;
-        nook_error ignore;
-        const char *reason = "supervisor_died";
-        if (exit_record_read(sdir, &ex, &ignore) >= 0 && ex.stopped_at >= rec->started_at)
-                reason = ex.reason;
-        _cleanup_free_ char *sock = strprintf("%s/ctl.sock", sdir);
-        if (sock)
-                (void)unlink(sock);
-        if (!rec->sticky) {
-                _cleanup_free_ char *upper = strprintf("%s/upper", sdir), *work = strprintf("%s/work", sdir);
-                if (upper && work) {
-                        (void)path_rm_rf(upper, &ignore);
-                        (void)path_rm_rf(work, &ignore);
-                }
-        }
-        char *rs = strdup(reason);
-        if (!rs)
-                return nook_err_oom(err);
-        free(rec->stop_reason);
-        rec->stop_reason = rs;
-        if ((r = set_state(rec, "stopped", err)) < 0)
-                return r;
-        rec->stopped_at = now_epoch();
-        rec->supervisor_pid = 0;
-        rec->supervisor_start = 0;
-        return store_sandbox_update(st, rec, err);
-}
-
 /* ---- remove --------------------------------------------------------------------------------------- */
 
 int nook_sandbox_remove(nook *n, const char *name, nook_error *err) {
@@ -696,7 +499,7 @@ int nook_sandbox_remove(nook *n, const char *name, nook_error *err) {
         int r = name_validate("sandbox", name, err);
         if (r < 0)
                 return r;
-        if ((r = lock_name(n, name, &lock, err)) < 0 || (r = ctx_store(n, &st, err)) < 0 ||
+        if ((r = sb_lock(n, name, &lock, err)) < 0 || (r = ctx_store(n, &st, err)) < 0 ||
                 (r = ctx_sandbox_dir(n, name, &sdir, err)) < 0 || (r = ctx_ws_dir(n, name, &wsdir, err)) < 0)
                 return r;
         r = store_sandbox_get(st, name, &rec, err);
@@ -711,7 +514,7 @@ int nook_sandbox_remove(nook *n, const char *name, nook_error *err) {
                         r = stop_locked(n, &rec, /* timeout_ms= */ 0, /* removing= */ true, err);
                 if (r < 0 && rec.supervisor_pid > 0) {
                         (void)kill(rec.supervisor_pid, SIGKILL);
-                        (void)wait_gone(rec.supervisor_pid, rec.supervisor_start, 5000);
+                        (void)sb_wait_gone(rec.supervisor_pid, rec.supervisor_start, 5000);
                 }
         }
         sandbox_rec_done(&rec);
@@ -719,7 +522,7 @@ int nook_sandbox_remove(nook *n, const char *name, nook_error *err) {
                 return nook_err_wrap(err, "removing sandbox '%s'", name);
         if (has_rec && (r = store_sandbox_delete(st, name, err)) < 0)
                 return nook_err_wrap(err, "removing sandbox '%s'", name);
-        lock_drop(n, name); /* still held: one lock file per name ever used would pile up */
+        sb_lock_drop(n, name); /* still held: one lock file per name ever used would pile up */
         return 0;
 }
 

@@ -10,7 +10,7 @@
 
 #include "nook.h"
 #include "sandbox/ctx.h"
-#include "sandbox/lifecycle.h"
+#include "sandbox/state.h"
 #include "sandbox/provision.h"
 #include "sandbox/volumes.h"
 #include "store/store.h"

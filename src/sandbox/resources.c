@@ -8,7 +8,7 @@
 #include "nook.h"
 #include "isolate/cgroup.h"
 #include "sandbox/ctx.h"
-#include "sandbox/lifecycle.h"
+#include "sandbox/state.h"
 #include "sandbox/spec.h"
 #include "store/store.h"
 #include "util/error.h"

@@ -1,0 +1,232 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The sandbox layer's shared state, a leaf the API files use and never the reverse: the name
+ * locks, the supervisors this process started, the control socket, reconcile (making a record
+ * agree with the processes) and the image store of a handle. */
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "nook.h"
+#include "isolate/userns.h"
+#include "sandbox/ctx.h"
+#include "sandbox/state.h"
+#include "store/store.h"
+#include "supervisor/exitfile.h"
+#include "util/error.h"
+#include "util/fd.h"
+#include "util/macro.h"
+#include "util/path.h"
+#include "util/proc.h"
+#include "util/str.h"
+
+/* ---- locks ----------------------------------------------------------------------------------- */
+
+int sb_lock(nook *n, const char *name, int *ret_fd, nook_error *err) {
+        _cleanup_free_ char *dir = strprintf("%s/locks", n->home);
+        _cleanup_free_ char *p = strprintf("%s/locks/%s.lock", n->home, name);
+        if (!dir || !p)
+                return nook_err_oom(err);
+        if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+                return nook_err_errno(err, NOOK_E_IO, "Cannot create '%s'", dir);
+        for (;;) {
+                struct stat held, now;
+                int fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+                if (fd < 0)
+                        return nook_err_errno(err, NOOK_E_IO, "Cannot open the lock '%s'", p);
+                while (flock(fd, LOCK_EX) < 0) {
+                        if (errno != EINTR) {
+                                safe_close(fd);
+                                return nook_err_errno(err, NOOK_E_IO, "Cannot lock '%s'", p);
+                        }
+                }
+                /* rm deletes the lock file while holding it (sb_lock_drop): a lock taken on the
+                 * deleted file guards nothing, so take the one the path names now. */
+                if (fstat(fd, &held) == 0 && fstatat(AT_FDCWD, p, &now, AT_SYMLINK_NOFOLLOW) == 0 &&
+                        held.st_ino == now.st_ino && held.st_dev == now.st_dev) {
+                        *ret_fd = fd;
+                        return 0;
+                }
+                safe_close(fd);
+        }
+}
+
+/* Deletes the name's lock file; only while holding it (see sb_lock). */
+void sb_lock_drop(nook *n, const char *name) {
+        _cleanup_free_ char *p = strprintf("%s/locks/%s.lock", n->home, name);
+        if (p)
+                (void)unlink(p);
+}
+
+/* ---- the supervisors this process started ---------------------------------------------------- */
+
+/* They are our children (nook-supervisor does not fork to detach, see its main.c): each is
+ * reaped as soon as a nook call sees it gone, so none stays a zombie past the next call.  By
+ * pidfd, not pid: if the embedding program reaps one itself (a waitpid(-1) loop), its pid may
+ * be reused by another child of the program, which a waitpid(pid) here would then steal. */
+typedef struct child {
+        pid_t pid;
+        int pidfd;
+} child;
+
+static pthread_mutex_t children_lock = PTHREAD_MUTEX_INITIALIZER;
+static child *children;
+static size_t n_children, max_children;
+
+void sb_children_add(pid_t pid) {
+        int fd = pidfd_open_(pid);
+        if (fd < 0)
+                return; /* too old a kernel for nook anyway; it is reparented at our exit */
+        (void)pthread_mutex_lock(&children_lock);
+        if (n_children == max_children) {
+                size_t m = max_children ? 2 * max_children : 16;
+                child *c = reallocarray(children, m, sizeof(child));
+                if (c) {
+                        children = c;
+                        max_children = m;
+                }
+        }
+        if (n_children < max_children)
+                children[n_children++] = (child){ .pid = pid, .pidfd = fd };
+        else
+                safe_close(fd);
+        (void)pthread_mutex_unlock(&children_lock);
+}
+
+void sb_children_reap(void) {
+        (void)pthread_mutex_lock(&children_lock);
+        for (size_t i = 0; i < n_children;) {
+                siginfo_t si = { 0 };
+                int r = waitid(P_PIDFD, (id_t)children[i].pidfd, &si, WEXITED | WNOHANG);
+                if ((r == 0 && si.si_pid != 0) || (r < 0 && errno == ECHILD)) { /* reaped, by us or not */
+                        safe_close(children[i].pidfd);
+                        children[i] = children[--n_children];
+                } else
+                        i++;
+        }
+        (void)pthread_mutex_unlock(&children_lock);
+}
+
+int sb_connect(nook *n, const char *name, int *ret_fd, nook_error *err) {
+        _cleanup_free_ char *sdir = NULL;
+        int r = ctx_sandbox_dir(n, name, &sdir, err);
+        if (r < 0)
+                return r;
+        _cleanup_close_ int dfd = open(sdir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (dfd < 0)
+                return nook_err_set(err, NOOK_E_NOT_FOUND, "No sandbox '%s'", name);
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        (void)snprintf(sa.sun_path, sizeof(sa.sun_path), "/proc/self/fd/%d/ctl.sock", dfd);
+        int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+        if (fd < 0)
+                return nook_err_errno(err, NOOK_E_IO, "Cannot create a socket");
+        if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+                int e = errno;
+                safe_close(fd);
+                if (e == ENOENT || e == ECONNREFUSED)
+                        return nook_err_set(err, NOOK_E_STATE,
+                                "Sandbox '%s' is not running; start it with 'nook start %s'", name, name);
+                return nook_err_errnum(err, NOOK_E_IO, e, "Cannot reach sandbox '%s'", name);
+        }
+        *ret_fd = fd;
+        return 0;
+}
+
+bool sb_wait_gone(pid_t pid, uint64_t start, uint64_t timeout_ms) {
+        uint64_t deadline = now_ms() + timeout_ms;
+        /* A pidfd wakes us the moment it exits.  It names whatever holds the pid when opened, so
+         * it is used only once proc_alive() has confirmed that is still our process. */
+        int pfd = pidfd_open_(pid);
+        if (pfd >= 0 && proc_alive(pid, start)) {
+                struct pollfd p = { .fd = pfd, .events = POLLIN };
+                uint64_t now;
+                while ((now = now_ms()) < deadline && poll(&p, 1, (int)(deadline - now)) < 0 &&
+                        errno == EINTR)
+                        ;
+        }
+        if (pfd >= 0)
+                safe_close(pfd);
+        sb_children_reap();
+        while (proc_alive(pid, start)) {
+                if (now_ms() >= deadline)
+                        return false;
+                usleep(2000);
+        }
+        return true;
+}
+
+int sb_rec_set_state(sandbox_rec *rec, const char *state, nook_error *err) {
+        char *s = strdup(state);
+        if (!s)
+                return nook_err_oom(err);
+        free(rec->state);
+        rec->state = s;
+        return 0;
+}
+
+/* ---- reconcile ------------------------------------------------------------------------------------ */
+
+int sb_reconcile(nook *n, sandbox_rec *rec, nook_error *err) {
+        store *st;
+        int r;
+        if (streq(rec->state, "stopped"))
+                return 0;
+        if (rec->supervisor_pid > 0 && proc_alive(rec->supervisor_pid, rec->supervisor_start))
+                return 0;
+        sb_children_reap(); /* it may have been ours */
+        if (streq(rec->state, "creating") && rec->supervisor_pid == 0 && now_epoch() - rec->created_at < 120)
+                return 0; /* another process is creating it right now (it holds the lock) */
+        _cleanup_free_ char *sdir = NULL;
+        if ((r = ctx_sandbox_dir(n, rec->name, &sdir, err)) < 0 || (r = ctx_store(n, &st, err)) < 0)
+                return r;
+        exit_record ex;
+        nook_error ignore;
+        const char *reason = "supervisor_died";
+        if (exit_record_read(sdir, &ex, &ignore) >= 0 && ex.stopped_at >= rec->started_at)
+                reason = ex.reason;
+        _cleanup_free_ char *sock = strprintf("%s/ctl.sock", sdir);
+        if (sock)
+                (void)unlink(sock);
+        if (!rec->sticky) {
+                _cleanup_free_ char *upper = strprintf("%s/upper", sdir), *work = strprintf("%s/work", sdir);
+                if (upper && work) {
+                        (void)path_rm_rf(upper, &ignore);
+                        (void)path_rm_rf(work, &ignore);
+                }
+        }
+        char *rs = strdup(reason);
+        if (!rs)
+                return nook_err_oom(err);
+        free(rec->stop_reason);
+        rec->stop_reason = rs;
+        if ((r = sb_rec_set_state(rec, "stopped", err)) < 0)
+                return r;
+        rec->stopped_at = now_epoch();
+        rec->supervisor_pid = 0;
+        rec->supervisor_start = 0;
+        return store_sandbox_update(st, rec, err);
+}
+
+/* ---- images ------------------------------------------------------------------------------------ */
+
+int sb_image_store(nook *n, image_store *ret, nook_error *err) {
+        store *st;
+        int r = ctx_store(n, &st, err);
+        if (r < 0)
+                return r;
+        /* Rootful: files are owned by the sandbox's id range on the host (root in the sandbox is
+         * n->ws_uid).  Rootless (also root inside `unshare -r`): by us, one id mapped. */
+        unpack_opts u = { .rootless = !iso_rootful(), .id_base = n->ws_uid };
+        return image_store_init(ret, n->home, st, &u, err);
+}

@@ -1,0 +1,35 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The sandbox layer's shared state: a leaf under the API files (lifecycle, provision, snapshot,
+ * image, exec, resources), which use it and are never used by it. */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "nook.h"
+#include "image/image.h"
+#include "store/store.h"
+
+/* Takes the lock of sandbox name (<home>/locks/<name>.lock), as every state change does. */
+int sb_lock(nook *n, const char *name, int *ret_fd, nook_error *err);
+/* Deletes the name's lock file; only while holding it (a later sb_lock takes the new file). */
+void sb_lock_drop(nook *n, const char *name);
+
+/* Records a supervisor this process started (a child), so it is reaped once it exits. */
+void sb_children_add(pid_t pid);
+/* Reaps the supervisors this process started that have exited (they are its children). */
+void sb_children_reap(void);
+/* Waits until pid (started at start, 0: any) is gone, and reaps it if it was ours. */
+bool sb_wait_gone(pid_t pid, uint64_t start, uint64_t timeout_ms);
+
+/* Connects to a running sandbox's control socket (SOCK_SEQPACKET). */
+int sb_connect(nook *n, const char *name, int *ret_fd, nook_error *err);
+
+int sb_rec_set_state(sandbox_rec *rec, const char *state, nook_error *err);
+/* Makes a record true: a "running" sandbox whose supervisor is gone becomes "stopped" with the
+ * reason from its exit record, and what the supervisor should have cleaned is cleaned. */
+int sb_reconcile(nook *n, sandbox_rec *rec, nook_error *err);
+
+/* The image store of a nook handle, for this process's mode (rootful or rootless). */
+int sb_image_store(nook *n, image_store *ret, nook_error *err);

@@ -268,6 +268,15 @@ describe("exec", () => {
     await rejectsWith(box.exec("true", { env: { "BAD-NAME": "x" } }), "invalid");
   });
 
+  test("env and secretEnv names holding '=', a newline, NUL or nothing are refused", async () => {
+    for (const key of ["PATH=/evil:", "LD_PRELOAD=/workspace/x.so\nZ", "A\nB", "A\0B", ""]) {
+      await rejectsWith(box.exec("true", { env: { [key]: "x" } }), "invalid");
+      await rejectsWith(box.exec("true", { secretEnv: { [key]: "x" } }), "invalid");
+    }
+    const res = await box.exec("echo \"$PATH\"", { env: { OK_1: "v\nw=z" } });
+    assert.ok(!res.stdout.includes("/evil"), res.stdout);
+  });
+
   test("exec in a sandbox that does not exist fails", async () => {
     const ghost = await sandboxes.create(uniqueName("ghost"), {});
     await sandboxes.remove(ghost.name);

@@ -33,7 +33,12 @@ function envList(env, what) {
   const out = [];
   for (const [key, value] of Object.entries(env)) {
     if (value === undefined || value === null) continue;
-    // Names are checked by libnook; the value is never echoed (it may be a secret).
+    // libnook takes "NAME=value" strings and checks the part before the first '=': a key that
+    // itself holds '=' or a newline would be split there ({"PATH=/evil:": "x"} sets PATH), so
+    // the key is checked here, where it is still separate, with libnook's rule
+    // (env_name_is_valid).  The value is never echoed (it may be a secret).
+    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(key))
+      throw new SandboxError(`exec: ${what} name ${JSON.stringify(key)} must match [A-Za-z_][A-Za-z0-9_]*`, "invalid");
     if (typeof value !== "string") throw new SandboxError(`exec: ${what} '${key}' must be a string`, "invalid");
     out.push(`${key}=${value}`);
   }

@@ -74,6 +74,19 @@ static const char *type_name(nook_file_type t) {
         }
 }
 
+/* A guest-made name on one listing line: every control character (newline and tab too: a name
+ * must not forge a line or a column) and the backslash are escaped, so the line is unambiguous. */
+static void print_name(const char *s) {
+        for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+                if (*p < 0x20 || *p == 0x7f)
+                        printf("\\x%02x", *p);
+                else if (*p == '\\')
+                        fputs("\\\\", stdout);
+                else
+                        putchar(*p);
+        }
+}
+
 static int ws_ls(nook_ws *w, const char *path, nook_error *err) {
         nook_dirent *d = NULL;
         size_t n = 0;
@@ -93,7 +106,7 @@ static int ws_ls(nook_ws *w, const char *path, nook_error *err) {
         } else
                 for (size_t i = 0; i < n; i++) {
                         printf("%-8s %10llu  ", type_name(d[i].type), (unsigned long long)d[i].size);
-                        cli_print_safe(stdout, d[i].name);
+                        print_name(d[i].name);
                         putchar('\n');
                 }
         nook_dirents_free(d, n);

@@ -39,7 +39,9 @@ static int set_secs(const char *cmd, json_t *spec, const char *field, const char
                 cli_usage_error(cmd, "--%s: %s", opt, err.msg);
                 return -1;
         }
-        json_object_set_new(spec, field, json_integer((json_int_t)((ms + 999) / 1000)));
+        /* libnook decides what a fraction of a second means (it refuses one below a second) */
+        json_object_set_new(spec, field,
+                ms % 1000 ? json_real((double)ms / 1000.0) : json_integer((json_int_t)(ms / 1000)));
         return 1;
 }
 

@@ -74,6 +74,12 @@ static int get_secs(json_t *o, const char *k, uint64_t *ret, nook_error *err) {
         if (!(d >= 0) || d > (double)MAX_SECS)
                 return nook_err_set(err, NOOK_E_INVALID,
                         "Invalid spec: field '%s' must be between 0 and %llu seconds", k, MAX_SECS);
+        /* The supervisor's timers count whole seconds: a value above one rounds up, but one
+         * below a second cannot be kept and is refused (0.5 ms would otherwise become 1 s). */
+        if (d > 0 && d < 1)
+                return nook_err_set(err, NOOK_E_INVALID,
+                        "Invalid spec: field '%s' is %g s, below one second; give at least 1 s, or 0 for none",
+                        k, d);
         *ret = (uint64_t)(d + 0.999999);
         return 0;
 }
@@ -193,6 +199,11 @@ static int get_mib(json_t *o, const char *k, uint64_t *ret, nook_error *err) {
                 int r = parse_memory_mib(json_string_value(v), ret, err);
                 if (r < 0)
                         return nook_err_wrap(err, "Invalid spec: field '%s'", k);
+                /* "0" as a size is a limit of nothing, not "no limit": leave the field out for none */
+                if (*ret == 0)
+                        return nook_err_set(err, NOOK_E_INVALID,
+                                "Invalid spec: field '%s' is a size of 0 ('%s'); leave it out for no limit",
+                                k, json_string_value(v));
         } else
                 return nook_err_set(err, NOOK_E_INVALID,
                         "Invalid spec: field '%s' must be a whole number of MiB or a size like '512m'", k);

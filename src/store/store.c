@@ -345,7 +345,27 @@ static int store_migrate(store *st, nook_error *err) {
 /* SQLite creates a new database with 0644 less the umask, and gives its -wal and -shm files the
  * main file's mode; creating the file first with 0600 keeps all three private.  O_NOFOLLOW: a
  * symlink planted at <home>/nook.db must not redirect our writes. */
-static int db_file_create(const char *path, nook_error *err) {
+/* A zero-length database is what a new state folder starts with (open creates it).  In a folder
+ * that already holds sandboxes, workspaces, snapshots, volumes or images it is a lost database
+ * (truncated, or a failed copy): taken as new, every record would be gone and the next create of
+ * a name would adopt that name's orphaned workspace. */
+static int db_empty_check(const char *home, const char *path, nook_error *err) {
+        static const char *const kept[] = { "sandboxes", "workspaces", "snapshots", "volumes", "images" };
+        for (size_t i = 0; i < ELEMENTSOF(kept); i++) {
+                _cleanup_free_ char *p = strprintf("%s/%s", home, kept[i]);
+                if (!p)
+                        return nook_err_oom(err);
+                if (access(p, F_OK) == 0)
+                        return nook_err_set(err, NOOK_E_STATE,
+                                "The state database '%s' is empty, but the state folder already holds '%s/': "
+                                "its records are lost.  Restore nook.db from a backup, or move the state folder "
+                                "away to start afresh",
+                                path, kept[i]);
+        }
+        return 0;
+}
+
+static int db_file_create(const char *home, const char *path, nook_error *err) {
         _cleanup_close_ int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY, 0600);
         struct stat sb;
 
@@ -366,6 +386,8 @@ static int db_file_create(const char *path, nook_error *err) {
          * to SQLite to report if it matters. */
         if ((sb.st_mode & 077) != 0)
                 (void)fchmod(fd, 0600);
+        if (sb.st_size == 0)
+                return db_empty_check(home, path, err);
         return 0;
 }
 
@@ -425,7 +447,7 @@ int store_open(const char *home, store **ret, nook_error *err) {
         st->path = strprintf("%s/nook.db", home);
         if (!st->path)
                 return nook_err_oom(err); /* cppcheck-suppress memleak */
-        r = db_file_create(st->path, err);
+        r = db_file_create(home, st->path, err);
         if (r < 0)
                 return r; /* cppcheck-suppress memleak */
         rc = sqlite3_open_v2(st->path, &st->db,

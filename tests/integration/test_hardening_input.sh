@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# Issue 18, races and input: a size of 0 for --memory and a sub-second --idle-timeout are
+# refused (not "no limit" and not 1 s); `ws ls` escapes guest-made newlines and other control
+# characters in names; a zero-length nook.db is refused unless the state folder is new; `rm`
+# racing `ws write` wins cleanly (never "Directory not empty", never a record left).
+. "$(dirname "$0")/lib.sh"
+
+require_bin "$NOOK" "$NOOK_PROBE"
+plan 18
+
+# --- --memory 0 and sub-second timeouts ----------------------------------------------------
+expect_fail 1 "create --memory 0 is refused" create --memory 0 mem0
+like "$err" "size of 0" "the error says the size is 0"
+run_nook ls -q
+is "$out" "" "nothing was created by the refused create"
+expect_fail 1 "create --idle-timeout 0.5ms is refused" create --idle-timeout 0.5ms idle0
+like "$err" "below one second" "the error says why"
+spec=$NOOK_HOME/../spec-$$.json
+echo '{"idleTimeoutSecs": 0.2}' >"$spec"
+expect_fail 1 "a spec with idleTimeoutSecs 0.2 is refused" create --spec "$spec" idle1
+rm -f "$spec"
+run_nook create --idle-timeout 1500ms idle2
+is "$status" 0 "1500ms is accepted (rounded up to whole seconds)"
+run_nook inspect idle2
+like "$out" '"idleTimeoutSecs": ?2' "1500ms is kept as 2 s"
+
+# --- ws ls escapes names ---------------------------------------------------------------------
+run_nook exec idle2 -- /bin/sh -c 'printf x > "/workspace/evil
+file       9  forged" && printf y > "/workspace/t	ab\\b"'
+is "$status" 0 "the guest made names with a newline, a tab and a backslash"
+run_nook ws ls idle2
+is "$(printf '%s\n' "$out" | wc -l)" 2 "ws ls prints one line per entry"
+like "$out" 'evil\\x0afile' "the newline is printed as \\x0a"
+like "$out" 't\\x09ab\\\\b' "the tab is \\x09 and the backslash is doubled"
+run_nook rm idle2
+
+# --- zero-length nook.db ---------------------------------------------------------------------
+run_nook create keep
+run_nook rm keep
+run_nook ws write keep /f.txt # stages a workspace: the folder is not new any more
+: >"$NOOK_HOME/nook.db"
+rm -f "$NOOK_HOME/nook.db-wal" "$NOOK_HOME/nook.db-shm"
+expect_fail 1 "a zero-length nook.db in a used state folder is refused" ls
+like "$err" "empty.*already holds.*backup" "the error says what is wrong and what to do"
+is "$(stat -c %s "$NOOK_HOME/nook.db")" 0 "nook.db is left untouched"
+fresh=$(mktemp -d /var/tmp/nook-fresh.XXXXXX)
+: >"$fresh/nook.db"
+NOOK_HOME=$fresh run_nook ls -q
+is "$status" 0 "a zero-length nook.db in a new state folder is a new state"
+rm -rf "$fresh"
+rm -f "$NOOK_HOME/nook.db"
+expect_fail 1 "a deleted nook.db in a used state folder is refused too (open would make it empty)" ls
+is "$(ls "$NOOK_HOME/workspaces")" keep "the staged workspace is still there"

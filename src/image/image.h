@@ -120,5 +120,9 @@ int image_blob_copy(int in_fd, const char *digest, uint64_t size, const char *wh
         registry_progress_fn progress, void *userdata, nook_error *err);
 /* Holds the store against `nook image prune` (a shared flock) until *ret_lock is closed. */
 int image_store_hold(image_store *s, int *ret_lock, nook_error *err);
-/* A new private directory under images/tmp, named prefix-XXXXXX; the caller removes it. */
-int image_store_tmpdir(image_store *s, const char *prefix, char **ret_path, nook_error *err);
+/* A new private directory under images/tmp, named prefix-XXXXXX; the caller removes it.
+ * *ret_lock is an O_DIRECTORY fd of it holding its owner lock (util/tmpdir.h): keep it open
+ * while working there, or image_store_sweep_tmp takes the directory for a killed process's. */
+int image_store_tmpdir(image_store *s, const char *prefix, char **ret_path, int *ret_lock, nook_error *err);
+/* Removes what images/tmp holds that no live process owns (a killed pull or import's). */
+void image_store_sweep_tmp(const image_store *s);

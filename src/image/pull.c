@@ -35,6 +35,7 @@
 #include "util/macro.h"
 #include "util/path.h"
 #include "util/str.h"
+#include "util/tmpdir.h"
 
 #define DEFAULT_JOBS 4u
 #define MAX_JOBS 16u
@@ -152,9 +153,11 @@ static int tmp_file(const image_store *s, char **ret_path, int *ret_fd, nook_err
         _cleanup_free_ char *p = strprintf("%s/tmp/blob-XXXXXX", s->root);
         if (!p)
                 return nook_err_oom(err);
-        int fd = mkostemp(p, O_CLOEXEC);
-        if (fd < 0)
-                return nook_err_errno(err, NOOK_E_IO, "Cannot create a download file in '%s/tmp'", s->root);
+        /* locked while we write it: a sweep (image prune, reconcile) removes only unlocked ones */
+        int fd = -1;
+        int r = tmpfile_owned_new(p, &fd, err);
+        if (r < 0)
+                return nook_err_wrap(err, "making a download file in '%s/tmp'", s->root);
         *ret_path = TAKE_PTR(p);
         *ret_fd = fd;
         return 0;
@@ -384,14 +387,21 @@ int image_store_hold(image_store *s, int *ret_lock, nook_error *err) {
         return lock_take(s, "gc", LOCK_SH, ret_lock, err);
 }
 
-int image_store_tmpdir(image_store *s, const char *prefix, char **ret_path, nook_error *err) {
+int image_store_tmpdir(image_store *s, const char *prefix, char **ret_path, int *ret_lock, nook_error *err) {
         _cleanup_free_ char *p = strprintf("%s/tmp/%s-XXXXXX", s->root, prefix);
         if (!p)
                 return nook_err_oom(err);
-        if (!mkdtemp(p))
-                return nook_err_errno(err, NOOK_E_IO, "Cannot create a directory in '%s/tmp'", s->root);
+        int r = tmpdir_owned_new(p, ret_lock, err);
+        if (r < 0)
+                return r;
         *ret_path = TAKE_PTR(p);
         return 0;
+}
+
+void image_store_sweep_tmp(const image_store *s) {
+        _cleanup_free_ char *dir = strprintf("%s/tmp", s->root);
+        if (dir)
+                (void)tmp_sweep(dir, image_rm_tree);
 }
 
 int image_blob_copy(int in_fd, const char *digest, uint64_t size, const char *what, int out_fd,
@@ -829,6 +839,7 @@ int image_store_gc(image_store *s, uint64_t *ret_freed, nook_error *err) {
                 (r = gc_dir(rl, keep_diff, true, &freed, err)) < 0)
                 return r;
         gc_locks(s);
+        image_store_sweep_tmp(s);
         if (ret_freed)
                 *ret_freed = freed;
         return 0;

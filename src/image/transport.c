@@ -608,13 +608,10 @@ static int open_source(image_store *s, const source *src, char **ret_tmp, int *r
                 return *ret_fd >= 0 ? 0 : nook_err_errno(err, NOOK_E_IO, "Cannot open '%s'", src->path);
         }
         _cleanup_free_ char *tmp = NULL;
-        if ((r = image_store_tmpdir(s, "import", &tmp, err)) < 0)
+        _cleanup_close_ int fd = -1; /* the directory, and its owner lock while the import runs */
+        if ((r = image_store_tmpdir(s, "import", &tmp, &fd, err)) < 0)
                 return r;
-        _cleanup_close_ int fd = open(tmp, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
-        if (fd < 0)
-                r = nook_err_errno(err, NOOK_E_IO, "Cannot open '%s'", tmp);
-        else
-                r = extract(src->path, fd, err);
+        r = extract(src->path, fd, err);
         if (r < 0) {
                 (void)path_rm_rf(tmp, &(nook_error){});
                 return r;

@@ -156,6 +156,7 @@ int nook_image_prune(nook *n, uint64_t *ret_freed, nook_error *err) {
         int r = sb_image_store(n, &s, err);
         if (r < 0)
                 return r;
+        sb_sweep_tmp(n); /* snapshots' too: a killed snapshot create leaves its folder there */
         return image_store_gc(&s, ret_freed, err);
 }
 

@@ -2,6 +2,7 @@
 /* Sandbox operations: create, start, stop, remove, inspect, list.  Every state change of one
  * name holds that name's lock file (<home>/locks/<name>.lock), so separate processes never
  * interleave on one sandbox; the database keeps the records consistent across names. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
@@ -292,6 +293,30 @@ static int prepare_state(nook *n, const char *name, const sb_spec *spec, bool ke
         return r;
 }
 
+/* Empties a failed create's state folder except supervisor.log (the folder goes when it has no
+ * log: a create that failed before the supervisor started). */
+static void rm_state_keep_log(const char *sdir) {
+        _cleanup_close_ int dfd = open(sdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+        int lfd = dfd >= 0 ? fcntl(dfd, F_DUPFD_CLOEXEC, 3) : -1;
+        DIR *d = lfd >= 0 ? fdopendir(lfd) : NULL;
+        nook_error ignore;
+        struct dirent *de;
+        if (!d) {
+                safe_close(lfd);
+                (void)path_rm_rf(sdir, &ignore);
+                return;
+        }
+        while ((de = readdir(d))) {
+                if (streq(de->d_name, ".") || streq(de->d_name, "..") || streq(de->d_name, "supervisor.log"))
+                        continue;
+                _cleanup_free_ char *p = strprintf("%s/%s", sdir, de->d_name);
+                if (p)
+                        (void)path_rm_rf(p, &ignore);
+        }
+        closedir(d);
+        (void)rmdir(sdir); /* only when no log was written */
+}
+
 static int rec_fill(
         sandbox_rec *rec, const char *name, const sb_spec *spec, const char *spec_json, nook_error *err) {
         sandbox_rec_done(rec);
@@ -361,10 +386,12 @@ static int create_locked(nook *n, const char *name, const sb_spec *spec, unsigne
         if (r >= 0)
                 r = spawn_supervisor(sdir, &pid, err);
         if (r < 0) {
-                /* Nothing half-made stays: the state folder, a workspace we made, the record. */
+                /* Nothing half-made stays: the state folder, a workspace we made, the record; but
+                 * the supervisor's log, which the error points to ('nook logs NAME'), stays until
+                 * the next create of the name or 'nook rm NAME'. */
                 nook_error ignore;
                 if (!keep_upper)
-                        (void)path_rm_rf(sdir, &ignore);
+                        rm_state_keep_log(sdir);
                 if (!ws_existed)
                         (void)path_rm_rf(wsdir, &ignore);
                 if (existed) {
@@ -518,6 +545,7 @@ int nook_sandbox_remove(nook *n, const char *name, nook_error *err) {
                 }
         }
         sandbox_rec_done(&rec);
+        sb_cgroup_remove(n, name); /* also one a killed supervisor left before this record said stopped */
         if ((r = path_rm_rf(sdir, err)) < 0 || (r = path_rm_rf(wsdir, err)) < 0)
                 return nook_err_wrap(err, "removing sandbox '%s'", name);
         if (has_rec && (r = store_sandbox_delete(st, name, err)) < 0)
@@ -560,7 +588,9 @@ int nook_sandbox_inspect(nook *n, const char *name, char **ret_json, nook_error 
                 return r;
         if ((r = store_sandbox_get(st, name, &rec, err)) < 0)
                 return nook_err_set(err, NOOK_E_NOT_FOUND, "No sandbox '%s'", name);
-        r = sb_reconcile(n, &rec, err);
+        r = sb_reconcile_unlocked(n, &rec, err);
+        if (r >= 0 && streq(rec.state, "removed"))
+                r = nook_err_set(err, NOOK_E_NOT_FOUND, "No sandbox '%s'", name);
         json_t *o = r >= 0 ? rec_to_json(n, &rec) : NULL;
         sandbox_rec_done(&rec);
         if (r < 0)
@@ -582,11 +612,13 @@ int nook_sandbox_list(nook *n, const char *const *label_filters, char **ret_json
                 return r;
         if ((r = store_sandbox_list(st, label_filters, &recs, &nrec, err)) < 0)
                 return r;
+        sb_sweep_tmp(n); /* what killed snapshot and image operations left */
         json_t *a = json_array();
         for (size_t i = 0; i < nrec && a; i++) {
                 nook_error ignore;
-                (void)sb_reconcile(n, &recs[i], &ignore);
-                json_array_append_new(a, rec_to_json(n, &recs[i]));
+                (void)sb_reconcile_unlocked(n, &recs[i], &ignore);
+                if (!streq(recs[i].state, "removed"))
+                        json_array_append_new(a, rec_to_json(n, &recs[i]));
         }
         sandbox_rec_array_free(recs, nrec);
         char *t = a ? json_dumps(a, JSON_COMPACT) : NULL;
@@ -606,10 +638,11 @@ int nook_sandbox_prune(nook *n, bool include_sticky, char **ret_json, nook_error
         int r = ctx_store(n, &st, err);
         if (r < 0 || (r = store_sandbox_list(st, NULL, &recs, &nrec, err)) < 0)
                 return r;
+        sb_sweep_tmp(n);
         json_t *removed = json_array();
         for (size_t i = 0; i < nrec && r >= 0; i++) {
                 nook_error e2;
-                if (sb_reconcile(n, &recs[i], &e2) < 0 || !streq(recs[i].state, "stopped"))
+                if (sb_reconcile_unlocked(n, &recs[i], &e2) < 0 || !streq(recs[i].state, "stopped"))
                         continue;
                 if (recs[i].sticky && !include_sticky)
                         continue;

@@ -316,7 +316,7 @@ static bool volume_in_use(nook *n, const char *name, char *who, size_t len) {
         if (ctx_store(n, &st, &ignore) < 0 || store_sandbox_list(st, NULL, &recs, &nrec, &ignore) < 0)
                 return false;
         for (size_t i = 0; i < nrec && !used; i++) {
-                if (sb_reconcile(n, &recs[i], &ignore) < 0 || !streq(recs[i].state, "running"))
+                if (sb_reconcile_unlocked(n, &recs[i], &ignore) < 0 || !streq(recs[i].state, "running"))
                         continue;
                 json_t *spec = json_loads(recs[i].spec_json ? recs[i].spec_json : "{}", 0, NULL), *v;
                 size_t j;

@@ -22,7 +22,7 @@ static int running_rec(nook *n, const char *name, sandbox_rec *rec, nook_error *
                 return r;
         if ((r = store_sandbox_get(st, name, rec, err)) < 0)
                 return r;
-        if ((r = sb_reconcile(n, rec, err)) < 0)
+        if ((r = sb_reconcile_unlocked(n, rec, err)) < 0)
                 return r;
         if (!streq(rec->state, "running"))
                 return nook_err_set(err, NOOK_E_STATE, "Sandbox '%s' is not running", name);

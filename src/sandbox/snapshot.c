@@ -34,6 +34,7 @@
 #include "util/path.h"
 #include "util/proc.h"
 #include "util/str.h"
+#include "util/tmpdir.h"
 
 #define MAX_CHAIN 16
 #define META_MAX_BYTES (1024 * 1024)
@@ -55,7 +56,7 @@ int sb_snapshot_root(nook *n, char **ret, nook_error *err) {
         return 0;
 }
 
-int sb_snapshot_tmpdir(nook *n, const char *what, char **ret, nook_error *err) {
+int sb_snapshot_tmpdir(nook *n, const char *what, char **ret, int *ret_lock, nook_error *err) {
         _cleanup_free_ char *root = NULL;
         int r = sb_snapshot_root(n, &root, err);
         if (r < 0)
@@ -70,9 +71,10 @@ int sb_snapshot_tmpdir(nook *n, const char *what, char **ret, nook_error *err) {
                 free(dir);
                 return nook_err_errno(err, NOOK_E_IO, "Cannot create '%s'", tmp);
         }
-        if (!mkdtemp(dir)) {
+        r = tmpdir_owned_new(dir, ret_lock, err);
+        if (r < 0) {
                 free(dir);
-                return nook_err_errno(err, NOOK_E_IO, "Cannot create a directory under '%s'", tmp);
+                return r;
         }
         *ret = dir;
         return 0;
@@ -363,7 +365,7 @@ int sb_snapshot_commit(
 
 int nook_snapshot_create(
         nook *n, const char *sandbox, const char *name, unsigned flags, char **ret_json, nook_error *err) {
-        _cleanup_close_ int lock = -1;
+        _cleanup_close_ int lock = -1, tmp_lock = -1;
         _cleanup_free_ char *defname = NULL, *tmp = NULL;
         _cleanup_json_ json_t *meta = NULL;
         sb_spec spec = {};
@@ -386,7 +388,7 @@ int nook_snapshot_create(
         }
         /* the sandbox's lock: it cannot start (and write its layer) while we read it */
         if ((r = sb_lock(n, sandbox, &lock, err)) < 0 || (r = source_spec(n, sandbox, &spec, err)) < 0 ||
-                (r = sb_snapshot_tmpdir(n, "create", &tmp, err)) < 0)
+                (r = sb_snapshot_tmpdir(n, "create", &tmp, &tmp_lock, err)) < 0)
                 goto out;
         r = build(n, sandbox, flags & NOOK_SNAPSHOT_WITH_WORKSPACE, &spec, tmp, &meta, err);
         if (r >= 0)

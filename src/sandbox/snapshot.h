@@ -29,8 +29,10 @@ int sb_snapshot_image(nook *n, const sb_spec *spec, const char *wsdir, sb_image 
 /* Shared with snapshot_io.c. */
 /* <home>/snapshots, created on demand. */
 int sb_snapshot_root(nook *n, char **ret, nook_error *err);
-/* A fresh private directory under <home>/snapshots/.tmp for a snapshot being built. */
-int sb_snapshot_tmpdir(nook *n, const char *what, char **ret, nook_error *err);
+/* A fresh private directory under <home>/snapshots/.tmp for a snapshot being built; *ret_lock
+ * holds its owner lock (util/tmpdir.h): keep it open until the directory is committed or
+ * removed, or a sweep (sb_sweep_tmp) takes it for a killed process's. */
+int sb_snapshot_tmpdir(nook *n, const char *what, char **ret, int *ret_lock, nook_error *err);
 /* Removes a tmp dir (and .tmp when it is empty); never fails the caller. */
 void sb_snapshot_tmpdir_remove(nook *n, const char *dir);
 /* The digest of a content object (canonical JSON). */

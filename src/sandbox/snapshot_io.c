@@ -416,7 +416,8 @@ int nook_snapshot_import(nook *n, const char *path, const char *name, nook_progr
         if (!S_ISREG(st.st_mode))
                 return nook_err_set(err, NOOK_E_INVALID, "'%s' is not a regular file", path);
         p.total = (uint64_t)st.st_size;
-        if ((r = sb_snapshot_tmpdir(n, "import", &tmp, err)) < 0)
+        _cleanup_close_ int tmp_lock = -1; /* held until tmp is committed or removed */
+        if ((r = sb_snapshot_tmpdir(n, "import", &tmp, &tmp_lock, err)) < 0)
                 return r;
         r = read_import(n, fd, tmp, &p, &meta, err);
         if (r >= 0)

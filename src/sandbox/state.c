@@ -2,6 +2,7 @@
 /* The sandbox layer's shared state, a leaf the API files use and never the reverse: the name
  * locks, the supervisors this process started, the control socket, reconcile (making a record
  * agree with the processes) and the image store of a handle. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
@@ -19,6 +20,8 @@
 #include <unistd.h>
 
 #include "nook.h"
+#include "image/unpack.h"
+#include "isolate/cgroup.h"
 #include "isolate/userns.h"
 #include "sandbox/ctx.h"
 #include "sandbox/state.h"
@@ -30,10 +33,11 @@
 #include "util/path.h"
 #include "util/proc.h"
 #include "util/str.h"
+#include "util/tmpdir.h"
 
 /* ---- locks ----------------------------------------------------------------------------------- */
 
-int sb_lock(nook *n, const char *name, int *ret_fd, nook_error *err) {
+int sb_lock_how(nook *n, const char *name, int how, int *ret_fd, nook_error *err) {
         _cleanup_free_ char *dir = strprintf("%s/locks", n->home);
         _cleanup_free_ char *p = strprintf("%s/locks/%s.lock", n->home, name);
         if (!dir || !p)
@@ -45,7 +49,11 @@ int sb_lock(nook *n, const char *name, int *ret_fd, nook_error *err) {
                 int fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
                 if (fd < 0)
                         return nook_err_errno(err, NOOK_E_IO, "Cannot open the lock '%s'", p);
-                while (flock(fd, LOCK_EX) < 0) {
+                while (flock(fd, how) < 0) {
+                        if (errno == EWOULDBLOCK) {
+                                safe_close(fd);
+                                return nook_err_set(err, NOOK_E_BUSY, "Sandbox '%s' is busy", name);
+                        }
                         if (errno != EINTR) {
                                 safe_close(fd);
                                 return nook_err_errno(err, NOOK_E_IO, "Cannot lock '%s'", p);
@@ -60,6 +68,10 @@ int sb_lock(nook *n, const char *name, int *ret_fd, nook_error *err) {
                 }
                 safe_close(fd);
         }
+}
+
+int sb_lock(nook *n, const char *name, int *ret_fd, nook_error *err) {
+        return sb_lock_how(n, name, LOCK_EX, ret_fd, err);
 }
 
 /* Deletes the name's lock file; only while holding it (see sb_lock). */
@@ -177,6 +189,94 @@ int sb_rec_set_state(sandbox_rec *rec, const char *state, nook_error *err) {
 
 /* ---- reconcile ------------------------------------------------------------------------------------ */
 
+/* The pid of a live nook-supervisor of state folder sdir (its argv holds "--state" sdir), or 0.
+ * A supervisor whose creator was killed before recording it is found this way. */
+static pid_t find_supervisor_of(const char *sdir) {
+        _cleanup_close_ int pfd = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        DIR *d = pfd >= 0 ? fdopendir(fcntl(pfd, F_DUPFD_CLOEXEC, 3)) : NULL;
+        size_t sl = strlen(sdir);
+        pid_t found = 0;
+        struct dirent *de;
+        if (!d)
+                return 0;
+        while (!found && (de = readdir(d))) {
+                char p[300], buf[4096];
+                if (de->d_name[0] < '1' || de->d_name[0] > '9')
+                        continue;
+                (void)snprintf(p, sizeof(p), "%s/cmdline", de->d_name);
+                _cleanup_close_ int fd = openat(pfd, p, O_RDONLY | O_CLOEXEC);
+                ssize_t k = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+                if (k <= 0)
+                        continue;
+                buf[k] = 0;
+                /* argv: BIN, "--state", sdir, ...: NUL-separated */
+                size_t l0 = strnlen(buf, (size_t)k);
+                const char *a1 = buf + l0 + 1;
+                if ((ssize_t)(l0 + 1 + 8 + sl) >= k || memcmp(a1, "--state", 8) != 0 ||
+                        memcmp(a1 + 8, sdir, sl + 1) != 0)
+                        continue;
+                found = (pid_t)atoi(de->d_name);
+        }
+        closedir(d);
+        return found;
+}
+
+/* The pid at the other end of the control socket of sdir, or 0 when none answers. */
+static pid_t ctl_peer(nook *n, const char *name) {
+        nook_error ignore;
+        int fd = -1;
+        if (sb_connect(n, name, &fd, &ignore) < 0)
+                return 0;
+        struct ucred uc = { 0 };
+        socklen_t len = sizeof(uc);
+        pid_t pid = getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &uc, &len) == 0 ? uc.pid : 0;
+        safe_close(fd);
+        return pid;
+}
+
+void sb_cgroup_remove(nook *n, const char *name) {
+        iso_cgroup *cg = NULL;
+        nook_error ignore;
+        if (iso_cgroup_open(n->home, name, &cg, &ignore) < 0)
+                return;
+        iso_cgroup_destroy(cg); /* kills what is left in it: nothing, once its supervisor is gone */
+        iso_cgroup_free(cg);
+}
+
+/* A supervisor of this sandbox is alive but the record does not say so (its create was
+ * interrupted after the spawn): it is adopted when it serves its control socket (setup done),
+ * else killed.  Returns 1 when adopted. */
+static int adopt_or_kill(nook *n, sandbox_rec *rec, const char *sdir, store *st, nook_error *err) {
+        pid_t pid = find_supervisor_of(sdir);
+        if (pid <= 0)
+                return 0;
+        uint64_t start = proc_start_time(pid);
+        if (ctl_peer(n, rec->name) == pid) {
+                int r = sb_rec_set_state(rec, "running", err);
+                if (r < 0)
+                        return r;
+                rec->supervisor_pid = pid;
+                rec->supervisor_start = start;
+                rec->started_at = now_epoch();
+                rec->stopped_at = 0;
+                free(rec->stop_reason);
+                rec->stop_reason = NULL;
+                r = store_sandbox_update(st, rec, err);
+                return r < 0 ? r : 1;
+        }
+        (void)kill(pid, SIGKILL);
+        (void)sb_wait_gone(pid, start, 5000);
+        return 0;
+}
+
+/* The rules (docs/design/runtime.md, "Reconcile"), under the name's lock:
+ *   stopped                          nothing to do
+ *   running, its supervisor alive    nothing to do
+ *   creating (its creator is gone: we hold the lock), or running with the supervisor gone:
+ *     a live supervisor of this state folder serving its socket is adopted (running), one
+ *     still in setup is killed; then what a supervisor cleans on exit is cleaned here (socket,
+ *     cgroups, an ephemeral writable layer) and the record says stopped, with the reason from
+ *     its exit record, "supervisor_died", or "create_interrupted". */
 int sb_reconcile(nook *n, sandbox_rec *rec, nook_error *err) {
         store *st;
         int r;
@@ -185,23 +285,27 @@ int sb_reconcile(nook *n, sandbox_rec *rec, nook_error *err) {
         if (rec->supervisor_pid > 0 && proc_alive(rec->supervisor_pid, rec->supervisor_start))
                 return 0;
         sb_children_reap(); /* it may have been ours */
-        if (streq(rec->state, "creating") && rec->supervisor_pid == 0 && now_epoch() - rec->created_at < 120)
-                return 0; /* another process is creating it right now (it holds the lock) */
         _cleanup_free_ char *sdir = NULL;
         if ((r = ctx_sandbox_dir(n, rec->name, &sdir, err)) < 0 || (r = ctx_store(n, &st, err)) < 0)
                 return r;
+        bool interrupted = streq(rec->state, "creating");
+        r = adopt_or_kill(n, rec, sdir, st, err);
+        if (r != 0)
+                return r < 0 ? r : 0;
         exit_record ex;
         nook_error ignore;
-        const char *reason = "supervisor_died";
-        if (exit_record_read(sdir, &ex, &ignore) >= 0 && ex.stopped_at >= rec->started_at)
+        const char *reason = interrupted ? "create_interrupted" : "supervisor_died";
+        if (!interrupted && exit_record_read(sdir, &ex, &ignore) >= 0 && ex.stopped_at >= rec->started_at)
                 reason = ex.reason;
         _cleanup_free_ char *sock = strprintf("%s/ctl.sock", sdir);
         if (sock)
                 (void)unlink(sock);
-        if (!rec->sticky) {
+        sb_cgroup_remove(n, rec->name);
+        if (!rec->sticky || interrupted) {
                 _cleanup_free_ char *upper = strprintf("%s/upper", sdir), *work = strprintf("%s/work", sdir);
                 if (upper && work) {
-                        (void)path_rm_rf(upper, &ignore);
+                        if (!rec->sticky)
+                                (void)path_rm_rf(upper, &ignore);
                         (void)path_rm_rf(work, &ignore);
                 }
         }
@@ -216,6 +320,42 @@ int sb_reconcile(nook *n, sandbox_rec *rec, nook_error *err) {
         rec->supervisor_pid = 0;
         rec->supervisor_start = 0;
         return store_sandbox_update(st, rec, err);
+}
+
+int sb_reconcile_unlocked(nook *n, sandbox_rec *rec, nook_error *err) {
+        if (streq(rec->state, "stopped"))
+                return 0;
+        if (streq(rec->state, "running") && rec->supervisor_pid > 0 &&
+                proc_alive(rec->supervisor_pid, rec->supervisor_start))
+                return 0;
+        _cleanup_close_ int lock = -1;
+        nook_error e2;
+        if (sb_lock_how(n, rec->name, LOCK_EX | LOCK_NB, &lock, &e2) < 0)
+                return 0; /* an operation on it is under way: it makes the record true */
+        store *st;
+        sandbox_rec now = { 0 };
+        int r = ctx_store(n, &st, err);
+        if (r < 0)
+                return r;
+        r = store_sandbox_get(st, rec->name, &now, err);
+        if (r == -NOOK_E_NOT_FOUND) {
+                /* removed meanwhile: say so without writing anything */
+                return sb_rec_set_state(rec, "removed", err);
+        }
+        if (r < 0)
+                return r;
+        sandbox_rec_done(rec);
+        *rec = now;
+        return sb_reconcile(n, rec, err);
+}
+
+void sb_sweep_tmp(nook *n) {
+        _cleanup_free_ char *snap = strprintf("%s/snapshots/.tmp", n->home);
+        _cleanup_free_ char *img = strprintf("%s/images/tmp", n->home);
+        if (snap)
+                (void)tmp_sweep(snap, image_rm_tree);
+        if (img)
+                (void)tmp_sweep(img, image_rm_tree);
 }
 
 /* ---- images ------------------------------------------------------------------------------------ */

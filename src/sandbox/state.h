@@ -13,6 +13,9 @@
 
 /* Takes the lock of sandbox name (<home>/locks/<name>.lock), as every state change does. */
 int sb_lock(nook *n, const char *name, int *ret_fd, nook_error *err);
+/* The same with flock operation how: LOCK_SH (a shared holder such as ws write), LOCK_EX, either
+ * with LOCK_NB (NOOK_E_BUSY when another holds it). */
+int sb_lock_how(nook *n, const char *name, int how, int *ret_fd, nook_error *err);
 /* Deletes the name's lock file; only while holding it (a later sb_lock takes the new file). */
 void sb_lock_drop(nook *n, const char *name);
 
@@ -27,9 +30,18 @@ bool sb_wait_gone(pid_t pid, uint64_t start, uint64_t timeout_ms);
 int sb_connect(nook *n, const char *name, int *ret_fd, nook_error *err);
 
 int sb_rec_set_state(sandbox_rec *rec, const char *state, nook_error *err);
-/* Makes a record true: a "running" sandbox whose supervisor is gone becomes "stopped" with the
- * reason from its exit record, and what the supervisor should have cleaned is cleaned. */
+/* Makes a record true, under the name's lock (the caller holds it): a "running" sandbox whose
+ * supervisor is gone, or a "creating" one whose creator is gone, adopts a live supervisor or
+ * becomes "stopped", and what the supervisor should have cleaned is cleaned (rules in state.c). */
 int sb_reconcile(nook *n, sandbox_rec *rec, nook_error *err);
+/* The same for a caller not holding the lock (ls, inspect): a record that needs it is reconciled
+ * only if the lock is free (else an operation under way will); rec is re-read under the lock.
+ * A record removed meanwhile comes back with the state "removed". */
+int sb_reconcile_unlocked(nook *n, sandbox_rec *rec, nook_error *err);
+/* Removes the sandbox's cgroups, if any are left (a supervisor killed by SIGKILL leaves them). */
+void sb_cgroup_remove(nook *n, const char *name);
+/* Removes the temporary folders of killed snapshot and image operations (no live owner). */
+void sb_sweep_tmp(nook *n);
 
 /* The image store of a nook handle, for this process's mode (rootful or rootless). */
 int sb_image_store(nook *n, image_store *ret, nook_error *err);

@@ -6,6 +6,7 @@
  *   - writers take the lock up front (BEGIN IMMEDIATE): a deferred transaction that upgrades
  *     from read to write in WAL mode fails with SQLITE_BUSY_SNAPSHOT without waiting, while
  *     IMMEDIATE waits in the busy handler. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <sqlite3.h>
@@ -345,17 +346,37 @@ static int store_migrate(store *st, nook_error *err) {
 /* SQLite creates a new database with 0644 less the umask, and gives its -wal and -shm files the
  * main file's mode; creating the file first with 0600 keeps all three private.  O_NOFOLLOW: a
  * symlink planted at <home>/nook.db must not redirect our writes. */
+/* Whether folder p holds an entry other than those named in skip (NULL-terminated). */
+static bool dir_holds(const char *p, const char *const *skip) {
+        DIR *d = opendir(p);
+        struct dirent *de;
+        bool found = false;
+        if (!d)
+                return false;
+        while (!found && (de = readdir(d))) {
+                found = !streq(de->d_name, ".") && !streq(de->d_name, "..");
+                for (const char *const *k = skip; found && *k; k++)
+                        if (streq(de->d_name, *k))
+                                found = false;
+        }
+        closedir(d);
+        return found;
+}
+
 /* A zero-length database is what a new state folder starts with (open creates it).  In a folder
- * that already holds sandboxes, workspaces, snapshots, volumes or images it is a lost database
- * (truncated, or a failed copy): taken as new, every record would be gone and the next create of
- * a name would adopt that name's orphaned workspace. */
+ * that already holds sandboxes, workspaces, snapshots, volumes or image blobs it is a lost
+ * database (truncated, or a failed copy): taken as new, every record would be gone and the next
+ * create of a name would adopt that name's orphaned workspace.  Bare folders (made by a first
+ * command before it opened the database) and temporaries do not count. */
 static int db_empty_check(const char *home, const char *path, nook_error *err) {
-        static const char *const kept[] = { "sandboxes", "workspaces", "snapshots", "volumes", "images" };
+        static const char *const kept[] = { "sandboxes", "workspaces", "snapshots", "volumes",
+                "images/blobs/sha256" };
+        static const char *const skip[] = { ".tmp", NULL };
         for (size_t i = 0; i < ELEMENTSOF(kept); i++) {
                 _cleanup_free_ char *p = strprintf("%s/%s", home, kept[i]);
                 if (!p)
                         return nook_err_oom(err);
-                if (access(p, F_OK) == 0)
+                if (dir_holds(p, skip))
                         return nook_err_set(err, NOOK_E_STATE,
                                 "The state database '%s' is empty, but the state folder already holds '%s/': "
                                 "its records are lost.  Restore nook.db from a backup, or move the state folder "

@@ -612,7 +612,6 @@ int nook_sandbox_list(nook *n, const char *const *label_filters, char **ret_json
                 return r;
         if ((r = store_sandbox_list(st, label_filters, &recs, &nrec, err)) < 0)
                 return r;
-        sb_sweep_tmp(n); /* what killed snapshot and image operations left */
         json_t *a = json_array();
         for (size_t i = 0; i < nrec && a; i++) {
                 nook_error ignore;
@@ -621,6 +620,7 @@ int nook_sandbox_list(nook *n, const char *const *label_filters, char **ret_json
                         json_array_append_new(a, rec_to_json(n, &recs[i]));
         }
         sandbox_rec_array_free(recs, nrec);
+        sb_sweep_tmp(n); /* what killed operations left: temporaries, free lock files */
         char *t = a ? json_dumps(a, JSON_COMPACT) : NULL;
         json_decref(a);
         if (!t)

@@ -349,7 +349,21 @@ int sb_reconcile_unlocked(nook *n, sandbox_rec *rec, nook_error *err) {
         return sb_reconcile(n, rec, err);
 }
 
+/* A name's lock file held by nobody: taken and deleted (sb_lock takes the file the path names
+ * after locking, so deleting one that is free is always safe).  rm drops its own; this gets the
+ * ones a killed rm left, and those of names that never got further than a lock. */
+static int lock_remove(int dirfd, const char *name, nook_error *err) {
+        if (!endswith(name, ".lock"))
+                return 0;
+        if (unlinkat(dirfd, name, 0) < 0)
+                return nook_err_errno(err, NOOK_E_IO, "Cannot remove the lock '%s'", name);
+        return 0;
+}
+
 void sb_sweep_tmp(nook *n) {
+        _cleanup_free_ char *locks = strprintf("%s/locks", n->home);
+        if (locks)
+                (void)tmp_sweep(locks, lock_remove);
         _cleanup_free_ char *snap = strprintf("%s/snapshots/.tmp", n->home);
         _cleanup_free_ char *img = strprintf("%s/images/tmp", n->home);
         if (snap)

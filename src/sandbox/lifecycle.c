@@ -21,6 +21,7 @@
 
 #include "nook.h"
 #include "config.h"
+#include "image/unpack.h"
 #include "sandbox/ctx.h"
 #include "sandbox/image.h"
 #include "sandbox/state.h"
@@ -39,6 +40,7 @@
 #include "util/path.h"
 #include "util/proc.h"
 #include "util/str.h"
+#include "util/tmpdir.h"
 
 #define READY_TIMEOUT_MS 60000
 #define DEFAULT_STOP_MS 10000
@@ -518,6 +520,35 @@ int nook_sandbox_stop(nook *n, const char *name, uint64_t timeout_ms, nook_error
 
 /* ---- remove --------------------------------------------------------------------------------------- */
 
+/* The workspace leaves its name in one step (a rename into <home>/trash/ws-XXXXXX, which holds
+ * an owner lock until it is deleted): a handle opened before finds it gone, a killed rm leaves a
+ * whole workspace or none (and the trash is swept), and what a guest made undeletable never
+ * fails rm with "Directory not empty". */
+static int remove_workspace(nook *n, const char *wsdir, nook_error *err) {
+        struct stat st;
+        if (lstat(wsdir, &st) < 0)
+                return 0;
+        _cleanup_free_ char *trash = strprintf("%s/trash", n->home);
+        _cleanup_free_ char *t = strprintf("%s/trash/ws-XXXXXX", n->home);
+        _cleanup_close_ int lock = -1;
+        if (!trash || !t)
+                return nook_err_oom(err);
+        if (mkdir(trash, 0700) < 0 && errno != EEXIST)
+                return nook_err_errno(err, NOOK_E_IO, "Cannot create '%s'", trash);
+        int r = tmpdir_owned_new(t, &lock, err);
+        if (r < 0)
+                return r;
+        _cleanup_free_ char *dst = strprintf("%s/ws", t);
+        if (!dst)
+                return nook_err_oom(err);
+        if (rename(wsdir, dst) < 0)
+                return nook_err_errno(err, NOOK_E_IO, "Cannot move the workspace '%s' away", wsdir);
+        _cleanup_close_ int root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+        nook_error ignore;
+        (void)image_rm_tree(root, t + 1, &ignore); /* copes with 0555 folders; a sweep retries */
+        return 0;
+}
+
 int nook_sandbox_remove(nook *n, const char *name, nook_error *err) {
         _cleanup_close_ int lock = -1;
         _cleanup_free_ char *sdir = NULL, *wsdir = NULL;
@@ -546,7 +577,7 @@ int nook_sandbox_remove(nook *n, const char *name, nook_error *err) {
         }
         sandbox_rec_done(&rec);
         sb_cgroup_remove(n, name); /* also one a killed supervisor left before this record said stopped */
-        if ((r = path_rm_rf(sdir, err)) < 0 || (r = path_rm_rf(wsdir, err)) < 0)
+        if ((r = path_rm_rf(sdir, err)) < 0 || (r = remove_workspace(n, wsdir, err)) < 0)
                 return nook_err_wrap(err, "removing sandbox '%s'", name);
         if (has_rec && (r = store_sandbox_delete(st, name, err)) < 0)
                 return nook_err_wrap(err, "removing sandbox '%s'", name);

@@ -38,8 +38,12 @@
 /* ---- locks ----------------------------------------------------------------------------------- */
 
 int sb_lock_how(nook *n, const char *name, int how, int *ret_fd, nook_error *err) {
-        _cleanup_free_ char *dir = strprintf("%s/locks", n->home);
-        _cleanup_free_ char *p = strprintf("%s/locks/%s.lock", n->home, name);
+        return sb_lock_home(n->home, name, how, ret_fd, err);
+}
+
+int sb_lock_home(const char *home, const char *name, int how, int *ret_fd, nook_error *err) {
+        _cleanup_free_ char *dir = strprintf("%s/locks", home);
+        _cleanup_free_ char *p = strprintf("%s/locks/%s.lock", home, name);
         if (!dir || !p)
                 return nook_err_oom(err);
         if (mkdir(dir, 0700) < 0 && errno != EEXIST)
@@ -362,8 +366,11 @@ static int lock_remove(int dirfd, const char *name, nook_error *err) {
 
 void sb_sweep_tmp(nook *n) {
         _cleanup_free_ char *locks = strprintf("%s/locks", n->home);
+        _cleanup_free_ char *trash = strprintf("%s/trash", n->home);
         if (locks)
                 (void)tmp_sweep(locks, lock_remove);
+        if (trash)
+                (void)tmp_sweep(trash, image_rm_tree);
         _cleanup_free_ char *snap = strprintf("%s/snapshots/.tmp", n->home);
         _cleanup_free_ char *img = strprintf("%s/images/tmp", n->home);
         if (snap)

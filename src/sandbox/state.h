@@ -16,6 +16,8 @@ int sb_lock(nook *n, const char *name, int *ret_fd, nook_error *err);
 /* The same with flock operation how: LOCK_SH (a shared holder such as ws write), LOCK_EX, either
  * with LOCK_NB (NOOK_E_BUSY when another holds it). */
 int sb_lock_how(nook *n, const char *name, int how, int *ret_fd, nook_error *err);
+/* The same by state folder, for holders that keep no nook handle (a workspace handle). */
+int sb_lock_home(const char *home, const char *name, int how, int *ret_fd, nook_error *err);
 /* Deletes the name's lock file; only while holding it (a later sb_lock takes the new file). */
 void sb_lock_drop(nook *n, const char *name);
 

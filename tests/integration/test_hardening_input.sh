@@ -7,7 +7,7 @@
 . "$(dirname "$0")/lib.sh"
 
 require_bin "$NOOK" "$NOOK_PROBE"
-plan 18
+plan 22
 
 # --- --memory 0 and sub-second timeouts ----------------------------------------------------
 expect_fail 1 "create --memory 0 is refused" create --memory 0 mem0
@@ -34,6 +34,30 @@ is "$(printf '%s\n' "$out" | wc -l)" 2 "ws ls prints one line per entry"
 like "$out" 'evil\\x0afile' "the newline is printed as \\x0a"
 like "$out" 't\\x09ab\\\\b' "the tab is \\x09 and the backslash is doubled"
 run_nook rm idle2
+
+# --- rm racing ws write ------------------------------------------------------------------------
+# Writers keep staging files while rm runs.  rm must succeed every time, never say "Directory
+# not empty", and leave no record; a workspace that exists afterwards holds only files written
+# after rm (never the old ones: rm's workspace never comes back).
+rm_fail=0 notempty=0 recs=0 ghosts=0
+for round in $(seq 20); do
+        "$NOOK" create race >/dev/null 2>&1
+        "$NOOK" exec race -- /bin/sh -c 'for i in $(seq 30); do echo old >/workspace/old$i; done'
+        (for i in $(seq 40); do "$NOOK" ws write race "/w$i" </dev/null >/dev/null 2>&1; done) &
+        writer=$!
+        sleep 0.0$((RANDOM % 5))
+        rm_err=$("$NOOK" rm race 2>&1) || { rm_fail=$((rm_fail + 1)); diag "rm: $rm_err"; }
+        [[ $rm_err == *"not empty"* ]] && notempty=$((notempty + 1))
+        "$NOOK" inspect race >/dev/null 2>&1 && recs=$((recs + 1))
+        wait "$writer"
+        "$NOOK" inspect race >/dev/null 2>&1 && recs=$((recs + 1))
+        ls "$NOOK_HOME/workspaces/race" 2>/dev/null | grep -q '^old' && ghosts=$((ghosts + 1))
+        "$NOOK" rm race >/dev/null 2>&1
+done
+is "$rm_fail" 0 "rm racing ws write succeeded in all 20 rounds"
+is "$notempty" 0 "rm never said 'Directory not empty'"
+is "$recs" 0 "no record was left after rm"
+is "$ghosts" 0 "no removed workspace came back with its old files"
 
 # --- zero-length nook.db ---------------------------------------------------------------------
 run_nook create keep

@@ -29,7 +29,7 @@ W=$IMG_WORK
 
 # --- fixtures ----------------------------------------------------------------------------------
 # A small image (a few MB of layer, so that an import takes long enough to be killed midway).
-head -c 3000000 /dev/urandom >"$W/blob.bin"
+head -c 20000000 /dev/urandom >"$W/blob.bin"
 cat >"$W/img.json" <<JSON
 {"compression": "none", "layers": [[{"name": "big.bin", "src": "$W/blob.bin"}, {"name": "hi", "data": "hi\n"}]]}
 JSON

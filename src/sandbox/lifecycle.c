@@ -509,9 +509,16 @@ int nook_sandbox_stop(nook *n, const char *name, uint64_t timeout_ms, nook_error
         int r = open_locked(n, name, &lock, &st, &rec, err);
         if (r < 0)
                 return r;
+        pid_t pid = rec.supervisor_pid;
+        uint64_t start = rec.supervisor_start;
         r = sb_reconcile(n, &rec, err);
         if (r >= 0 && !streq(rec.state, "stopped"))
                 r = stop_locked(n, &rec, timeout_ms ? timeout_ms : DEFAULT_STOP_MS, false, err);
+        /* A stop whose record could not be saved (a full disk) has still stopped the sandbox, and
+         * that is what is reported: the record follows the processes at the next reconcile. */
+        if (r < 0 && streq(rec.state, "stopped") && !proc_alive(pid, start) &&
+                sb_supervisor_find(n, name) == 0)
+                r = 0;
         sandbox_rec_done(&rec);
         if (r < 0)
                 return nook_err_wrap(err, "stopping sandbox '%s'", name);

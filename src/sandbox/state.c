@@ -225,6 +225,14 @@ static pid_t find_supervisor_of(const char *sdir) {
         return found;
 }
 
+pid_t sb_supervisor_find(nook *n, const char *name) {
+        _cleanup_free_ char *sdir = NULL;
+        nook_error ignore;
+        if (ctx_sandbox_dir(n, name, &sdir, &ignore) < 0)
+                return 0;
+        return find_supervisor_of(sdir);
+}
+
 /* The pid at the other end of the control socket of sdir, or 0 when none answers. */
 static pid_t ctl_peer(nook *n, const char *name) {
         nook_error ignore;

@@ -40,6 +40,8 @@ int sb_reconcile(nook *n, sandbox_rec *rec, nook_error *err);
  * only if the lock is free (else an operation under way will); rec is re-read under the lock.
  * A record removed meanwhile comes back with the state "removed". */
 int sb_reconcile_unlocked(nook *n, sandbox_rec *rec, nook_error *err);
+/* The pid of a live supervisor of sandbox name (found by its command line), or 0. */
+pid_t sb_supervisor_find(nook *n, const char *name);
 /* Removes the sandbox's cgroups, if any are left (a supervisor killed by SIGKILL leaves them). */
 void sb_cgroup_remove(nook *n, const char *name);
 /* Removes the temporary folders of killed snapshot and image operations (no live owner). */

@@ -7,7 +7,7 @@
 . "$(dirname "$0")/lib.sh"
 
 require_bin "$NOOK" "$NOOK_PROBE"
-plan 22
+plan 25
 
 # --- --memory 0 and sub-second timeouts ----------------------------------------------------
 expect_fail 1 "create --memory 0 is refused" create --memory 0 mem0
@@ -76,3 +76,22 @@ rm -rf "$fresh"
 rm -f "$NOOK_HOME/nook.db"
 expect_fail 1 "a deleted nook.db in a used state folder is refused too (open would make it empty)" ls
 is "$(ls "$NOOK_HOME/workspaces")" keep "the staged workspace is still there"
+
+# --- stop on a full disk -------------------------------------------------------------------------
+# The record cannot be saved, but the sandbox has stopped: stop says so (exit 0), and ls agrees.
+full=$(mktemp -d /var/tmp/nook-full.XXXXXX)
+if mount -t tmpfs -o size=48m,mode=0700 tmpfs "$full" 2>/dev/null; then
+        fh=$full/home
+        NOOK_HOME=$fh "$NOOK" create full >/dev/null 2>&1
+        dd if=/dev/zero of="$full/filler" bs=1M >/dev/null 2>&1
+        fout=$(NOOK_HOME=$fh "$NOOK" stop full 2>&1)
+        is "$?" 0 "stop on a full disk reports the stop it made (exit 0): $fout"
+        is "$(pgrep -f -- "--state $fh/" | wc -l)" 0 "and the sandbox has stopped"
+        like "$(NOOK_HOME=$fh "$NOOK" ls 2>&1)" "full +stopped" "ls says stopped, on the full disk"
+        rm -f "$full/filler"
+        NOOK_HOME=$fh "$NOOK" rm full >/dev/null 2>&1
+        umount "$full"
+else
+        for t in 1 2 3; do skip_expected "mounting a small tmpfs as NOOK_HOME needs root (stage ${NOOK_TEST_STAGE:-manual})"; done
+fi
+rmdir "$full"

@@ -45,7 +45,7 @@
         "  --sticky               keep the writable root layer across stop/start\n"                         \
         "  --persistence MODE     ephemeral (default) or sticky\n"                                          \
         "  --max-duration DUR     retire after DUR (e.g. 30m); the workspace is kept\n"                     \
-        "  --idle-timeout DUR     stop after DUR with no exec and no client\n"                              \
+        "  --idle-timeout DUR     stop after DUR (>= 1s) with no exec and no client\n"                      \
         "  --security PROFILE     default or restricted\n"                                                  \
         "  --network MODE         off (default; loopback only), public (public internet only, DNS),\n"      \
         "                         policy (only what --allow/--allow-domain allow)\n"                        \
@@ -57,7 +57,7 @@
         "  --workdir DIR          default working directory of execs (default /workspace)\n"                \
         "  -u, --user USER        default user of execs\n"                                                  \
         "  --cpus N               CPU limit, whole CPUs (fractions round up)\n"                             \
-        "  -m, --memory SIZE      memory limit: 512m, 2g, ... (the OOM killer ends what exceeds it)\n"      \
+        "  -m, --memory SIZE      memory limit, not 0: 512m, 2g (the OOM killer ends what exceeds it)\n"    \
         "  --pids-max N           process limit\n"                                                          \
         "  --max-cpus N, --max-memory SIZE  headroom for 'nook update'\n"                                   \
         "  -v, --volume SRC:DST[:ro|rw]  bind a host path (read-only unless :rw) or a named\n"              \

@@ -4,6 +4,7 @@
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,10 +13,12 @@
 
 #include "nook.h"
 #include "util/error.h"
+#include "util/fd.h"
 #include "util/macro.h"
 #include "util/name.h"
 #include "util/path.h"
 #include "util/str.h"
+#include "util/tmpdir.h"
 
 /* ---- error.c ------------------------------------------------------------------------------ */
 
@@ -352,4 +355,40 @@ Test(util, home_default_honours_nook_home) {
         cr_expect_null(h2);
         cr_expect(strstr(err.msg, "'relative'"), "%s", err.msg);
         unsetenv("NOOK_HOME");
+}
+
+/* ---- tmpdir.c ------------------------------------------------------------------------------ */
+
+static int rm_entry(int dirfd, const char *name, nook_error *err) {
+        char p[PATH_MAX];
+        (void)snprintf(p, sizeof(p), "/proc/self/fd/%d/%s", dirfd, name);
+        return path_rm_rf(p, err);
+}
+
+Test(util, tmp_sweep_removes_only_what_no_live_owner_holds) {
+        char root[] = "/tmp/nook-unit-tmp.XXXXXX";
+        cr_assert_not_null(mkdtemp(root));
+        char a[PATH_MAX], b[PATH_MAX], f[PATH_MAX], old[PATH_MAX];
+        (void)snprintf(a, sizeof(a), "%s/a-XXXXXX", root);
+        (void)snprintf(b, sizeof(b), "%s/b-XXXXXX", root);
+        (void)snprintf(f, sizeof(f), "%s/f-XXXXXX", root);
+        (void)snprintf(old, sizeof(old), "%s/unlocked", root);
+        nook_error err = {};
+        int la = -1, lb = -1, lf = -1;
+        cr_assert_eq(tmpdir_owned_new(a, &la, &err), 0, "%s", err.msg);
+        cr_assert_eq(tmpdir_owned_new(b, &lb, &err), 0, "%s", err.msg);
+        cr_assert_eq(tmpfile_owned_new(f, &lf, &err), 0, "%s", err.msg);
+        cr_assert_eq(mkdir(old, 0700), 0); /* left by a killed process: no lock */
+        /* a: its owner is alive; b and f: their owners are gone (lock closed) */
+        safe_close(lb);
+        safe_close(lf);
+        cr_expect_eq(tmp_sweep(root, rm_entry), 3);
+        cr_expect_eq(access(a, F_OK), 0, "a live owner's directory stays");
+        cr_expect_neq(access(b, F_OK), 0);
+        cr_expect_neq(access(f, F_OK), 0);
+        cr_expect_neq(access(old, F_OK), 0);
+        safe_close(la);
+        cr_expect_eq(tmp_sweep(root, rm_entry), 1);
+        cr_expect_eq(tmp_sweep("/nonexistent/nook", rm_entry), 0, "a missing folder is no error");
+        cr_expect_eq(rmdir(root), 0);
 }

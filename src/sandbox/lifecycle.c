@@ -226,6 +226,12 @@ static int prepare_state(nook *n, const char *name, const sb_spec *spec, bool ke
         if ((r = path_rm_rf(work, err)) < 0)
                 return r;
         (void)unlink(cfgp);
+        /* the last run's exit record: compared by the second only, it would otherwise explain a
+         * supervisor of this run killed within the same second (stop, start, SIGKILL) */
+        _cleanup_free_ char *exitp = strprintf("%s/exit.json", sdir);
+        if (!exitp)
+                return nook_err_oom(err);
+        (void)unlink(exitp);
         if ((r = mkdir_owned(upper, 0755, n->ws_uid, n->ws_gid, err)) < 0 ||
                 (r = mkdir_owned(work, 0700, n->ws_uid, n->ws_gid, err)) < 0 ||
                 (r = mkdir_owned(etc, 0755, n->ws_uid, n->ws_gid, err)) < 0 ||

@@ -18,7 +18,7 @@ command -v sqlite3 >/dev/null || bail_out "missing sqlite3 (scripts/deps.sh inst
 plan 9
 
 # ROUNDS are tried within BUDGET seconds; at least MIN must run: 200 as root, fewer where each
-# round is slower (rootless: slirp-less but newuidmap and no cgroups; ASan: ~3x)
+# round is slower (rootless setup; ASan, about 3x)
 ROUNDS=${NOOK_KILL_ROUNDS:-200}
 case ${NOOK_TEST_STAGE:-} in
 asan-*) MIN=60 ;;

@@ -7,7 +7,7 @@
 . "$(dirname "$0")/lib.sh"
 
 require_bin "$NOOK" "$NOOK_PROBE"
-plan 25
+plan 30
 
 # --- --memory 0 and sub-second timeouts ----------------------------------------------------
 expect_fail 1 "create --memory 0 is refused" create --memory 0 mem0
@@ -24,6 +24,16 @@ run_nook create --idle-timeout 1500ms idle2
 is "$status" 0 "1500ms is accepted (rounded up to whole seconds)"
 run_nook inspect idle2
 like "$out" '"idleTimeoutSecs": ?2' "1500ms is kept as 2 s"
+
+# --- env names, for every entry point of the CLI and the JSON spec ----------------------------
+for key in 'A=B' '' 'A\nB'; do
+        printf '{"env": {"%s": "x"}}\n' "$key" >"$spec"
+        expect_fail 1 "a spec env name '$key' is refused" create --spec "$spec" envbad
+done
+printf '{"env": {"A\\u0000B": "x"}}\n' >"$spec"
+expect_fail 2 "a spec env name holding NUL is refused (the JSON reader refuses it)" create --spec "$spec" envbad
+rm -f "$spec"
+expect_fail 125 "exec -e with an empty name is refused (125: nook failed, not the command)" exec idle2 -e =x -- true
 
 # --- ws ls escapes names ---------------------------------------------------------------------
 run_nook exec idle2 -- /bin/sh -c 'printf x > "/workspace/evil

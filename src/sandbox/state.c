@@ -219,7 +219,8 @@ static pid_t find_supervisor_of(const char *sdir) {
                 if ((ssize_t)(l0 + 1 + 8 + sl) >= k || memcmp(a1, "--state", 8) != 0 ||
                         memcmp(a1 + 8, sdir, sl + 1) != 0)
                         continue;
-                found = (pid_t)atoi(de->d_name);
+                found = (pid_t)strtol(
+                        de->d_name, NULL, 10); /* a /proc entry starting with a digit is a pid */
         }
         closedir(d);
         return found;

@@ -398,6 +398,7 @@ static int create_locked(nook *n, const char *name, const sb_spec *spec, unsigne
                  * the supervisor's log, which the error points to ('nook logs NAME'), stays until
                  * the next create of the name or 'nook rm NAME'. */
                 nook_error ignore;
+                sb_cgroup_remove(n, name); /* a supervisor killed in setup cleaned nothing */
                 if (!keep_upper)
                         rm_state_keep_log(sdir);
                 if (!ws_existed)

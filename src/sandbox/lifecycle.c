@@ -391,16 +391,21 @@ static int create_locked(nook *n, const char *name, const sb_spec *spec, unsigne
                 goto out;
         r = prepare_state(n, name, spec, keep_upper, sdir, wsdir, &rec.image_digest, err);
         pid_t pid = 0;
+        bool spawned = r >= 0;
         if (r >= 0)
                 r = spawn_supervisor(sdir, &pid, err);
         if (r < 0) {
-                /* Nothing half-made stays: the state folder, a workspace we made, the record; but
-                 * the supervisor's log, which the error points to ('nook logs NAME'), stays until
-                 * the next create of the name or 'nook rm NAME'. */
+                /* Nothing half-made stays: the state folder, a workspace we made, the record.  But
+                 * when the supervisor failed without a reason of its own (it died, hung, or its
+                 * init died: an internal error or a timeout), its log is where the error points
+                 * ('nook logs NAME'): it stays until the next create of the name or 'nook rm'. */
                 nook_error ignore;
+                bool keep_log = spawned && (r == -NOOK_E_INTERNAL || r == -NOOK_E_TIMEOUT);
                 sb_cgroup_remove(n, name); /* a supervisor killed in setup cleaned nothing */
-                if (!keep_upper)
+                if (keep_log && !keep_upper)
                         rm_state_keep_log(sdir);
+                else if (!keep_upper)
+                        (void)path_rm_rf(sdir, &ignore);
                 if (!ws_existed)
                         (void)path_rm_rf(wsdir, &ignore);
                 if (existed) {

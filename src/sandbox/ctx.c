@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include <errno.h>
+#include <grp.h>
+#include <pwd.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -7,7 +9,9 @@
 
 #include "nook.h"
 #include "config.h"
+#include "isolate/idmap.h"
 #include "isolate/userns.h"
+#include "store/idrange.h"
 #include "sandbox/ctx.h"
 #include "sandbox/lifecycle.h"
 #include "util/error.h"
@@ -21,6 +25,66 @@ const char *nook_version(void) {
 
 void nook_free(void *p) {
         free(p);
+}
+
+/* A group only the owner is in: its primary group, with no other listed member.  The _r calls:
+ * nook_open may run on any thread of an embedding program (the Node addon). */
+static bool group_is_private(gid_t gid, uid_t owner) {
+        char pbuf[4096], gbuf[16384];
+        struct passwd pw, *pwp = NULL;
+        struct group gr, *grp = NULL;
+        if (getpwuid_r(owner, &pw, pbuf, sizeof(pbuf), &pwp) != 0 || !pwp || pw.pw_gid != gid)
+                return false;
+        if (getgrgid_r(gid, &gr, gbuf, sizeof(gbuf), &grp) != 0 || !grp)
+                return false;
+        for (char **m = gr.gr_mem; m && *m; m++)
+                if (!streq(*m, pw.pw_name))
+                        return false;
+        return true;
+}
+
+/* Other users must not enter the state folder: a sandbox's root makes files (setuid programs
+ * among them) in its workspace, and with idmapped mounts those are the host owner's.  See
+ * docs/design/security.md, "Setuid files in the workspace". */
+static int check_home_private(const char *home, bool *ret_shared, nook_error *err) {
+        struct stat st;
+        if (stat(home, &st) < 0)
+                return nook_err_errno(err, NOOK_E_IO, "Cannot stat the state folder '%s'", home);
+        bool shared = (st.st_mode & S_IXOTH) ||
+                ((st.st_mode & S_IXGRP) && !group_is_private(st.st_gid, st.st_uid));
+        const char *allow = getenv("NOOK_ALLOW_SHARED_HOME");
+        if (shared && !(allow && streq(allow, "1")))
+                return nook_err_set(err, NOOK_E_REFUSED,
+                        "The state folder '%s' (mode %04o) can be entered by other users: they could run programs a sandbox made in its workspace, setuid ones included, and read its files; run 'chmod 0700 %s', or set NOOK_ALLOW_SHARED_HOME=1 (nook --allow-shared-home) to accept that risk",
+                        home, (unsigned)(st.st_mode & 07777), home);
+        *ret_shared = shared;
+        return 0;
+}
+
+int ctx_sandbox_root(nook *n, const char *name, bool acquire, uid_t *ret_uid, gid_t *ret_gid, nook_error *err) {
+        if (!n->idmap) {
+                *ret_uid = n->img_uid;
+                *ret_gid = n->img_gid;
+                return 0;
+        }
+        static const idrange_pool pool = { .first = ISO_IDPOOL_FIRST, .size = ISO_ID_RANGE, .count = ISO_IDPOOL_COUNT };
+        store *st;
+        uint32_t base = 0;
+        int r = ctx_store(n, &st, err);
+        if (r < 0)
+                return r;
+        r = acquire ? store_idrange_acquire(st, name, &pool, &base, err) : store_idrange_get(st, name, &base, err);
+        if (r == -NOOK_E_NOT_FOUND) {
+                /* made before ranges existed: its files are in the shared range */
+                *ret_uid = n->img_uid;
+                *ret_gid = n->img_gid;
+                return 0;
+        }
+        if (r < 0)
+                return r;
+        *ret_uid = base;
+        *ret_gid = base;
+        return 0;
 }
 
 int nook_open(const char *home, nook **ret, nook_error *err) {
@@ -43,11 +107,29 @@ int nook_open(const char *home, nook **ret, nook_error *err) {
         r = path_mkdir_p(h, 0700, err);
         if (r < 0)
                 return nook_err_wrap(err, "opening the state folder");
+        bool shared = false;
+        r = check_home_private(h, &shared, err);
+        if (r < 0)
+                return r;
+        struct stat hst;
+        if (stat(h, &hst) < 0)
+                return nook_err_errno(err, NOOK_E_IO, "Cannot stat the state folder '%s'", h);
         nook *n = calloc(1, sizeof(*n));
         if (!n)
                 return nook_err_oom(err);
         n->home = TAKE_PTR(h);
-        iso_sandbox_root_ids(&n->ws_uid, &n->ws_gid);
+        iso_sandbox_root_ids(&n->img_uid, &n->img_gid);
+        n->ws_uid = n->img_uid;
+        n->ws_gid = n->img_gid;
+        /* A shared state folder keeps the shared range: idmapped, the guest root's setuid files in
+         * a workspace would be the host owner's, and others could run them. */
+        n->idmap = !shared && iso_idmap_supported(n->home, &n->idmap_why);
+        if (shared && iso_rootful())
+                n->idmap_why = "the state folder is shared (NOOK_ALLOW_SHARED_HOME=1)";
+        if (n->idmap) {
+                n->ws_uid = hst.st_uid;
+                n->ws_gid = hst.st_gid;
+        }
         *ret = n;
         return 0;
 }

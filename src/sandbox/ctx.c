@@ -46,14 +46,13 @@ static bool group_is_private(gid_t gid, uid_t owner) {
 /* Other users must not enter the state folder: a sandbox's root makes files (setuid programs
  * among them) in its workspace, and with idmapped mounts those are the host owner's.  See
  * docs/design/security.md, "Setuid files in the workspace". */
-static int check_home_private(const char *home, bool *ret_shared, nook_error *err) {
+int ctx_home_check(const char *home, bool allow, bool *ret_shared, nook_error *err) {
         struct stat st;
         if (stat(home, &st) < 0)
                 return nook_err_errno(err, NOOK_E_IO, "Cannot stat the state folder '%s'", home);
         bool shared = (st.st_mode & S_IXOTH) ||
                 ((st.st_mode & S_IXGRP) && !group_is_private(st.st_gid, st.st_uid));
-        const char *allow = getenv("NOOK_ALLOW_SHARED_HOME");
-        if (shared && !(allow && streq(allow, "1")))
+        if (shared && !allow)
                 return nook_err_set(err, NOOK_E_REFUSED,
                         "The state folder '%s' (mode %04o) can be entered by other users: they could run programs a sandbox made in its workspace, setuid ones included, and read its files; run 'chmod 0700 %s', or set NOOK_ALLOW_SHARED_HOME=1 (nook --allow-shared-home) to accept that risk",
                         home, (unsigned)(st.st_mode & 07777), home);
@@ -108,7 +107,8 @@ int nook_open(const char *home, nook **ret, nook_error *err) {
         if (r < 0)
                 return nook_err_wrap(err, "opening the state folder");
         bool shared = false;
-        r = check_home_private(h, &shared, err);
+        const char *allow = getenv("NOOK_ALLOW_SHARED_HOME");
+        r = ctx_home_check(h, allow && streq(allow, "1"), &shared, err);
         if (r < 0)
                 return r;
         struct stat hst;

@@ -120,8 +120,12 @@ else
         skip_expected "needs real root and the user nook-test to act as another host user"
         skip_expected "needs real root and the user nook-test to act as another host user"
 fi
-run_nook exec idc --user 1000:1000 -- /workspace/sid -u
-is "$out" "1000" "inside, the setuid file gives a non-root user nothing (/workspace is nosuid, no_new_privs)"
+if nook_rootful; then
+        run_nook exec idc --user 1000:1000 -- /workspace/sid -u
+        is "$out" "1000" "inside, the setuid file gives a non-root user nothing (/workspace is nosuid, no_new_privs)"
+else
+        skip_expected "rootless: only the sandbox's root is mapped, there is no other user to switch to"
+fi
 run_nook exec idc -- sh -c 'grep " /workspace " /proc/self/mountinfo'
 like "$out" "nosuid" "/workspace is mounted nosuid,nodev"
 if [[ $IDM == 1 ]]; then

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -28,11 +29,17 @@
  * says which is missing (a static string) and sandboxes share ISO_ROOTFUL_ID_BASE as before. */
 bool iso_idmap_supported(const char *home, const char **ret_why);
 
-/* A user namespace (its /proc/PID/ns/user fd) whose maps send uids [inside_uid, +count) and gids
- * [inside_gid, +count) to host ids [outside, +count): only the idmap of mounts, no process stays
- * in it.  An idmapped mount shows a file of on-disk id inside_uid + x as owned by outside + x. */
-int iso_idmap_userns(uint32_t inside_uid, uint32_t inside_gid, uint32_t outside, uint32_t count, int *ret_fd,
-        nook_error *err);
+/* A user namespace used only as the idmap of mounts (no process stays in it): its maps send uids
+ * [inside_uid, +count) and gids [inside_gid, +count) to host ids [outside, +count).  An idmapped
+ * mount shows a file of on-disk id inside_uid + x as owned by outside + x. */
+typedef struct iso_idmap_spec {
+        uint32_t inside_uid, inside_gid, outside, count;
+} iso_idmap_spec;
+
+#define ISO_IDMAP_MAX 4
+
+/* Makes n (<= ISO_IDMAP_MAX) such namespaces at once; ret_fds gets their /proc/PID/ns/user fds. */
+int iso_idmap_userns(const iso_idmap_spec *specs, size_t n, int *ret_fds, nook_error *err);
 
 /* A detached, idmapped clone of the tree at fd (an O_PATH fd of a directory or file), with
  * nosuid,nodev (and rdonly when asked), recursive when asked.  NOOK_E_MISSING_FEATURE when the

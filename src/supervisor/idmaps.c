@@ -36,11 +36,8 @@ static int open_path(const char *p, bool dir, int *ret, nook_error *err) {
 }
 
 /* Layers: canonical ids c + x (unpack's base) show as base + x. */
-static int prepare_lowers(const sup_config *c, sup_idmaps *m, nook_error *err) {
-        _cleanup_close_ int ns = -1;
-        int r = iso_idmap_userns(ISO_ROOTFUL_ID_BASE, ISO_ROOTFUL_ID_BASE, c->id_base, ISO_ID_RANGE, &ns, err);
-        if (r < 0)
-                return r;
+static int prepare_lowers(const sup_config *c, int ns, sup_idmaps *m, nook_error *err) {
+        int r;
         STRV_FOREACH (l, c->lowers) {
                 if (m->n_lowers >= ISO_MAX_LOWERS)
                         return nook_err_set(
@@ -59,14 +56,8 @@ static int prepare_lowers(const sup_config *c, sup_idmaps *m, nook_error *err) {
 
 /* Workspace and host volumes: host id x shows as base + x (root's files are the guest root's,
  * and the guest root writes as root).  A workspace owner other than root is mapped alone. */
-static int prepare_binds(const sup_config *c, sup_idmaps *m, nook_error *err) {
-        _cleanup_close_ int ns = -1, vns = -1;
-        int r = iso_idmap_userns(0, 0, c->id_base, ISO_ID_RANGE, &vns, err);
-        if (r < 0)
-                return r;
-        if ((c->ws_uid != 0 || c->ws_gid != 0) &&
-                (r = iso_idmap_userns(c->ws_uid, c->ws_gid, c->id_base, 1, &ns, err)) < 0)
-                return r;
+static int prepare_binds(const sup_config *c, int vns, int ns, sup_idmaps *m, nook_error *err) {
+        int r;
         if (c->workspace) {
                 _cleanup_close_ int fd = -1;
                 if ((r = open_path(c->workspace, true, &fd, err)) < 0)
@@ -97,9 +88,21 @@ int sup_idmaps_prepare(const sup_config *c, sup_idmaps *m, nook_error *err) {
         if (c->id_base == 0)
                 return 0;
         m->on = true;
-        int r = prepare_lowers(c, m, err);
+        /* [0] layers, [1] workspace and volumes, [2] a workspace owner other than root alone */
+        iso_idmap_spec specs[3] = {
+                { ISO_ROOTFUL_ID_BASE, ISO_ROOTFUL_ID_BASE, c->id_base, ISO_ID_RANGE },
+                { 0, 0, c->id_base, ISO_ID_RANGE },
+                { c->ws_uid, c->ws_gid, c->id_base, 1 },
+        };
+        bool owner = c->ws_uid != 0 || c->ws_gid != 0;
+        int ns[3] = { -1, -1, -1 };
+        int r = iso_idmap_userns(specs, owner ? 3 : 2, ns, err);
         if (r >= 0)
-                r = prepare_binds(c, m, err);
+                r = prepare_lowers(c, ns[0], m, err);
+        if (r >= 0)
+                r = prepare_binds(c, ns[1], ns[2], m, err);
+        for (size_t i = 0; i < ELEMENTSOF(ns); i++)
+                safe_close(ns[i]);
         if (r < 0)
                 sup_idmaps_done(m);
         return r;

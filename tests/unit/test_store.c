@@ -183,7 +183,7 @@ Test(store, migration_2_adds_image_digest_to_a_version_1_database) {
         cr_assert_eq(sqlite3_open(p, &db), SQLITE_OK);
         cr_assert_eq(sqlite3_exec(db,
                              "DROP INDEX sandboxes_by_image_digest; ALTER TABLE sandboxes DROP COLUMN "
-                             "image_digest; ALTER TABLE image_layers DROP COLUMN blob; "
+                             "image_digest; ALTER TABLE image_layers DROP COLUMN blob; DROP TABLE id_ranges; "
                              "DELETE FROM schema_version WHERE version >= 2",
                              NULL, NULL, NULL),
                 SQLITE_OK, "%s", sqlite3_errmsg(db));

@@ -9,7 +9,7 @@
 . "$(dirname "$0")/lib.sh"
 
 require_bin "$NOOK" "$NOOK_PROBE"
-plan 38
+plan 40
 
 IDM=0
 nook_idmapped && IDM=1
@@ -80,6 +80,26 @@ if [[ $IDM == 1 ]]; then
 else
         skip_expected "no per-sandbox ranges in this stage (rootless or no idmapped mounts)"
         skip_expected "no per-sandbox ranges in this stage (rootless or no idmapped mounts)"
+fi
+
+# ---- a sticky layer from before the pool moves to the sandbox's new range ----------------------
+if [[ $IDM == 1 ]] && command -v sqlite3 >/dev/null; then
+        run_nook create --sticky idk
+        run_nook exec idk -- sh -c 'mkdir -p /kept && echo k >/kept/f && chmod 4755 /kept/f'
+        run_nook stop idk
+        uk=$(stat -c %u "$NOOK_HOME/sandboxes/idk/upper/kept/f")
+        # what nook before migration 4 left: the layer in the shared range, no row in the pool
+        sqlite3 "$NOOK_HOME/nook.db" "DELETE FROM id_ranges WHERE sandbox = 'idk'"
+        find "$NOOK_HOME/sandboxes/idk/upper" -exec sh -c 'for f; do chown -h $(( $(stat -c %u "$f") - '"$uk"' + 100000000 )):$(( $(stat -c %g "$f") - '"$uk"' + 100000000 )) "$f"; done' sh {} +
+        chmod 4755 "$NOOK_HOME/sandboxes/idk/upper/kept/f"
+        run_nook create --sticky idk
+        is "$status" 0 "re-create of a sticky sandbox whose layer is in the shared range" || diag "$err"
+        run_nook exec idk -- stat -c %u:%g:%a /kept/f
+        is "$out" "0:0:4755" "its kept files moved to the new range: root's inside, setuid bit kept"
+        run_nook rm idk
+else
+        skip_expected "needs idmapped mounts (rootful) and the sqlite3 command to fake a layer from before the pool"
+        skip_expected "needs idmapped mounts (rootful) and the sqlite3 command to fake a layer from before the pool"
 fi
 
 # ---- workspace ownership ---------------------------------------------------------------------

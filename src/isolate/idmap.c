@@ -35,7 +35,8 @@ static bool kernel_at_least(unsigned major, unsigned minor) {
 bool iso_idmap_supported(const char *home, const char **ret_why) {
         struct statfs sf;
         if (!iso_rootful()) {
-                *ret_why = "rootless: idmapping a host filesystem needs CAP_SYS_ADMIN in the initial user namespace";
+                *ret_why =
+                        "rootless: idmapping a host filesystem needs CAP_SYS_ADMIN in the initial user namespace";
                 return false;
         }
         if (syscall(SYS_mount_setattr, -1, "", 0, NULL, 0) < 0 && errno == ENOSYS) {
@@ -61,7 +62,8 @@ bool iso_idmap_supported(const char *home, const char **ret_why) {
                 *ret_why = "tmpfs takes idmapped mounts from Linux 6.3";
                 return false;
         default:
-                *ret_why = "the state folder's filesystem does not support idmapped mounts (ext4, xfs, btrfs or tmpfs do)";
+                *ret_why =
+                        "the state folder's filesystem does not support idmapped mounts (ext4, xfs, btrfs or tmpfs do)";
                 return false;
         }
 }
@@ -119,7 +121,8 @@ int iso_idmap_userns(const iso_idmap_spec *specs, size_t n, int *ret_fds, nook_e
         for (; started < n; started++) {
                 pids[started] = fork();
                 if (pids[started] < 0) {
-                        r = nook_err_errno(err, NOOK_E_IO, "Cannot fork to make an id-mapping user namespace");
+                        r = nook_err_errno(
+                                err, NOOK_E_IO, "Cannot fork to make an id-mapping user namespace");
                         break;
                 }
                 if (pids[started] == 0)

@@ -40,8 +40,8 @@ static void identity_rows(json_t *checks) {
         int r = ctx_home_check(home, /* allow= */ true, &shared, &e);
         if (r >= 0)
                 json_array_append_new(checks,
-                        json_pack("{s:s, s:b, s:b, s:s, s:s?}", "name", "private state folder", "ok", !shared,
-                                "required", false, "detail",
+                        json_pack("{s:s, s:b, s:b, s:s, s:s?}", "name", "private state folder", "ok",
+                                !shared, "required", false, "detail",
                                 shared ? "other users can enter the state folder (refused unless --allow-shared-home)"
                                        : "only its owner can enter the state folder",
                                 "fix", shared ? "chmod 0700 the state folder" : NULL));
@@ -61,11 +61,12 @@ static void identity_rows(json_t *checks) {
                         "shared: every sandbox's root is host uid %u, workspace and volumes are plain binds (%s)",
                         ISO_ROOTFUL_ID_BASE, why ? why : "state folder not found");
         json_array_append_new(checks,
-                json_pack("{s:s, s:b, s:b, s:s, s:s?}", "name", "sandbox identity", "ok", per, "required", false,
-                        "detail", detail, "fix",
+                json_pack("{s:s, s:b, s:b, s:s, s:s?}", "name", "sandbox identity", "ok", per, "required",
+                        false, "detail", detail, "fix",
                         per ? NULL
-                            : !iso_rootful() ? "run as root for per-sandbox identities and idmapped mounts"
-                                             : "Linux >= 5.19 with a state folder on ext4, xfs, btrfs or tmpfs (6.3+), not shared"));
+                                : !iso_rootful()
+                                ? "run as root for per-sandbox identities and idmapped mounts"
+                                : "Linux >= 5.19 with a state folder on ext4, xfs, btrfs or tmpfs (6.3+), not shared"));
 }
 
 int nook_doctor(char **ret_json, nook_error *err) {

@@ -88,13 +88,15 @@ static int shift_tree(int dfd, uid_t from, uid_t to, unsigned depth, nook_error 
                         continue;
                 uid_t u = st.st_uid - from < ISO_ID_RANGE ? st.st_uid - from + to : st.st_uid;
                 gid_t g = st.st_gid - from < ISO_ID_RANGE ? st.st_gid - from + to : st.st_gid;
-                if ((u != st.st_uid || g != st.st_gid) && fchownat(dfd, de->d_name, u, g, AT_SYMLINK_NOFOLLOW) < 0)
-                        r = nook_err_errno(err, NOOK_E_IO, "Cannot move '%s' of a writable layer to its id range",
-                                de->d_name);
+                if ((u != st.st_uid || g != st.st_gid) &&
+                        fchownat(dfd, de->d_name, u, g, AT_SYMLINK_NOFOLLOW) < 0)
+                        r = nook_err_errno(err, NOOK_E_IO,
+                                "Cannot move '%s' of a writable layer to its id range", de->d_name);
                 else if (S_ISREG(st.st_mode) && (st.st_mode & (S_ISUID | S_ISGID)))
                         (void)fchmodat(dfd, de->d_name, st.st_mode & 07777, 0);
                 if (r >= 0 && S_ISDIR(st.st_mode)) {
-                        _cleanup_close_ int sub = openat(dfd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                        _cleanup_close_ int sub =
+                                openat(dfd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
                         if (sub >= 0)
                                 r = shift_tree(sub, from, to, depth + 1, err);
                 }
@@ -123,13 +125,16 @@ static int shift_kept_upper(nook *n, const char *name, uid_t to, nook_error *err
         return shift_tree(fd, n->img_uid, to, 0, err);
 }
 
-int ctx_sandbox_root(nook *n, const char *name, bool acquire, uid_t *ret_uid, gid_t *ret_gid, nook_error *err) {
+int ctx_sandbox_root(
+        nook *n, const char *name, bool acquire, uid_t *ret_uid, gid_t *ret_gid, nook_error *err) {
         if (!n->idmap) {
                 *ret_uid = n->img_uid;
                 *ret_gid = n->img_gid;
                 return 0;
         }
-        static const idrange_pool pool = { .first = ISO_IDPOOL_FIRST, .size = ISO_ID_RANGE, .count = ISO_IDPOOL_COUNT };
+        static const idrange_pool pool = {
+                .first = ISO_IDPOOL_FIRST, .size = ISO_ID_RANGE, .count = ISO_IDPOOL_COUNT
+        };
         store *st;
         uint32_t base = 0;
         int r = ctx_store(n, &st, err);
@@ -137,7 +142,8 @@ int ctx_sandbox_root(nook *n, const char *name, bool acquire, uid_t *ret_uid, gi
                 return r;
         nook_error ignore;
         bool had = store_idrange_get(st, name, &base, &ignore) >= 0;
-        r = acquire ? store_idrange_acquire(st, name, &pool, &base, err) : store_idrange_get(st, name, &base, err);
+        r = acquire ? store_idrange_acquire(st, name, &pool, &base, err)
+                    : store_idrange_get(st, name, &base, err);
         if (r >= 0 && acquire && !had && (r = shift_kept_upper(n, name, base, err)) < 0)
                 return nook_err_wrap(err, "moving sandbox '%s' to its own id range", name);
         if (r == -NOOK_E_NOT_FOUND) {

@@ -23,7 +23,8 @@ struct nook {
 /* The host uid of the sandbox's root: with idmapped mounts its own range's base (acquired from
  * the pool when acquire; the sandbox record must exist), else, or for a sandbox that holds no
  * range, the shared img_uid. */
-int ctx_sandbox_root(nook *n, const char *name, bool acquire, uid_t *ret_uid, gid_t *ret_gid, nook_error *err);
+int ctx_sandbox_root(
+        nook *n, const char *name, bool acquire, uid_t *ret_uid, gid_t *ret_gid, nook_error *err);
 /* Refuses (NOOK_E_REFUSED, saying the risk and the chmod) a state folder other users can enter:
  * o+x, or g+x for a group that is not the owner's alone; *ret_shared tells, allow accepts it. */
 int ctx_home_check(const char *home, bool allow, bool *ret_shared, nook_error *err);

@@ -295,7 +295,8 @@ static int build(nook *n, const char *sandbox, bool with_ws, const sb_spec *spec
         if ((r = pack_to(upper, /* overlay= */ true, root, root_gid, tar, rootfs, &rootfs_size, err)) < 0)
                 return nook_err_wrap(err, "packing the writable layer");
         if (with_ws &&
-                (r = pack_to(wsdir, /* overlay= */ false, n->ws_uid, n->ws_gid, wstar, ws, &ws_size, err)) < 0)
+                (r = pack_to(wsdir, /* overlay= */ false, n->ws_uid, n->ws_gid, wstar, ws, &ws_size, err)) <
+                        0)
                 return nook_err_wrap(err, "packing the workspace");
         /* the layer a sandbox boots from goes through the image unpacker, like any layer */
         _cleanup_close_ int fd = open(tar, O_RDONLY | O_CLOEXEC);

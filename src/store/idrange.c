@@ -48,8 +48,8 @@ static int find_free(store *st, const idrange_pool *pool, uint32_t *ret_base, no
         return 0;
 }
 
-int store_idrange_acquire(store *st, const char *sandbox, const idrange_pool *pool, uint32_t *ret_base,
-        nook_error *err) {
+int store_idrange_acquire(
+        store *st, const char *sandbox, const idrange_pool *pool, uint32_t *ret_base, nook_error *err) {
         _cleanup_stmt_ sqlite3_stmt *s = NULL;
         uint32_t base = 0;
         int r = store_begin(st, err);
@@ -63,8 +63,8 @@ int store_idrange_acquire(store *st, const char *sandbox, const idrange_pool *po
                 if ((r = find_free(st, pool, &base, err)) < 0)
                         return r;
                 r = store_prepare(st,
-                        "INSERT INTO id_ranges (base, size, sandbox, created_at) VALUES (?1, ?2, ?3, ?4)", &s,
-                        err);
+                        "INSERT INTO id_ranges (base, size, sandbox, created_at) VALUES (?1, ?2, ?3, ?4)",
+                        &s, err);
                 if (r < 0)
                         return r;
                 (void)sqlite3_bind_int64(s, 1, base);
@@ -73,7 +73,8 @@ int store_idrange_acquire(store *st, const char *sandbox, const idrange_pool *po
                 (void)sqlite3_bind_int64(s, 4, (sqlite3_int64)time(NULL));
                 int rc = sqlite3_step(s);
                 if (rc != SQLITE_DONE)
-                        return store_fail(st, rc, err, "Cannot record the id range of sandbox '%s'", sandbox);
+                        return store_fail(
+                                st, rc, err, "Cannot record the id range of sandbox '%s'", sandbox);
         }
         r = store_commit(TAKE_PTR(tx), err);
         if (r < 0)

@@ -11,14 +11,14 @@
 
 typedef struct idrange_pool {
         uint32_t first; /* host id of slot 0 */
-        uint32_t size;  /* ids per slot */
+        uint32_t size; /* ids per slot */
         uint32_t count; /* slots */
 } idrange_pool;
 
 /* The range the sandbox holds, or the lowest free slot, recorded for it.  The sandbox record
  * must exist.  NOOK_E_BUSY naming the pool when every slot is taken. */
-int store_idrange_acquire(store *st, const char *sandbox, const idrange_pool *pool, uint32_t *ret_base,
-        nook_error *err);
+int store_idrange_acquire(
+        store *st, const char *sandbox, const idrange_pool *pool, uint32_t *ret_base, nook_error *err);
 /* The range the sandbox holds; NOOK_E_NOT_FOUND when it holds none. */
 int store_idrange_get(store *st, const char *sandbox, uint32_t *ret_base, nook_error *err);
 /* Ranges held, for `nook doctor` and tests. */

@@ -17,7 +17,8 @@ typedef struct sup_idmaps {
         int mount_fds[ISO_MAX_MOUNTS]; /* -1: tmpfs, or a filesystem that refuses idmapping */
 } sup_idmaps;
 
-#define SUP_IDMAPS_INIT { .workspace_fd = -1 }
+#define SUP_IDMAPS_INIT                                                                                     \
+        { .workspace_fd = -1 }
 
 /* Fills m for c; nothing to do when c->id_base is 0. */
 int sup_idmaps_prepare(const sup_config *c, sup_idmaps *m, nook_error *err);

@@ -747,8 +747,8 @@ static void hide_cmdline(void) {
         strcpy(program_invocation_name, "nook-init");
 }
 
-_Noreturn void init_main(
-        int sock, const sup_config *c, bool rootless, const iso_seccomp_prog *seccomp, const sup_idmaps *idm) {
+_Noreturn void init_main(int sock, const sup_config *c, bool rootless, const iso_seccomp_prog *seccomp,
+        const sup_idmaps *idm) {
         nook_error err = { 0 };
         json_t *msg = NULL;
         iso_rootfs rfs;

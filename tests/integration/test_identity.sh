@@ -9,7 +9,7 @@
 . "$(dirname "$0")/lib.sh"
 
 require_bin "$NOOK" "$NOOK_PROBE"
-plan 40
+plan 43
 
 IDM=0
 nook_idmapped && IDM=1
@@ -205,8 +205,14 @@ else
         skip_expected "cannot give the folder another group in this stage (chgrp needs a group we are in)"
 fi
 chmod 0755 "$H2"
+NOOK_ALLOW_SHARED_HOME=yes run_nook --home "$H2" ls
+isnt "$status" 0 "NOOK_ALLOW_SHARED_HOME=yes is no consent: only 1 is"
 run_nook --allow-shared-home --home "$H2" ls
 is "$status" 0 "--allow-shared-home accepts it"
+run_nook --allow-shared-home --home "$H2" run -- sh -c 'echo x >/workspace/f && echo ran'
+is "$status:$out" "0:ran" "and sandboxes run there (with the shared range: no idmapped mounts)"
+NOOK_ALLOW_SHARED_HOME=1 run_nook --home "$H2" ls
+is "$status" 0 "so does NOOK_ALLOW_SHARED_HOME=1"
 run_nook --home "$H2" doctor
 like "$out" "other users can enter the state folder" "nook doctor reports the shared state folder"
 chmod 0700 "$H2"

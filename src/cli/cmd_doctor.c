@@ -19,6 +19,9 @@ int cmd_doctor(int argc, char **argv) {
         }
         nook_error err = { 0 };
         char *text = NULL;
+        /* nook_doctor reports on the state folder NOOK_HOME names */
+        if (arg_home)
+                (void)setenv("NOOK_HOME", arg_home, 1);
         int r = nook_doctor(&text, &err);
         if (r < 0)
                 return cli_fail(&err);

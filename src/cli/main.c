@@ -46,6 +46,8 @@ static void help(FILE *f) {
                 "  --home DIR   state folder (default $NOOK_HOME, /var/lib/nook as root,\n"
                 "               ~/.local/share/nook otherwise)\n"
                 "  --json       machine-readable output\n"
+                "  --allow-shared-home  accept a state folder other users can enter\n"
+                "               (NOOK_ALLOW_SHARED_HOME=1; sandboxes then share one host id range)\n"
                 "  -h, --help   this help; 'nook COMMAND --help' for a command's\n"
                 "  --version    print the version\n\n"
                 "Images: 'host' (the default: the host's /usr read-only, no download), a root\n"
@@ -115,6 +117,7 @@ int main(int argc, char **argv) {
                 { "json", no_argument, NULL, 'j' },
                 { "help", no_argument, NULL, 'h' },
                 { "version", no_argument, NULL, 'V' },
+                { "allow-shared-home", no_argument, NULL, 'S' },
                 {},
         };
         int c;
@@ -126,6 +129,11 @@ int main(int argc, char **argv) {
                         break;
                 case 'j':
                         arg_json = true;
+                        break;
+                case 'S':
+                        /* libnook reads it in nook_open (sandbox/ctx.c) */
+                        if (setenv("NOOK_ALLOW_SHARED_HOME", "1", 1) < 0)
+                                return CLI_EXIT_USAGE;
                         break;
                 case 'h':
                         help(stdout);

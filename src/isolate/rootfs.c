@@ -101,6 +101,28 @@ static int bind_ro(const char *src, const char *dst, bool recursive, unsigned lo
         return 0;
 }
 
+/* Attaches a detached mount (open_tree + mount_setattr by the supervisor) at path. */
+static int attach_at(int tree_fd, const char *path, nook_error *err) {
+        if (syscall(SYS_move_mount, tree_fd, "", AT_FDCWD, path, MOVE_MOUNT_F_EMPTY_PATH) < 0)
+                return nook_err_errno(err, NOOK_E_IO, "Cannot attach an idmapped mount at '%s'", path);
+        return 0;
+}
+
+/* overlayfs refuses a lower layer that is a detached mount (it must be in our mount namespace):
+ * attach each idmapped layer on a directory of the scratch tmpfs first. */
+static int attach_lowers(const iso_rootfs *rf, nook_error *err) {
+        for (size_t i = 0; i < rf->n_lowers; i++) {
+                char p[64];
+                (void)snprintf(p, sizeof(p), SCRATCH "/l%zu", i);
+                if (mkdir(p, 0755) < 0)
+                        return nook_err_errno(err, NOOK_E_IO, "Cannot create '%s'", p);
+                int r = attach_at(rf->lower_fds[i], p, err);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
 static int mount_overlay(const iso_rootfs *rf, nook_error *err) {
         char opts[4096];
         size_t n = 0;
@@ -108,10 +130,17 @@ static int mount_overlay(const iso_rootfs *rf, nook_error *err) {
         if (rf->n_lowers == 0 || rf->n_lowers > ISO_MAX_LOWERS)
                 return nook_err_set(err, NOOK_E_INVALID, "A sandbox needs 1 to %d image layers, got %zu",
                         ISO_MAX_LOWERS, rf->n_lowers);
+        if (rf->lowers_detached) {
+                int r = attach_lowers(rf, err);
+                if (r < 0)
+                        return r;
+        }
         n += (size_t)snprintf(opts + n, sizeof(opts) - n, "lowerdir=");
-        for (size_t i = 0; i < rf->n_lowers; i++)
-                n += (size_t)snprintf(
-                        opts + n, sizeof(opts) - n, "%s/proc/self/fd/%d", i ? ":" : "", rf->lower_fds[i]);
+        for (size_t i = 0; i < rf->n_lowers && n < sizeof(opts); i++)
+                n += rf->lowers_detached
+                        ? (size_t)snprintf(opts + n, sizeof(opts) - n, "%s" SCRATCH "/l%zu", i ? ":" : "", i)
+                        : (size_t)snprintf(opts + n, sizeof(opts) - n, "%s/proc/self/fd/%d", i ? ":" : "",
+                                  rf->lower_fds[i]);
         if (rf->upper_fd >= 0)
                 n += (size_t)snprintf(opts + n, sizeof(opts) - n,
                         ",upperdir=/proc/self/fd/%d,workdir=/proc/self/fd/%d", rf->upper_fd, rf->work_fd);
@@ -274,6 +303,8 @@ static int setup_workspace_tmp(const iso_rootfs *rf, nook_error *err) {
         r = mkdir_at_root("/workspace", 0755, err);
         if (r < 0)
                 return r;
+        if (rf->workspace_detached)
+                return attach_at(rf->workspace_fd, NEWROOT "/workspace", err);
         char src[64];
         (void)snprintf(src, sizeof(src), "/proc/self/fd/%d", rf->workspace_fd);
         if (mount(src, NEWROOT "/workspace", NULL, MS_BIND, NULL) < 0)
@@ -355,6 +386,14 @@ static int setup_volumes(const iso_rootfs *rf, nook_error *err) {
                                     MS_NOSUID | MS_NODEV | (m->readonly ? MS_RDONLY : 0), opts) < 0)
                                 return nook_err_errno(
                                         err, NOOK_E_IO, "Cannot mount a tmpfs at '%s'", m->target);
+                        continue;
+                }
+                if (m->detached) {
+                        /* idmapped by the supervisor, nosuid,nodev and ro already set */
+                        if (syscall(SYS_move_mount, m->source_fd, "", tfd, "",
+                                    MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
+                                return nook_err_errno(
+                                        err, NOOK_E_IO, "Cannot attach the volume at '%s'", m->target);
                         continue;
                 }
                 (void)snprintf(src, sizeof(src), "/proc/self/fd/%d", m->source_fd);

@@ -27,6 +27,7 @@ typedef struct iso_mount {
         int source_fd; /* O_PATH, opened without following symlinks; -1 for tmpfs */
         const char *target;
         bool readonly;
+        bool detached; /* source_fd is a detached idmapped mount (isolate/idmap.h): attach it */
         unsigned long size_mib; /* tmpfs */
 } iso_mount;
 
@@ -37,7 +38,9 @@ typedef struct iso_rootfs {
         int lower_fds[ISO_MAX_LOWERS]; /* image layers, topmost first */
         size_t n_lowers;
         int upper_fd, work_fd; /* per-sandbox writable layer; -1 with n_lowers == 1: read-only root */
+        bool lowers_detached; /* lower_fds are detached idmapped mounts: attached under scratch */
         int workspace_fd;
+        bool workspace_detached; /* workspace_fd is a detached idmapped mount (nosuid,nodev set) */
         char **ro_binds; /* host paths bound read-only at the same place (built-in host image) */
         bool rootless; /* setgroups is denied in the user namespace */
         iso_mount mounts[ISO_MAX_MOUNTS]; /* volumes, then the scripts folder; nosuid,nodev always */

@@ -56,13 +56,15 @@ static int write_proc_file(pid_t pid, const char *file, const char *content, noo
         return 0;
 }
 
-int iso_userns_write_maps(pid_t pid, nook_error *err) {
+int iso_userns_write_maps(pid_t pid, uint32_t base, nook_error *err) {
         char uid_map[64], gid_map[64];
         int r;
 
         if (iso_rootful()) {
-                (void)snprintf(uid_map, sizeof(uid_map), "0 %u %u\n", ISO_ROOTFUL_ID_BASE, ISO_ID_RANGE);
-                (void)snprintf(gid_map, sizeof(gid_map), "0 %u %u\n", ISO_ROOTFUL_ID_BASE, ISO_ID_RANGE);
+                if (base == 0)
+                        base = ISO_ROOTFUL_ID_BASE;
+                (void)snprintf(uid_map, sizeof(uid_map), "0 %u %u\n", base, ISO_ID_RANGE);
+                (void)snprintf(gid_map, sizeof(gid_map), "0 %u %u\n", base, ISO_ID_RANGE);
         } else {
                 /* Unprivileged: only our own ids, and setgroups must be denied before gid_map
                  * (user_namespaces(7), "The /proc/[pid]/setgroups file"). */

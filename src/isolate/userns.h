@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* User namespace id maps.  Every sandbox runs in a user namespace, rootful too:
- *   rootful:  container ids 0..65535 map to host ISO_ROOTFUL_ID_BASE.., never to host root;
+ *   rootful:  container ids 0..65535 map to the sandbox's own host range (isolate/idmap.h), or
+ *             to ISO_ROOTFUL_ID_BASE.. where idmapped mounts are unavailable; never to host root;
  *   rootless: container 0 maps to the caller's uid (and 1..65535 to its /etc/subuid range when
  *             newuidmap and a range exist). */
 #pragma once
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "nook.h"
@@ -17,6 +19,7 @@
 bool iso_rootful(void);
 /* The host uid/gid that is root inside a sandbox started by this process. */
 void iso_sandbox_root_ids(uid_t *ret_uid, gid_t *ret_gid);
-/* Writes uid_map/gid_map of pid (setgroups "deny" first where required), falling back to
- * newuidmap/newgidmap.  Runs in the supervisor, outside the new user namespace. */
-int iso_userns_write_maps(pid_t pid, nook_error *err);
+/* Writes uid_map/gid_map of pid (setgroups "deny" first where required).  Rootful: ids
+ * 0..65535 go to [base, base + 65536), base 0 meaning ISO_ROOTFUL_ID_BASE; rootless ignores base.
+ * Runs in the supervisor, outside the new user namespace. */
+int iso_userns_write_maps(pid_t pid, uint32_t base, nook_error *err);

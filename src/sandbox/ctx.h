@@ -2,6 +2,7 @@
 /* The nook handle: one state root, its database (opened lazily), and the host's identity. */
 #pragma once
 
+#include <stdbool.h>
 #include <sys/types.h>
 
 #include "nook.h"
@@ -10,10 +11,23 @@
 struct nook {
         char *home;
         store *st; /* NULL until first needed */
-        uid_t ws_uid; /* owner of what nook creates in workspaces: the sandbox root on the host */
+        uid_t ws_uid; /* owner of what nook creates in workspaces: the sandbox root on the host,
+                         * or with idmapped mounts the state folder's owner */
         gid_t ws_gid;
+        uid_t img_uid; /* base of image layers and snapshots on the host (canonical range) */
+        gid_t img_gid;
+        bool idmap; /* each sandbox has its own id range; workspace and volumes are idmapped */
+        const char *idmap_why; /* when !idmap: why not (static) */
 };
 
+/* The host uid of the sandbox's root: with idmapped mounts its own range's base (acquired from
+ * the pool when acquire; the sandbox record must exist), else, or for a sandbox that holds no
+ * range, the shared img_uid. */
+int ctx_sandbox_root(
+        nook *n, const char *name, bool acquire, uid_t *ret_uid, gid_t *ret_gid, nook_error *err);
+/* Refuses (NOOK_E_REFUSED, saying the risk and the chmod) a state folder other users can enter:
+ * o+x, or g+x for a group that is not the owner's alone; *ret_shared tells, allow accepts it. */
+int ctx_home_check(const char *home, bool allow, bool *ret_shared, nook_error *err);
 /* The database, opened on first use. */
 int ctx_store(nook *n, store **ret, nook_error *err);
 /* <home>/workspaces/<name>, after validating name. */

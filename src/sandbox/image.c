@@ -75,7 +75,7 @@ int sb_image_resolve(nook *n, const char *image, const char *pull_policy, sb_ima
                         return nook_err_set(err, NOOK_E_INVALID, "Unknown pull policy '%s'", pull_policy);
                 return registry_image(n, image, p, ret, err);
         }
-        int r = sb_image_local(n->home, image, n->ws_uid, n->ws_gid, &img.lowers, &img.ro_binds, err);
+        int r = sb_image_local(n->home, image, n->img_uid, n->img_gid, &img.lowers, &img.ro_binds, err);
         if (r < 0)
                 return r;
         *ret = img;

@@ -188,7 +188,7 @@ static int write_owned(const char *p, const char *content, uid_t uid, gid_t gid,
 
 /* With a network, the sandbox's resolver: slirp4netns's DNS forwarder (public), or the
  * supervisor's filtering resolver on the sandbox's loopback (policy). */
-static int write_resolv_conf(nook *n, const sb_spec *spec, const char *etc, nook_error *err) {
+static int write_resolv_conf(const sb_spec *spec, const char *etc, uid_t uid, gid_t gid, nook_error *err) {
         net_mode m = net_mode_from_string(spec->network);
         if (m != NET_MODE_PUBLIC && m != NET_MODE_POLICY)
                 return 0;
@@ -197,7 +197,7 @@ static int write_resolv_conf(nook *n, const sb_spec *spec, const char *etc, nook
                 "nameserver %s\noptions edns0\n", m == NET_MODE_PUBLIC ? NET_SLIRP_DNS : NET_RESOLVER);
         if (!p || !text)
                 return nook_err_oom(err);
-        return write_owned(p, text, n->ws_uid, n->ws_gid, err);
+        return write_owned(p, text, uid, gid, err);
 }
 
 /* The per-sandbox state folder: config.json, the writable layer (upper, work), the socket.
@@ -210,9 +210,14 @@ static int prepare_state(nook *n, const char *name, const sb_spec *spec, bool ke
                             *sdirs = strprintf("%s/sandboxes", n->home);
         _cleanup_free_ char *wsdirs = strprintf("%s/workspaces", n->home);
         _cleanup_free_ char *cfgp = strprintf("%s/config.json", sdir);
+        uid_t ruid = 0;
+        gid_t rgid = 0;
         int r;
         if (!upper || !work || !etc || !sdirs || !wsdirs || !cfgp)
                 return nook_err_oom(err);
+        /* The sandbox's own host id range (docs/design/security.md); its record exists by now. */
+        if ((r = ctx_sandbox_root(n, name, /* acquire= */ true, &ruid, &rgid, err)) < 0)
+                return r;
         if ((r = path_mkdir_p(sdirs, 0700, err)) < 0 || (r = path_mkdir_p(wsdirs, 0711, err)) < 0)
                 return r;
         if (mkdir(sdir, 0700) < 0 && errno != EEXIST)
@@ -232,9 +237,9 @@ static int prepare_state(nook *n, const char *name, const sb_spec *spec, bool ke
         if (!exitp)
                 return nook_err_oom(err);
         (void)unlink(exitp);
-        if ((r = mkdir_owned(upper, 0755, n->ws_uid, n->ws_gid, err)) < 0 ||
-                (r = mkdir_owned(work, 0700, n->ws_uid, n->ws_gid, err)) < 0 ||
-                (r = mkdir_owned(etc, 0755, n->ws_uid, n->ws_gid, err)) < 0 ||
+        if ((r = mkdir_owned(upper, 0755, ruid, rgid, err)) < 0 ||
+                (r = mkdir_owned(work, 0700, ruid, rgid, err)) < 0 ||
+                (r = mkdir_owned(etc, 0755, ruid, rgid, err)) < 0 ||
                 (r = mkdir_owned(wsdir, 0755, n->ws_uid, n->ws_gid, err)) < 0)
                 return r;
         _cleanup_free_ char *hosts = strprintf(
@@ -243,10 +248,10 @@ static int prepare_state(nook *n, const char *name, const sb_spec *spec, bool ke
         _cleanup_free_ char *hp = strprintf("%s/hosts", etc), *hnp = strprintf("%s/hostname", etc);
         if (!hosts || !hostname || !hp || !hnp)
                 return nook_err_oom(err);
-        if ((r = write_owned(hp, hosts, n->ws_uid, n->ws_gid, err)) < 0 ||
-                (r = write_owned(hnp, hostname, n->ws_uid, n->ws_gid, err)) < 0)
+        if ((r = write_owned(hp, hosts, ruid, rgid, err)) < 0 ||
+                (r = write_owned(hnp, hostname, ruid, rgid, err)) < 0)
                 return r;
-        if ((r = write_resolv_conf(n, spec, etc, err)) < 0)
+        if ((r = write_resolv_conf(spec, etc, ruid, rgid, err)) < 0)
                 return r;
 
         sb_image img = { 0 };
@@ -286,7 +291,10 @@ static int prepare_state(nook *n, const char *name, const sb_spec *spec, bool ke
                 .home = n->home,
                 .cpus = spec->cpus,
                 .memory_bytes = spec->memory_mib * 1024 * 1024,
-                .pids_max = spec->pids_max };
+                .pids_max = spec->pids_max,
+                .id_base = n->idmap ? (uint32_t)ruid : 0,
+                .ws_uid = n->ws_uid,
+                .ws_gid = n->ws_gid };
         r = sb_provision(n, spec, sdir, wsdir, upper, &c, &env, err);
         if (r >= 0) {
                 c.env = env;

@@ -209,8 +209,8 @@ static int decode_setup(json_t *v, char **ret, size_t *ret_len, mode_t *ret_mode
 /* Files under /workspace go into the workspace (a host write); the rest into the writable
  * layer before boot, so they are there before the first exec.  Both through the ws layer's
  * resolver: a sticky sandbox's upper layer is the sandbox's to plant symlinks in. */
-static int provision_setup_files(
-        nook *n, const sb_spec *spec, const char *wsdir, const char *upper, nook_error *err) {
+static int provision_setup_files(nook *n, const sb_spec *spec, const char *wsdir, const char *upper,
+        const sup_config *c, nook_error *err) {
         const char *k;
         json_t *v;
         int r = 0;
@@ -220,7 +220,10 @@ static int provision_setup_files(
         ws *wsw = NULL, *up = NULL;
         if ((r = ws_open(wsdir, true, n->ws_uid, n->ws_gid, &wsw, err)) < 0)
                 return r;
-        if (upper && (r = ws_open(upper, false, n->ws_uid, n->ws_gid, &up, err)) < 0) {
+        /* the writable layer is the sandbox root's: its own range, or the shared one */
+        uid_t ruid = c->id_base ? c->id_base : n->img_uid;
+        gid_t rgid = c->id_base ? c->id_base : n->img_gid;
+        if (upper && (r = ws_open(upper, false, ruid, rgid, &up, err)) < 0) {
                 ws_free(wsw);
                 return r;
         }
@@ -262,7 +265,7 @@ int sb_provision(nook *n, const sb_spec *spec, const char *sdir, const char *wsd
         if (r >= 0)
                 r = provision_scripts(n, spec, sdir, c, env, err);
         if (r >= 0)
-                r = provision_setup_files(n, spec, wsdir, upper, err);
+                r = provision_setup_files(n, spec, wsdir, upper, c, err);
         if (r < 0)
                 sb_provision_done(c);
         return r;

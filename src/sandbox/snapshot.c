@@ -137,7 +137,7 @@ int sb_snapshot_load(
 
 int sb_snapshot_unpack(
         nook *n, int fd, const char *dir, char ret_diff[IMAGE_DIGEST_LEN + 1], nook_error *err) {
-        unpack_opts u = { .rootless = !iso_rootful(), .id_base = n->ws_uid };
+        unpack_opts u = { .rootless = !iso_rootful(), .id_base = n->img_uid };
         if (mkdir(dir, 0700) < 0 && errno != EEXIST)
                 return nook_err_errno(err, NOOK_E_IO, "Cannot create '%s'", dir);
         _cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -213,7 +213,9 @@ static json_t *snap_to_json(nook *n, const char *name, json_t *meta, bool with_u
 
 /* ---- create ---------------------------------------------------------------------------------------- */
 
-static int pack_to(nook *n, const char *src, bool overlay, const char *tar,
+/* base: the host uid of the files' root (the sandbox's range for its layer, the workspace's
+ * owner for the workspace); the tar holds ids relative to it, as image layers do. */
+static int pack_to(const char *src, bool overlay, uid_t uid_base, gid_t gid_base, const char *tar,
         char ret_digest[IMAGE_DIGEST_LEN + 1], uint64_t *ret_size, nook_error *err) {
         _cleanup_close_ int dfd = open(src, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (dfd < 0)
@@ -221,7 +223,7 @@ static int pack_to(nook *n, const char *src, bool overlay, const char *tar,
         _cleanup_close_ int out = open(tar, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
         if (out < 0)
                 return nook_err_errno(err, NOOK_E_IO, "Cannot create '%s'", tar);
-        pack_opts o = { .overlay = overlay, .uid_base = n->ws_uid, .gid_base = n->ws_gid };
+        pack_opts o = { .overlay = overlay, .uid_base = uid_base, .gid_base = gid_base };
         return image_pack_dir(dfd, &o, out, ret_digest, ret_size, err);
 }
 
@@ -287,9 +289,15 @@ static int build(nook *n, const char *sandbox, bool with_ws, const sb_spec *spec
                 return r;
         if (!(upper = strprintf("%s/upper", sdir)))
                 return nook_err_oom(err);
-        if ((r = pack_to(n, upper, /* overlay= */ true, tar, rootfs, &rootfs_size, err)) < 0)
+        uid_t root = 0;
+        gid_t root_gid = 0;
+        if ((r = ctx_sandbox_root(n, sandbox, /* acquire= */ false, &root, &root_gid, err)) < 0)
+                return r;
+        if ((r = pack_to(upper, /* overlay= */ true, root, root_gid, tar, rootfs, &rootfs_size, err)) < 0)
                 return nook_err_wrap(err, "packing the writable layer");
-        if (with_ws && (r = pack_to(n, wsdir, /* overlay= */ false, wstar, ws, &ws_size, err)) < 0)
+        if (with_ws &&
+                (r = pack_to(wsdir, /* overlay= */ false, n->ws_uid, n->ws_gid, wstar, ws, &ws_size, err)) <
+                        0)
                 return nook_err_wrap(err, "packing the workspace");
         /* the layer a sandbox boots from goes through the image unpacker, like any layer */
         _cleanup_close_ int fd = open(tar, O_RDONLY | O_CLOEXEC);
@@ -557,7 +565,12 @@ static int restore_workspace(nook *n, const char *digest, const char *wsdir, noo
         if (fd < 0)
                 return nook_err_errno(err, NOOK_E_IO, "Cannot open '%s'", tar);
         char diff[IMAGE_DIGEST_LEN + 1];
-        int r = sb_snapshot_unpack(n, fd, wsdir, diff, err);
+        /* the workspace's files belong to its owner (n->ws_uid), as the guest's writes there do */
+        unpack_opts u = { .rootless = !iso_rootful(), .id_base = n->ws_uid };
+        _cleanup_close_ int dfd = open(wsdir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (dfd < 0)
+                return nook_err_errno(err, NOOK_E_IO, "Cannot open '%s'", wsdir);
+        int r = image_unpack_fd(fd, dfd, &u, diff, err);
         return r < 0 ? nook_err_wrap(err, "restoring the workspace of the snapshot") : 0;
 }
 

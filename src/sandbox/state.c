@@ -395,8 +395,9 @@ int sb_image_store(nook *n, image_store *ret, nook_error *err) {
         int r = ctx_store(n, &st, err);
         if (r < 0)
                 return r;
-        /* Rootful: files are owned by the sandbox's id range on the host (root in the sandbox is
-         * n->ws_uid).  Rootless (also root inside `unshare -r`): by us, one id mapped. */
-        unpack_opts u = { .rootless = !iso_rootful(), .id_base = n->ws_uid };
+        /* Rootful: files are owned by the canonical id range on the host (n->img_uid), which
+         * idmapped mounts show to each sandbox as its own range's.  Rootless (also root inside
+         * `unshare -r`): by us, one id mapped. */
+        unpack_opts u = { .rootless = !iso_rootful(), .id_base = n->img_uid };
         return image_store_init(ret, n->home, st, &u, err);
 }

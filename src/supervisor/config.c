@@ -59,6 +59,9 @@ int sup_config_to_file(const sup_config *c, const char *path, nook_error *err) {
         json_object_set_new(o, "cpus", json_integer(c->cpus));
         json_object_set_new(o, "memoryBytes", json_integer((json_int_t)c->memory_bytes));
         json_object_set_new(o, "pidsMax", json_integer((json_int_t)c->pids_max));
+        json_object_set_new(o, "idBase", json_integer((json_int_t)c->id_base));
+        json_object_set_new(o, "wsUid", json_integer((json_int_t)c->ws_uid));
+        json_object_set_new(o, "wsGid", json_integer((json_int_t)c->ws_gid));
         json_object_set_new(o, "network", c->network ? json_string(c->network) : json_null());
         json_object_set_new(o, "netRules", strv_to_json(c->net_rules));
         json_object_set_new(o, "netDomains", strv_to_json(c->net_domains));
@@ -154,6 +157,9 @@ int sup_config_from_file(const char *path, sup_config *ret, nook_error *err) {
         c.cpus = (unsigned)json_integer_value(json_object_get(o, "cpus"));
         c.memory_bytes = (uint64_t)json_integer_value(json_object_get(o, "memoryBytes"));
         c.pids_max = (uint64_t)json_integer_value(json_object_get(o, "pidsMax"));
+        c.id_base = (uint32_t)json_integer_value(json_object_get(o, "idBase"));
+        c.ws_uid = (uint32_t)json_integer_value(json_object_get(o, "wsUid"));
+        c.ws_gid = (uint32_t)json_integer_value(json_object_get(o, "wsGid"));
         json_t *ms = json_object_get(o, "mounts"), *m;
         size_t i;
         if (json_is_array(ms) && json_array_size(ms) > 0) {

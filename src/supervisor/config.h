@@ -37,6 +37,11 @@ typedef struct sup_config {
         uint64_t memory_bytes;
         uint64_t pids_max;
         bool ephemeral;
+        /* Rootful per-sandbox identity (isolate/idmap.h): the sandbox's host id range starts at
+         * id_base; 0 = the shared ISO_ROOTFUL_ID_BASE and no idmapped mounts.  ws_uid/ws_gid own
+         * the workspace on the host: guest root's files there are theirs. */
+        uint32_t id_base;
+        uint32_t ws_uid, ws_gid;
         sup_mount *mounts; /* volumes, and the scripts folder at /.nook/scripts */
         size_t n_mounts;
 } sup_config;

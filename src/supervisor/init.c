@@ -674,7 +674,8 @@ static int open_dir_path(const char *p, int *ret, nook_error *err) {
  * maps: the fds must belong to our own mount namespace (overlayfs and bind mounts refuse mounts
  * of another namespace), and our host credentials are still the supervisor's, so a rootful
  * sandbox can still walk the 0700 state folder it could not enter as its mapped root. */
-static int open_rootfs(const sup_config *c, bool rootless, iso_rootfs *rf, nook_error *err) {
+static int open_rootfs(
+        const sup_config *c, bool rootless, const sup_idmaps *idm, iso_rootfs *rf, nook_error *err) {
         int r;
         *rf = (iso_rootfs){ .hostname = c->name,
                 .upper_fd = -1,
@@ -682,7 +683,13 @@ static int open_rootfs(const sup_config *c, bool rootless, iso_rootfs *rf, nook_
                 .workspace_fd = -1,
                 .ro_binds = c->ro_binds,
                 .rootless = rootless };
-        STRV_FOREACH (l, c->lowers) {
+        if (idm->on) {
+                /* idmapped by the supervisor: detached mounts we attach in iso_rootfs_setup */
+                for (size_t i = 0; i < idm->n_lowers; i++)
+                        rf->lower_fds[rf->n_lowers++] = idm->lower_fds[i];
+                rf->lowers_detached = true;
+        }
+        STRV_FOREACH (l, idm->on ? NULL : c->lowers) {
                 if (rf->n_lowers >= ISO_MAX_LOWERS)
                         return nook_err_set(
                                 err, NOOK_E_INVALID, "Too many image layers (max %d)", ISO_MAX_LOWERS);
@@ -695,7 +702,10 @@ static int open_rootfs(const sup_config *c, bool rootless, iso_rootfs *rf, nook_
                 ((r = open_dir_path(c->upper, &rf->upper_fd, err)) < 0 ||
                         (r = open_dir_path(c->work, &rf->work_fd, err)) < 0))
                 return r;
-        if (c->workspace && (r = open_dir_path(c->workspace, &rf->workspace_fd, err)) < 0)
+        if (c->workspace && idm->on) {
+                rf->workspace_fd = idm->workspace_fd;
+                rf->workspace_detached = true;
+        } else if (c->workspace && (r = open_dir_path(c->workspace, &rf->workspace_fd, err)) < 0)
                 return r;
         /* Volume sources were resolved by libnook at create; open them now without following
          * any symlink, so one swapped in since cannot redirect the mount. */
@@ -708,6 +718,11 @@ static int open_rootfs(const sup_config *c, bool rootless, iso_rootfs *rf, nook_
                         .size_mib = (unsigned long)m->size_mib };
                 if (!streq(m->type, "bind"))
                         continue;
+                if (idm->on && idm->mount_fds[i] >= 0) {
+                        im->source_fd = idm->mount_fds[i];
+                        im->detached = true;
+                        continue;
+                }
                 struct open_how how = { .flags = O_PATH | O_CLOEXEC, .resolve = RESOLVE_NO_SYMLINKS };
                 im->source_fd = (int)syscall(SYS_openat2, AT_FDCWD, m->source, &how, sizeof(how));
                 if (im->source_fd < 0)
@@ -732,7 +747,8 @@ static void hide_cmdline(void) {
         strcpy(program_invocation_name, "nook-init");
 }
 
-_Noreturn void init_main(int sock, const sup_config *c, bool rootless, const iso_seccomp_prog *seccomp) {
+_Noreturn void init_main(int sock, const sup_config *c, bool rootless, const iso_seccomp_prog *seccomp,
+        const sup_idmaps *idm) {
         nook_error err = { 0 };
         json_t *msg = NULL;
         iso_rootfs rfs;
@@ -742,7 +758,7 @@ _Noreturn void init_main(int sock, const sup_config *c, bool rootless, const iso
         (void)prctl(PR_SET_PDEATHSIG, SIGKILL);
         hide_cmdline();
         (void)prctl(PR_SET_NAME, "nook-init");
-        bool opened = open_rootfs(c, rootless, &rfs, &err) >= 0;
+        bool opened = open_rootfs(c, rootless, idm, &rfs, &err) >= 0;
         /* Step 2: wait until the supervisor has written our id maps. */
         r = proto_recv(sock, &msg, NULL, NULL);
         if (r <= 0 || !streq(proto_op(msg), "maps"))

@@ -127,6 +127,11 @@ static int start_init(sup *s, nook_error *err) {
         r = iso_seccomp_prepare(prof, cache, &s->seccomp, err);
         if (r < 0)
                 return r;
+        /* Before clone: the init inherits the detached idmapped mounts; ours go once it has them. */
+        _cleanup_(sup_idmaps_done) sup_idmaps idm = SUP_IDMAPS_INIT;
+        r = sup_idmaps_prepare(s->cfg, &idm, err);
+        if (r < 0)
+                return r;
         if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0)
                 return nook_err_errno(err, NOOK_E_IO, "Cannot create the init socket");
         /* clone() as a fork with namespace flags: we are single-threaded (STYLE.md R12).  The
@@ -147,13 +152,13 @@ static int start_init(sup *s, nook_error *err) {
         }
         if (pid == 0) {
                 safe_close(sp[0]);
-                init_main(sp[1], s->cfg, rootless, &s->seccomp);
+                init_main(sp[1], s->cfg, rootless, &s->seccomp, &idm);
         }
         safe_close(sp[1]);
         s->init_pid = (pid_t)pid;
         s->init_sock = sp[0];
         sup_net_open_ns(&s->net, s->cfg, s->init_pid);
-        r = iso_userns_write_maps(s->init_pid, err);
+        r = iso_userns_write_maps(s->init_pid, s->cfg->id_base, err);
         if (r < 0)
                 return r;
         if (s->cg && (r = iso_cgroup_attach(s->cg, s->init_pid, err)) < 0)

@@ -322,3 +322,11 @@ can_become_nook_test() {
 nook_rootful() {
         [[ $(id -u) == 0 ]] && [[ $(awk 'NR==1{print $1, $2, $3}' /proc/self/uid_map) == "0 0 4294967295" ]]
 }
+
+# nook_idmapped: true when each sandbox here gets its own host id range and an idmapped workspace
+# and volumes (real root, Linux >= 5.19, NOOK_HOME on ext4/xfs/btrfs/tmpfs): nook doctor's
+# "sandbox identity" row for this NOOK_HOME (docs/design/security.md).
+nook_idmapped() {
+        nook_rootful && "$NOOK" doctor --json 2>/dev/null |
+                jq -e '.checks[] | select(.name == "sandbox identity") | .ok' >/dev/null
+}

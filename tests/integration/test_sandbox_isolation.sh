@@ -49,7 +49,11 @@ if [[ -z "$pid1" ]]; then
         not_ok "the sandbox's nook-init runs on the host under the expected uid" "no nook-init child of the supervisor"
 else
         host_uid=$(ps -o uid= -p "$pid1" | tr -d ' ')
-        if nook_rootful; then
+        if nook_idmapped; then
+                ok_range=no
+                ((host_uid >= 100065536 && (host_uid - 100065536) % 65536 == 0)) && ok_range=yes
+                is "$ok_range" yes "rootful: sandbox root ($host_uid) is the base of a range of the pool from 100065536 (ps of nook-init)"
+        elif nook_rootful; then
                 is "$host_uid" 100000000 "rootful: sandbox root is host uid 100000000 (ps of nook-init)"
         else
                 is "$host_uid" "$(id -u)" "rootless: sandbox root is the caller's uid (ps of nook-init)"

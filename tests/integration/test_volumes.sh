@@ -38,7 +38,10 @@ printf '#!/bin/sh\necho script-ran "$@"\n' >"$D/hello.sh"
 printf 'setup-content\n' >"$D/setup.txt"
 ln -s /etc/shadow "$D/to-shadow"
 ln -s "$NOOK_HOME" "$D/to-state"
-if [[ $ROOT == 1 ]]; then
+if nook_idmapped; then
+        # idmapped volumes: the guest's root writes a root-owned 0755 directory as host root
+        want_owner=0
+elif [[ $ROOT == 1 ]]; then
         # the sandbox's root is host uid 100000000: let it write the :rw directory
         chown 100000000:100000000 "$D/rw"
         want_owner=100000000

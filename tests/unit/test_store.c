@@ -181,11 +181,12 @@ Test(store, migration_2_adds_image_digest_to_a_version_1_database) {
         _cleanup_free_ char *p = strprintf("%s/nook.db", home);
         sqlite3 *db = NULL;
         cr_assert_eq(sqlite3_open(p, &db), SQLITE_OK);
-        cr_assert_eq(sqlite3_exec(db,
-                             "DROP INDEX sandboxes_by_image_digest; ALTER TABLE sandboxes DROP COLUMN "
-                             "image_digest; ALTER TABLE image_layers DROP COLUMN blob; "
-                             "DELETE FROM schema_version WHERE version >= 2",
-                             NULL, NULL, NULL),
+        cr_assert_eq(
+                sqlite3_exec(db,
+                        "DROP INDEX sandboxes_by_image_digest; ALTER TABLE sandboxes DROP COLUMN "
+                        "image_digest; ALTER TABLE image_layers DROP COLUMN blob; DROP TABLE id_ranges; "
+                        "DELETE FROM schema_version WHERE version >= 2",
+                        NULL, NULL, NULL),
                 SQLITE_OK, "%s", sqlite3_errmsg(db));
         sqlite3_close(db);
         cr_assert_eq(raw_int("SELECT max(version) FROM schema_version"), 1);

@@ -12,6 +12,8 @@ struct nook {
         store *st; /* NULL until first needed */
         uid_t ws_uid; /* owner of what nook creates in workspaces: the sandbox root on the host */
         gid_t ws_gid;
+        int *lifelines; /* write ends of the pipes tied sandboxes' supervisors watch (NOOK_CREATE_TIED) */
+        size_t n_lifelines;
 };
 
 /* The database, opened on first use. */

@@ -1,0 +1,185 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "supervisor/outlog.h"
+#include "util/fd.h"
+#include "util/log.h"
+#include "util/macro.h"
+#include "util/str.h"
+
+void outlog_init(outlog *l, const char *state_dir) {
+        memset(l, 0, sizeof(*l));
+        l->dir = strdup(state_dir);
+        l->fd = -1;
+}
+
+static int log_open(outlog *l) {
+        _cleanup_free_ char *p = strprintf("%s/output.log", l->dir);
+        if (!p)
+                return -ENOMEM;
+        l->fd = open(p, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
+        if (l->fd < 0)
+                return -errno;
+        struct stat st;
+        l->size = fstat(l->fd, &st) == 0 ? (size_t)st.st_size : 0;
+        return 0;
+}
+
+/* output.log -> output.log.1 (the old .1 goes), and a fresh output.log. */
+static void log_rotate(outlog *l) {
+        _cleanup_free_ char *p = strprintf("%s/output.log", l->dir), *p1 = strprintf("%s/output.log.1", l->dir);
+        l->fd = safe_close(l->fd);
+        if (p && p1 && rename(p, p1) < 0)
+                log_debug("rotating the output log: %s, ignoring", strerror(errno));
+        (void)log_open(l);
+}
+
+static void log_record(outlog *l, bool is_err, bool full, const char *data, size_t len) {
+        if (l->fd < 0 && log_open(l) < 0)
+                return;
+        if (l->size >= OUTLOG_MAX_BYTES)
+                log_rotate(l);
+        if (l->fd < 0)
+                return;
+        struct timespec ts;
+        struct tm tm;
+        char head[80];
+        (void)clock_gettime(CLOCK_REALTIME, &ts);
+        (void)gmtime_r(&ts.tv_sec, &tm);
+        size_t h = strftime(head, sizeof(head), "%Y-%m-%dT%H:%M:%S", &tm);
+        (void)snprintf(head + h, sizeof(head) - h, ".%09ldZ %s %c ", ts.tv_nsec, is_err ? "stderr" : "stdout",
+                full ? 'F' : 'P');
+        /* one write per record: a reader never sees half a header */
+        size_t hl = strlen(head);
+        _cleanup_free_ char *rec = malloc(hl + len + 1);
+        if (!rec)
+                return;
+        memcpy(rec, head, hl);
+        memcpy(rec + hl, data, len);
+        rec[hl + len] = '\n';
+        if (fd_write_all(l->fd, rec, hl + len + 1) >= 0)
+                l->size += hl + len + 1;
+}
+
+int outlog_open_pipes(outlog *l, int *ret_out, int *ret_err) {
+        size_t free_slots[2], k = 0;
+        for (size_t i = 0; i < OUTLOG_MAX_STREAMS && k < 2; i++)
+                if (!l->streams[i])
+                        free_slots[k++] = i;
+        if (k < 2)
+                return -EMFILE;
+        int p[2][2];
+        if (pipe2(p[0], O_CLOEXEC) < 0)
+                return -errno;
+        if (pipe2(p[1], O_CLOEXEC) < 0) {
+                int e = errno;
+                safe_close(p[0][0]);
+                safe_close(p[0][1]);
+                return -e;
+        }
+        for (size_t j = 0; j < 2; j++) {
+                outlog_stream *s = calloc(1, sizeof(*s));
+                if (!s) {
+                        for (size_t m = 0; m < 2; m++) {
+                                safe_close(p[m][1]);
+                                if (m >= j)
+                                        safe_close(p[m][0]);
+                        }
+                        if (j == 1) {
+                                free(l->streams[free_slots[0]]);
+                                l->streams[free_slots[0]] = NULL;
+                        }
+                        return -ENOMEM;
+                }
+                (void)fcntl(p[j][0], F_SETFL, O_NONBLOCK);
+                s->fd = p[j][0];
+                s->is_err = j == 1;
+                l->streams[free_slots[j]] = s;
+        }
+        *ret_out = p[0][1];
+        *ret_err = p[1][1];
+        return 0;
+}
+
+size_t outlog_pollfds(outlog *l, struct pollfd *pfd) {
+        size_t n = 0;
+        for (size_t i = 0; i < OUTLOG_MAX_STREAMS; i++)
+                if (l->streams[i])
+                        pfd[n++] = (struct pollfd){ .fd = l->streams[i]->fd, .events = POLLIN };
+        return n;
+}
+
+/* Splits what a stream holds into records; at_end also writes the unfinished rest. */
+static void stream_flush(outlog *l, outlog_stream *s, bool at_end) {
+        size_t start = 0;
+        for (size_t i = 0; i < s->len; i++)
+                if (s->buf[i] == '\n') {
+                        log_record(l, s->is_err, true, s->buf + start, i - start);
+                        start = i + 1;
+                }
+        if (start < s->len && (at_end || (start == 0 && s->len == sizeof(s->buf)))) {
+                log_record(l, s->is_err, false, s->buf + start, s->len - start);
+                start = s->len;
+        }
+        memmove(s->buf, s->buf + start, s->len - start);
+        s->len -= start;
+}
+
+/* Returns false once the stream has ended (its slot is freed). */
+static bool stream_read(outlog *l, size_t slot) {
+        outlog_stream *s = l->streams[slot];
+        for (;;) {
+                ssize_t k = read(s->fd, s->buf + s->len, sizeof(s->buf) - s->len);
+                if (k < 0 && errno == EINTR)
+                        continue;
+                if (k < 0 && errno == EAGAIN)
+                        return true;
+                if (k <= 0) {
+                        stream_flush(l, s, true);
+                        safe_close(s->fd);
+                        free(s);
+                        l->streams[slot] = NULL;
+                        return false;
+                }
+                s->len += (size_t)k;
+                stream_flush(l, s, false);
+        }
+}
+
+void outlog_dispatch(outlog *l, const struct pollfd *pfd, size_t n) {
+        /* by fd: streams may have come and gone since the poll (a stale event on a reused fd
+         * only reads EAGAIN) */
+        for (size_t j = 0; j < n; j++) {
+                if (!(pfd[j].revents & (POLLIN | POLLHUP | POLLERR)))
+                        continue;
+                for (size_t i = 0; i < OUTLOG_MAX_STREAMS; i++)
+                        if (l->streams[i] && l->streams[i]->fd == pfd[j].fd) {
+                                (void)stream_read(l, i);
+                                break;
+                        }
+        }
+}
+
+void outlog_done(outlog *l) {
+        for (size_t i = 0; i < OUTLOG_MAX_STREAMS; i++)
+                if (l->streams[i]) {
+                        /* the sandbox is gone: what is in the pipe is all there will be */
+                        (void)fcntl(l->streams[i]->fd, F_SETFL, O_NONBLOCK);
+                        if (stream_read(l, i)) {
+                                stream_flush(l, l->streams[i], true);
+                                safe_close(l->streams[i]->fd);
+                                free(l->streams[i]);
+                                l->streams[i] = NULL;
+                        }
+                }
+        l->fd = safe_close(l->fd);
+        free(l->dir);
+        l->dir = NULL;
+}

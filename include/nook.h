@@ -173,7 +173,8 @@ typedef struct nook_logs_opts {
         bool escape_terminals; /* on out_fd/err_fd that are terminals: control characters (but
                                 * tab) as \xNN, so the guest's bytes never drive the terminal */
         const char *tail; /* NULL or "all": everything; "N": the last N lines */
-        const char *since; /* NULL: all; a duration back from now ("10m") or an RFC 3339 time */
+        const char *since; /* NULL: all; a duration back from now ("10m", a unit is needed), an
+                            * RFC 3339 time, or a Unix time ("1767366245.5"), as docker takes them */
 } nook_logs_opts;
 NOOK_PUBLIC int nook_sandbox_logs(
         nook *n, const char *name, const nook_logs_opts *o, int out_fd, int err_fd, nook_error *err);

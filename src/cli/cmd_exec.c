@@ -626,8 +626,8 @@ int cmd_logs(int argc, char **argv) {
                                "\\xNN (the guest's bytes never drive your terminal); into a pipe or file, raw.\n\n"
                                "  -f, --follow           keep printing new lines until the sandbox stops (or ^C)\n"
                                "  -n, --tail N           only the last N lines ('all': every line)\n"
-                               "  --since WHEN           lines since a duration ago (10m, 1h30m) or an RFC 3339 time\n"
-                               "                         (2026-01-02T15:04:05Z)\n"
+                               "  --since WHEN           lines since a duration ago (10m, 1h30m), an RFC 3339 time\n"
+                               "                         (2026-01-02T15:04:05Z) or a Unix time (1767366245)\n"
                                "  -t, --timestamps       prefix each line with its time (RFC 3339, UTC)\n"
                                "  --system               the supervisor's own diagnostics instead (setup, lifecycle,\n"
                                "                         network helper errors)\n");

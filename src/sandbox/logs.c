@@ -76,6 +76,27 @@ static int parse_rfc3339(const char *s, size_t len, int64_t *ret_ns) {
         return 0;
 }
 
+/* A Unix time as docker takes it: "1700000000" or "1700000000.5" (a duration needs a unit). */
+static int parse_unix_time(const char *s, int64_t *ret_ns) {
+        int64_t sec = 0, frac = 0;
+        int digits = 0, fdigits = 0;
+        for (; *s >= '0' && *s <= '9'; s++, digits++)
+                if (digits < 12)
+                        sec = sec * 10 + (*s - '0');
+        if (digits == 0 || digits > 12)
+                return -1;
+        if (*s == '.')
+                for (s++; *s >= '0' && *s <= '9'; s++, fdigits++)
+                        if (fdigits < 9)
+                                frac = frac * 10 + (*s - '0');
+        if (*s)
+                return -1;
+        for (; fdigits < 9; fdigits++)
+                frac *= 10;
+        *ret_ns = sec * 1000000000 + frac;
+        return 0;
+}
+
 static int parse_since(const char *s, int64_t *ret_ns, nook_error *err) {
         uint64_t ms;
         nook_error ignore;
@@ -83,7 +104,7 @@ static int parse_since(const char *s, int64_t *ret_ns, nook_error *err) {
                 *ret_ns = INT64_MIN;
                 return 0;
         }
-        if (parse_rfc3339(s, strlen(s), ret_ns) == 0)
+        if (parse_rfc3339(s, strlen(s), ret_ns) == 0 || parse_unix_time(s, ret_ns) == 0)
                 return 0;
         if (nook_parse_duration_ms(s, &ms, &ignore) == 0 && ms < (uint64_t)100 * 365 * 86400 * 1000) {
                 struct timespec ts;
@@ -92,7 +113,7 @@ static int parse_since(const char *s, int64_t *ret_ns, nook_error *err) {
                 return 0;
         }
         return nook_err_set(err, NOOK_E_INVALID,
-                "Invalid since '%s': give a duration back from now (10m, 1h30m) or an RFC 3339 time (2026-01-02T15:04:05Z)",
+                "Invalid since '%s': give a duration back from now (10m, 1h30m), an RFC 3339 time (2026-01-02T15:04:05Z) or a Unix time (1767366245)",
                 s);
 }
 

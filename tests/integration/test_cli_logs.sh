@@ -8,7 +8,7 @@
 
 require_bin "$NOOK" "$NOOK_SUPERVISOR"
 command -v jq >/dev/null || plan skip_all "jq is needed to read nook's JSON"
-plan 48
+plan 53
 
 wait_for() {
         local i n=$(($1 * 10))
@@ -60,9 +60,13 @@ run_nook logs --since 2099-01-01T00:00:00Z lg
 is "$status:$out$err" "0:" "--since a future time: nothing"
 run_nook logs --since "$first_ts" lg
 like "$out" "out-1" "--since the first line's own timestamp includes that line"
+run_nook logs --since "$(($(date +%s) + 2))" lg
+is "$out" "" "--since a Unix time (docker's plain number) in 2 s: nothing"
+run_nook logs --since 946684800.5 lg
+like "$out" "out-3" "--since a Unix time with a fraction"
 run_nook logs --since 2000-01-01T02:00:00+02:00 lg
 like "$out" "out-3" "--since with a UTC offset"
-for bad in garbage "" "-5m" 2026-13-45T00:00:00Z "2026-01-01T00:00:00" "1h junk" "2026-01-01T00:00:00Z;rm"; do
+for bad in garbage "" "-5m" 42x 1.2.3 9999999999999 2026-13-45T00:00:00Z "2026-01-01T00:00:00" "1h junk" "2026-01-01T00:00:00Z;rm"; do
         run_nook logs --since "$bad" lg
         if [[ $status == 1 && $err == *"Invalid since"* ]]; then ok "--since '$bad' is refused with a clear error"; else not_ok "--since '$bad' is refused with a clear error" "status $status" "$err"; fi
 done

@@ -34,8 +34,8 @@
         "  -d, --detach             start it and return, printing nothing; it keeps running and\n"          \
         "                           its output goes to 'nook logs NAME'\n"                                  \
         "  -c, --sh STRING          run STRING with /bin/sh -lc instead of an argv\n"                       \
-        "  -t, --tty                give the command a terminal (implies -i; stdin must be one)\n"        \
-        "Signals: SIGINT, SIGTERM and SIGHUP are passed on to the command; a second ^C within\n"           \
+        "  -t, --tty                give the command a terminal (implies -i; stdin must be one)\n"          \
+        "Signals: SIGINT, SIGTERM and SIGHUP are passed on to the command; a second ^C within\n"            \
         "a second kills it with its whole process tree.\n"
 
 typedef struct exec_args {
@@ -160,10 +160,22 @@ static int exec_opt_apply(const char *cmd, exec_args *a, int opt, const char *ar
 /* ---- signals: forwarded to the command ---------------------------------------------------- */
 
 static int sig_pipe[2] = { -1, -1 };
+static volatile sig_atomic_t command_started, early_signals;
 
 static void on_forwarded_signal(int sig) {
+        static const char msg[] =
+                "nook: interrupted: the sandbox is removed as soon as it is created (interrupt again to quit now)\n";
         int saved = errno;
         unsigned char b = (unsigned char)sig;
+        if (!command_started && early_signals++ > 0) {
+                /* a second one while run is still creating: quit now (the tied sandbox's
+                 * supervisor, if there is one yet, removes it) */
+                (void)signal(sig, SIG_DFL);
+                (void)raise(sig);
+        }
+        if (!command_started && write(2, msg, sizeof(msg) - 1) < 0) {
+                /* nowhere to say it */
+        }
         if (write(sig_pipe[1], &b, 1) < 0) {
                 /* full: enough signals are pending already */
         }
@@ -202,7 +214,8 @@ static void forward_signals(nook_exec *e) {
                 for (ssize_t i = 0; i < k; i++) {
                         uint64_t now = mono_ms();
                         if (b[i] == SIGINT && last_int && now - last_int < 1000) {
-                                fprintf(stderr, "nook: second interrupt: killing the command and its process tree\n");
+                                fprintf(stderr,
+                                        "nook: second interrupt: killing the command and its process tree\n");
                                 (void)nook_exec_cancel(e, &err);
                                 continue;
                         }
@@ -280,7 +293,8 @@ static int tty_relay(nook_exec *e, nook_exec_result *res, nook_error *err) {
                 }
                 struct pollfd p[4] = { { .fd = in_open ? 0 : -1, .events = POLLIN },
                         { .fd = out_open ? master : -1, .events = POLLIN },
-                        { .fd = nook_exec_fd(e), .events = POLLIN }, { .fd = sig_pipe[0], .events = POLLIN } };
+                        { .fd = nook_exec_fd(e), .events = POLLIN },
+                        { .fd = sig_pipe[0], .events = POLLIN } };
                 if (poll(p, 4, -1) < 0 && errno != EINTR)
                         break;
                 if (p[3].revents)
@@ -357,6 +371,7 @@ static int run_exec(nook *n, const char *name, exec_args *a, char **argv) {
                 fprintf(stderr, "nook: cannot set up signal forwarding: %s\n", strerror(errno));
                 return CLI_EXIT_EXEC_FAILED;
         }
+        command_started = 1; /* from here on, every signal is the command's */
         int r;
         if (a->tty) {
                 struct winsize ws = { 0 };
@@ -507,8 +522,8 @@ static int run_parse(int argc, char **argv, json_t *spec, exec_args *a, run_args
                 unsigned char rnd[6];
                 if (getrandom(rnd, sizeof(rnd), 0) != sizeof(rnd))
                         memset(rnd, 0x5a, sizeof(rnd));
-                snprintf(ra->gen, sizeof(ra->gen), "run-%02x%02x%02x%02x%02x%02x", rnd[0], rnd[1], rnd[2], rnd[3],
-                        rnd[4], rnd[5]);
+                snprintf(ra->gen, sizeof(ra->gen), "run-%02x%02x%02x%02x%02x%02x", rnd[0], rnd[1], rnd[2],
+                        rnd[3], rnd[4], rnd[5]);
                 ra->name = ra->gen;
         }
         return 0;
@@ -580,8 +595,8 @@ int cmd_run(int argc, char **argv) {
         char **cmd = a.shell ? NULL : argv + optind;
         json_t *dflt = NULL;
         if (use_default && !(cmd = default_command(n, image, &dflt))) {
-                r = cli_usage_error(
-                        "run", "expected a COMMAND (or --sh STRING): image '%s' has no default command", image);
+                r = cli_usage_error("run",
+                        "expected a COMMAND (or --sh STRING): image '%s' has no default command", image);
         } else if ((r = pending_signal()) != 0) {
                 fprintf(stderr, "nook: interrupted before the command started (signal %d)\n", r);
                 r = 128 + r;
@@ -652,7 +667,8 @@ int cmd_logs(int argc, char **argv) {
                 }
         }
         if (optind + 1 != argc)
-                return cli_usage_error("logs", optind >= argc ? "expected a sandbox NAME" : "expected one sandbox NAME");
+                return cli_usage_error(
+                        "logs", optind >= argc ? "expected a sandbox NAME" : "expected one sandbox NAME");
         o.escape_terminals = true;
         nook *n = NULL;
         nook_error err = { 0 };

@@ -126,8 +126,8 @@ static int parse_tail(const char *s, int64_t *ret, nook_error *err) {
         errno = 0;
         long long v = s[0] >= '0' && s[0] <= '9' ? strtoll(s, &end, 10) : -1;
         if (v < 0 || errno || !end || *end || v > 1000000000)
-                return nook_err_set(
-                        err, NOOK_E_INVALID, "Invalid tail '%s': give a number of lines (0 or more) or 'all'", s);
+                return nook_err_set(err, NOOK_E_INVALID,
+                        "Invalid tail '%s': give a number of lines (0 or more) or 'all'", s);
         *ret = v;
         return 0;
 }
@@ -172,7 +172,8 @@ static int emit_record(const logs_ctx *c, const char *line, size_t len, bool pri
                 return 1;
         int fd = is_err ? c->err_fd : c->out_fd;
         const char *data = sp2 + 3;
-        if (c->o->timestamps && (fd_write_all(fd, line, (size_t)(sp1 - line)) < 0 || fd_write_all(fd, " ", 1) < 0))
+        if (c->o->timestamps &&
+                (fd_write_all(fd, line, (size_t)(sp1 - line)) < 0 || fd_write_all(fd, " ", 1) < 0))
                 return -1;
         if (put(c, fd, data, len - (size_t)(data - line)) < 0)
                 return -1;
@@ -253,7 +254,8 @@ static int follow_step(const logs_ctx *c, follower *f, nook_error *err) {
                 memmove(f->carry, f->carry + used, f->carry_len - (size_t)used);
                 f->carry_len -= (size_t)used;
                 struct stat a, b;
-                if (stat(f->path, &a) < 0 || fstat(f->fd, &b) < 0 || (a.st_ino == b.st_ino && a.st_dev == b.st_dev))
+                if (stat(f->path, &a) < 0 || fstat(f->fd, &b) < 0 ||
+                        (a.st_ino == b.st_ino && a.st_dev == b.st_dev))
                         return 0;
                 int nfd = open(f->path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
                 if (nfd < 0)
@@ -290,8 +292,8 @@ static int open_log(const char *path, int *ret_fd, nook_error *err) {
         return 0;
 }
 
-static int logs_print(nook *n, const char *name, const logs_ctx *c, const char *sdir, int64_t tail,
-        nook_error *err) {
+static int logs_print(
+        nook *n, const char *name, const logs_ctx *c, const char *sdir, int64_t tail, nook_error *err) {
         _cleanup_free_ char *cur = strprintf("%s/%s", sdir, c->o->system ? "supervisor.log" : "output.log");
         _cleanup_free_ char *old = c->o->system ? NULL : strprintf("%s/output.log.1", sdir);
         _cleanup_close_ int ofd = -1;
@@ -304,7 +306,8 @@ static int logs_print(nook *n, const char *name, const logs_ctx *c, const char *
         /* the current file first (a rotation between the two opens then loses nothing) */
         if ((r = open_log(cur, &f.fd, err)) < 0 || (old && (r = open_log(old, &ofd, err)) < 0))
                 goto out;
-        if ((ofd >= 0 && (r = slurp(ofd, &buf, &len)) < 0) || (f.fd >= 0 && (r = slurp(f.fd, &buf, &len)) < 0)) {
+        if ((ofd >= 0 && (r = slurp(ofd, &buf, &len)) < 0) ||
+                (f.fd >= 0 && (r = slurp(f.fd, &buf, &len)) < 0)) {
                 r = nook_err_errnum(err, NOOK_E_IO, -r, "Cannot read the log of sandbox '%s'", name);
                 goto out;
         }
@@ -333,7 +336,8 @@ out:
         return r;
 }
 
-int nook_sandbox_logs(nook *n, const char *name, const nook_logs_opts *o, int out_fd, int err_fd, nook_error *err) {
+int nook_sandbox_logs(
+        nook *n, const char *name, const nook_logs_opts *o, int out_fd, int err_fd, nook_error *err) {
         _cleanup_free_ char *sdir = NULL;
         logs_ctx c = { .o = o,
                 .out_fd = out_fd,

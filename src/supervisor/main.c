@@ -63,7 +63,8 @@ int main(int argc, char **argv) {
         if (!state_dir || state_dir[0] != '/' || ready_fd < 3 || fcntl(ready_fd, F_GETFD) < 0)
                 return usage();
         (void)fd_set_cloexec(ready_fd, true);
-        if (lifeline_fd >= 0 && (lifeline_fd < 3 || lifeline_fd == ready_fd || fcntl(lifeline_fd, F_GETFD) < 0))
+        if (lifeline_fd >= 0 &&
+                (lifeline_fd < 3 || lifeline_fd == ready_fd || fcntl(lifeline_fd, F_GETFD) < 0))
                 return usage();
         if (lifeline_fd >= 0)
                 (void)fd_set_cloexec(lifeline_fd, true);

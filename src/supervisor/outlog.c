@@ -34,7 +34,8 @@ static int log_open(outlog *l) {
 
 /* output.log -> output.log.1 (the old .1 goes), and a fresh output.log. */
 static void log_rotate(outlog *l) {
-        _cleanup_free_ char *p = strprintf("%s/output.log", l->dir), *p1 = strprintf("%s/output.log.1", l->dir);
+        _cleanup_free_ char *p = strprintf("%s/output.log", l->dir),
+                            *p1 = strprintf("%s/output.log.1", l->dir);
         l->fd = safe_close(l->fd);
         if (p && p1 && rename(p, p1) < 0)
                 log_debug("rotating the output log: %s, ignoring", strerror(errno));
@@ -54,8 +55,8 @@ static void log_record(outlog *l, bool is_err, bool full, const char *data, size
         (void)clock_gettime(CLOCK_REALTIME, &ts);
         (void)gmtime_r(&ts.tv_sec, &tm);
         size_t h = strftime(head, sizeof(head), "%Y-%m-%dT%H:%M:%S", &tm);
-        (void)snprintf(head + h, sizeof(head) - h, ".%09ldZ %s %c ", ts.tv_nsec, is_err ? "stderr" : "stdout",
-                full ? 'F' : 'P');
+        (void)snprintf(head + h, sizeof(head) - h, ".%09ldZ %s %c ", ts.tv_nsec,
+                is_err ? "stderr" : "stdout", full ? 'F' : 'P');
         /* one write per record: a reader never sees half a header */
         size_t hl = strlen(head);
         _cleanup_free_ char *rec = malloc(hl + len + 1);

@@ -108,7 +108,9 @@ int slirp_start(pid_t target, const char *api_path, slirp *ret, nook_error *err)
         errp[1] = safe_close(errp[1]);
         safe_close(exitp[0]);
         (void)fcntl(errp[0], F_SETFL, O_NONBLOCK);
-        *ret = (slirp){ .pid = pid, .exit_fd = exitp[1], .err_fd = TAKE_FD(errp[0]), .api_path = strdup(api_path) };
+        *ret = (slirp){
+                .pid = pid, .exit_fd = exitp[1], .err_fd = TAKE_FD(errp[0]), .api_path = strdup(api_path)
+        };
         struct pollfd p = { .fd = ready[0], .events = POLLIN };
         int r = poll(&p, 1, SLIRP_READY_MS);
         if (r <= 0 || read(ready[0], &c, 1) != 1 || !ret->api_path) {

@@ -8,7 +8,7 @@
 
 require_bin "$NOOK" "$NOOK_SUPERVISOR"
 command -v jq >/dev/null || plan skip_all "jq is needed to read nook's JSON"
-plan 51
+plan 53
 
 field() { "$NOOK" inspect "$1" 2>/dev/null | jq -r "$2 // empty" 2>/dev/null; }
 names() { "$NOOK" ls --json 2>/dev/null | jq -r '.[].name' 2>/dev/null | sort | tr '\n' ' '; }
@@ -115,7 +115,15 @@ expect_fail 2 "exec -d -t" exec -d -t ex -- true
 if command -v script >/dev/null; then
         o=$(script -qec "'$NOOK' exec -t ex -- sh -c 'test -t 0 && echo has-a-tty'" /dev/null </dev/null 2>&1)
         like "$o" "has-a-tty" "exec -t on a real terminal gives the command one"
+        # ^C typed on the terminal: a byte in raw mode, turned into SIGINT by the sandbox's pty
+        t0=$(ms_now)
+        o=$( (sleep 1.5; printf '\003') | script -qec "'$NOOK' exec -t ex -- sleep 30; echo rc=\$?" /dev/null 2>&1)
+        t=$(($(ms_now) - t0))
+        like "$o" "rc=130" "exec -t: ^C on the terminal interrupts the command (130)"
+        if ((t < 5000)); then ok "and at once (${t} ms)"; else not_ok "and at once" "${t} ms"; fi
 else
+        skip "script(1) is needed for a terminal"
+        skip "script(1) is needed for a terminal"
         skip "script(1) is needed for a terminal"
 fi
 

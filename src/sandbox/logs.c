@@ -140,7 +140,7 @@ static int put(const logs_ctx *c, int fd, const char *data, size_t len) {
         size_t k = 0;
         for (size_t i = 0; i < len; i++) {
                 unsigned char ch = (unsigned char)data[i];
-                if (k + 4 > sizeof(buf)) {
+                if (k + 5 > sizeof(buf)) { /* room for "\xNN" and snprintf's NUL */
                         if (fd_write_all(fd, buf, k) < 0)
                                 return -1;
                         k = 0;
@@ -323,9 +323,11 @@ static int logs_print(
                 nook_error ignore;
                 if (ctx_store(n, &st, &ignore) >= 0 && store_sandbox_get(st, name, &rec, &ignore) >= 0 &&
                         streq(rec.state, "running") && rec.supervisor_pid > 0) {
-                        f.carry = TAKE_PTR(buf);
                         f.carry_len = len - (size_t)used;
-                        memmove(f.carry, f.carry + used, f.carry_len);
+                        if (f.carry_len > 0) {
+                                f.carry = TAKE_PTR(buf);
+                                memmove(f.carry, f.carry + used, f.carry_len);
+                        }
                         r = follow(c, &f, rec.supervisor_pid, rec.supervisor_start, err);
                 }
                 sandbox_rec_done(&rec);

@@ -70,42 +70,34 @@ static void log_record(outlog *l, bool is_err, bool full, const char *data, size
 }
 
 int outlog_open_pipes(outlog *l, int *ret_out, int *ret_err) {
-        size_t free_slots[2], k = 0;
+        size_t slot[2], k = 0;
         for (size_t i = 0; i < OUTLOG_MAX_STREAMS && k < 2; i++)
                 if (!l->streams[i])
-                        free_slots[k++] = i;
+                        slot[k++] = i;
         if (k < 2)
                 return -EMFILE;
-        int p[2][2];
-        if (pipe2(p[0], O_CLOEXEC) < 0)
+        _cleanup_free_ outlog_stream *so = calloc(1, sizeof(outlog_stream));
+        _cleanup_free_ outlog_stream *se = calloc(1, sizeof(outlog_stream));
+        if (!so || !se)
+                return -ENOMEM;
+        int po[2], pe[2];
+        if (pipe2(po, O_CLOEXEC) < 0)
                 return -errno;
-        if (pipe2(p[1], O_CLOEXEC) < 0) {
+        if (pipe2(pe, O_CLOEXEC) < 0) {
                 int e = errno;
-                safe_close(p[0][0]);
-                safe_close(p[0][1]);
+                safe_close(po[0]);
+                safe_close(po[1]);
                 return -e;
         }
-        for (size_t j = 0; j < 2; j++) {
-                outlog_stream *s = calloc(1, sizeof(*s));
-                if (!s) {
-                        for (size_t m = 0; m < 2; m++) {
-                                safe_close(p[m][1]);
-                                if (m >= j)
-                                        safe_close(p[m][0]);
-                        }
-                        if (j == 1) {
-                                free(l->streams[free_slots[0]]);
-                                l->streams[free_slots[0]] = NULL;
-                        }
-                        return -ENOMEM;
-                }
-                (void)fcntl(p[j][0], F_SETFL, O_NONBLOCK);
-                s->fd = p[j][0];
-                s->is_err = j == 1;
-                l->streams[free_slots[j]] = s;
-        }
-        *ret_out = p[0][1];
-        *ret_err = p[1][1];
+        (void)fcntl(po[0], F_SETFL, O_NONBLOCK);
+        (void)fcntl(pe[0], F_SETFL, O_NONBLOCK);
+        so->fd = po[0];
+        se->fd = pe[0];
+        se->is_err = true;
+        l->streams[slot[0]] = TAKE_PTR(so);
+        l->streams[slot[1]] = TAKE_PTR(se);
+        *ret_out = po[1];
+        *ret_err = pe[1];
         return 0;
 }
 

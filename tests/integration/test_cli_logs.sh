@@ -8,7 +8,7 @@
 
 require_bin "$NOOK" "$NOOK_SUPERVISOR"
 command -v jq >/dev/null || plan skip_all "jq is needed to read nook's JSON"
-plan 53
+plan 54
 
 wait_for() {
         local i n=$(($1 * 10))
@@ -86,7 +86,13 @@ is "$(od -An -c "$NOOK_HOME.raw" | tr -s ' ' | tr -d '\n')" \
 if command -v script >/dev/null; then
         o=$(script -qec "'$NOOK' logs --tail 2 lg" /dev/null </dev/null 2>&1)
         like "$o" 'esc-\\x1b\]0;pwned\\x07-\\x1b\[2J-end' "on a terminal: control characters escaped as \\xNN"
+        # a long run of control characters: escaped across the writer's buffer boundaries
+        run_nook exec -d lg -- sh -c 'head -c 3000 /dev/zero | tr "\0" "\001"; echo; echo ctl-done'
+        wait_for 5 logs_has lg ctl-done
+        o=$(script -qec "'$NOOK' logs --tail 2 lg" /dev/null </dev/null 2>&1)
+        is "$(printf '%s' "$o" | grep -o '\\x01' | wc -l)" 3000 "3000 control characters in a row: each one escaped"
 else
+        skip "script(1) is needed for a terminal"
         skip "script(1) is needed for a terminal"
 fi
 # a line longer than the 16 KiB record size comes back whole

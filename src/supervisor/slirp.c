@@ -114,13 +114,15 @@ int slirp_start(pid_t target, const char *api_path, slirp *ret, nook_error *err)
         struct pollfd p = { .fd = ready[0], .events = POLLIN };
         int r = poll(&p, 1, SLIRP_READY_MS);
         if (r <= 0 || read(ready[0], &c, 1) != 1 || !ret->api_path) {
-                slirp_stop(ret); /* its errors, if any, reach our log first */
+                char why[sizeof(ret->last_error)];
+                slirp_stop(ret); /* its errors reach our log and last_error first */
+                (void)snprintf(why, sizeof(why), "%s", ret->last_error);
                 if (r == 0)
                         return nook_err_set(err, NOOK_E_TIMEOUT,
                                 "slirp4netns did not configure the network within %d s",
                                 SLIRP_READY_MS / 1000);
-                return nook_err_set(
-                        err, NOOK_E_IO, "slirp4netns failed to configure the network; see 'nook logs'");
+                return nook_err_set(err, NOOK_E_IO, "slirp4netns failed to configure the network%s%s",
+                        why[0] ? ": " : "", why);
         }
         return 0;
 }
@@ -201,8 +203,10 @@ void slirp_drain_stderr(slirp *s) {
                 }
                 buf[k] = 0;
                 for (char *save = NULL, *l = strtok_r(buf, "\n", &save); l; l = strtok_r(NULL, "\n", &save))
-                        if (!stderr_noise(l))
+                        if (!stderr_noise(l)) {
                                 log_debug("slirp4netns: %s", l);
+                                (void)snprintf(s->last_error, sizeof(s->last_error), "%s", l);
+                        }
         }
         s->err_fd = safe_close(s->err_fd); /* it exited */
 }
@@ -233,5 +237,8 @@ void slirp_stop(slirp *s) {
         if (s->api_path)
                 (void)unlink(s->api_path);
         free(s->api_path);
+        char last[sizeof(s->last_error)];
+        memcpy(last, s->last_error, sizeof(last));
         *s = (slirp){ .exit_fd = -1, .err_fd = -1 };
+        memcpy(s->last_error, last, sizeof(last));
 }

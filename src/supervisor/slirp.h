@@ -15,6 +15,7 @@ typedef struct slirp {
         pid_t pid; /* 0: not running */
         int exit_fd; /* write end of --exit-fd: closing it stops slirp4netns */
         int err_fd; /* read end of its stderr (non-blocking); -1 when none */
+        char last_error[256]; /* the last error line it wrote, for a setup failure's message */
         char *api_path;
 } slirp;
 

@@ -8,7 +8,7 @@
 
 require_bin "$NOOK" "$NOOK_SUPERVISOR"
 command -v jq >/dev/null || plan skip_all "jq is needed to read nook's JSON"
-plan 54
+plan 59
 
 wait_for() {
         local i n=$(($1 * 10))
@@ -132,6 +132,17 @@ unlike "$out" "out-1" "the oldest lines were dropped"
 like "$out" "$(printf '%099d' 29999)" "the newest lines are there"
 numbered=$(printf '%s\n' "$out" | grep -c '^[0-9]*$') whole=$(printf '%s\n' "$out" | grep -cE '^[0-9]{99}$')
 if ((numbered > 5000 && numbered == whole)); then ok "what is left is whole lines ($whole of them)"; else not_ok "what is left is whole lines" "$numbered numbered, $whole of 99 digits"; fi
+
+# ---- at most 64 detached commands log at once: the 65th is refused, nothing half-started ------
+for ((i = 0; i < 64; i++)); do "$NOOK" exec -d lg -- sleep 304 >/dev/null 2>&1 || break; done
+is "$i" 64 "64 detached commands start"
+expect_fail 125 "a 65th detached command while 64 hold the log" exec -d lg -- sleep 305
+like "$err" "Too many detached commands" "it says why and what to do"
+check "the refused one did not start" test -z "$(pgrep -f '^sleep 305$')"
+"$NOOK" exec lg -- pkill -f '^sleep 304$' >/dev/null 2>&1
+# (the supervisor frees a slot when it reads the end of the command's pipes: retry briefly)
+wait_for 5 "$NOOK" exec -d lg -- echo after-the-limit 2>/dev/null
+check "once they ended, detached commands log again" wait_for 10 logs_has lg after-the-limit
 
 # ---- --system: the supervisor's diagnostics, not slirp4netns chatter --------------------------
 run_nook logs --system lg

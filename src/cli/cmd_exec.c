@@ -592,9 +592,9 @@ int cmd_run(int argc, char **argv) {
                 return CLI_EXIT_EXEC_FAILED;
         }
         free(text);
-        char **cmd = a.shell ? NULL : argv + optind;
         json_t *dflt = NULL;
-        if (use_default && !(cmd = default_command(n, image, &dflt))) {
+        char **cmd = use_default ? default_command(n, image, &dflt) : a.shell ? NULL : argv + optind;
+        if (use_default && !cmd) {
                 r = cli_usage_error("run",
                         "expected a COMMAND (or --sh STRING): image '%s' has no default command", image);
         } else if ((r = pending_signal()) != 0) {

@@ -23,7 +23,7 @@
 #include "util/proc.h"
 #include "util/str.h"
 
-#define READ_CAP (8 * 1024 * 1024) /* a log file is at most ~1 MiB; more is not ours to trust */
+#define READ_CAP ((size_t)8 * 1024 * 1024) /* a log file is at most ~1 MiB; more is not ours to trust */
 #define FOLLOW_POLL_MS 200
 
 typedef struct logs_ctx {
@@ -60,8 +60,12 @@ static int parse_rfc3339(const char *s, size_t len, int64_t *ret_ns) {
         if (*p == 'Z' || *p == 'z')
                 p++;
         else if ((*p == '+' || *p == '-') && strlen(p) == 6 && p[3] == ':') {
-                int hh = 0, mm = 0;
-                if (sscanf(p + 1, "%2d:%2d", &hh, &mm) != 2 || hh > 23 || mm > 59)
+                const char *d = p + 1;
+                for (int i = 0; i < 5; i++)
+                        if (i != 2 && (d[i] < '0' || d[i] > '9'))
+                                return -1;
+                int64_t hh = (d[0] - '0') * 10 + (d[1] - '0'), mm = (d[3] - '0') * 10 + (d[4] - '0');
+                if (hh > 23 || mm > 59)
                         return -1;
                 off = (hh * 3600 + mm * 60) * (*p == '+' ? 1 : -1);
                 p += 6;

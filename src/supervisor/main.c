@@ -21,6 +21,14 @@
 #include "util/macro.h"
 #include "util/str.h"
 
+/* A descriptor number given on our command line; -1 if it is not one. */
+static int parse_fd(const char *s) {
+        char *end = NULL;
+        errno = 0;
+        long v = strtol(s, &end, 10);
+        return errno || end == s || *end || v < 0 || v > 65535 ? -1 : (int)v;
+}
+
 static int usage(void) {
         fprintf(stderr,
                 "usage: nook-supervisor --state DIR --ready-fd N [--lifeline-fd M]\n"
@@ -54,10 +62,12 @@ int main(int argc, char **argv) {
                 if (streq(argv[i], "--state"))
                         state_dir = argv[i + 1];
                 else if (streq(argv[i], "--ready-fd"))
-                        ready_fd = atoi(argv[i + 1]);
-                else if (streq(argv[i], "--lifeline-fd"))
-                        lifeline_fd = atoi(argv[i + 1]);
-                else
+                        ready_fd = parse_fd(argv[i + 1]);
+                else if (streq(argv[i], "--lifeline-fd")) {
+                        lifeline_fd = parse_fd(argv[i + 1]);
+                        if (lifeline_fd < 0)
+                                return usage();
+                } else
                         return usage();
         }
         if (!state_dir || state_dir[0] != '/' || ready_fd < 3 || fcntl(ready_fd, F_GETFD) < 0)

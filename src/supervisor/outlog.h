@@ -16,7 +16,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#define OUTLOG_MAX_BYTES (1024 * 1024)
+#define OUTLOG_MAX_BYTES ((size_t)1024 * 1024)
 #define OUTLOG_MAX_LINE 16384
 #define OUTLOG_MAX_STREAMS 128
 

@@ -142,7 +142,8 @@ NOOK_PUBLIC int nook_ws_rename(nook_ws *w, const char *from, const char *to, noo
 /* The sandbox lives as long as this nook handle: when the handle is closed or the calling process
  * dies (even by SIGKILL), the supervisor sees the lifeline it was given close, kills the sandbox's
  * processes and removes its cgroup; nook_sandbox_list/inspect then remove what is left (record,
- * state, workspace).  Used by `nook run`. */
+ * state, workspace).  Used by `nook run`.  The handle holds one descriptor per tied create
+ * until nook_close. */
 #define NOOK_CREATE_TIED (1u << 1)
 
 NOOK_PUBLIC int nook_sandbox_create(

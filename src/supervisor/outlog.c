@@ -125,10 +125,12 @@ static void stream_flush(outlog *l, outlog_stream *s, bool at_end) {
         s->len -= start;
 }
 
-/* Returns false once the stream has ended (its slot is freed). */
+/* Returns false once the stream has ended (its slot is freed).  Reads at most 16 buffers per
+ * call, so a command that writes without pause cannot keep the supervisor from its other work
+ * (the control socket, deadlines): the rest waits in the pipe for the next turn of the loop. */
 static bool stream_read(outlog *l, size_t slot) {
         outlog_stream *s = l->streams[slot];
-        for (;;) {
+        for (int turns = 0; turns < 16; turns++) {
                 ssize_t k = read(s->fd, s->buf + s->len, sizeof(s->buf) - s->len);
                 if (k < 0 && errno == EINTR)
                         continue;
@@ -144,6 +146,7 @@ static bool stream_read(outlog *l, size_t slot) {
                 s->len += (size_t)k;
                 stream_flush(l, s, false);
         }
+        return true;
 }
 
 void outlog_dispatch(outlog *l, const struct pollfd *pfd, size_t n) {

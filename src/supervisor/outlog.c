@@ -42,31 +42,43 @@ static void log_rotate(outlog *l) {
         (void)log_open(l);
 }
 
-static void log_record(outlog *l, bool is_err, bool full, const char *data, size_t len) {
-        if (l->fd < 0 && log_open(l) < 0)
+/* Writes the batched records: whole records only, so a reader never sees half of one.  A file
+ * that would pass OUTLOG_MAX_BYTES is rotated first. */
+static void log_flush(outlog *l) {
+        if (l->wlen == 0)
                 return;
-        if (l->size >= OUTLOG_MAX_BYTES)
-                log_rotate(l);
         if (l->fd < 0)
-                return;
+                (void)log_open(l);
+        if (l->fd >= 0 && l->size > 0 && l->size + l->wlen > OUTLOG_MAX_BYTES)
+                log_rotate(l);
+        if (l->fd >= 0 && fd_write_all(l->fd, l->wbuf, l->wlen) >= 0)
+                l->size += l->wlen;
+        l->wlen = 0;
+}
+
+/* The time of what one read() brought: every record of it carries this one. */
+static void log_stamp(outlog *l) {
         struct timespec ts;
         struct tm tm;
-        char head[80];
         (void)clock_gettime(CLOCK_REALTIME, &ts);
         (void)gmtime_r(&ts.tv_sec, &tm);
-        size_t h = strftime(head, sizeof(head), "%Y-%m-%dT%H:%M:%S", &tm);
-        (void)snprintf(head + h, sizeof(head) - h, ".%09ldZ %s %c ", ts.tv_nsec,
-                is_err ? "stderr" : "stdout", full ? 'F' : 'P');
-        /* one write per record: a reader never sees half a header */
-        size_t hl = strlen(head);
-        _cleanup_free_ char *rec = malloc(hl + len + 1);
-        if (!rec)
+        size_t h = strftime(l->stamp, sizeof(l->stamp), "%Y-%m-%dT%H:%M:%S", &tm);
+        (void)snprintf(l->stamp + h, sizeof(l->stamp) - h, ".%09ldZ", ts.tv_nsec);
+}
+
+static void log_record(outlog *l, bool is_err, bool full, const char *data, size_t len) {
+        char head[64];
+        int hl = snprintf(
+                head, sizeof(head), "%s %s %c ", l->stamp, is_err ? "stderr" : "stdout", full ? 'F' : 'P');
+        if (hl < 0 || (size_t)hl >= sizeof(head))
                 return;
-        memcpy(rec, head, hl);
-        memcpy(rec + hl, data, len);
-        rec[hl + len] = '\n';
-        if (fd_write_all(l->fd, rec, hl + len + 1) >= 0)
-                l->size += hl + len + 1;
+        size_t need = (size_t)hl + len + 1; /* <= OUTLOG_WBUF: len is at most OUTLOG_MAX_LINE */
+        if (l->wlen + need > sizeof(l->wbuf))
+                log_flush(l);
+        memcpy(l->wbuf + l->wlen, head, (size_t)hl);
+        memcpy(l->wbuf + l->wlen + hl, data, len);
+        l->wbuf[l->wlen + need - 1] = '\n';
+        l->wlen += need;
 }
 
 int outlog_open_pipes(outlog *l, int *ret_out, int *ret_err) {
@@ -125,28 +137,36 @@ static void stream_flush(outlog *l, outlog_stream *s, bool at_end) {
         s->len -= start;
 }
 
-/* Returns false once the stream has ended (its slot is freed).  Reads at most 16 buffers per
+/* Returns false once the stream has ended (its slot is freed).  Reads at most 4 buffers per
  * call, so a command that writes without pause cannot keep the supervisor from its other work
  * (the control socket, deadlines): the rest waits in the pipe for the next turn of the loop. */
-static bool stream_read(outlog *l, size_t slot) {
+static bool stream_read_some(outlog *l, size_t slot) {
         outlog_stream *s = l->streams[slot];
-        for (int turns = 0; turns < 16; turns++) {
+        for (int turns = 0; turns < 4; turns++) {
                 ssize_t k = read(s->fd, s->buf + s->len, sizeof(s->buf) - s->len);
                 if (k < 0 && errno == EINTR)
                         continue;
                 if (k < 0 && errno == EAGAIN)
                         return true;
                 if (k <= 0) {
+                        log_stamp(l);
                         stream_flush(l, s, true);
                         safe_close(s->fd);
                         free(s);
                         l->streams[slot] = NULL;
                         return false;
                 }
+                log_stamp(l);
                 s->len += (size_t)k;
                 stream_flush(l, s, false);
         }
         return true;
+}
+
+static bool stream_read(outlog *l, size_t slot) {
+        bool open = stream_read_some(l, slot);
+        log_flush(l);
+        return open;
 }
 
 void outlog_dispatch(outlog *l, const struct pollfd *pfd, size_t n) {
@@ -169,7 +189,9 @@ void outlog_done(outlog *l) {
                         /* the sandbox is gone: what is in the pipe is all there will be */
                         (void)fcntl(l->streams[i]->fd, F_SETFL, O_NONBLOCK);
                         if (stream_read(l, i)) {
+                                log_stamp(l);
                                 stream_flush(l, l->streams[i], true);
+                                log_flush(l);
                                 safe_close(l->streams[i]->fd);
                                 free(l->streams[i]);
                                 l->streams[i] = NULL;

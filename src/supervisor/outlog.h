@@ -32,6 +32,9 @@ typedef struct outlog {
         int fd; /* output.log, opened on first record */
         size_t size;
         outlog_stream *streams[OUTLOG_MAX_STREAMS];
+        char stamp[40]; /* the time of the read being recorded */
+        size_t wlen;
+        char wbuf[OUTLOG_MAX_LINE * 4]; /* records batched into one write */
 } outlog;
 
 void outlog_init(outlog *l, const char *state_dir);

@@ -153,8 +153,14 @@ like "$err" "Too many detached commands" "it says why and what to do"
 check "the refused one did not start" test -z "$(pgrep -f '^sleep 305$')"
 "$NOOK" exec lg -- pkill -f '^sleep 304$' >/dev/null 2>&1
 # (the supervisor frees a slot when it reads the end of the command's pipes: retry briefly)
-wait_for 5 "$NOOK" exec -d lg -- echo after-the-limit 2>/dev/null
-check "once they ended, detached commands log again" wait_for 10 logs_has lg after-the-limit
+wait_for 15 "$NOOK" exec -d lg -- echo after-the-limit 2>"$NOOK_HOME.limit"
+if wait_for 15 logs_has lg after-the-limit; then
+        ok "once they ended, detached commands log again"
+else
+        not_ok "once they ended, detached commands log again" "exec -d said: $(cat "$NOOK_HOME.limit")" \
+                "sleeps left: $("$NOOK" exec lg -- pgrep -c sleep 2>&1)" "log tail: $("$NOOK" logs --tail 3 lg 2>&1)"
+fi
+rm -f "$NOOK_HOME.limit"
 
 # ---- --system: the supervisor's diagnostics, not slirp4netns chatter --------------------------
 run_nook logs --system lg

@@ -31,12 +31,13 @@
         "  -u, --user USER          user name, uid or uid:gid\n"                                            \
         "  -i, --interactive        pass stdin to the command (default: /dev/null)\n"                       \
         "  --timeout DUR            kill the command's whole process tree after DUR\n"                      \
-        "  -d, --detach             start it and return, printing nothing; it keeps running and\n"          \
-        "                           its output goes to 'nook logs NAME'\n"                                  \
         "  -c, --sh STRING          run STRING with /bin/sh -lc instead of an argv\n"                       \
         "  -t, --tty                give the command a terminal (implies -i; stdin must be one)\n"          \
-        "Signals: SIGINT, SIGTERM and SIGHUP are passed on to the command; a second ^C within\n"            \
+        "\nSignals: SIGINT, SIGTERM and SIGHUP are passed on to the command; a second ^C within\n"          \
         "a second kills it with its whole process tree.\n"
+#define EXEC_DETACH_HELP                                                                                    \
+        "  -d, --detach             start it and return, printing nothing; it keeps running and\n"          \
+        "                           its output goes to 'nook logs NAME'\n"
 
 typedef struct exec_args {
         char **env, **secret_env;
@@ -418,7 +419,9 @@ int cmd_exec(int argc, char **argv) {
                         printf("Usage: nook exec [OPTIONS] NAME [--] COMMAND [ARG...]\n"
                                "       nook exec [OPTIONS] NAME --sh 'SHELL STRING'\n\n"
                                "Run a command in a running sandbox. Exit status: the command's (128+N if\n"
-                               "killed by signal N), 124 on timeout, 125 if nook failed.\n\n" EXEC_OPTS_HELP);
+                               "killed by signal N), 124 on timeout, 125 if nook failed.  If this nook process dies\n"
+                               "(even by kill -9), the command is killed with its whole process tree (not with -d).\n\n" EXEC_DETACH_HELP
+                                        EXEC_OPTS_HELP);
                         exec_args_done(&a);
                         return 0;
                 }

@@ -139,6 +139,12 @@ NOOK_PUBLIC int nook_ws_rename(nook_ws *w, const char *from, const char *to, noo
  *   user             default user of execs (default root of the sandbox)
  * Unknown fields are an error naming them. */
 #define NOOK_CREATE_REPLACE (1u << 0) /* stop a running sandbox of that name first */
+/* The sandbox lives as long as this nook handle: when the handle is closed or the calling process
+ * dies (even by SIGKILL), the supervisor sees the lifeline it was given close, kills the sandbox's
+ * processes and removes its cgroup; nook_sandbox_list/inspect then remove what is left (record,
+ * state, workspace).  Used by `nook run`.  The handle holds one descriptor per tied create
+ * until nook_close. */
+#define NOOK_CREATE_TIED (1u << 1)
 
 NOOK_PUBLIC int nook_sandbox_create(
         nook *n, const char *name, const char *spec_json, unsigned flags, nook_error *err);
@@ -157,6 +163,22 @@ NOOK_PUBLIC int nook_sandbox_inspect(nook *n, const char *name, char **ret_json,
 /* A JSON array of those objects; label_filters ("k=v" or "k") keep the matching ones. */
 NOOK_PUBLIC int nook_sandbox_list(
         nook *n, const char *const *label_filters, char **ret_json, nook_error *err);
+
+/* What the sandbox's detached commands (nook_exec with detach and no stdout/stderr fd, `exec -d`,
+ * `run -d`) printed: stdout records to out_fd, stderr records to err_fd.  Kept per sandbox in
+ * its state folder, at most 2 x 1 MiB (rotated by size), until the sandbox is removed. */
+typedef struct nook_logs_opts {
+        bool follow; /* then keep printing until the sandbox stops */
+        bool timestamps; /* prefix each line with its RFC 3339 time (UTC, nanoseconds) */
+        bool system; /* the supervisor's own diagnostics instead (no --since/--timestamps) */
+        bool escape_terminals; /* on out_fd/err_fd that are terminals: control characters (but
+                                * tab) as \xNN, so the guest's bytes never drive the terminal */
+        const char *tail; /* NULL or "all": everything; "N": the last N lines */
+        const char *since; /* NULL: all; a duration back from now ("10m", a unit is needed), an
+                            * RFC 3339 time, or a Unix time ("1767366245.5"), as docker takes them */
+} nook_logs_opts;
+NOOK_PUBLIC int nook_sandbox_logs(
+        nook *n, const char *name, const nook_logs_opts *o, int out_fd, int err_fd, nook_error *err);
 
 /* A running sandbox's cgroup statistics as JSON: cpuUsageNs, memoryBytes, memoryPeakBytes, pids,
  * oomKills, and the limits. */
@@ -184,6 +206,8 @@ typedef struct nook_exec_opts {
         bool detach; /* keep running when this client goes away */
         bool tty; /* a pseudo-terminal instead of the three fds */
         unsigned short rows, cols; /* its initial window size */
+        /* With detach: the sandbox stops when this command ends (`nook run -d`). */
+        bool stop_sandbox_when_done;
 } nook_exec_opts;
 
 /* Zeroes o and sets the stdio fds to -1. */
@@ -208,6 +232,10 @@ NOOK_PUBLIC int nook_exec_tty_fd(const nook_exec *e);
 NOOK_PUBLIC int nook_exec_tty_fd(const nook_exec *e);
 /* A descriptor that becomes readable when the exec has news; for event loops. */
 NOOK_PUBLIC int nook_exec_fd(const nook_exec *e);
+/* Waits until the sandbox reports the command started (its pid known) or ended; afterwards
+ * nook_exec_fd() turns readable only when the command ends.  With detach and no stdout/stderr
+ * fd, the command's output goes to the sandbox's log (nook_sandbox_logs). */
+NOOK_PUBLIC int nook_exec_wait_started(nook_exec *e, nook_error *err);
 /* Waits for the command to end. */
 NOOK_PUBLIC int nook_exec_wait(nook_exec *e, nook_exec_result *ret, nook_error *err);
 /* Kills the command's whole process tree. */

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* exec and run.  The command's stdio are this process's own fds: output streams straight to our
- * terminal or pipe.  If we die, the supervisor sees the connection drop and kills the command's
- * whole process tree (unless --detach). */
+/* exec, run and logs.  The command's stdio are this process's own fds: output streams straight
+ * to our terminal or pipe.  SIGINT, SIGTERM and SIGHUP are forwarded to the command (docker's
+ * --sig-proxy); a second SIGINT within a second kills its whole process tree.  If we die, the
+ * supervisor sees the connection drop and kills the command's whole process tree (unless
+ * --detach); run's sandbox is tied to us (NOOK_CREATE_TIED) and goes too. */
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -14,6 +16,7 @@
 #include <sys/ioctl.h>
 #include <sys/random.h>
 #include <termios.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "nook.h"
@@ -28,9 +31,13 @@
         "  -u, --user USER          user name, uid or uid:gid\n"                                            \
         "  -i, --interactive        pass stdin to the command (default: /dev/null)\n"                       \
         "  --timeout DUR            kill the command's whole process tree after DUR\n"                      \
-        "  -d, --detach             start it and return; it keeps running\n"                                \
         "  -c, --sh STRING          run STRING with /bin/sh -lc instead of an argv\n"                       \
-        "  -t, --tty                give the command a terminal (implies -i)\n"
+        "  -t, --tty                give the command a terminal (implies -i; stdin must be one)\n"          \
+        "\nSignals: SIGINT, SIGTERM and SIGHUP are passed on to the command; a second ^C within\n"          \
+        "a second kills it with its whole process tree.\n"
+#define EXEC_DETACH_HELP                                                                                    \
+        "  -d, --detach             start it and return, printing nothing; it keeps running and\n"          \
+        "                           its output goes to 'nook logs NAME'\n"
 
 typedef struct exec_args {
         char **env, **secret_env;
@@ -151,6 +158,95 @@ static int exec_opt_apply(const char *cmd, exec_args *a, int opt, const char *ar
                 "tty", no_argument, NULL, 't'                                                               \
         }
 
+/* ---- signals: forwarded to the command ---------------------------------------------------- */
+
+static int sig_pipe[2] = { -1, -1 };
+static volatile sig_atomic_t command_started, early_signals;
+
+static void on_forwarded_signal(int sig) {
+        static const char msg[] =
+                "nook: interrupted: the sandbox is removed as soon as it is created (interrupt again to quit now)\n";
+        int saved = errno;
+        unsigned char b = (unsigned char)sig;
+        if (!command_started && early_signals++ > 0) {
+                /* a second one while run is still creating: quit now (the tied sandbox's
+                 * supervisor, if there is one yet, removes it) */
+                (void)signal(sig, SIG_DFL);
+                (void)raise(sig);
+        }
+        if (!command_started && write(2, msg, sizeof(msg) - 1) < 0) {
+                /* nowhere to say it */
+        }
+        if (write(sig_pipe[1], &b, 1) < 0) {
+                /* full: enough signals are pending already */
+        }
+        errno = saved;
+}
+
+/* From here on SIGINT, SIGTERM and SIGHUP no longer end this process: they queue up in
+ * sig_pipe for forward_signals() (a signal that came before the command started is passed on
+ * once it has). */
+static int forward_signals_install(void) {
+        if (sig_pipe[0] >= 0)
+                return 0;
+        if (pipe2(sig_pipe, O_CLOEXEC | O_NONBLOCK) < 0)
+                return -errno;
+        struct sigaction sa = { .sa_handler = on_forwarded_signal, .sa_flags = SA_RESTART };
+        sigemptyset(&sa.sa_mask);
+        (void)sigaction(SIGINT, &sa, NULL);
+        (void)sigaction(SIGTERM, &sa, NULL);
+        (void)sigaction(SIGHUP, &sa, NULL);
+        return 0;
+}
+
+static uint64_t mono_ms(void) {
+        struct timespec ts;
+        (void)clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* Passes the queued signals on to the command; a second SIGINT within a second kills it. */
+static void forward_signals(nook_exec *e) {
+        static uint64_t last_int;
+        unsigned char b[32];
+        ssize_t k;
+        nook_error err = { 0 };
+        while ((k = read(sig_pipe[0], b, sizeof(b))) > 0)
+                for (ssize_t i = 0; i < k; i++) {
+                        uint64_t now = mono_ms();
+                        if (b[i] == SIGINT && last_int && now - last_int < 1000) {
+                                fprintf(stderr,
+                                        "nook: second interrupt: killing the command and its process tree\n");
+                                (void)nook_exec_cancel(e, &err);
+                                continue;
+                        }
+                        if (b[i] == SIGINT)
+                                last_int = now;
+                        (void)nook_exec_signal(e, b[i], &err);
+                }
+}
+
+/* The first signal queued and not yet forwarded (0: none): for a run stopped before its
+ * command started. */
+static int pending_signal(void) {
+        unsigned char b;
+        return sig_pipe[0] >= 0 && read(sig_pipe[0], &b, 1) == 1 ? b : 0;
+}
+
+/* Waits for the command's end, forwarding signals meanwhile. */
+static int wait_forwarding(nook_exec *e, nook_exec_result *res, nook_error *err) {
+        int r = nook_exec_wait_started(e, err);
+        while (r >= 0) {
+                struct pollfd p[2] = { { .fd = nook_exec_fd(e), .events = POLLIN },
+                        { .fd = sig_pipe[0], .events = POLLIN } };
+                forward_signals(e);
+                int k = poll(p, 2, -1);
+                if ((k < 0 && errno != EINTR) || (k > 0 && p[0].revents)) /* a failed poll: just wait */
+                        return nook_exec_wait(e, res, err);
+        }
+        return r;
+}
+
 static volatile sig_atomic_t winch;
 
 static void on_winch(int sig) {
@@ -196,11 +292,14 @@ static int tty_relay(nook_exec *e, nook_exec_result *res, nook_error *err) {
                         if (ioctl(1, TIOCGWINSZ, &ws) == 0)
                                 (void)ioctl(master, TIOCSWINSZ, &ws);
                 }
-                struct pollfd p[3] = { { .fd = in_open ? 0 : -1, .events = POLLIN },
+                struct pollfd p[4] = { { .fd = in_open ? 0 : -1, .events = POLLIN },
                         { .fd = out_open ? master : -1, .events = POLLIN },
-                        { .fd = nook_exec_fd(e), .events = POLLIN } };
-                if (poll(p, 3, -1) < 0 && errno != EINTR)
+                        { .fd = nook_exec_fd(e), .events = POLLIN },
+                        { .fd = sig_pipe[0], .events = POLLIN } };
+                if (poll(p, 4, -1) < 0 && errno != EINTR)
                         break;
+                if (p[3].revents)
+                        forward_signals(e);
                 if (p[0].revents)
                         copy_some(0, master, &in_open);
                 if (p[1].revents)
@@ -218,66 +317,97 @@ static int tty_relay(nook_exec *e, nook_exec_result *res, nook_error *err) {
         return r;
 }
 
+static int exec_opts_fill(nook_exec_opts *o, exec_args *a, char **argv) {
+        nook_exec_opts_init(o);
+        o->argv = (const char *const *)argv;
+        o->shell = a->shell;
+        o->env = (const char *const *)a->env;
+        o->secret_env = (const char *const *)a->secret_env;
+        o->cwd = a->cwd;
+        o->user = a->user;
+        o->stdin_fd = a->interactive ? 0 : -1;
+        o->stdout_fd = 1;
+        o->stderr_fd = 2;
+        o->timeout_ms = a->timeout_ms;
+        o->detach = a->detach;
+        return 0;
+}
+
+static int exec_status(const nook_exec_result *res) {
+        if (strcmp(res->reason, "timeout") == 0) {
+                fprintf(stderr, "nook: the command timed out and was killed with its process tree\n");
+                return CLI_EXIT_TIMEOUT;
+        }
+        if (strcmp(res->reason, "oom") == 0)
+                fprintf(stderr,
+                        "nook: the command was killed by the OOM killer: the sandbox hit its memory limit\n");
+        return res->signal ? 128 + res->signal : res->exit_code;
+}
+
+/* Detached: started, nothing printed (as docker exec -d); its output goes to the sandbox's log.
+ * With stop_sandbox (run -d) the sandbox stops when the command ends. */
+static int run_detached(nook *n, const char *name, nook_exec_opts *o, bool stop_sandbox) {
+        nook_exec *e = NULL;
+        nook_error err = { 0 };
+        o->stdout_fd = o->stderr_fd = -1;
+        o->stop_sandbox_when_done = stop_sandbox;
+        if (nook_exec_start(n, name, o, &e, &err) < 0 || nook_exec_wait(e, NULL, &err) < 0) {
+                nook_exec_free(e);
+                cli_fail(&err);
+                return CLI_EXIT_EXEC_FAILED;
+        }
+        nook_exec_free(e);
+        return 0;
+}
+
 static int run_exec(nook *n, const char *name, exec_args *a, char **argv) {
         nook_exec_opts o;
-        nook_exec_result res;
+        nook_exec_result res = { 0 };
+        nook_exec *e = NULL;
         nook_error err = { 0 };
-        nook_exec_opts_init(&o);
-        o.argv = (const char *const *)argv;
-        o.shell = a->shell;
-        o.env = (const char *const *)a->env;
-        o.secret_env = (const char *const *)a->secret_env;
-        o.cwd = a->cwd;
-        o.user = a->user;
-        o.stdin_fd = a->interactive ? 0 : -1;
-        o.stdout_fd = 1;
-        o.stderr_fd = 2;
-        o.timeout_ms = a->timeout_ms;
-        o.detach = a->detach;
-        if (a->tty && !a->detach) {
+        exec_opts_fill(&o, a, argv);
+        if (a->detach)
+                return run_detached(n, name, &o, false);
+        if (forward_signals_install() < 0) {
+                fprintf(stderr, "nook: cannot set up signal forwarding: %s\n", strerror(errno));
+                return CLI_EXIT_EXEC_FAILED;
+        }
+        command_started = 1; /* from here on, every signal is the command's */
+        int r;
+        if (a->tty) {
                 struct winsize ws = { 0 };
-                nook_exec *e = NULL;
                 o.tty = true;
                 if (ioctl(1, TIOCGWINSZ, &ws) == 0) {
                         o.rows = ws.ws_row;
                         o.cols = ws.ws_col;
                 }
-                int r = nook_exec_start(n, name, &o, &e, &err);
+                r = nook_exec_start(n, name, &o, &e, &err);
                 if (r >= 0)
                         r = tty_relay(e, &res, &err);
-                nook_exec_free(e);
-                if (r < 0) {
-                        cli_fail(&err);
-                        return CLI_EXIT_EXEC_FAILED;
-                }
-                return res.signal ? 128 + res.signal : res.exit_code;
+        } else {
+                r = nook_exec_start(n, name, &o, &e, &err);
+                if (r >= 0)
+                        r = wait_forwarding(e, &res, &err);
         }
-        if (a->detach) {
-                nook_exec *e = NULL;
-                o.stdout_fd = o.stderr_fd = -1;
-                if (nook_exec_start(n, name, &o, &e, &err) < 0 || nook_exec_wait(e, NULL, &err) < 0) {
-                        nook_exec_free(e);
-                        cli_fail(&err);
-                        return CLI_EXIT_EXEC_FAILED;
-                }
-                printf("%d\n", nook_exec_pid(e));
-                nook_exec_free(e);
-                return 0;
-        }
-        if (nook_exec_run(n, name, &o, &res, &err) < 0) {
+        nook_exec_free(e);
+        if (r < 0) {
                 cli_fail(&err);
                 return CLI_EXIT_EXEC_FAILED;
         }
-        if (strcmp(res.reason, "timeout") == 0) {
-                fprintf(stderr, "nook: the command timed out and was killed with its process tree\n");
-                return CLI_EXIT_TIMEOUT;
-        }
-        if (strcmp(res.reason, "oom") == 0)
+        return exec_status(&res);
+}
+
+/* -t needs a terminal on stdin (as docker says); -t with -d has none to relay. */
+static int check_tty(const char *cmd, const exec_args *a) {
+        if (a->tty && a->detach)
+                return cli_usage_error(cmd,
+                        "--tty and --detach do not go together: a detached command's output goes to 'nook logs'");
+        if (a->tty && !isatty(0)) {
                 fprintf(stderr,
-                        "nook: the command was killed by the OOM killer: the sandbox hit its memory limit\n");
-        if (res.signal)
-                return 128 + res.signal;
-        return res.exit_code;
+                        "nook: the input device is not a TTY: -t needs a terminal on stdin; drop -t (use -i to pass a pipe)\n");
+                return CLI_EXIT_ERROR;
+        }
+        return 0;
 }
 
 int cmd_exec(int argc, char **argv) {
@@ -289,7 +419,9 @@ int cmd_exec(int argc, char **argv) {
                         printf("Usage: nook exec [OPTIONS] NAME [--] COMMAND [ARG...]\n"
                                "       nook exec [OPTIONS] NAME --sh 'SHELL STRING'\n\n"
                                "Run a command in a running sandbox. Exit status: the command's (128+N if\n"
-                               "killed by signal N), 124 on timeout, 125 if nook failed.\n\n" EXEC_OPTS_HELP);
+                               "killed by signal N), 124 on timeout, 125 if nook failed.  If this nook process dies\n"
+                               "(even by kill -9), the command is killed with its whole process tree (not with -d).\n\n" EXEC_DETACH_HELP
+                                        EXEC_OPTS_HELP);
                         exec_args_done(&a);
                         return 0;
                 }
@@ -320,6 +452,10 @@ int cmd_exec(int argc, char **argv) {
                 exec_args_done(&a);
                 return cli_usage_error("exec", "expected a COMMAND after the sandbox name (or --sh STRING)");
         }
+        if ((r = check_tty("exec", &a)) != 0) {
+                exec_args_done(&a);
+                return r;
+        }
         nook *n = NULL;
         nook_error err = { 0 };
         if (cli_open(&n, &err) < 0) {
@@ -333,47 +469,101 @@ int cmd_exec(int argc, char **argv) {
         return r;
 }
 
-int cmd_run(int argc, char **argv) {
+typedef struct run_args {
+        const char *name;
+        bool keep, rm;
+        char gen[32];
+} run_args;
+
+/* Parses run's options into spec, a and ra.  Returns 0, 1 after --help, or an exit status < 0
+ * negated. */
+static int run_parse(int argc, char **argv, json_t *spec, exec_args *a, run_args *ra) {
         static const struct option opts[] = { SPEC_OPTS_LONG, EXEC_OPTS_LONG_RUN,
                 { "name", required_argument, NULL, 3000 }, { "keep", no_argument, NULL, 3001 },
+                { "rm", no_argument, NULL, 3002 }, { "detach", no_argument, NULL, 'd' },
                 { "help", no_argument, NULL, 'h' }, {} };
-        json_t *spec = json_object();
-        exec_args a = { 0 };
-        const char *name = NULL;
-        bool keep = false;
         int c, r;
-        while ((c = getopt_long(argc, argv, "+he:l:m:p:v:w:u:ic:t", opts, NULL)) >= 0) {
+        while ((c = getopt_long(argc, argv, "+he:l:m:p:v:w:u:ic:td", opts, NULL)) >= 0) {
                 if (c == 'h') {
                         printf("Usage: nook run [OPTIONS] [--] [COMMAND [ARG...]]\n\n"
                                "Create a sandbox, run one command in it (default: the image's Entrypoint and Cmd),\n"
-                               "and remove it with its workspace.\n\n"
+                               "and remove it with its workspace, whatever way the command or nook ends (even\n"
+                               "when nook is killed: the sandbox lives as long as this process).\n\n"
                                "  --name NAME            name the sandbox (default: run-<random>)\n"
-                               "  --keep                 keep the sandbox (stopped) and its workspace\n" SPEC_OPTS_HELP
+                               "  --rm                   remove the sandbox afterwards (the default; as docker)\n"
+                               "  --keep                 keep the sandbox (stopped) and its workspace\n"
+                               "  -d, --detach           start the command detached, print the sandbox's name and\n"
+                               "                         return; the sandbox stops when the command ends and is\n"
+                               "                         kept (its output: 'nook logs NAME'; remove: 'nook rm NAME')\n" SPEC_OPTS_HELP
                                         EXEC_OPTS_HELP);
-                        json_decref(spec);
-                        return 0;
+                        return 1;
                 }
-                if (c == 3000) {
-                        name = optarg;
-                        continue;
-                }
-                if (c == 3001) {
-                        keep = true;
+                if (c == 3000 || c == 3001 || c == 3002) {
+                        ra->name = c == 3000 ? optarg : ra->name;
+                        ra->keep |= c == 3001;
+                        ra->rm |= c == 3002;
                         continue;
                 }
                 if (c == 'e' || c == 'u') /* the command's env and user: not stored in the spec */
-                        r = exec_opt_apply("run", &a, c, optarg);
+                        r = exec_opt_apply("run", a, c, optarg);
                 else {
                         r = spec_opt_apply("run", spec, c, optarg);
                         if (r == 0)
-                                r = exec_opt_apply("run", &a, c, optarg);
+                                r = exec_opt_apply("run", a, c, optarg);
                 }
-                if (r <= 0) {
-                        json_decref(spec);
-                        exec_args_done(&a);
-                        return r < 0 ? CLI_EXIT_USAGE : cli_usage_error("run", "unknown option");
-                }
+                if (r <= 0)
+                        return -(r < 0 ? CLI_EXIT_USAGE : cli_usage_error("run", "unknown option"));
         }
+        if (ra->rm && ra->keep)
+                return -cli_usage_error("run", "--rm and --keep contradict each other");
+        if (ra->rm && a->detach)
+                return -cli_usage_error("run",
+                        "--rm with --detach is not supported: a detached run keeps its stopped sandbox for 'nook logs'; remove it with 'nook rm NAME'");
+        if ((r = check_tty("run", a)) != 0)
+                return -r;
+        if (!ra->name) {
+                unsigned char rnd[6];
+                if (getrandom(rnd, sizeof(rnd), 0) != sizeof(rnd))
+                        memset(rnd, 0x5a, sizeof(rnd));
+                snprintf(ra->gen, sizeof(ra->gen), "run-%02x%02x%02x%02x%02x%02x", rnd[0], rnd[1], rnd[2],
+                        rnd[3], rnd[4], rnd[5]);
+                ra->name = ra->gen;
+        }
+        return 0;
+}
+
+/* The image's default command (Entrypoint + Cmd); *ret_dflt owns the strings.  NULL if none. */
+static char **default_command(nook *n, const char *image, json_t **ret_dflt) {
+        nook_error err = { 0 };
+        char *info = NULL;
+        json_t *arr = NULL;
+        if (nook_image_inspect(n, image, &info, &err) >= 0) {
+                *ret_dflt = json_loads(info, 0, NULL);
+                arr = json_object_get(*ret_dflt, "defaultCommand");
+        }
+        nook_free(info);
+        size_t k = json_array_size(arr);
+        char **cmd = k ? calloc(k + 1, sizeof(char *)) : NULL;
+        for (size_t i = 0; cmd && i < k; i++)
+                cmd[i] = (char *)json_string_value(json_array_get(arr, i));
+        if (cmd && !cmd[0]) {
+                free(cmd);
+                cmd = NULL;
+        }
+        return cmd;
+}
+
+int cmd_run(int argc, char **argv) {
+        json_t *spec = json_object();
+        exec_args a = { 0 };
+        run_args ra = { 0 };
+        int r = run_parse(argc, argv, spec, &a, &ra);
+        if (r != 0) {
+                json_decref(spec);
+                exec_args_done(&a);
+                return r > 0 ? 0 : -r;
+        }
+        const char *name = ra.name;
         if (optind < argc && strcmp(argv[optind], "--") == 0)
                 optind++;
         /* no COMMAND: the image's default (Entrypoint + Cmd), looked up after create */
@@ -382,21 +572,22 @@ int cmd_run(int argc, char **argv) {
         const char *img = json_string_value(json_object_get(spec, "image"));
         if (img)
                 snprintf(image, sizeof(image), "%s", img);
-        char gen[32];
-        if (!name) {
-                unsigned char rnd[6];
-                if (getrandom(rnd, sizeof(rnd), 0) != sizeof(rnd))
-                        memset(rnd, 0x5a, sizeof(rnd));
-                snprintf(gen, sizeof(gen), "run-%02x%02x%02x%02x%02x%02x", rnd[0], rnd[1], rnd[2], rnd[3],
-                        rnd[4], rnd[5]);
-                name = gen;
-        }
         spec_opts_finish(spec);
         char *text = json_dumps(spec, JSON_COMPACT);
         json_decref(spec);
         nook *n = NULL;
         nook_error err = { 0 };
-        if (cli_open(&n, &err) < 0 || nook_sandbox_create(n, name, text, 0, &err) < 0) {
+        /* Signals from here on are forwarded to the command; one that comes during create ends
+         * the run once the sandbox is there (and it is removed). */
+        if (!a.detach && forward_signals_install() < 0) {
+                free(text);
+                exec_args_done(&a);
+                fprintf(stderr, "nook: cannot set up signal forwarding: %s\n", strerror(errno));
+                return CLI_EXIT_EXEC_FAILED;
+        }
+        /* Tied: if this process dies, even by SIGKILL, the supervisor removes the sandbox. */
+        unsigned flags = a.detach ? 0 : NOOK_CREATE_TIED;
+        if (cli_open(&n, &err) < 0 || nook_sandbox_create(n, name, text, flags, &err) < 0) {
                 free(text);
                 nook_close(n);
                 exec_args_done(&a);
@@ -404,43 +595,89 @@ int cmd_run(int argc, char **argv) {
                 return CLI_EXIT_EXEC_FAILED;
         }
         free(text);
-        /* Ignore ^C here: it reaches the command (same terminal); we still clean up after it. */
-        signal(SIGINT, SIG_IGN);
-        signal(SIGTERM, SIG_IGN);
-        char **cmd = a.shell ? NULL : argv + optind;
         json_t *dflt = NULL;
-        if (use_default) {
-                char *info = NULL;
-                json_t *arr = NULL;
-                if (nook_image_inspect(n, image, &info, &err) >= 0) {
-                        dflt = json_loads(info, 0, NULL);
-                        arr = json_object_get(dflt, "defaultCommand");
-                }
-                nook_free(info);
-                size_t k = json_array_size(arr);
-                cmd = k ? calloc(k + 1, sizeof(char *)) : NULL;
-                for (size_t i = 0; cmd && i < k; i++)
-                        cmd[i] = (char *)json_string_value(json_array_get(arr, i));
-                if (!cmd || !cmd[0]) {
-                        (void)nook_sandbox_remove(n, name, &err);
-                        nook_close(n);
-                        exec_args_done(&a);
-                        free(cmd);
-                        json_decref(dflt);
-                        return cli_usage_error("run",
-                                "expected a COMMAND (or --sh STRING): image '%s' has no default command",
-                                image);
-                }
-        }
-        r = run_exec(n, name, &a, cmd);
+        char **cmd = use_default ? default_command(n, image, &dflt) : a.shell ? NULL : argv + optind;
+        if (use_default && !cmd) {
+                r = cli_usage_error("run",
+                        "expected a COMMAND (or --sh STRING): image '%s' has no default command", image);
+        } else if ((r = pending_signal()) != 0) {
+                fprintf(stderr, "nook: interrupted before the command started (signal %d)\n", r);
+                r = 128 + r;
+        } else if (a.detach) {
+                nook_exec_opts o;
+                exec_opts_fill(&o, &a, cmd);
+                r = run_detached(n, name, &o, true);
+                if (r == 0)
+                        printf("%s\n", name);
+        } else
+                r = run_exec(n, name, &a, cmd);
         if (use_default)
                 free(cmd);
         json_decref(dflt);
-        if (keep)
+        if (a.detach && r == 0)
+                ; /* it runs on; the sandbox stops when the command ends */
+        else if (ra.keep)
                 r = nook_sandbox_stop(n, name, 10000, &err) < 0 ? cli_fail(&err) : r;
         else if (nook_sandbox_remove(n, name, &err) < 0)
                 cli_fail(&err);
         nook_close(n);
         exec_args_done(&a);
         return r;
+}
+
+/* ---- logs ------------------------------------------------------------------------------------ */
+
+int cmd_logs(int argc, char **argv) {
+        static const struct option opts[] = { { "follow", no_argument, NULL, 'f' },
+                { "tail", required_argument, NULL, 'n' }, { "since", required_argument, NULL, 4000 },
+                { "timestamps", no_argument, NULL, 't' }, { "system", no_argument, NULL, 4001 },
+                { "help", no_argument, NULL, 'h' }, {} };
+        nook_logs_opts o = { 0 };
+        int c;
+        while ((c = getopt_long(argc, argv, "+hfn:t", opts, NULL)) >= 0) {
+                switch (c) {
+                case 'h':
+                        printf("Usage: nook logs [OPTIONS] NAME\n\n"
+                               "Prints what the sandbox's detached commands (exec -d, run -d) wrote: their stdout on\n"
+                               "stdout, their stderr on stderr.  Kept per sandbox, at most 2 x 1 MiB (the oldest\n"
+                               "lines go first), until 'nook rm'.  On a terminal, control characters are shown as\n"
+                               "\\xNN (the guest's bytes never drive your terminal); into a pipe or file, raw.\n\n"
+                               "  -f, --follow           keep printing new lines until the sandbox stops (or ^C)\n"
+                               "  -n, --tail N           only the last N lines ('all': every line)\n"
+                               "  --since WHEN           lines since a duration ago (10m, 1h30m), an RFC 3339 time\n"
+                               "                         (2026-01-02T15:04:05Z) or a Unix time (1767366245)\n"
+                               "  -t, --timestamps       prefix each line with its time (RFC 3339, UTC)\n"
+                               "  --system               the supervisor's own diagnostics instead (setup, lifecycle,\n"
+                               "                         network helper errors)\n");
+                        return 0;
+                case 'f':
+                        o.follow = true;
+                        break;
+                case 'n':
+                        o.tail = optarg;
+                        break;
+                case 4000:
+                        o.since = optarg;
+                        break;
+                case 't':
+                        o.timestamps = true;
+                        break;
+                case 4001:
+                        o.system = true;
+                        break;
+                default:
+                        return cli_usage_error("logs", "unknown option");
+                }
+        }
+        if (optind + 1 != argc)
+                return cli_usage_error(
+                        "logs", optind >= argc ? "expected a sandbox NAME" : "expected one sandbox NAME");
+        o.escape_terminals = true;
+        nook *n = NULL;
+        nook_error err = { 0 };
+        int r = cli_open(&n, &err);
+        if (r >= 0)
+                r = nook_sandbox_logs(n, argv[optind], &o, 1, 2, &err);
+        nook_close(n);
+        return r < 0 ? cli_fail(&err) : 0;
 }

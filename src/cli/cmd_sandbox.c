@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* create, start, stop, rm, ls, inspect, logs */
+/* create, start, stop, rm, ls, inspect (logs: cmd_exec.c) */
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -272,35 +272,6 @@ int cmd_inspect(int argc, char **argv) {
                 return status;
         print_json_string(text);
         nook_free(text);
-        return 0;
-}
-
-int cmd_logs(int argc, char **argv) {
-        int status = 0;
-        const char *name = single_name("logs", argc, argv,
-                "Usage: nook logs NAME\n\nPrints the sandbox supervisor's log (lifecycle events; never env values).\n",
-                &status);
-        if (!name)
-                return status;
-        nook *n = NULL;
-        nook_error err = { 0 };
-        if (cli_open(&n, &err) < 0 || nook_name_validate(name, &err) < 0) {
-                nook_close(n);
-                return cli_fail(&err);
-        }
-        char path[4096];
-        snprintf(path, sizeof(path), "%s/sandboxes/%s/supervisor.log", nook_home(n), name);
-        nook_close(n);
-        FILE *f = fopen(path, "re");
-        if (!f) {
-                fprintf(stderr, "nook: no log for sandbox '%s'\n", name);
-                return CLI_EXIT_ERROR;
-        }
-        char buf[4096];
-        size_t k;
-        while ((k = fread(buf, 1, sizeof(buf), f)) > 0)
-                fwrite(buf, 1, k, stdout);
-        fclose(f);
         return 0;
 }
 

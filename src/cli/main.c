@@ -22,7 +22,7 @@ static const cli_command commands[] = {
         { "ls", cmd_ls, "List sandboxes" },
         { "prune", cmd_prune, "Remove stopped sandboxes (sticky ones with --all)" },
         { "inspect", cmd_inspect, "Show a sandbox's details, including why it stopped" },
-        { "logs", cmd_logs, "Show a sandbox's supervisor log" },
+        { "logs", cmd_logs, "Show what a sandbox's detached commands printed" },
         { "stats", cmd_stats, "Show a running sandbox's cpu, memory and process use" },
         { "update", cmd_update, "Change a running sandbox's resource limits" },
         { "cp", cmd_cp, "Copy files between the host and a workspace (NAME:PATH)" },

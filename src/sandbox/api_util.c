@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "nook.h"
 #include "config.h"
@@ -81,6 +82,10 @@ nook *nook_close(nook *n) {
         if (!n)
                 return NULL;
         n->st = store_free(n->st);
+        /* A tied sandbox's supervisor sees its lifeline close and stops it. */
+        for (size_t i = 0; i < n->n_lifelines; i++)
+                (void)close(n->lifelines[i]);
+        free(n->lifelines);
         free(n->home);
         free(n);
         return NULL;

@@ -18,6 +18,8 @@ struct nook {
         gid_t img_gid;
         bool idmap; /* each sandbox has its own id range; workspace and volumes are idmapped */
         const char *idmap_why; /* when !idmap: why not (static) */
+        int *lifelines; /* write ends of the pipes tied sandboxes' supervisors watch (NOOK_CREATE_TIED) */
+        size_t n_lifelines;
 };
 
 /* The host uid of the sandbox's root: with idmapped mounts its own range's base (acquired from

@@ -79,9 +79,12 @@ static json_t *exec_request(const nook_exec_opts *o, nook_error *err) {
                 json_decref(env);
                 return NULL;
         }
-        return json_pack("{s:s, s:o, s:o, s:s?, s:s?, s:I, s:b, s:b, s:i, s:i}", "op", "exec", "argv", argv,
-                "env", env, "cwd", o->cwd, "user", o->user, "timeoutMs", (json_int_t)o->timeout_ms, "detach",
-                o->detach, "tty", o->tty, "rows", (int)o->rows, "cols", (int)o->cols);
+        /* A detached command with nowhere to write gets the sandbox's output log. */
+        bool log = o->detach && !o->tty && o->stdout_fd < 0 && o->stderr_fd < 0;
+        return json_pack("{s:s, s:o, s:o, s:s?, s:s?, s:I, s:b, s:b, s:i, s:i, s:b, s:b}", "op", "exec",
+                "argv", argv, "env", env, "cwd", o->cwd, "user", o->user, "timeoutMs",
+                (json_int_t)o->timeout_ms, "detach", o->detach, "tty", o->tty, "rows", (int)o->rows, "cols",
+                (int)o->cols, "log", log, "stopSandbox", o->detach && o->stop_sandbox_when_done);
 }
 
 int nook_exec_start(nook *n, const char *name, const nook_exec_opts *o, nook_exec **ret, nook_error *err) {
@@ -191,6 +194,10 @@ static int exec_wait_started(nook_exec *e, nook_error *err) {
                         return r;
         }
         return 0;
+}
+
+int nook_exec_wait_started(nook_exec *e, nook_error *err) {
+        return exec_wait_started(e, err);
 }
 
 int nook_exec_wait(nook_exec *e, nook_exec_result *ret, nook_error *err) {

@@ -99,7 +99,7 @@ static int read_ready(int fd, json_t **ret, nook_error *err) {
         if (!m || !json_is_object(m)) {
                 json_decref(m);
                 return nook_err_set(err, NOOK_E_INTERNAL,
-                        "The sandbox supervisor exited during setup; see its log with 'nook logs'");
+                        "The sandbox supervisor exited during setup; see its log with 'nook logs --system NAME'");
         }
         *ret = m;
         return 0;
@@ -107,7 +107,7 @@ static int read_ready(int fd, json_t **ret, nook_error *err) {
 
 /* Starts nook-supervisor by exec (posix_spawn: safe from a threaded caller such as Node) with a
  * clean environment, and waits for its ready line. */
-static int spawn_supervisor(const char *state_dir, pid_t *ret_pid, nook_error *err) {
+static int spawn_supervisor(const char *state_dir, int lifeline, pid_t *ret_pid, nook_error *err) {
         _cleanup_free_ char *bin = find_supervisor();
         int pfd[2];
         if (!bin)
@@ -119,6 +119,8 @@ static int spawn_supervisor(const char *state_dir, pid_t *ret_pid, nook_error *e
         posix_spawn_file_actions_init(&fa);
         posix_spawnattr_init(&attr);
         posix_spawn_file_actions_adddup2(&fa, pfd[1], 3);
+        if (lifeline >= 0)
+                posix_spawn_file_actions_adddup2(&fa, lifeline, 4);
         posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
         sigset_t none, all;
         sigemptyset(&none);
@@ -126,7 +128,7 @@ static int spawn_supervisor(const char *state_dir, pid_t *ret_pid, nook_error *e
         posix_spawnattr_setsigmask(&attr, &none);
         posix_spawnattr_setsigdefault(&attr, &all);
         char *argv[] = { bin, (char *)"--state", (char *)state_dir, (char *)"--ready-fd", (char *)"3",
-                NULL };
+                lifeline >= 0 ? (char *)"--lifeline-fd" : NULL, (char *)"4", NULL };
         const char *dbg = secure_getenv("NOOK_DEBUG");
         _cleanup_free_ char *dbg_env = strprintf("NOOK_DEBUG=%s", dbg ? dbg : "");
         char *envp[] = { (char *)"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
@@ -350,6 +352,18 @@ static int rec_fill(
 
 static int stop_locked(nook *n, sandbox_rec *rec, uint64_t timeout_ms, bool removing, nook_error *err);
 
+/* The handle keeps a tied sandbox's lifeline until nook_close (or the process's end). */
+static int lifeline_keep(nook *n, int fd, nook_error *err) {
+        int *l = reallocarray(n->lifelines, n->n_lifelines + 1, sizeof(int));
+        if (!l) {
+                safe_close(fd);
+                return nook_err_oom(err);
+        }
+        l[n->n_lifelines++] = fd;
+        n->lifelines = l;
+        return 0;
+}
+
 /* Creates (or re-creates over the same workspace) and starts; the caller holds the lock. */
 static int create_locked(nook *n, const char *name, const sb_spec *spec, unsigned flags, nook_error *err) {
         _cleanup_free_ char *spec_json = sb_spec_to_json(spec), *sdir = NULL, *wsdir = NULL;
@@ -400,13 +414,21 @@ static int create_locked(nook *n, const char *name, const sb_spec *spec, unsigne
         r = prepare_state(n, name, spec, keep_upper, sdir, wsdir, &rec.image_digest, err);
         pid_t pid = 0;
         bool spawned = r >= 0;
+        int life[2] = { -1, -1 };
+        if (r >= 0 && (flags & NOOK_CREATE_TIED) && pipe2(life, O_CLOEXEC) < 0)
+                r = nook_err_errno(err, NOOK_E_IO, "Cannot create the sandbox's lifeline pipe");
         if (r >= 0)
-                r = spawn_supervisor(sdir, &pid, err);
+                r = spawn_supervisor(sdir, life[0], &pid, err);
+        safe_close(life[0]);
+        if (r >= 0 && life[1] >= 0)
+                r = lifeline_keep(n, life[1], err);
+        else
+                safe_close(life[1]);
         if (r < 0) {
                 /* Nothing half-made stays: the state folder, a workspace we made, the record.  But
                  * when the supervisor failed without a reason of its own (it died, hung, or its
                  * init died: an internal error or a timeout), its log is where the error points
-                 * ('nook logs NAME'): it stays until the next create of the name or 'nook rm'. */
+                 * ('nook logs --system NAME'): it stays until the next create of the name or 'nook rm'. */
                 nook_error ignore;
                 bool keep_log = spawned && (r == -NOOK_E_INTERNAL || r == -NOOK_E_TIMEOUT);
                 sb_cgroup_remove(n, name); /* a supervisor killed in setup cleaned nothing */
@@ -614,6 +636,16 @@ int nook_sandbox_remove(nook *n, const char *name, nook_error *err) {
 
 /* ---- inspect / list ------------------------------------------------------------------------------ */
 
+/* A tied sandbox (NOOK_CREATE_TIED) whose creator died was stopped by its supervisor with the
+ * reason "client_gone": what is left of it (record, state, workspace) goes now.  Returns true if
+ * it was removed.  Called without the name's lock held. */
+static bool remove_if_orphaned(nook *n, const sandbox_rec *rec) {
+        if (!streq(rec->state, "stopped") || !rec->stop_reason || !streq(rec->stop_reason, "client_gone"))
+                return false;
+        nook_error ignore;
+        return nook_sandbox_remove(n, rec->name, &ignore) >= 0;
+}
+
 static json_t *rec_to_json(nook *n, const sandbox_rec *rec) {
         json_t *spec = json_loads(rec->spec_json ? rec->spec_json : "{}", 0, NULL);
         json_t *labels = json_object();
@@ -647,8 +679,10 @@ int nook_sandbox_inspect(nook *n, const char *name, char **ret_json, nook_error 
         if ((r = store_sandbox_get(st, name, &rec, err)) < 0)
                 return nook_err_set(err, NOOK_E_NOT_FOUND, "No sandbox '%s'", name);
         r = sb_reconcile_unlocked(n, &rec, err);
-        if (r >= 0 && streq(rec.state, "removed"))
-                r = nook_err_set(err, NOOK_E_NOT_FOUND, "No sandbox '%s'", name);
+        if (r >= 0 && (streq(rec.state, "removed") || remove_if_orphaned(n, &rec))) {
+                sandbox_rec_done(&rec);
+                return nook_err_set(err, NOOK_E_NOT_FOUND, "No sandbox '%s'", name);
+        }
         json_t *o = r >= 0 ? rec_to_json(n, &rec) : NULL;
         sandbox_rec_done(&rec);
         if (r < 0)
@@ -674,7 +708,7 @@ int nook_sandbox_list(nook *n, const char *const *label_filters, char **ret_json
         for (size_t i = 0; i < nrec && a; i++) {
                 nook_error ignore;
                 (void)sb_reconcile_unlocked(n, &recs[i], &ignore);
-                if (!streq(recs[i].state, "removed"))
+                if (!streq(recs[i].state, "removed") && !remove_if_orphaned(n, &recs[i]))
                         json_array_append_new(a, rec_to_json(n, &recs[i]));
         }
         sandbox_rec_array_free(recs, nrec);

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* nook-supervisor: started by libnook with exec (never a bare fork in a threaded caller),
- *   nook-supervisor --state DIR --ready-fd N
+ *   nook-supervisor --state DIR --ready-fd N [--lifeline-fd M]
  * in its own session (POSIX_SPAWN_SETSID).  It does not fork again to detach: it stays the
  * starting process's child, which reaps it once it is gone (libnook keeps a list), or is
  * re-parented when that process exits first (a CLI call).  The daemonizing fork cost ~2.5 ms
@@ -21,9 +21,17 @@
 #include "util/macro.h"
 #include "util/str.h"
 
+/* A descriptor number given on our command line; -1 if it is not one. */
+static int parse_fd(const char *s) {
+        char *end = NULL;
+        errno = 0;
+        long v = strtol(s, &end, 10);
+        return errno || end == s || *end || v < 0 || v > 65535 ? -1 : (int)v;
+}
+
 static int usage(void) {
         fprintf(stderr,
-                "usage: nook-supervisor --state DIR --ready-fd N\n"
+                "usage: nook-supervisor --state DIR --ready-fd N [--lifeline-fd M]\n"
                 "Started by nook; not meant to be run by hand.\n");
         return 2;
 }
@@ -47,24 +55,33 @@ static void redirect_stdio(const char *state_dir) {
 
 int main(int argc, char **argv) {
         const char *state_dir = NULL;
-        int ready_fd = -1;
+        int ready_fd = -1, lifeline_fd = -1;
         nook_error err = { 0 };
 
         for (int i = 1; i + 1 < argc; i += 2) {
                 if (streq(argv[i], "--state"))
                         state_dir = argv[i + 1];
                 else if (streq(argv[i], "--ready-fd"))
-                        ready_fd = atoi(argv[i + 1]);
-                else
+                        ready_fd = parse_fd(argv[i + 1]);
+                else if (streq(argv[i], "--lifeline-fd")) {
+                        lifeline_fd = parse_fd(argv[i + 1]);
+                        if (lifeline_fd < 0)
+                                return usage();
+                } else
                         return usage();
         }
         if (!state_dir || state_dir[0] != '/' || ready_fd < 3 || fcntl(ready_fd, F_GETFD) < 0)
                 return usage();
         (void)fd_set_cloexec(ready_fd, true);
+        if (lifeline_fd >= 0 &&
+                (lifeline_fd < 3 || lifeline_fd == ready_fd || fcntl(lifeline_fd, F_GETFD) < 0))
+                return usage();
+        if (lifeline_fd >= 0)
+                (void)fd_set_cloexec(lifeline_fd, true);
 
         redirect_stdio(state_dir);
-        int keep[] = { ready_fd };
-        (void)fd_close_all_except(3, keep, 1);
+        int keep[] = { ready_fd, lifeline_fd };
+        (void)fd_close_all_except(3, keep, lifeline_fd >= 0 ? 2 : 1);
         (void)prctl(PR_SET_NAME, "nook-supervisor");
 
         sup_config cfg = { 0 };
@@ -76,7 +93,7 @@ int main(int argc, char **argv) {
                         nook_errc_to_string(err.code ? err.code : NOOK_E_NOMEM));
                 return 1;
         }
-        int r = sup_run(&cfg, state_dir, ready_fd);
+        int r = sup_run(&cfg, state_dir, ready_fd, lifeline_fd);
         sup_config_done(&cfg);
         return r;
 }

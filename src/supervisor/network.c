@@ -199,7 +199,7 @@ int sup_net_start(sup_net *n, const sup_config *c, pid_t init_pid, const char *s
                 .have_ns = n->have_ns,
                 .userns_fd = n->have_ns ? n->userns_fd : -1,
                 .netns_fd = n->have_ns ? n->netns_fd : -1,
-                .slirp = { .exit_fd = -1 },
+                .slirp = { .exit_fd = -1, .err_fd = -1 },
                 .dns_fd = -1,
                 .upstream_fd = -1 };
         if (n->mode < 0)
@@ -350,11 +350,17 @@ size_t sup_net_pollfds(const sup_net *n, struct pollfd *pfd) {
                 pfd[k++] = (struct pollfd){ .fd = n->dns_fd, .events = POLLIN };
         if (n->upstream_fd >= 0)
                 pfd[k++] = (struct pollfd){ .fd = n->upstream_fd, .events = POLLIN };
+        if (n->slirp.err_fd >= 0)
+                pfd[k++] = (struct pollfd){ .fd = n->slirp.err_fd, .events = POLLIN };
         return k;
 }
 
 void sup_net_dispatch(sup_net *n, const struct pollfd *pfd, size_t n_pfd) {
         for (size_t i = 0; i < n_pfd; i++) {
+                if (pfd[i].fd == n->slirp.err_fd && pfd[i].fd >= 0 && pfd[i].revents) {
+                        slirp_drain_stderr(&n->slirp);
+                        continue;
+                }
                 if (!(pfd[i].revents & POLLIN))
                         continue;
                 if (pfd[i].fd == n->dns_fd)

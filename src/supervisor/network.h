@@ -22,7 +22,7 @@
 #include "supervisor/config.h"
 #include "supervisor/slirp.h"
 
-#define SUP_NET_MAX_FDS 2
+#define SUP_NET_MAX_FDS 3
 #define SUP_NET_PENDING 64
 
 typedef struct dns_pending {

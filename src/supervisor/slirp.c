@@ -17,6 +17,7 @@
 #include "supervisor/slirp.h"
 #include "util/error.h"
 #include "util/fd.h"
+#include "util/log.h"
 #include "util/macro.h"
 #include "util/proc.h"
 #include "util/str.h"
@@ -38,19 +39,23 @@ static char *find_slirp(void) {
         return NULL;
 }
 
-/* In the forked child: fd 3 is --ready-fd, fd 4 is --exit-fd; everything else closed. */
+/* In the forked child: fd 3 is --ready-fd, fd 4 is --exit-fd; everything else closed.  stdout
+ * (its progress chatter) goes nowhere, stderr to err_w (slirp_drain_stderr). */
 _Noreturn static void exec_slirp(
-        const char *bin, pid_t target, const char *api_path, int ready_w, int exit_r) {
+        const char *bin, pid_t target, const char *api_path, int ready_w, int exit_r, int err_w) {
         char pid_s[32];
         sigset_t none;
         (void)prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (err_w >= 0 && err_w != 2 && dup2(err_w, 2) < 0)
+                _exit(127);
         if (fd_move_to(ready_w, 3) < 0 || fd_move_to(exit_r, 4) < 0)
                 _exit(127);
         int keep[] = { 3, 4 };
         (void)fd_close_all_except(3, keep, ELEMENTSOF(keep));
-        int nul = open("/dev/null", O_RDONLY);
+        int nul = open("/dev/null", O_RDWR);
         if (nul > 0) {
                 (void)dup2(nul, 0);
+                (void)dup2(nul, 1);
                 (void)close(nul);
         }
         /* The supervisor blocks these for its signalfd and ignores SIGPIPE: exec keeps both. */
@@ -84,8 +89,12 @@ int slirp_start(pid_t target, const char *api_path, slirp *ret, nook_error *err)
                 return nook_err_set(err, NOOK_E_INVALID,
                         "The state folder '%s' is too deep for slirp4netns's API socket; use a shorter NOOK_HOME",
                         api_path);
-        if (pipe2(ready, O_CLOEXEC) < 0 || pipe2(exitp, O_CLOEXEC) < 0)
+        _cleanup_close_pair_ int errp[2] = { -1, -1 };
+        if (pipe2(ready, O_CLOEXEC) < 0 || pipe2(exitp, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0) {
+                safe_close(exitp[0]);
+                safe_close(exitp[1]);
                 return nook_err_errno(err, NOOK_E_IO, "Cannot create pipes for slirp4netns");
+        }
         (void)unlink(api_path);
         pid_t pid = fork();
         if (pid < 0) {
@@ -94,20 +103,26 @@ int slirp_start(pid_t target, const char *api_path, slirp *ret, nook_error *err)
                 return nook_err_errno(err, NOOK_E_IO, "Cannot start slirp4netns");
         }
         if (pid == 0)
-                exec_slirp(bin, target, api_path, ready[1], exitp[0]);
+                exec_slirp(bin, target, api_path, ready[1], exitp[0], errp[1]);
         ready[1] = safe_close(ready[1]);
+        errp[1] = safe_close(errp[1]);
         safe_close(exitp[0]);
-        *ret = (slirp){ .pid = pid, .exit_fd = exitp[1], .api_path = strdup(api_path) };
+        (void)fcntl(errp[0], F_SETFL, O_NONBLOCK);
+        *ret = (slirp){
+                .pid = pid, .exit_fd = exitp[1], .err_fd = TAKE_FD(errp[0]), .api_path = strdup(api_path)
+        };
         struct pollfd p = { .fd = ready[0], .events = POLLIN };
         int r = poll(&p, 1, SLIRP_READY_MS);
         if (r <= 0 || read(ready[0], &c, 1) != 1 || !ret->api_path) {
-                slirp_stop(ret);
+                char why[sizeof(ret->last_error)];
+                slirp_stop(ret); /* its errors reach our log and last_error first */
+                (void)snprintf(why, sizeof(why), "%s", ret->last_error);
                 if (r == 0)
                         return nook_err_set(err, NOOK_E_TIMEOUT,
                                 "slirp4netns did not configure the network within %d s",
                                 SLIRP_READY_MS / 1000);
-                return nook_err_set(
-                        err, NOOK_E_IO, "slirp4netns failed to configure the network; see 'nook logs'");
+                return nook_err_set(err, NOOK_E_IO, "slirp4netns failed to configure the network%s%s",
+                        why[0] ? ": " : "", why);
         }
         return 0;
 }
@@ -162,6 +177,40 @@ int slirp_add_hostfwd(const slirp *s, const net_port *p, nook_error *err) {
         return r;
 }
 
+/* What slirp4netns 1.x says on stderr that is not an error: progress, its settings, API
+ * requests, and its warnings ("WARNING: Support for seccomp is experimental"). */
+static bool stderr_noise(const char *line) {
+        static const char *const noise[] = { "WARNING:", "sent tapfd=", "received tapfd=", "apifd event",
+                "api_handler:", "Starting slirp", "* ", "slirp4netns " };
+        if (line[0] == 0)
+                return true;
+        for (size_t i = 0; i < ELEMENTSOF(noise); i++)
+                if (strncmp(line, noise[i], strlen(noise[i])) == 0)
+                        return true;
+        return false;
+}
+
+void slirp_drain_stderr(slirp *s) {
+        char buf[4096];
+        ssize_t k;
+        while (s->err_fd >= 0 && (k = read(s->err_fd, buf, sizeof(buf) - 1)) != 0) {
+                if (k < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        if (errno != EAGAIN)
+                                s->err_fd = safe_close(s->err_fd);
+                        return;
+                }
+                buf[k] = 0;
+                for (char *save = NULL, *l = strtok_r(buf, "\n", &save); l; l = strtok_r(NULL, "\n", &save))
+                        if (!stderr_noise(l)) {
+                                log_debug("slirp4netns: %s", l);
+                                (void)snprintf(s->last_error, sizeof(s->last_error), "%s", l);
+                        }
+        }
+        s->err_fd = safe_close(s->err_fd); /* it exited */
+}
+
 void slirp_stop(slirp *s) {
         if (s->pid > 0) {
                 s->exit_fd = safe_close(s->exit_fd);
@@ -180,8 +229,16 @@ void slirp_stop(slirp *s) {
                 }
         }
         s->exit_fd = safe_close(s->exit_fd);
+        if (s->err_fd >= 0) {
+                (void)fcntl(s->err_fd, F_SETFL, O_NONBLOCK);
+                slirp_drain_stderr(s);
+                s->err_fd = safe_close(s->err_fd);
+        }
         if (s->api_path)
                 (void)unlink(s->api_path);
         free(s->api_path);
-        *s = (slirp){ .exit_fd = -1 };
+        char last[sizeof(s->last_error)];
+        memcpy(last, s->last_error, sizeof(last));
+        *s = (slirp){ .exit_fd = -1, .err_fd = -1 };
+        memcpy(s->last_error, last, sizeof(last));
 }

@@ -24,6 +24,7 @@
 #include "supervisor/exitfile.h"
 #include "supervisor/init.h"
 #include "supervisor/network.h"
+#include "supervisor/outlog.h"
 #include "supervisor/proto.h"
 #include "supervisor/sup.h"
 #include "util/error.h"
@@ -37,6 +38,7 @@
 #define MAX_CLIENTS 512
 #define SETUP_TIMEOUT_MS 30000
 #define RETIRE_GRACE_MS 5000
+#define CLIENT_GONE_GRACE_MS 1000 /* a tied sandbox whose creator died: SIGTERM, then SIGKILL */
 #define DEFAULT_PATH "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 typedef struct client {
@@ -66,6 +68,9 @@ typedef struct sup {
         sup_net net; /* slirp4netns, firewall, policy resolver (network on) */
         iso_cgroup *cg; /* NULL: no cgroup (rootless without delegation and no limits) */
         iso_seccomp_prog seccomp; /* compiled (or read from the cache) before init is cloned */
+        int lifeline_fd; /* NOOK_CREATE_TIED: hangs up when the creating client is gone; else -1 */
+        uint64_t main_exec_id; /* run -d: the sandbox stops when this exec ends; 0 = none */
+        outlog out; /* detached commands' stdout/stderr (output.log) */
 } sup;
 
 static uint64_t oom_kills(sup *s) {
@@ -341,7 +346,24 @@ static void handle_exec(sup *s, client *c, json_t *req, int *fds, size_t n_fds) 
                 client_send(c, proto_error_msg(&err));
                 return;
         }
-        int r = proto_send(s->init_sock, m, fds, tty ? 0 : 3);
+        /* A detached command with nowhere to write: its stdout and stderr go to output.log. */
+        int send_fds[3] = { tty ? -1 : fds[0], tty ? -1 : fds[1], tty ? -1 : fds[2] };
+        int log_out = -1, log_err = -1;
+        bool detach = json_is_true(json_object_get(req, "detach"));
+        if (!tty && detach && json_is_true(json_object_get(req, "log"))) {
+                int r = outlog_open_pipes(&s->out, &log_out, &log_err);
+                if (r < 0) {
+                        json_decref(m);
+                        client_error(c, NOOK_E_BUSY,
+                                "Too many detached commands write to the sandbox's log at once; wait for some to end");
+                        return;
+                }
+                send_fds[1] = log_out;
+                send_fds[2] = log_err;
+        }
+        int r = proto_send(s->init_sock, m, send_fds, tty ? 0 : 3);
+        safe_close(log_out);
+        safe_close(log_err);
         json_decref(m);
         if (r < 0) {
                 client_error(c, NOOK_E_IO, "Cannot pass the command to the sandbox init");
@@ -351,7 +373,9 @@ static void handle_exec(sup *s, client *c, json_t *req, int *fds, size_t n_fds) 
         c->exec_id = id;
         c->exec_running = true;
         c->oom_kills_at_start = oom_kills(s);
-        c->detach = json_is_true(json_object_get(req, "detach"));
+        c->detach = detach;
+        if (detach && json_is_true(json_object_get(req, "stopSandbox")))
+                s->main_exec_id = id;
         c->deadline = t > 0 ? now_ms() + (uint64_t)t : 0;
         s->last_activity_ms = now_ms();
 }
@@ -462,6 +486,8 @@ static void handle_init(sup *s) {
                 } else if (s->detached_running > 0)
                         s->detached_running--;
                 s->last_activity_ms = now_ms();
+                if (s->main_exec_id && (uint64_t)id == s->main_exec_id)
+                        begin_stop(s, "command_exited", RETIRE_GRACE_MS);
         }
         proto_close_fds(fds, n_fds);
         json_decref(msg);
@@ -529,7 +555,7 @@ static int reap(sup *s) {
 
 static int sup_loop(sup *s) {
         for (;;) {
-                struct pollfd pfd[3 + MAX_CLIENTS + SUP_NET_MAX_FDS];
+                struct pollfd pfd[3 + MAX_CLIENTS + SUP_NET_MAX_FDS + 1 + OUTLOG_MAX_STREAMS];
                 size_t n = 0;
                 pfd[n++] = (struct pollfd){ .fd = s->sig_fd, .events = POLLIN };
                 pfd[n++] = (struct pollfd){ .fd = s->init_sock, .events = POLLIN };
@@ -537,11 +563,14 @@ static int sup_loop(sup *s) {
                 for (size_t i = 0; i < s->n_clients; i++)
                         pfd[n++] = (struct pollfd){ .fd = s->clients[i].fd, .events = POLLIN };
                 size_t n_net = sup_net_pollfds(&s->net, pfd + n); /* after the clients, not in n */
+                size_t i_life = n + n_net; /* then the lifeline and the output log's pipes */
+                pfd[i_life] = (struct pollfd){ .fd = s->lifeline_fd, .events = POLLIN };
+                size_t n_out = outlog_pollfds(&s->out, pfd + i_life + 1);
                 uint64_t d = next_deadline(s), now = now_ms();
                 int timeout = d == UINT64_MAX ? -1
                         : d <= now            ? 0
                                               : (int)((d - now) > 60000 ? 60000 : (d - now));
-                if (poll(pfd, n + n_net, timeout) < 0 && errno != EINTR)
+                if (poll(pfd, i_life + 1 + n_out, timeout) < 0 && errno != EINTR)
                         return 1;
                 if (pfd[0].revents & POLLIN) {
                         struct signalfd_siginfo si;
@@ -561,6 +590,12 @@ static int sup_loop(sup *s) {
                         if (pfd[3 + i].revents & (POLLIN | POLLHUP | POLLERR))
                                 handle_client(s, i, pfd[3 + i].revents);
                 sup_net_dispatch(&s->net, pfd + n, n_net);
+                outlog_dispatch(&s->out, pfd + i_life + 1, n_out);
+                if (s->lifeline_fd >= 0 && pfd[i_life].revents) {
+                        /* the client that created this tied sandbox is gone: so is the sandbox */
+                        s->lifeline_fd = safe_close(s->lifeline_fd);
+                        begin_stop(s, "client_gone", CLIENT_GONE_GRACE_MS);
+                }
                 check_deadlines(s);
         }
 }
@@ -575,6 +610,7 @@ static void finish(sup *s, int init_status) {
                 s->cg = iso_cgroup_free(s->cg);
         }
         sup_net_stop(&s->net);
+        outlog_done(&s->out);
         log_debug("sandbox stopped: %s (init status %d)", rec.reason, init_status);
         _cleanup_free_ char *sock = strprintf("%s/ctl.sock", s->state_dir);
         if (sock)
@@ -598,9 +634,15 @@ static void finish(sup *s, int init_status) {
         }
 }
 
-int sup_run(const sup_config *c, const char *state_dir, int ready_fd) {
+int sup_run(const sup_config *c, const char *state_dir, int ready_fd, int lifeline_fd) {
         nook_error err = { 0 };
-        sup s = { .cfg = c, .state_dir = state_dir, .init_sock = -1, .listen_fd = -1, .sig_fd = -1 };
+        sup s = { .cfg = c,
+                .state_dir = state_dir,
+                .init_sock = -1,
+                .listen_fd = -1,
+                .sig_fd = -1,
+                .lifeline_fd = lifeline_fd };
+        outlog_init(&s.out, state_dir);
         sigset_t mask;
         int r;
 
@@ -640,6 +682,8 @@ int sup_run(const sup_config *c, const char *state_dir, int ready_fd) {
                                 (void)unlink(sock);
                 }
                 iso_seccomp_prog_done(&s.seccomp);
+                outlog_done(&s.out);
+                safe_close(s.lifeline_fd);
                 notify_ready(ready_fd, &err, 0);
                 return 1;
         }
@@ -650,5 +694,6 @@ int sup_run(const sup_config *c, const char *state_dir, int ready_fd) {
         iso_seccomp_prog_done(&s.seccomp); /* init has its copy */
         int st = sup_loop(&s);
         finish(&s, st);
+        safe_close(s.lifeline_fd);
         return 0;
 }

@@ -106,8 +106,8 @@ chmod 0755 "$fake"
 NOOK_SUPERVISOR=$fake run_nook create dies
 isnt "$status" 0 "a create whose supervisor dies in setup fails"
 like "$err" "nook logs" "its error points to 'nook logs'"
-run_nook logs dies
-like "$out" "setup failed on purpose" "and 'nook logs' shows that log"
+run_nook logs --system dies
+like "$out" "setup failed on purpose" "and 'nook logs --system' shows that log"
 is "$(ls -A "$NOOK_HOME/sandboxes/dies")" "supervisor.log" "only the log stays of its state folder"
 run_nook rm dies
 is "$status/$(ls -A "$NOOK_HOME/sandboxes")" "0/" "rm removes the kept log"

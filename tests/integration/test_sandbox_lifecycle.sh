@@ -100,8 +100,8 @@ run_nook create life
 is "$status" 0 "create of a stopped name works"
 run_nook exec life -- cat /workspace/keep.txt
 is "$out" "keep" "create of a stopped name reuses the workspace"
-run_nook logs life
-like "$out" "running" "nook logs shows the supervisor log"
+run_nook logs --system life
+like "$out" "running" "nook logs --system shows the supervisor log"
 
 # ---- rm ------------------------------------------------------------------------------------
 run_nook rm life

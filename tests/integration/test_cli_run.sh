@@ -1,0 +1,151 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# run and exec as docker users expect them (docs/cli.md, "run, exec, logs"): SIGINT, SIGTERM and
+# SIGHUP forwarded to the command (128+N), a second ^C kills it, run's sandbox removed on every
+# way out, even kill -9 of the client (record, state, cgroup, supervisor); an attached exec's
+# command dies with its client; run --rm/--keep/-d; exec -t without a terminal; exec -d quiet.
+. "$(dirname "$0")/lib.sh"
+
+require_bin "$NOOK" "$NOOK_SUPERVISOR"
+command -v jq >/dev/null || plan skip_all "jq is needed to read nook's JSON"
+plan 53
+
+field() { "$NOOK" inspect "$1" 2>/dev/null | jq -r "$2 // empty" 2>/dev/null; }
+names() { "$NOOK" ls --json 2>/dev/null | jq -r '.[].name' 2>/dev/null | sort | tr '\n' ' '; }
+ms_now() { date +%s%3N; }
+# supervisors: supervisor processes of this NOOK_HOME (any sandbox), or of one sandbox
+supervisors() { pgrep -f -- "--state $NOOK_HOME/sandboxes/${1:-}" | tr '\n' ' '; }
+cgroups_of() { find /sys/fs/cgroup -mindepth 1 -maxdepth 6 -type d -name "nook-$1-*" 2>/dev/null; }
+# wait_for SECONDS CMD...: poll until CMD succeeds
+wait_for() {
+        local i n=$(($1 * 10))
+        shift
+        for ((i = 0; i < n; i++)); do
+                "$@" && return 0
+                sleep 0.1
+        done
+        return 1
+}
+no_sup() { [[ -z "$(supervisors "$1")" ]]; }
+running() { pgrep -f "$1" >/dev/null; }
+state_is() { [[ "$(field "$1" .state)" == "$2" ]]; }
+no_sandboxes() { [[ -z "$(names)" && -z "$(ls -A "$NOOK_HOME/sandboxes" 2>/dev/null)" ]]; }
+
+# ---- signals forwarded by run: 128+N, within a second, nothing left --------------------------
+for sig in INT TERM HUP; do
+        case $sig in INT) n=2 ;; TERM) n=15 ;; HUP) n=1 ;; esac
+        t0=$(ms_now)
+        timeout --preserve-status -s "$sig" 2 "$NOOK" run -- sleep 30 >/dev/null 2>"$NOOK_HOME.err"
+        rc=$? t=$(($(ms_now) - t0))
+        is "$rc" "$((128 + n))" "run: SIG$sig is forwarded to the command, exit status 128+$n"
+        if ((t < 3500)); then ok "run ends within 1.5 s of SIG$sig (${t} ms in all)"; else not_ok "run ends within 1.5 s of SIG$sig" "${t} ms"; fi
+        check "after SIG$sig, run left no sandbox (ls, state folder)" no_sandboxes
+done
+# the issue's own words: `timeout -s INT 3 nook run -- sleep 30` returns within 4 s
+t0=$(ms_now)
+timeout -s INT 3 "$NOOK" run -- sleep 30 >/dev/null 2>&1
+t=$(($(ms_now) - t0))
+if ((t < 4000)); then ok "timeout -s INT 3 nook run -- sleep 30 returns within 4 s (${t} ms)"; else not_ok "timeout -s INT 3 nook run -- sleep 30 returns within 4 s" "${t} ms"; fi
+check "and leaves no sandbox" no_sandboxes
+is "$(supervisors)" "" "and no supervisor"
+
+# a command that ignores SIGINT: the second ^C within a second kills it (SIGKILL of its tree)
+"$NOOK" run --sh 'trap "" INT; sleep 30' >/dev/null 2>"$NOOK_HOME.err2" &
+client=$!
+sleep 1.5
+kill -INT "$client"
+sleep 0.3
+alive_after_one=$(kill -0 "$client" 2>/dev/null && echo yes)
+is "$alive_after_one" "yes" "one SIGINT to a command that ignores it: still running"
+kill -INT "$client"
+t0=$(ms_now)
+wait "$client"
+rc=$? t=$(($(ms_now) - t0))
+is "$rc" 137 "a second SIGINT within a second kills it: 128+9"
+if ((t < 2000)); then ok "and run returns at once (${t} ms)"; else not_ok "and run returns at once" "${t} ms"; fi
+like "$(cat "$NOOK_HOME.err2")" "second interrupt" "it says why the command was killed"
+check "that run left no sandbox either" no_sandboxes
+rm -f "$NOOK_HOME.err" "$NOOK_HOME.err2"
+
+# ---- kill -9 of the run client: the supervisor removes the sandbox ---------------------------
+"$NOOK" run --name k9 -- sleep 301 >/dev/null 2>&1 &
+client=$!
+wait_for 10 test -S "$NOOK_HOME/sandboxes/k9/ctl.sock"
+sup=$(supervisors k9)
+check "run --name k9 is running" test -n "$sup"
+kill -9 "$client"
+wait "$client" 2>/dev/null
+check "after kill -9 of the client: the supervisor exits (within 10 s)" wait_for 10 no_sup k9
+check "no command left running" test -z "$(pgrep -f '^sleep 301$')"
+is "$(cgroups_of k9)" "" "no cgroup left"
+check "nook ls no longer shows it (within 10 s)" wait_for 10 no_sandboxes
+check "its state folder and workspace are gone" test ! -e "$NOOK_HOME/sandboxes/k9" -a ! -e "$NOOK_HOME/workspaces/k9"
+expect_fail 1 "inspect of the removed run sandbox" inspect k9
+pkill -9 -f '^sleep 301$' 2>/dev/null
+[[ -n "$sup" ]] && kill -9 $sup 2>/dev/null
+
+# ---- exec: forwarded signals, and a killed client ----------------------------------------------
+run_nook create ex
+is "$status" 0 "create ex"
+timeout --preserve-status -s TERM 1 "$NOOK" exec ex -- sleep 30
+is "$?" 143 "exec: SIGTERM is forwarded to the command (128+15)"
+timeout --preserve-status -s INT 1 "$NOOK" exec ex -- sleep 30
+is "$?" 130 "exec: SIGINT is forwarded to the command (128+2, as docker's 130)"
+"$NOOK" exec ex -- sleep 302 >/dev/null 2>&1 &
+client=$!
+wait_for 10 running '^sleep 302$'
+kill -9 "$client"
+wait "$client" 2>/dev/null
+check "kill -9 of an attached exec's client kills its command" wait_for 5 eval "! running '^sleep 302$'"
+is "$(field ex .state)" "running" "the sandbox itself stays (it was created, not run)"
+
+# ---- exec -d: nothing printed, keeps running, output to logs --------------------------------
+run_nook exec -d ex -- sh -c 'sleep 1; echo detached-output'
+is "$status:$out" "0:" "exec -d exits 0 and prints nothing (as docker exec -d)"
+check "the detached command's output reaches nook logs" wait_for 5 sh -c "'$NOOK' logs ex | grep -qx detached-output"
+"$NOOK" exec -d ex -- sleep 303 >/dev/null 2>&1
+check "a detached command outlives its client" wait_for 5 running '^sleep 303$'
+"$NOOK" exec ex -- pkill -f '^sleep 303$' >/dev/null 2>&1
+
+# ---- exec -t / -it without a terminal --------------------------------------------------------
+expect_fail 1 "exec -t with stdin not a terminal" exec -t ex -- true
+like "$err" "the input device is not a TTY" "it says so, as docker does"
+expect_fail 1 "exec -it with stdin not a terminal" exec -it ex -- true
+expect_fail 2 "exec -d -t" exec -d -t ex -- true
+if command -v script >/dev/null; then
+        o=$(script -qec "'$NOOK' exec -t ex -- sh -c 'test -t 0 && echo has-a-tty'" /dev/null </dev/null 2>&1)
+        like "$o" "has-a-tty" "exec -t on a real terminal gives the command one"
+        # ^C typed on the terminal: a byte in raw mode, turned into SIGINT by the sandbox's pty
+        t0=$(ms_now)
+        o=$( (sleep 1.5; printf '\003') | script -qec "'$NOOK' exec -t ex -- sleep 30; echo rc=\$?" /dev/null 2>&1)
+        t=$(($(ms_now) - t0))
+        like "$o" "rc=130" "exec -t: ^C on the terminal interrupts the command (130)"
+        if ((t < 5000)); then ok "and at once (${t} ms)"; else not_ok "and at once" "${t} ms"; fi
+else
+        skip "script(1) is needed for a terminal"
+        skip "script(1) is needed for a terminal"
+        skip "script(1) is needed for a terminal"
+fi
+
+# ---- run --rm, --keep, -d --------------------------------------------------------------------
+run_nook run --rm --name rm1 -- echo hi
+is "$status:$out" "0:hi" "run --rm is accepted (the default)"
+check "run --rm removed its sandbox" test -z "$(field rm1 .name)" -a ! -e "$NOOK_HOME/sandboxes/rm1"
+run_nook run --keep --name keep1 -- echo kept
+is "$status:$out" "0:kept" "run --keep runs the command"
+is "$(field keep1 .state)" "stopped" "run --keep leaves the sandbox stopped"
+expect_fail 2 "--rm with --keep" run --rm --keep -- true
+expect_fail 2 "--rm with -d" run --rm -d -- true
+expect_fail 1 "run -t without a terminal" run -t -- true
+is "$(names)" "ex keep1 " "refused runs created nothing"
+run_nook rm keep1
+run_nook run -d --name det1 -- sh -c 'echo from-run-d; sleep 1'
+is "$status:$out" "0:det1" "run -d prints the sandbox's name and returns"
+is "$(field det1 .state)" "running" "the sandbox runs detached"
+check "run -d: the sandbox stops when its command ends" wait_for 10 state_is det1 stopped
+is "$("$NOOK" logs det1 2>&1)" "from-run-d" "its output is in nook logs after it stopped"
+run_nook rm det1
+is "$status" 0 "rm of the run -d sandbox"
+
+run_nook rm ex
+is "$(supervisors)" "" "no supervisor left at the end"

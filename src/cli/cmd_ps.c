@@ -295,6 +295,8 @@ static const char *cell_cpu(json_t *row, char *buf, size_t len) {
 }
 
 static const char *cell_mem(json_t *row, char *buf, size_t len) {
+        if (!json_object_get(row, "memoryBytes"))
+                return "-";
         double used = (double)json_integer_value(json_object_get(row, "memoryBytes")) / 1048576.0;
         json_t *lim = json_object_get(row, "memoryLimitBytes");
         if (json_is_integer(lim))
@@ -305,6 +307,8 @@ static const char *cell_mem(json_t *row, char *buf, size_t len) {
 }
 
 static const char *cell_mem_peak(json_t *row, char *buf, size_t len) {
+        if (!json_object_get(row, "memoryPeakBytes"))
+                return "-";
         snprintf(buf, len, "%.1fMiB", (double)json_integer_value(json_object_get(row, "memoryPeakBytes")) / 1048576.0);
         return buf;
 }
@@ -312,6 +316,8 @@ static const char *cell_mem_peak(json_t *row, char *buf, size_t len) {
 static const char *cell_pids(json_t *row, char *buf, size_t len) {
         json_t *lim = json_object_get(row, "pidsLimit");
         long long p = (long long)json_integer_value(json_object_get(row, "pids"));
+        if (!json_object_get(row, "pids"))
+                return "-";
         if (json_is_integer(lim))
                 snprintf(buf, len, "%lld / %lld", p, (long long)json_integer_value(lim));
         else
@@ -320,6 +326,8 @@ static const char *cell_pids(json_t *row, char *buf, size_t len) {
 }
 
 static const char *cell_oom(json_t *row, char *buf, size_t len) {
+        if (!json_object_get(row, "oomKills"))
+                return "-";
         snprintf(buf, len, "%lld", (long long)json_integer_value(json_object_get(row, "oomKills")));
         return buf;
 }
@@ -367,6 +375,10 @@ static int sample(nook *n, const char **names, size_t n_names, json_t **ret, int
                 if (nook_sandbox_stats(n, name, &text, &err) < 0) {
                         if (!list)
                                 *status = cli_fail(&err);
+                        else
+                                /* listed as running, but its numbers are out of reach (rootless
+                                 * without a delegated cgroup has none): "-" rather than hidden */
+                                (void)json_array_append_new(rows, json_pack("{s:s, s:f}", "name", name, "sampledAtNs", now_ns()));
                         continue;
                 }
                 json_t *o = json_loads(text, 0, NULL);
@@ -388,7 +400,8 @@ static void add_cpu_percent(json_t *cur, json_t *prev) {
         json_array_foreach (cur, i, o) {
                 const char *name = json_string_value(json_object_get(o, "name"));
                 json_array_foreach (prev, j, p) {
-                        if (!name || strcmp(name, json_string_value(json_object_get(p, "name")) ?: "") != 0)
+                        if (!name || strcmp(name, json_string_value(json_object_get(p, "name")) ?: "") != 0 ||
+                                !json_object_get(o, "cpuUsageNs") || !json_object_get(p, "cpuUsageNs"))
                                 continue;
                         double dcpu = (double)(json_integer_value(json_object_get(o, "cpuUsageNs")) -
                                 json_integer_value(json_object_get(p, "cpuUsageNs")));

@@ -135,10 +135,14 @@ run_nook --json frobnicate
 is "$(jq -r '.error.code' <<<"$err")" "usage" "--json: an unknown command is JSON too"
 
 # ---- stats --------------------------------------------------------------------------------------------
-run_nook stats --no-stream
-if [[ $status != 0 && $err == *cgroup* ]]; then
-        for i in 1 2 3 4 5 6; do skip_expected "stats needs the sandbox's cgroup, which this stage has not: ${err:0:120}"; done
+run_nook stats --no-stream dk1
+if [[ $status != 0 && $err == *"no cgroup"* ]]; then
+        # rootless without a delegated cgroup: the numbers are out of reach, the sandboxes are not
+        run_nook stats --no-stream
+        like "$out" $'dk1 +- .*\ndk2 +-' "bare stats lists running sandboxes without a cgroup, with '-'"
+        for i in 1 2 3 4 5; do skip_expected "stats needs the sandbox's cgroup, which this stage has not: ${err:0:120}"; done
 else
+        run_nook stats --no-stream
         is "$status" 0 "stats --no-stream exits 0"
         like "$out" "^NAME +CPU %" "stats prints a table"
         if [[ $out == *dk1* && $out == *dk2* && $out != *dk3* ]]; then

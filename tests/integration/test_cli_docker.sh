@@ -10,7 +10,7 @@
 
 require_bin "$NOOK" "$NOOK_SUPERVISOR"
 command -v jq >/dev/null || plan skip_all "jq is needed to read nook's JSON"
-plan 102
+plan 104
 
 # ---- help, version, did you mean ---------------------------------------------------------------
 run_nook help
@@ -197,6 +197,21 @@ kill "$http_pid" 2>/dev/null
 wait "$http_pid" 2>/dev/null
 run_nook ls -q
 is "$out" "" "nothing was created by the refused creates"
+
+# ---- a home another user owns: permission, not "No sandbox" ---------------------------------------------------
+if [[ $(id -u) == 0 ]] && setpriv --reuid 65534 --regid 65534 --clear-groups true 2>/dev/null; then
+        H2=$(mktemp -d /var/tmp/nook-test-perm.XXXXXX)
+        chmod 755 "$H2"
+        NOOK_HOME=$H2 "$NOOK" create pw >/dev/null 2>&1
+        perm_err=$(setpriv --reuid 65534 --regid 65534 --clear-groups env NOOK_HOME="$H2" "$NOOK" exec pw -- true 2>&1)
+        like "$perm_err" "permission denied.*another user" "exec on a root-owned home says permission, not 'No sandbox'"
+        unlike "$perm_err" "No sandbox" "and does not claim the sandbox is missing"
+        NOOK_HOME=$H2 "$NOOK" rm pw >/dev/null 2>&1
+        rm -rf "$H2"
+else
+        skip_expected "needs real root (and uid 65534 mapped) to make a home another user cannot read"
+        skip_expected "needs real root (and uid 65534 mapped) to make a home another user cannot read"
+fi
 
 # ---- snapshot import of content already present (the README example) --------------------------------------
 run_nook create base --sticky

@@ -59,6 +59,8 @@ static int print_text(const cli_column *cols, size_t n_cols, json_t *rows) {
                 return 0;
         }
         (void)scols_table_set_column_separator(tb, "  ");
+        if (arg_no_trunc) /* full lines, as into a pipe: the terminal wraps them, not libsmartcols */
+                (void)scols_table_set_termforce(tb, SCOLS_TERMFORCE_NEVER);
         for (size_t c = 0; c < n_cols; c++) {
                 int fl = 0;
                 if ((cols[c].flags & CLI_COL_TRUNC) && !arg_no_trunc)

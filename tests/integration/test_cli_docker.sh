@@ -10,7 +10,7 @@
 
 require_bin "$NOOK" "$NOOK_SUPERVISOR"
 command -v jq >/dev/null || plan skip_all "jq is needed to read nook's JSON"
-plan 104
+plan 107
 
 # ---- help, version, did you mean ---------------------------------------------------------------
 run_nook help
@@ -170,6 +170,21 @@ expect_fail 1 "stats of an unknown sandbox" stats --no-stream nope-z
 # ---- rm -f, as docker -----------------------------------------------------------------------------------
 run_nook rm -f dk1 dk2 dk3
 is "$status" 0 "rm -f removes running and stopped sandboxes"
+
+# ---- columns fit the terminal; --no-trunc keeps them whole ------------------------------------------------
+R=$NOOK_HOME/a-very-long-directory-name-for-a-root-filesystem-image/rootfs
+mkdir -p "$R/bin" && cp "$(command -v busybox)" "$R/bin/busybox"
+run_nook create lt --image "$R"
+is "$status" 0 "create a sandbox whose image is a long rootfs path (${err:0:160})"
+narrow=$(script -qec "stty cols 60; $NOOK ls" /dev/null </dev/null | tr -d '\r')
+wide=$(script -qec "stty cols 60; $NOOK ls --no-trunc" /dev/null </dev/null | tr -d '\r')
+if [[ $narrow != *"$R"* && $(awk '{ if (length($0) > 60) n++ } END { print n + 0 }' <<<"$narrow") == 0 ]]; then
+        ok "on a 60-column terminal the table fits (the image column is cut)"
+else
+        not_ok "on a 60-column terminal the table fits (the image column is cut)" "$narrow"
+fi
+like "$wide" "lt +running +ephemeral +[0-9]+s ago +$R" "--no-trunc prints the whole image path on one line"
+"$NOOK" rm lt >/dev/null
 
 # ---- image ls ---------------------------------------------------------------------------------------------
 run_nook image ls

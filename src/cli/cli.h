@@ -27,7 +27,8 @@ extern const char *arg_home;
 /* Every command's getopt_long goes through this wrapper (the macro below): getopt's own
  * message is off, and what it refused is remembered with a "did you mean" from the command's
  * long options, so cli_usage_error(cmd, "unknown option") prints one line naming the option. */
-int cli_getopt_long(int argc, char *const *argv, const char *shortopts, const struct option *longopts, int *longind);
+int cli_getopt_long(
+        int argc, char *const *argv, const char *shortopts, const struct option *longopts, int *longind);
 #define getopt_long cli_getopt_long
 
 typedef struct cli_command {

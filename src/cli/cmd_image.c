@@ -281,14 +281,15 @@ static int print_list(json_t *a) {
         size_t i;
         if (!rows)
                 return cli_fail_oom();
-        json_array_foreach (a, i, img) {
+        json_array_foreach(a, i, img) {
                 json_t *names = json_object_get(img, "names");
                 size_t k, count = json_array_size(names);
                 for (k = 0; k < (count ? count : 1); k++) {
                         json_t *row = json_deep_copy(img);
                         if (!row)
                                 continue;
-                        (void)json_object_set(row, "name", count ? json_array_get(names, k) : json_string("<none>"));
+                        (void)json_object_set(
+                                row, "name", count ? json_array_get(names, k) : json_string("<none>"));
                         (void)json_array_append_new(rows, row);
                 }
         }
@@ -360,8 +361,7 @@ static int image_simple(const char *verb, int argc, char **argv) {
                         arg_json = true;
                 else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
                         printf("Usage: nook image %s%s\n", verb,
-                                strcmp(verb, "prune") == 0 ? ""
-                                                                                      : " REFERENCE...");
+                                strcmp(verb, "prune") == 0 ? "" : " REFERENCE...");
                         return 0;
                 } else if (argv[i][0] == '-')
                         return cli_usage_error("image", "unknown option '%s'", argv[i]);

@@ -68,7 +68,8 @@ static int apply_filter(const char *cmd, list_args *a, const char *f) {
                 else if (strcmp(v, "stopped") == 0 || strcmp(v, "exited") == 0)
                         a->status = "stopped"; /* docker's "exited" is nook's "stopped" */
                 else
-                        return cli_usage_error(cmd, "--filter status='%s': expected running, stopped or exited", v);
+                        return cli_usage_error(
+                                cmd, "--filter status='%s': expected running, stopped or exited", v);
                 a->all = true; /* as docker: a status filter looks at every sandbox */
                 return 0;
         }
@@ -76,7 +77,8 @@ static int apply_filter(const char *cmd, list_args *a, const char *f) {
                 a->name_part = f + 5;
                 return 0;
         }
-        return cli_usage_error(cmd, "--filter '%s': expected label=KEY[=VALUE], status=running|stopped or name=PART", f);
+        return cli_usage_error(
+                cmd, "--filter '%s': expected label=KEY[=VALUE], status=running|stopped or name=PART", f);
 }
 
 static int parse_list_args(const char *cmd, int argc, char **argv, list_args *a) {
@@ -100,9 +102,11 @@ static int parse_list_args(const char *cmd, int argc, char **argv, list_args *a)
                                "                         '{{json .Labels}}' (field names as in --json)\n"
                                "  --no-trunc             never cut a column to fit the terminal\n",
                                 cmd,
-                                strcmp(cmd, "ps") == 0 ? "List running sandboxes (as 'docker ps'); -a for all of them."
-                                                       : "List all sandboxes, running or stopped.",
-                                strcmp(cmd, "ps") == 0 ? "stopped sandboxes too" : "accepted (ls always lists all)");
+                                strcmp(cmd, "ps") == 0
+                                        ? "List running sandboxes (as 'docker ps'); -a for all of them."
+                                        : "List all sandboxes, running or stopped.",
+                                strcmp(cmd, "ps") == 0 ? "stopped sandboxes too"
+                                                       : "accepted (ls always lists all)");
                         return 1;
                 case 'l':
                         if (a->n_labels >= MAX_FILTERS)
@@ -309,7 +313,8 @@ static const char *cell_mem(json_t *row, char *buf, size_t len) {
 static const char *cell_mem_peak(json_t *row, char *buf, size_t len) {
         if (!json_object_get(row, "memoryPeakBytes"))
                 return "-";
-        snprintf(buf, len, "%.1fMiB", (double)json_integer_value(json_object_get(row, "memoryPeakBytes")) / 1048576.0);
+        snprintf(buf, len, "%.1fMiB",
+                (double)json_integer_value(json_object_get(row, "memoryPeakBytes")) / 1048576.0);
         return buf;
 }
 
@@ -369,8 +374,9 @@ static int sample(nook *n, const char **names, size_t n_names, json_t **ret, int
         for (size_t i = 0; i < count; i++) {
                 const char *name = list ? json_string_value(json_object_get(json_array_get(list, i), "name"))
                                         : names[i];
-                if (list && strcmp(json_string_value(json_object_get(json_array_get(list, i), "state")) ?: "",
-                                    "running") != 0)
+                if (list &&
+                        strcmp(json_string_value(json_object_get(json_array_get(list, i), "state")) ?: "",
+                                "running") != 0)
                         continue;
                 if (nook_sandbox_stats(n, name, &text, &err) < 0) {
                         if (!list)
@@ -378,7 +384,8 @@ static int sample(nook *n, const char **names, size_t n_names, json_t **ret, int
                         else
                                 /* listed as running, but its numbers are out of reach (rootless
                                  * without a delegated cgroup has none): "-" rather than hidden */
-                                (void)json_array_append_new(rows, json_pack("{s:s, s:f}", "name", name, "sampledAtNs", now_ns()));
+                                (void)json_array_append_new(rows,
+                                        json_pack("{s:s, s:f}", "name", name, "sampledAtNs", now_ns()));
                         continue;
                 }
                 json_t *o = json_loads(text, 0, NULL);
@@ -397,10 +404,11 @@ static int sample(nook *n, const char **names, size_t n_names, json_t **ret, int
 static void add_cpu_percent(json_t *cur, json_t *prev) {
         size_t i, j;
         json_t *o, *p;
-        json_array_foreach (cur, i, o) {
+        json_array_foreach(cur, i, o) {
                 const char *name = json_string_value(json_object_get(o, "name"));
-                json_array_foreach (prev, j, p) {
-                        if (!name || strcmp(name, json_string_value(json_object_get(p, "name")) ?: "") != 0 ||
+                json_array_foreach(prev, j, p) {
+                        if (!name ||
+                                strcmp(name, json_string_value(json_object_get(p, "name")) ?: "") != 0 ||
                                 !json_object_get(o, "cpuUsageNs") || !json_object_get(p, "cpuUsageNs"))
                                 continue;
                         double dcpu = (double)(json_integer_value(json_object_get(o, "cpuUsageNs")) -
@@ -416,8 +424,7 @@ static void add_cpu_percent(json_t *cur, json_t *prev) {
 static int stats_print(json_t *rows, bool single) {
         size_t i;
         json_t *o;
-        json_array_foreach (rows, i, o)
-                (void)json_object_del(o, "sampledAtNs");
+        json_array_foreach(rows, i, o)(void) json_object_del(o, "sampledAtNs");
         if (single && json_array_size(rows) == 1 && (arg_json || arg_format))
                 return cli_print_value(json_array_get(rows, 0));
         return cli_table_print(stats_columns, ELEMENTSOF(stats_columns), rows);

@@ -22,7 +22,7 @@
         "so only sandboxes created with --sticky can be snapshotted.\n\n"                                   \
         "Commands:\n"                                                                                       \
         "  create [--with-workspace] SANDBOX [NAME]   snapshot a stopped sticky sandbox\n"                  \
-        "  ls [-q] [--format T] [--no-trunc]          list snapshots ('{{.Name}} {{.Digest}}')\n"         \
+        "  ls [-q] [--format T] [--no-trunc]          list snapshots ('{{.Name}} {{.Digest}}')\n"           \
         "  inspect SNAP                               details as JSON (what it holds, who uses it)\n"       \
         "  rm SNAP...                                 remove (refused while a sandbox boots from it)\n"     \
         "  export [-q] SNAP FILE                      write one file (tar + zstd)\n"                        \
@@ -70,9 +70,9 @@ static int print_created(json_t *j) {
 static int print_imported(json_t *j) {
         if (!json_is_true(json_object_get(j, "alreadyPresent")))
                 return print_created(j);
-        printf("%s %s (already present: snapshot '%s' holds exactly this content; nothing imported)\n",
-                json_string_value(json_object_get(j, "name")), json_string_value(json_object_get(j, "digest")),
-                json_string_value(json_object_get(j, "name")));
+        printf("%s %s (already present: this snapshot holds exactly that content; nothing imported)\n",
+                json_string_value(json_object_get(j, "name")),
+                json_string_value(json_object_get(j, "digest")));
         return 0;
 }
 

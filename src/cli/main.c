@@ -158,7 +158,8 @@ static size_t edit_distance(const char *a, const char *b) {
                                 v = d[i][j - 1] + 1;
                         if (d[i - 1][j - 1] + cost < v)
                                 v = d[i - 1][j - 1] + cost;
-                        if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] && d[i - 2][j - 2] + 1 < v)
+                        if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] &&
+                                d[i - 2][j - 2] + 1 < v)
                                 v = d[i - 2][j - 2] + 1;
                         d[i][j] = v;
                 }
@@ -189,7 +190,8 @@ static void note_bad_option(char *const *argv, const char *shortopts, const stru
         if (optopt != 0) {
                 missing = optopt < 256 && strchr(shortopts, optopt) && optopt != ':';
                 for (const struct option *o = longopts; o && o->name; o++)
-                        if (o->val == optopt && o->has_arg == required_argument && strncmp(arg, "--", 2) == 0)
+                        if (o->val == optopt && o->has_arg == required_argument &&
+                                strncmp(arg, "--", 2) == 0)
                                 missing = true;
         }
         if (missing) {
@@ -209,13 +211,15 @@ static void note_bad_option(char *const *argv, const char *shortopts, const stru
                 names[n++] = o->name;
         const char *s = cli_did_you_mean(word, names, n);
         if (s)
-                snprintf(opt_problem, sizeof(opt_problem), "unknown option '--%.100s'; did you mean '--%s'?", word, s);
+                snprintf(opt_problem, sizeof(opt_problem), "unknown option '--%.100s'; did you mean '--%s'?",
+                        word, s);
         else
                 snprintf(opt_problem, sizeof(opt_problem), "unknown option '--%.100s'", word);
 }
 
 #undef getopt_long
-int cli_getopt_long(int argc, char *const *argv, const char *shortopts, const struct option *longopts, int *longind) {
+int cli_getopt_long(
+        int argc, char *const *argv, const char *shortopts, const struct option *longopts, int *longind) {
         opterr = 0; /* one message, ours (cli_usage_error), not getopt's and then ours */
         int c = getopt_long(argc, argv, shortopts, longopts, longind);
         if (c == '?' || c == ':')
@@ -252,7 +256,9 @@ static int unknown_command(const char *name) {
         }
         fputs("nook: ", stderr);
         cli_print_safe(stderr, msg);
-        fputs(s ? " Run 'nook --help' for the list of commands.\n" : ". Run 'nook --help' for the list of commands.\n", stderr);
+        fputs(s ? " Run 'nook --help' for the list of commands.\n"
+                : ". Run 'nook --help' for the list of commands.\n",
+                stderr);
         return CLI_EXIT_USAGE;
 }
 
@@ -273,8 +279,8 @@ int cmd_help(int argc, char **argv) {
 }
 
 int cmd_version(int argc, char **argv) {
-        static const struct option opts[] = { { "json", no_argument, NULL, 'j' }, { "format", required_argument, NULL, 'f' },
-                { "help", no_argument, NULL, 'h' }, {} };
+        static const struct option opts[] = { { "json", no_argument, NULL, 'j' },
+                { "format", required_argument, NULL, 'f' }, { "help", no_argument, NULL, 'h' }, {} };
         int c;
         while ((c = getopt_long(argc, argv, "+hjf:", opts, NULL)) >= 0) {
                 if (c == 'h') {

@@ -194,7 +194,8 @@ static int push_item(json_t *spec, const char *field, const char *sub, json_t *i
  * pull reaches a registry, as 'image pull --insecure-registry'), so it goes to libnook the way
  * its environment setting does, appended to NOOK_INSECURE_REGISTRIES (comma-separated). */
 static int add_insecure_registry(const char *cmd, const char *host) {
-        if (!*host || strlen(host) > 255 || host[strspn(host, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-:[]")]) {
+        if (!*host || strlen(host) > 255 ||
+                host[strspn(host, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-:[]")]) {
                 cli_usage_error(cmd, "--insecure-registry '%s': expected HOST or HOST:PORT", host);
                 return -1;
         }

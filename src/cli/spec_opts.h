@@ -69,8 +69,8 @@
         "  --setup-file PATH=FILE write FILE's content at guest PATH before the first exec\n"               \
         "  --snapshot SNAP        cold-boot from a snapshot (name or digest): its disk state over its\n"    \
         "                         image; restores its workspace into an empty one\n"                        \
-        "  --spec FILE            a JSON spec (- for stdin); the options above override it\n"                \
-        "  --insecure-registry HOST  pull --image from HOST[:PORT] over plain HTTP (repeatable; also\n"    \
+        "  --spec FILE            a JSON spec (- for stdin); the options above override it\n"               \
+        "  --insecure-registry HOST  pull --image from HOST[:PORT] over plain HTTP (repeatable; also\n"     \
         "                         NOOK_INSECURE_REGISTRIES=HOST,HOST)\n"
 
 /* Applies one parsed option to the spec; returns 1 if it was a spec option, 0 if not, <0 with

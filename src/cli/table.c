@@ -72,7 +72,7 @@ static int print_text(const cli_column *cols, size_t n_cols, json_t *rows) {
                         return cli_fail_oom();
                 }
         }
-        json_array_foreach (rows, i, row) {
+        json_array_foreach(rows, i, row) {
                 struct libscols_line *ln = scols_table_new_line(tb, NULL);
                 for (size_t c = 0; ln && c < n_cols; c++) {
                         char raw[512], esc[2048];
@@ -94,7 +94,7 @@ int cli_table_print(const cli_column *cols, size_t n_cols, json_t *rows) {
         if (arg_format) {
                 size_t i;
                 json_t *row;
-                json_array_foreach (rows, i, row) {
+                json_array_foreach(rows, i, row) {
                         int r = print_formatted(row);
                         if (r != 0)
                                 return r;
@@ -113,7 +113,7 @@ int cli_print_value(json_t *v) {
                 return print_formatted(v);
         size_t i;
         json_t *row;
-        json_array_foreach (v, i, row) {
+        json_array_foreach(v, i, row) {
                 int r = print_formatted(row);
                 if (r != 0)
                         return r;

@@ -83,9 +83,7 @@ static json_t *lookup(json_t *obj, const char *name, size_t len) {
         v = json_object_get(obj, key);
         if (v)
                 return v;
-        json_object_foreach (obj, k, v)
-                if (strlen(k) == len && strncasecmp(k, name, len) == 0)
-                        return v;
+        json_object_foreach(obj, k, v) if (strlen(k) == len && strncasecmp(k, name, len) == 0) return v;
         return NULL;
 }
 
@@ -102,8 +100,8 @@ static int eval_path(const char *a, size_t len, size_t off, json_t *row, json_t 
         json_t *cur = row;
         size_t i = 1, depth = 0;
         if (len == 0 || a[0] != '.')
-                return tmpl_error(err, "--format: expected a field such as .Name at offset %zu; " TEMPLATE_HINT,
-                        off);
+                return tmpl_error(
+                        err, "--format: expected a field such as .Name at offset %zu; " TEMPLATE_HINT, off);
         if (len == 1) {
                 *ret = row;
                 return 0;
@@ -111,8 +109,8 @@ static int eval_path(const char *a, size_t len, size_t off, json_t *row, json_t 
         while (i < len) {
                 size_t start = i;
                 if (!ident_start(a[i]))
-                        return tmpl_error(err, "--format: bad field name at offset %zu; " TEMPLATE_HINT,
-                                off + i);
+                        return tmpl_error(
+                                err, "--format: bad field name at offset %zu; " TEMPLATE_HINT, off + i);
                 while (i < len && ident_char(a[i]))
                         i++;
                 if (++depth > TEMPLATE_MAX_DEPTH)
@@ -154,8 +152,8 @@ static int render_action(FILE *f, const char *a, size_t len, size_t off, json_t 
                 size_t w = 0;
                 while (w < len && ident_char(a[w]) && w < 32)
                         w++;
-                return tmpl_error(err, "--format: unknown function '%.*s' at offset %zu; " TEMPLATE_HINT, (int)w,
-                        a, off);
+                return tmpl_error(err, "--format: unknown function '%.*s' at offset %zu; " TEMPLATE_HINT,
+                        (int)w, a, off);
         }
         int r = eval_path(a, len, off, row, &v, err);
         if (r < 0)
@@ -177,7 +175,8 @@ static int render_to(FILE *f, const char *tmpl, json_t *row, nook_error *err) {
                 if (tmpl[i] == '{' && tmpl[i + 1] == '{') {
                         const char *end = strstr(tmpl + i + 2, "}}");
                         if (!end)
-                                return tmpl_error(err, "--format: '{{' at offset %zu is never closed by '}}'", i);
+                                return tmpl_error(
+                                        err, "--format: '{{' at offset %zu is never closed by '}}'", i);
                         size_t alen = (size_t)(end - (tmpl + i + 2));
                         int r = render_action(f, tmpl + i + 2, alen, i + 2, row, err);
                         if (r < 0)

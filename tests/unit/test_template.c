@@ -11,10 +11,11 @@
 #include "cli/template.h"
 
 static json_t *row(void) {
-        json_t *r = json_loads("{\"name\":\"w1\",\"state\":\"running\",\"createdAt\":17,\"cpu\":1.5,"
-                               "\"sticky\":true,\"none\":null,\"spec\":{\"image\":\"host\",\"env\":[\"A=1\"]},"
-                               "\"labels\":{\"evil\":\"x\\ny\\u001b[31m\\u009b2J\",\"Team\":\"a\"}}",
-                0, NULL);
+        json_t *r =
+                json_loads("{\"name\":\"w1\",\"state\":\"running\",\"createdAt\":17,\"cpu\":1.5,"
+                           "\"sticky\":true,\"none\":null,\"spec\":{\"image\":\"host\",\"env\":[\"A=1\"]},"
+                           "\"labels\":{\"evil\":\"x\\ny\\u001b[31m\\u009b2J\",\"Team\":\"a\"}}",
+                        0, NULL);
         cr_assert_not_null(r);
         return r;
 }
@@ -88,10 +89,12 @@ Test(template, guest_strings_are_escaped) {
         char *out = render_ok("{{.Labels.evil}}");
         cr_expect_str_eq(out, "x\\x0ay\\x1b[31m\\u009b2J");
         for (const char *p = out; *p; p++)
-                cr_expect((unsigned char)*p >= 0x20 && (unsigned char)*p != 0x7f, "raw control byte 0x%02x", *p);
+                cr_expect((unsigned char)*p >= 0x20 && (unsigned char)*p != 0x7f, "raw control byte 0x%02x",
+                        *p);
         free(out);
         out = render_ok("{{json .Labels}}");
-        cr_expect(strchr(out, '\n') == NULL && strchr(out, 0x1b) == NULL, "json output '%s' is one safe line", out);
+        cr_expect(strchr(out, '\n') == NULL && strchr(out, 0x1b) == NULL,
+                "json output '%s' is one safe line", out);
         cr_expect(strcasestr(out, "\\u009b") != NULL, "C1 control escaped in JSON: %s", out);
         free(out);
 }

@@ -442,6 +442,16 @@ static int stats_stream(nook *n, const char **names, size_t n_names, json_t *pre
         struct sigaction sa = { .sa_handler = on_stop_signal };
         (void)sigaction(SIGINT, &sa, NULL);
         (void)sigaction(SIGTERM, &sa, NULL);
+        /* the first screen at once (CPU % needs a second sample: "-" until the next one) */
+        json_t *first = json_deep_copy(prev);
+        fputs("\033[H\033[2J", stdout);
+        int r0 = first ? stats_print(first, n_names == 1) : cli_fail_oom();
+        json_decref(first);
+        (void)fflush(stdout);
+        if (r0 != 0) {
+                json_decref(prev);
+                return r0;
+        }
         while (!stats_stop) {
                 json_t *cur = NULL;
                 (void)usleep(1000 * 1000);

@@ -431,5 +431,10 @@ int cmd_image(int argc, char **argv) {
                 return image_ls(argc - 1, argv + 1);
         if (strcmp(verb, "inspect") == 0 || strcmp(verb, "rm") == 0 || strcmp(verb, "prune") == 0)
                 return image_simple(verb, argc - 1, argv + 1);
+        static const char *const verbs[] = { "pull", "import", "export", "ls", "list", "inspect", "rm",
+                "prune" };
+        const char *near = cli_did_you_mean(verb, verbs, ELEMENTSOF(verbs));
+        if (near)
+                return cli_usage_error("image", "unknown command '%s'; did you mean '%s'?", verb, near);
         return cli_usage_error("image", "unknown command '%s'", verb);
 }

@@ -305,5 +305,12 @@ int cmd_snapshot(int argc, char **argv) {
                         optind = 0;
                         return subs[i].run(argc - 1, argv + 1);
                 }
+        const char *verbs[ELEMENTSOF(subs)];
+        for (size_t i = 0; i < ELEMENTSOF(subs); i++)
+                verbs[i] = subs[i].name;
+        const char *near = cli_did_you_mean(argv[1], verbs, ELEMENTSOF(subs));
+        if (near)
+                return cli_usage_error(
+                        "snapshot", "unknown command '%s'; did you mean '%s'?", argv[1], near);
         return cli_usage_error("snapshot", "unknown command '%s'", argv[1]);
 }

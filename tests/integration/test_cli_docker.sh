@@ -10,7 +10,7 @@
 
 require_bin "$NOOK" "$NOOK_SUPERVISOR"
 command -v jq >/dev/null || plan skip_all "jq is needed to read nook's JSON"
-plan 107
+plan 110
 
 # ---- help, version, did you mean ---------------------------------------------------------------
 run_nook help
@@ -100,6 +100,10 @@ run_nook ls --format '{{.Name}} {{.State}} {{.Spec.Image}}'
 is "$out" $'dk1 running host\ndk2 running host\ndk3 stopped host' "ls --format with a nested field"
 run_nook ps --format 'name={{.Name}}\t{{json .Labels}}' --filter name=dk2
 is "$out" $'name=dk2\t{"team":"b"}' "--format: literal text, \\t and {{json}}"
+run_nook ps --format '{{json .}}' --filter name=dk2
+is "$(jq -r .name <<<"$out")" "dk2" "--format '{{json .}}' prints each row as JSON"
+expect_fail 2 "a mistyped image subcommand" image lss
+like "$err" "did you mean 'ls'" "image lss suggests ls"
 run_nook inspect dk1 --format '{{.State}}'
 is "$out" "running" "inspect --format '{{.State}}'"
 run_nook inspect -f '{{json .Spec.Labels}}' dk2

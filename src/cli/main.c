@@ -27,11 +27,12 @@ static const cli_command commands[] = {
         { "exec", cmd_exec, "Run a command in a running sandbox" },
         { "stop", cmd_stop, "Stop a sandbox (its workspace is kept)" },
         { "rm", cmd_rm, "Remove sandboxes: state, writable layer and workspace" },
-        { "ls", cmd_ls, "List sandboxes" },
+        { "ls", cmd_ls, "List all sandboxes, running or stopped (--format, --json)" },
+        { "ps", cmd_ps, "List running sandboxes (-a: all, -q, --filter), as 'docker ps'" },
         { "prune", cmd_prune, "Remove stopped sandboxes (sticky ones with --all)" },
-        { "inspect", cmd_inspect, "Show a sandbox's details, including why it stopped" },
+        { "inspect", cmd_inspect, "Show sandboxes' details (JSON, --format), including why they stopped" },
         { "logs", cmd_logs, "Show a sandbox's supervisor log" },
-        { "stats", cmd_stats, "Show a running sandbox's cpu, memory and process use" },
+        { "stats", cmd_stats, "Show running sandboxes' cpu, memory and process use, live" },
         { "update", cmd_update, "Change a running sandbox's resource limits" },
         { "cp", cmd_cp, "Copy files between the host and a workspace (NAME:PATH)" },
         { "cat", cmd_cat, "Print a workspace file (NAME:PATH)" },
@@ -40,7 +41,6 @@ static const cli_command commands[] = {
         { "image", cmd_image, "Images: pull, ls, inspect, rm, prune, import, export" },
         { "snapshot", cmd_snapshot, "Snapshots (disk state only): create, ls, inspect, rm, export, import" },
         { "doctor", cmd_doctor, "Check what this host offers nook" },
-        { "ps", cmd_ps, "List running sandboxes (-a: all), as 'docker ps'" },
         { "help", cmd_help, "Show this help, or a command's ('nook help COMMAND')" },
         { "version", cmd_version, "Print the versions of nook and libnook" },
 };
@@ -56,7 +56,7 @@ static void help(FILE *f) {
                 "\nOptions:\n"
                 "  --home DIR   state folder (default $NOOK_HOME, /var/lib/nook as root,\n"
                 "               ~/.local/share/nook otherwise)\n"
-                "  --json       machine-readable output\n"
+                "  --json       machine-readable output; errors too, as JSON on stderr\n"
                 "  -h, --help   this help; 'nook COMMAND --help' for a command's\n"
                 "  --version    print the version\n\n"
                 "Images: 'host' (the default: the host's /usr read-only, no download), a root\n"

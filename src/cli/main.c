@@ -88,9 +88,19 @@ void cli_human_bytes(uint64_t b, char *out, size_t n) {
         snprintf(out, n, i ? "%.1f%s" : "%.0f%s", v, u[i]);
 }
 
-/* --json: {"error": {"code": CODE, "message": MSG}} on one line of stderr. */
+/* --json: {"error": {"code": CODE, "message": MSG}} on one line of stderr.  A message quoting
+ * bytes that are not UTF-8 (a hostile argument) has them as '?': JSON strings are UTF-8. */
 static void print_json_error(const char *code, const char *msg) {
-        json_t *o = json_pack("{s:{s:s, s:s}}", "error", "code", code, "message", msg);
+        char safe[1024];
+        json_t *m = json_string(msg);
+        if (!m) {
+                snprintf(safe, sizeof(safe), "%s", msg);
+                for (char *p = safe; *p; p++)
+                        if ((unsigned char)*p >= 0x80)
+                                *p = '?';
+                m = json_string(safe);
+        }
+        json_t *o = json_pack("{s:{s:s, s:o}}", "error", "code", code, "message", m);
         char *t = o ? json_dumps(o, JSON_COMPACT | JSON_ENSURE_ASCII) : NULL;
         fputs(t ? t : "{\"error\":{\"code\":\"nomem\",\"message\":\"out of memory\"}}", stderr);
         fputc('\n', stderr);

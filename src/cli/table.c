@@ -75,7 +75,7 @@ static int print_text(const cli_column *cols, size_t n_cols, json_t *rows) {
         json_array_foreach(rows, i, row) {
                 struct libscols_line *ln = scols_table_new_line(tb, NULL);
                 for (size_t c = 0; ln && c < n_cols; c++) {
-                        char raw[512], esc[2048];
+                        char raw[512], esc[8192];
                         const char *v = cols[c].cell ? cols[c].cell(row, raw, sizeof(raw))
                                                      : json_string_value(json_object_get(row, cols[c].key));
                         (void)scols_line_set_data(ln, c, cli_escape(v ? v : "-", esc, sizeof(esc)));

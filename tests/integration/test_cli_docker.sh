@@ -10,7 +10,7 @@
 
 require_bin "$NOOK" "$NOOK_SUPERVISOR"
 command -v jq >/dev/null || plan skip_all "jq is needed to read nook's JSON"
-plan 110
+plan 111
 
 # ---- help, version, did you mean ---------------------------------------------------------------
 run_nook help
@@ -135,6 +135,8 @@ like "$(jq -r '.error.message' <<<"$err")" "No sandbox 'nope-y'" "--json: and it
 run_nook --json ps --bogus
 is "$status" 2 "--json: a usage error keeps exit status 2"
 is "$(jq -r '.error.code' <<<"$err")" "usage" "--json: a usage error is JSON too"
+run_nook --json inspect $'bad\xffname'
+is "$(jq -r '.error.code' <<<"$err")" "invalid" "--json: a name that is not UTF-8 gets a JSON error naming it"
 run_nook --json frobnicate
 is "$(jq -r '.error.code' <<<"$err")" "usage" "--json: an unknown command is JSON too"
 

@@ -344,7 +344,9 @@ int main(int argc, char **argv) {
                         return 0;
                 default:
                         note_bad_option(argv, "+h", opts);
-                        fprintf(stderr, "nook: %s\n", opt_problem);
+                        fputs("nook: ", stderr);
+                        cli_print_safe(stderr, opt_problem);
+                        fputc('\n', stderr);
                         help(stderr);
                         return CLI_EXIT_USAGE;
                 }

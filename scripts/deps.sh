@@ -30,6 +30,8 @@ packages=(
         passwd util-linux procps python3
         # Node binding and quickstart
         nodejs npm
+        # CLI tables (src/cli/table.c): ls, ps, stats, image ls, snapshot ls
+        libsmartcols-dev
 )
 
 log() { [[ "${NOOK_DEPS_VERBOSE:-0}" == 1 ]] && echo "deps: $*" >&2 || true; }

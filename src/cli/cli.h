@@ -2,6 +2,7 @@
 /* The nook command: parse, call libnook (public API only), print.  No rule lives here. */
 #pragma once
 
+#include <getopt.h>
 #include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -16,8 +17,19 @@
 #define CLI_EXIT_TIMEOUT 124
 #define CLI_EXIT_EXEC_FAILED 125
 
+#define ELEMENTSOF(x) (sizeof(x) / sizeof((x)[0]))
+
 extern bool arg_json;
+extern bool arg_no_trunc; /* tables: never cut a column to fit the terminal */
+extern const char *arg_format; /* --format TEMPLATE (cli/template.h), or NULL */
 extern const char *arg_home;
+
+/* Every command's getopt_long goes through this wrapper (the macro below): getopt's own
+ * message is off, and what it refused is remembered with a "did you mean" from the command's
+ * long options, so cli_usage_error(cmd, "unknown option") prints one line naming the option. */
+int cli_getopt_long(
+        int argc, char *const *argv, const char *shortopts, const struct option *longopts, int *longind);
+#define getopt_long cli_getopt_long
 
 typedef struct cli_command {
         const char *name;
@@ -25,8 +37,14 @@ typedef struct cli_command {
         const char *summary;
 } cli_command;
 
-/* Prints "nook: <message>" (control characters escaped) and returns the exit status. */
+/* Prints "nook: <message>" (control characters escaped) and returns the exit status.  With
+ * --json: {"error": {"code": "not_found", "message": "..."}} on stderr, same exit status. */
 int cli_fail(const nook_error *err);
+int cli_fail_oom(void);
+/* A usage error (exit 2) whose message is err's, e.g. a bad --format. */
+int cli_fail_usage(const char *cmd, const nook_error *err);
+/* The candidate within 2 edits (swaps count 1) of word, or NULL. */
+const char *cli_did_you_mean(const char *word, const char *const *candidates, size_t n);
 /* Prints a usage error naming the command and returns CLI_EXIT_USAGE. */
 int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Opens the state root (honours --home / NOOK_HOME). */
@@ -57,3 +75,6 @@ int cmd_update(int argc, char **argv);
 int cmd_volume(int argc, char **argv);
 int cmd_prune(int argc, char **argv);
 int cmd_snapshot(int argc, char **argv);
+int cmd_ps(int argc, char **argv);
+int cmd_help(int argc, char **argv);
+int cmd_version(int argc, char **argv);

@@ -9,6 +9,8 @@
 
 #include "nook.h"
 #include "cli/cli.h"
+#include "cli/table.h"
+#include "cli/template.h"
 
 #define MAX_INSECURE 16
 
@@ -255,26 +257,94 @@ static int image_export(int argc, char **argv) {
         return 0;
 }
 
-static void print_list(json_t *a) {
+static const char *cell_digest(json_t *row, char *buf, size_t len) {
+        const char *d = json_string_value(json_object_get(row, "digest"));
+        snprintf(buf, len, "%.*s", arg_no_trunc ? (int)len : 19, d ? d : "-");
+        return buf;
+}
+
+static const char *cell_size(json_t *row, char *buf, size_t len) {
+        cli_human_bytes((uint64_t)json_integer_value(json_object_get(row, "size")), buf, len);
+        return buf;
+}
+
+static const cli_column image_columns[] = {
+        { "NAME", "name", NULL, 0.4, CLI_COL_TRUNC },
+        { "DIGEST", NULL, cell_digest, 19, 0 },
+        { "PLATFORM", "platform", NULL, 0.1, 0 },
+        { "SIZE", NULL, cell_size, 8, CLI_COL_RIGHT },
+};
+
+/* One row per name of each image ("<none>" for an image without one), as docker images. */
+static int print_list(json_t *a) {
+        json_t *rows = json_array(), *img;
         size_t i;
-        json_t *img;
-        printf("%-50s %-19s %-14s %s\n", "NAME", "DIGEST", "PLATFORM", "SIZE");
+        if (!rows)
+                return cli_fail_oom();
         json_array_foreach(a, i, img) {
-                char sz[16];
-                cli_human_bytes((uint64_t)json_integer_value(json_object_get(img, "size")), sz, sizeof(sz));
-                const char *dg = json_string_value(json_object_get(img, "digest"));
                 json_t *names = json_object_get(img, "names");
-                size_t k;
-                json_t *nm;
-                if (json_array_size(names) == 0)
-                        printf("%-50s %-19.19s %-14s %s\n", "<none>", dg,
-                                json_string_value(json_object_get(img, "platform")), sz);
-                for (k = 0; k < json_array_size(names); k++) {
-                        nm = json_array_get(names, k);
-                        printf("%-50s %-19.19s %-14s %s\n", json_string_value(nm), dg,
-                                json_string_value(json_object_get(img, "platform")), sz);
+                size_t k, count = json_array_size(names);
+                for (k = 0; k < (count ? count : 1); k++) {
+                        json_t *row = json_deep_copy(img);
+                        if (!row)
+                                continue;
+                        (void)json_object_set(
+                                row, "name", count ? json_array_get(names, k) : json_string("<none>"));
+                        (void)json_array_append_new(rows, row);
                 }
         }
+        int r = cli_table_print(image_columns, ELEMENTSOF(image_columns), rows);
+        json_decref(rows);
+        return r;
+}
+
+static int image_ls(int argc, char **argv) {
+        static const struct option opts[] = { { "json", no_argument, NULL, 'j' },
+                { "format", required_argument, NULL, 'F' }, { "no-trunc", no_argument, NULL, 'T' },
+                { "quiet", no_argument, NULL, 'q' }, { "help", no_argument, NULL, 'h' }, {} };
+        nook_error err = {};
+        int c;
+        while ((c = getopt_long(argc, argv, "+hq", opts, NULL)) >= 0) {
+                if (c == 'h') {
+                        printf("Usage: nook image ls [-q] [--json | --format TEMPLATE] [--no-trunc]\n\n"
+                               "List local images, one line per name. --format renders TEMPLATE per line, e.g.\n"
+                               "'{{.Name}} {{.Digest}}' (fields as in --json, plus Name).\n");
+                        return 0;
+                } else if (c == 'j')
+                        arg_json = true;
+                else if (c == 'F')
+                        arg_format = optarg;
+                else if (c == 'T')
+                        arg_no_trunc = true;
+                else if (c == 'q')
+                        arg_format = "{{.Name}}";
+                else
+                        return cli_usage_error("image ls", "unknown option");
+        }
+        if (optind < argc)
+                return cli_usage_error("image ls", "takes no argument ('%s')", argv[optind]);
+        if (arg_format && arg_json)
+                return cli_usage_error("image ls", "--json and --format exclude each other");
+        if (arg_format && template_check(arg_format, &err) < 0)
+                return cli_fail_usage("image ls", &err);
+        nook *n = NULL;
+        char *json = NULL;
+        int r = cli_open(&n, &err);
+        if (r >= 0)
+                r = nook_image_list(n, &json, &err);
+        nook_close(n);
+        if (r < 0)
+                return cli_fail(&err);
+        if (arg_json) {
+                puts(json);
+                nook_free(json);
+                return 0;
+        }
+        json_t *a = json_loads(json, 0, NULL);
+        nook_free(json);
+        r = a ? print_list(a) : cli_fail_oom();
+        json_decref(a);
+        return r;
 }
 
 static void print_pretty(json_t *j) {
@@ -291,8 +361,7 @@ static int image_simple(const char *verb, int argc, char **argv) {
                         arg_json = true;
                 else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
                         printf("Usage: nook image %s%s\n", verb,
-                                strcmp(verb, "ls") == 0 || strcmp(verb, "prune") == 0 ? ""
-                                                                                      : " REFERENCE...");
+                                strcmp(verb, "prune") == 0 ? "" : " REFERENCE...");
                         return 0;
                 } else if (argv[i][0] == '-')
                         return cli_usage_error("image", "unknown option '%s'", argv[i]);
@@ -308,11 +377,7 @@ static int image_simple(const char *verb, int argc, char **argv) {
         nook_error err = {};
         char *json = NULL;
         int r = cli_open(&n, &err);
-        if (r >= 0 && strcmp(verb, "ls") == 0) {
-                r = nook_image_list(n, &json, &err);
-                if (r >= 0)
-                        print_json_or(json, print_list);
-        } else if (r >= 0 && strcmp(verb, "prune") == 0) {
+        if (r >= 0 && strcmp(verb, "prune") == 0) {
                 uint64_t freed = 0;
                 r = nook_image_prune(n, &freed, &err);
                 char f[16];
@@ -363,8 +428,13 @@ int cmd_image(int argc, char **argv) {
         if (strcmp(verb, "export") == 0)
                 return image_export(argc - 1, argv + 1);
         if (strcmp(verb, "ls") == 0 || strcmp(verb, "list") == 0)
-                return image_simple("ls", argc - 1, argv + 1);
+                return image_ls(argc - 1, argv + 1);
         if (strcmp(verb, "inspect") == 0 || strcmp(verb, "rm") == 0 || strcmp(verb, "prune") == 0)
                 return image_simple(verb, argc - 1, argv + 1);
+        static const char *const verbs[] = { "pull", "import", "export", "ls", "list", "inspect", "rm",
+                "prune" };
+        const char *near = cli_did_you_mean(verb, verbs, ELEMENTSOF(verbs));
+        if (near)
+                return cli_usage_error("image", "unknown command '%s'; did you mean '%s'?", verb, near);
         return cli_usage_error("image", "unknown command '%s'", verb);
 }

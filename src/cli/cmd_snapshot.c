@@ -10,6 +10,8 @@
 
 #include "nook.h"
 #include "cli/cli.h"
+#include "cli/table.h"
+#include "cli/template.h"
 
 #define SNAPSHOT_USAGE                                                                                      \
         "Usage: nook snapshot COMMAND [ARGS...]\n\n"                                                        \
@@ -20,7 +22,7 @@
         "so only sandboxes created with --sticky can be snapshotted.\n\n"                                   \
         "Commands:\n"                                                                                       \
         "  create [--with-workspace] SANDBOX [NAME]   snapshot a stopped sticky sandbox\n"                  \
-        "  ls [-q]                                    list snapshots\n"                                     \
+        "  ls [-q] [--format T] [--no-trunc]          list snapshots ('{{.Name}} {{.Digest}}')\n"           \
         "  inspect SNAP                               details as JSON (what it holds, who uses it)\n"       \
         "  rm SNAP...                                 remove (refused while a sandbox boots from it)\n"     \
         "  export [-q] SNAP FILE                      write one file (tar + zstd)\n"                        \
@@ -65,6 +67,15 @@ static int print_created(json_t *j) {
         return 0;
 }
 
+static int print_imported(json_t *j) {
+        if (!json_is_true(json_object_get(j, "alreadyPresent")))
+                return print_created(j);
+        printf("%s %s (already present: this snapshot holds exactly that content; nothing imported)\n",
+                json_string_value(json_object_get(j, "name")),
+                json_string_value(json_object_get(j, "digest")));
+        return 0;
+}
+
 static int print_pretty(json_t *j) {
         char *t = json_dumps(j, JSON_INDENT(2));
         if (t)
@@ -78,6 +89,7 @@ static int print_pretty(json_t *j) {
 static int parse(const char *sub, int argc, char **argv, bool *quiet, bool *with_ws, int *ret_status) {
         static const struct option opts[] = { { "help", no_argument, NULL, 'h' },
                 { "json", no_argument, NULL, 'j' }, { "quiet", no_argument, NULL, 'q' },
+                { "format", required_argument, NULL, 'F' }, { "no-trunc", no_argument, NULL, 'T' },
                 { "with-workspace", no_argument, NULL, 'w' }, {} };
         int c;
         while ((c = getopt_long(argc, argv, "+hjq", opts, NULL)) >= 0) {
@@ -87,6 +99,10 @@ static int parse(const char *sub, int argc, char **argv, bool *quiet, bool *with
                         return -1;
                 } else if (c == 'j')
                         arg_json = true;
+                else if (c == 'F' && quiet)
+                        arg_format = optarg;
+                else if (c == 'T' && quiet)
+                        arg_no_trunc = true;
                 else if (c == 'q' && quiet)
                         *quiet = true;
                 else if (c == 'w' && with_ws)
@@ -137,31 +153,41 @@ static void age(int64_t t, char *buf, size_t n) {
 
 static bool arg_quiet_ls;
 
+static const char *cell_digest(json_t *row, char *buf, size_t len) {
+        const char *d = json_string_value(json_object_get(row, "digest"));
+        snprintf(buf, len, "%.*s", arg_no_trunc ? (int)len : 19, d ? d : "-");
+        return buf;
+}
+
+static const char *cell_size(json_t *row, char *buf, size_t len) {
+        cli_human_bytes((uint64_t)(json_integer_value(json_object_get(row, "rootfsSize")) +
+                                json_integer_value(json_object_get(row, "workspaceSize"))),
+                buf, len);
+        return buf;
+}
+
+static const char *cell_created(json_t *row, char *buf, size_t len) {
+        age(json_integer_value(json_object_get(row, "createdAt")), buf, len);
+        return buf;
+}
+
+static const char *cell_holds(json_t *row, char *buf, size_t len) {
+        return json_is_true(json_object_get(row, "withWorkspace")) ? "rootfs+ws" : "rootfs";
+}
+
+static const cli_column snapshot_columns[] = {
+        { "NAME", "name", NULL, 0.2, 0 },
+        { "DIGEST", NULL, cell_digest, 19, 0 },
+        { "SIZE", NULL, cell_size, 8, CLI_COL_RIGHT },
+        { "CREATED", NULL, cell_created, 10, 0 },
+        { "HOLDS", NULL, cell_holds, 9, 0 },
+        { "BASE", "base", NULL, 0.2, CLI_COL_TRUNC },
+};
+
 static int print_list(json_t *a) {
-        size_t i;
-        json_t *o;
-        if (!arg_quiet_ls)
-                printf("%-24s %-19s %-10s %-12s %-9s %s\n", "NAME", "DIGEST", "SIZE", "CREATED", "HOLDS",
-                        "BASE");
-        json_array_foreach(a, i, o) {
-                const char *name = json_string_value(json_object_get(o, "name"));
-                if (arg_quiet_ls) {
-                        puts(name);
-                        continue;
-                }
-                char sz[16], created[32];
-                cli_human_bytes((uint64_t)(json_integer_value(json_object_get(o, "rootfsSize")) +
-                                        json_integer_value(json_object_get(o, "workspaceSize"))),
-                        sz, sizeof(sz));
-                age(json_integer_value(json_object_get(o, "createdAt")), created, sizeof(created));
-                const char *d = json_string_value(json_object_get(o, "digest"));
-                printf("%-24s %-19.19s %-10s %-12s %-9s %s\n", name, d ? d : "", sz, created,
-                        json_is_true(json_object_get(o, "withWorkspace")) ? "rootfs+ws" : "rootfs",
-                        json_string_value(json_object_get(o, "base"))
-                                ? json_string_value(json_object_get(o, "base"))
-                                : "");
-        }
-        return 0;
+        if (arg_quiet_ls && !arg_format)
+                arg_format = "{{.Name}}";
+        return cli_table_print(snapshot_columns, ELEMENTSOF(snapshot_columns), a);
 }
 
 static int snap_ls(int argc, char **argv) {
@@ -170,6 +196,9 @@ static int snap_ls(int argc, char **argv) {
                 return status;
         if (i != argc)
                 return cli_usage_error("snapshot ls", "takes no arguments");
+        nook_error ferr = { 0 };
+        if (arg_format && template_check(arg_format, &ferr) < 0)
+                return cli_fail_usage("snapshot ls", &ferr);
         nook *n = NULL;
         nook_error err = { 0 };
         char *json = NULL;
@@ -257,7 +286,7 @@ static int snap_import(int argc, char **argv) {
                 return cli_fail(&err);
         }
         nook_close(n);
-        return print_result(json, print_created);
+        return print_result(json, print_imported);
 }
 
 int cmd_snapshot(int argc, char **argv) {
@@ -276,5 +305,12 @@ int cmd_snapshot(int argc, char **argv) {
                         optind = 0;
                         return subs[i].run(argc - 1, argv + 1);
                 }
+        const char *verbs[ELEMENTSOF(subs)];
+        for (size_t i = 0; i < ELEMENTSOF(subs); i++)
+                verbs[i] = subs[i].name;
+        const char *near = cli_did_you_mean(argv[1], verbs, ELEMENTSOF(subs));
+        if (near)
+                return cli_usage_error(
+                        "snapshot", "unknown command '%s'; did you mean '%s'?", argv[1], near);
         return cli_usage_error("snapshot", "unknown command '%s'", argv[1]);
 }

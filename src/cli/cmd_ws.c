@@ -14,6 +14,7 @@
 
 #include "nook.h"
 #include "cli/cli.h"
+#include "cli/table.h"
 
 static const char ws_help[] =
         "Usage: nook ws COMMAND NAME [ARGS]\n\n"
@@ -353,12 +354,10 @@ int cmd_volume(int argc, char **argv) {
                 else if (arg_json)
                         puts(t);
                 else {
-                        json_t *a = json_loads(t, 0, NULL), *v;
-                        size_t i;
-                        printf("%-32s %s\n", "NAME", "PATH");
-                        json_array_foreach(a, i, v)
-                                printf("%-32s %s\n", json_string_value(json_object_get(v, "name")),
-                                        json_string_value(json_object_get(v, "path")));
+                        static const cli_column cols[] = { { "NAME", "name", NULL, 0.3, 0 },
+                                { "PATH", "path", NULL, 0.6, CLI_COL_TRUNC } };
+                        json_t *a = json_loads(t, 0, NULL);
+                        status = a ? cli_table_print(cols, ELEMENTSOF(cols), a) : cli_fail_oom();
                         json_decref(a);
                 }
                 nook_free(t);

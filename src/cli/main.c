@@ -8,9 +8,17 @@
 
 #include "nook.h"
 #include "cli/cli.h"
+#include "cli/table.h"
+#include "cli/template.h"
 
 bool arg_json;
+bool arg_no_trunc;
+const char *arg_format;
 const char *arg_home;
+
+/* The problem getopt found last ("unknown option '--foo'; did you mean '--force'?"), used by
+ * cli_usage_error in place of a command's generic "unknown option". */
+static char opt_problem[400];
 
 static const cli_command commands[] = {
         { "run", cmd_run, "Create a sandbox, run one command in it, remove it" },
@@ -19,11 +27,12 @@ static const cli_command commands[] = {
         { "exec", cmd_exec, "Run a command in a running sandbox" },
         { "stop", cmd_stop, "Stop a sandbox (its workspace is kept)" },
         { "rm", cmd_rm, "Remove sandboxes: state, writable layer and workspace" },
-        { "ls", cmd_ls, "List sandboxes" },
+        { "ls", cmd_ls, "List all sandboxes, running or stopped (--format, --json)" },
+        { "ps", cmd_ps, "List running sandboxes (-a: all, -q, --filter), as 'docker ps'" },
         { "prune", cmd_prune, "Remove stopped sandboxes (sticky ones with --all)" },
-        { "inspect", cmd_inspect, "Show a sandbox's details, including why it stopped" },
-        { "logs", cmd_logs, "Show what a sandbox's detached commands printed" },
-        { "stats", cmd_stats, "Show a running sandbox's cpu, memory and process use" },
+        { "inspect", cmd_inspect, "Show sandboxes' details (JSON, --format), including why they stopped" },
+        { "logs", cmd_logs, "Show what a sandbox's detached commands printed (--system: its supervisor log)" },
+        { "stats", cmd_stats, "Show running sandboxes' cpu, memory and process use, live" },
         { "update", cmd_update, "Change a running sandbox's resource limits" },
         { "cp", cmd_cp, "Copy files between the host and a workspace (NAME:PATH)" },
         { "cat", cmd_cat, "Print a workspace file (NAME:PATH)" },
@@ -32,6 +41,8 @@ static const cli_command commands[] = {
         { "image", cmd_image, "Images: pull, ls, inspect, rm, prune, import, export" },
         { "snapshot", cmd_snapshot, "Snapshots (disk state only): create, ls, inspect, rm, export, import" },
         { "doctor", cmd_doctor, "Check what this host offers nook" },
+        { "help", cmd_help, "Show this help, or a command's ('nook help COMMAND')" },
+        { "version", cmd_version, "Print the versions of nook and libnook" },
 };
 
 static void help(FILE *f) {
@@ -45,7 +56,7 @@ static void help(FILE *f) {
                 "\nOptions:\n"
                 "  --home DIR   state folder (default $NOOK_HOME, /var/lib/nook as root,\n"
                 "               ~/.local/share/nook otherwise)\n"
-                "  --json       machine-readable output\n"
+                "  --json       machine-readable output; errors too, as JSON on stderr\n"
                 "  --allow-shared-home  accept a state folder other users can enter\n"
                 "               (NOOK_ALLOW_SHARED_HOME=1; sandboxes then share one host id range)\n"
                 "  -h, --help   this help; 'nook COMMAND --help' for a command's\n"
@@ -79,11 +90,41 @@ void cli_human_bytes(uint64_t b, char *out, size_t n) {
         snprintf(out, n, i ? "%.1f%s" : "%.0f%s", v, u[i]);
 }
 
+/* --json: {"error": {"code": CODE, "message": MSG}} on one line of stderr.  A message quoting
+ * bytes that are not UTF-8 (a hostile argument) has them as '?': JSON strings are UTF-8. */
+static void print_json_error(const char *code, const char *msg) {
+        char safe[1024];
+        json_t *m = json_string(msg);
+        if (!m) {
+                snprintf(safe, sizeof(safe), "%s", msg);
+                for (char *p = safe; *p; p++)
+                        if ((unsigned char)*p >= 0x80)
+                                *p = '?';
+                m = json_string(safe);
+        }
+        json_t *o = json_pack("{s:{s:s, s:o}}", "error", "code", code, "message", m);
+        char *t = o ? json_dumps(o, JSON_COMPACT | JSON_ENSURE_ASCII) : NULL;
+        fputs(t ? t : "{\"error\":{\"code\":\"nomem\",\"message\":\"out of memory\"}}", stderr);
+        fputc('\n', stderr);
+        free(t);
+        json_decref(o);
+}
+
 int cli_fail(const nook_error *err) {
+        if (arg_json) {
+                print_json_error(nook_errc_to_string(err->code), err->msg);
+                return CLI_EXIT_ERROR;
+        }
         fputs("nook: ", stderr);
         cli_print_safe(stderr, err->msg);
         fputc('\n', stderr);
         return CLI_EXIT_ERROR;
+}
+
+int cli_fail_oom(void) {
+        nook_error err = { .code = NOOK_E_NOMEM };
+        snprintf(err.msg, sizeof(err.msg), "Out of memory");
+        return cli_fail(&err);
 }
 
 int cli_usage_error(const char *cmd, const char *fmt, ...) {
@@ -92,10 +133,110 @@ int cli_usage_error(const char *cmd, const char *fmt, ...) {
         va_start(ap, fmt);
         (void)vsnprintf(buf, sizeof(buf), fmt, ap);
         va_end(ap);
+        if (strcmp(fmt, "unknown option") == 0 && opt_problem[0])
+                snprintf(buf, sizeof(buf), "%s", opt_problem);
+        if (arg_json) {
+                char full[600];
+                snprintf(full, sizeof(full), "nook %s: %s", cmd, buf);
+                print_json_error("usage", full);
+                return CLI_EXIT_USAGE;
+        }
         fprintf(stderr, "nook %s: ", cmd);
         cli_print_safe(stderr, buf);
         fprintf(stderr, "\nTry 'nook %s --help'.\n", cmd);
         return CLI_EXIT_USAGE;
+}
+
+int cli_fail_usage(const char *cmd, const nook_error *err) {
+        return cli_usage_error(cmd, "%s", err->msg);
+}
+
+/* Optimal string alignment distance (Levenshtein plus adjacent swaps: "exce" is 1 from
+ * "exec"), capped: strings longer than 64 bytes are never close. */
+static size_t edit_distance(const char *a, const char *b) {
+        size_t la = strlen(a), lb = strlen(b);
+        size_t d[66][66];
+        if (la > 64 || lb > 64)
+                return SIZE_MAX;
+        for (size_t i = 0; i <= la; i++)
+                d[i][0] = i;
+        for (size_t j = 0; j <= lb; j++)
+                d[0][j] = j;
+        for (size_t i = 1; i <= la; i++)
+                for (size_t j = 1; j <= lb; j++) {
+                        size_t cost = a[i - 1] != b[j - 1];
+                        size_t v = d[i - 1][j] + 1;
+                        if (d[i][j - 1] + 1 < v)
+                                v = d[i][j - 1] + 1;
+                        if (d[i - 1][j - 1] + cost < v)
+                                v = d[i - 1][j - 1] + cost;
+                        if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] &&
+                                d[i - 2][j - 2] + 1 < v)
+                                v = d[i - 2][j - 2] + 1;
+                        d[i][j] = v;
+                }
+        return d[la][lb];
+}
+
+const char *cli_did_you_mean(const char *word, const char *const *candidates, size_t n) {
+        const char *best = NULL;
+        size_t best_d = SIZE_MAX;
+        size_t len = strlen(word);
+        for (size_t i = 0; i < n; i++) {
+                size_t dist = edit_distance(word, candidates[i]);
+                if (dist < best_d) {
+                        best_d = dist;
+                        best = candidates[i];
+                }
+        }
+        /* close enough to be a typo: at most 2 edits, and fewer than half the word */
+        if (best && best_d <= 2 && best_d * 2 < (len > 2 ? len : 3))
+                return best;
+        return NULL;
+}
+
+/* Records what getopt refused, naming the option, with a suggestion from the long options. */
+static void note_bad_option(char *const *argv, const char *shortopts, const struct option *longopts) {
+        const char *arg = optind > 0 ? argv[optind - 1] : "";
+        bool missing = false;
+        if (optopt != 0) {
+                missing = optopt < 256 && strchr(shortopts, optopt) && optopt != ':';
+                for (const struct option *o = longopts; o && o->name; o++)
+                        if (o->val == optopt && o->has_arg == required_argument &&
+                                strncmp(arg, "--", 2) == 0)
+                                missing = true;
+        }
+        if (missing) {
+                snprintf(opt_problem, sizeof(opt_problem), "option '%s' needs a value", arg);
+                return;
+        }
+        if (optopt != 0 && strncmp(arg, "--", 2) != 0) {
+                snprintf(opt_problem, sizeof(opt_problem), "unknown option '-%c'", optopt);
+                return;
+        }
+        char word[128];
+        const char *names[128];
+        size_t n = 0;
+        snprintf(word, sizeof(word), "%s", arg + (strncmp(arg, "--", 2) == 0 ? 2 : 0));
+        word[strcspn(word, "=")] = 0;
+        for (const struct option *o = longopts; o && o->name && n < 128; o++)
+                names[n++] = o->name;
+        const char *s = cli_did_you_mean(word, names, n);
+        if (s)
+                snprintf(opt_problem, sizeof(opt_problem), "unknown option '--%.100s'; did you mean '--%s'?",
+                        word, s);
+        else
+                snprintf(opt_problem, sizeof(opt_problem), "unknown option '--%.100s'", word);
+}
+
+#undef getopt_long
+int cli_getopt_long(
+        int argc, char *const *argv, const char *shortopts, const struct option *longopts, int *longind) {
+        opterr = 0; /* one message, ours (cli_usage_error), not getopt's and then ours */
+        int c = getopt_long(argc, argv, shortopts, longopts, longind);
+        if (c == '?' || c == ':')
+                note_bad_option(argv, shortopts, longopts);
+        return c;
 }
 
 int cli_open(nook **ret, nook_error *err) {
@@ -111,6 +252,73 @@ bool cli_split_target(const char *arg, char **ret_name, const char **ret_path) {
         return *ret_name != NULL;
 }
 
+static int unknown_command(const char *name) {
+        const char *names[ELEMENTSOF(commands)];
+        char msg[512];
+        for (size_t i = 0; i < ELEMENTSOF(commands); i++)
+                names[i] = commands[i].name;
+        const char *s = cli_did_you_mean(name, names, ELEMENTSOF(commands));
+        if (s)
+                snprintf(msg, sizeof(msg), "unknown command '%.200s'. Did you mean '%s'?", name, s);
+        else
+                snprintf(msg, sizeof(msg), "unknown command '%.200s'", name);
+        if (arg_json) {
+                print_json_error("usage", msg);
+                return CLI_EXIT_USAGE;
+        }
+        fputs("nook: ", stderr);
+        cli_print_safe(stderr, msg);
+        fputs(s ? " Run 'nook --help' for the list of commands.\n"
+                : ". Run 'nook --help' for the list of commands.\n",
+                stderr);
+        return CLI_EXIT_USAGE;
+}
+
+int cmd_help(int argc, char **argv) {
+        if (argc < 2) {
+                help(stdout);
+                return 0;
+        }
+        if (argc > 2)
+                return cli_usage_error("help", "expected at most one COMMAND");
+        for (size_t i = 0; i < ELEMENTSOF(commands); i++)
+                if (strcmp(commands[i].name, argv[1]) == 0) {
+                        char *sub[] = { argv[1], (char *)"--help", NULL };
+                        optind = 0;
+                        return commands[i].run(2, sub);
+                }
+        return unknown_command(argv[1]);
+}
+
+int cmd_version(int argc, char **argv) {
+        static const struct option opts[] = { { "json", no_argument, NULL, 'j' },
+                { "format", required_argument, NULL, 'f' }, { "help", no_argument, NULL, 'h' }, {} };
+        int c;
+        while ((c = getopt_long(argc, argv, "+hjf:", opts, NULL)) >= 0) {
+                if (c == 'h') {
+                        printf("Usage: nook version [--json | --format TEMPLATE]\n\nThe versions of the nook command and of the libnook it loaded.\n");
+                        return 0;
+                } else if (c == 'j')
+                        arg_json = true;
+                else if (c == 'f')
+                        arg_format = optarg;
+                else
+                        return cli_usage_error("version", "unknown option");
+        }
+        if (optind < argc)
+                return cli_usage_error("version", "unexpected argument '%s'", argv[optind]);
+        json_t *v = json_pack("{s:s, s:s}", "client", NOOK_CLI_VERSION, "libnook", nook_version());
+        if (!v)
+                return cli_fail_oom();
+        int r = 0;
+        if (arg_json || arg_format)
+                r = cli_print_value(v);
+        else
+                printf("nook %s (libnook %s)\n", NOOK_CLI_VERSION, nook_version());
+        json_decref(v);
+        return r;
+}
+
 int main(int argc, char **argv) {
         static const struct option opts[] = {
                 { "home", required_argument, NULL, 'H' },
@@ -121,6 +329,7 @@ int main(int argc, char **argv) {
                 {},
         };
         int c;
+        opterr = 0;
         /* "+": stop at the command name; each command parses its own options */
         while ((c = getopt_long(argc, argv, "+h", opts, NULL)) >= 0) {
                 switch (c) {
@@ -139,9 +348,13 @@ int main(int argc, char **argv) {
                         help(stdout);
                         return 0;
                 case 'V':
-                        printf("nook %s\n", nook_version());
+                        printf("nook %s\n", NOOK_CLI_VERSION);
                         return 0;
                 default:
+                        note_bad_option(argv, "+h", opts);
+                        fputs("nook: ", stderr);
+                        cli_print_safe(stderr, opt_problem);
+                        fputc('\n', stderr);
                         help(stderr);
                         return CLI_EXIT_USAGE;
                 }
@@ -152,13 +365,11 @@ int main(int argc, char **argv) {
         }
         int first = optind;
         const char *name = argv[first];
-        for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+        for (size_t i = 0; i < ELEMENTSOF(commands); i++)
                 if (strcmp(commands[i].name, name) == 0) {
                         optind = 0; /* glibc: a full re-initialisation for the command's own getopt */
+                        opt_problem[0] = 0;
                         return commands[i].run(argc - first, argv + first);
                 }
-        fprintf(stderr, "nook: unknown command '");
-        cli_print_safe(stderr, name);
-        fprintf(stderr, "'. Run 'nook --help' for the list of commands.\n");
-        return CLI_EXIT_USAGE;
+        return unknown_command(name);
 }

@@ -192,6 +192,24 @@ static int push_item(json_t *spec, const char *field, const char *sub, json_t *i
         return json_array_append_new(a, item) < 0 ? -1 : 1;
 }
 
+/* --insecure-registry HOST[:PORT] on create/run: not part of the stored spec (it is how this
+ * pull reaches a registry, as 'image pull --insecure-registry'), so it goes to libnook the way
+ * its environment setting does, appended to NOOK_INSECURE_REGISTRIES (comma-separated). */
+static int add_insecure_registry(const char *cmd, const char *host) {
+        if (!*host || strlen(host) > 255 ||
+                host[strspn(host, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-:[]")]) {
+                cli_usage_error(cmd, "--insecure-registry '%s': expected HOST or HOST:PORT", host);
+                return -1;
+        }
+        const char *cur = getenv("NOOK_INSECURE_REGISTRIES");
+        char *list = NULL;
+        if (asprintf(&list, "%s%s%s", cur ? cur : "", cur && *cur ? "," : "", host) < 0)
+                return -1;
+        int r = setenv("NOOK_INSECURE_REGISTRIES", list, 1);
+        free(list);
+        return r < 0 ? -1 : 1;
+}
+
 int spec_opt_apply(const char *cmd, json_t *spec, int opt, const char *arg) {
         switch (opt) {
         case 1000:
@@ -256,6 +274,8 @@ int spec_opt_apply(const char *cmd, json_t *spec, int opt, const char *arg) {
                 return add_file_map(cmd, spec, "setupFiles", "setup-file", arg);
         case 1018:
                 return json_object_set_new(spec, "snapshot", json_string(arg)) < 0 ? -1 : 1;
+        case 1030:
+                return add_insecure_registry(cmd, arg);
         default:
                 return 0;
         }

@@ -35,7 +35,8 @@
         { "allow-sensitive-volume", no_argument, NULL, 1015 },          \
         { "script", required_argument, NULL, 1016 },                    \
         { "setup-file", required_argument, NULL, 1017 },                \
-        { "snapshot", required_argument, NULL, 1018 }
+        { "snapshot", required_argument, NULL, 1018 },                  \
+        { "insecure-registry", required_argument, NULL, 1030 }
 /* clang-format on */
 
 #define SPEC_OPTS_HELP                                                                                      \
@@ -68,7 +69,9 @@
         "  --setup-file PATH=FILE write FILE's content at guest PATH before the first exec\n"               \
         "  --snapshot SNAP        cold-boot from a snapshot (name or digest): its disk state over its\n"    \
         "                         image; restores its workspace into an empty one\n"                        \
-        "  --spec FILE            a JSON spec (- for stdin); the options above override it\n"
+        "  --spec FILE            a JSON spec (- for stdin); the options above override it\n"               \
+        "  --insecure-registry HOST  pull --image from HOST[:PORT] over plain HTTP (repeatable; also\n"     \
+        "                         NOOK_INSECURE_REGISTRIES=HOST,HOST)\n"
 
 /* Applies one parsed option to the spec; returns 1 if it was a spec option, 0 if not, <0 with
  * the usage error already printed. */

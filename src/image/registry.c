@@ -367,6 +367,23 @@ static int need_credentials(registry *reg, nook_error *err) {
                         : ": it needs credentials; log in with 'docker login', set REGISTRY_AUTH_FILE, or pass --creds");
 }
 
+/* A TLS handshake answered in plain HTTP: OpenSSL reads the "HTTP/1.1 400" reply as a record
+ * header and says "wrong version number" (3.0) or "packet length too long" / "record layer
+ * failure" (3.2+).  The registry is then plain HTTP, which the user must opt into. */
+static bool plain_http_answer(const registry *reg, CURLcode rc, const char *errbuf) {
+        if (reg->insecure || rc != CURLE_SSL_CONNECT_ERROR || !errbuf)
+                return false;
+        return strstr(errbuf, "wrong version number") || strstr(errbuf, "packet length too long") ||
+                strstr(errbuf, "record layer failure");
+}
+
+static int plain_http_error(const registry *reg, nook_error *err) {
+        return nook_err_set(err, NOOK_E_REFUSED,
+                "Registry %s speaks plain HTTP, not HTTPS; if you trust it, pass --insecure-registry %s "
+                "or set NOOK_INSECURE_REGISTRIES=%s",
+                reg->name, reg->name, reg->name);
+}
+
 static int fetch_token(registry *reg, const char *challenge, char **ret_header, nook_error *err) {
         char realm[512], service[256] = "", scope[512] = "";
         if (!challenge_param(challenge, "realm", realm, sizeof(realm)))
@@ -405,6 +422,8 @@ static int fetch_token(registry *reg, const char *challenge, char **ret_header, 
         if (basic_hdr)
                 explicit_bzero(basic_hdr, strlen(basic_hdr));
         _cleanup_free_ char *body = x.buf;
+        if (plain_http_answer(reg, rc, errbuf))
+                return plain_http_error(reg, err);
         if (rc != CURLE_OK)
                 return nook_err_set(err, rc == CURLE_OPERATION_TIMEDOUT ? NOOK_E_TIMEOUT : NOOK_E_IO,
                         "Cannot get a token for registry '%s': %s", reg->name,
@@ -524,6 +543,8 @@ static int request(registry *reg, const char *path, const char *accept, const ch
                         return nook_err_set(err, NOOK_E_TIMEOUT,
                                 "Registry '%s' stalled while sending %s (no data for %ld s): %s", reg->name,
                                 what, reg->stall_secs, errbuf[0] ? errbuf : curl_easy_strerror(rc));
+                if (plain_http_answer(reg, rc, errbuf))
+                        return plain_http_error(reg, err);
                 if (rc != CURLE_OK && !(transient(rc) && attempt < reg->retries))
                         return nook_err_set(err, NOOK_E_IO, "Cannot fetch %s from registry '%s': %s", what,
                                 reg->name, errbuf[0] ? errbuf : curl_easy_strerror(rc));

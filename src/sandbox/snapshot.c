@@ -315,6 +315,37 @@ static int build(nook *n, const char *sandbox, bool with_ws, const sb_spec *spec
         return 0;
 }
 
+int sb_snapshot_find_content(nook *n, json_t *meta, char **ret_json, nook_error *err) {
+        _cleanup_free_ char *digest = NULL;
+        snapshot_rec other = {};
+        store *st;
+        int r;
+        if ((r = sb_snapshot_digest(json_object_get(meta, "content"), &digest, err)) < 0 ||
+                (r = ctx_store(n, &st, err)) < 0)
+                return r;
+        nook_error ignore;
+        if (store_snapshot_get(st, digest, &other, &ignore) < 0)
+                return 0;
+        json_t *m = NULL;
+        r = sb_snapshot_load(n, other.name, NULL, &m, err);
+        json_t *o = r >= 0 ? snap_to_json(n, other.name, m, /* with_users= */ false) : NULL;
+        snapshot_rec_done(&other);
+        json_decref(m);
+        if (r < 0)
+                return r;
+        if (o)
+                (void)json_object_set_new(o, "alreadyPresent", json_true());
+        char *t = o ? json_dumps(o, JSON_COMPACT) : NULL;
+        json_decref(o);
+        if (!t)
+                return nook_err_oom(err);
+        if (ret_json)
+                *ret_json = t;
+        else
+                free(t);
+        return 1;
+}
+
 int sb_snapshot_commit(
         nook *n, const char *tmp, json_t *meta, const char *name, char **ret_json, nook_error *err) {
         _cleanup_free_ char *digest = NULL, *root = NULL, *final = NULL,

@@ -37,6 +37,9 @@ int sb_snapshot_tmpdir(nook *n, const char *what, char **ret, int *ret_lock, noo
 void sb_snapshot_tmpdir_remove(nook *n, const char *dir);
 /* The digest of a content object (canonical JSON). */
 int sb_snapshot_digest(json_t *content, char **ret, nook_error *err);
+/* 1 when a snapshot with exactly meta's content is stored already (*ret_json: that snapshot,
+ * with "alreadyPresent": true), 0 when none is. */
+int sb_snapshot_find_content(nook *n, json_t *meta, char **ret_json, nook_error *err);
 /* Reads <home>/snapshots/<hex>/snapshot.json of a recorded snapshot (name or digest). */
 int sb_snapshot_load(
         nook *n, const char *name_or_digest, char **ret_name, json_t **ret_meta, nook_error *err);

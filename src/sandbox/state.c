@@ -140,6 +140,11 @@ int sb_connect(nook *n, const char *name, int *ret_fd, nook_error *err) {
         if (r < 0)
                 return r;
         _cleanup_close_ int dfd = open(sdir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (dfd < 0 && (errno == EACCES || errno == EPERM))
+                return nook_err_set(err, NOOK_E_REFUSED,
+                        "Cannot open sandbox '%s' in '%s': permission denied (the state belongs to another "
+                        "user: run nook as that user, or use a home of your own with --home or NOOK_HOME)",
+                        name, nook_home(n));
         if (dfd < 0)
                 return nook_err_set(err, NOOK_E_NOT_FOUND, "No sandbox '%s'", name);
         struct sockaddr_un sa = { .sun_family = AF_UNIX };

@@ -134,7 +134,7 @@ v=$(jnum pids "$st")
 if [[ $v =~ ^[0-9]+$ && $v -ge 1 && $v -le 40 ]]; then ok "stats pids is in [1, 40]: $v"; else not_ok "stats pids is in [1, 40]" "got: $v"; fi
 is "$(jnum oomKills "$st")" "0" "stats oomKills is 0 before any hog"
 run_nook stats "$SB"
-like "$out" "limit 64(\.0)? MiB" "text stats shows the memory limit"
+like "$out" "/ 64(\.0)?MiB" "text stats shows the memory limit (MEM USAGE / LIMIT)"
 # The brief and the help put options after NAME ("nook stats NAME [--json]", "nook create NAME
 # [OPTIONS]"): both orders must work.
 run_nook stats "$SB" --json

@@ -1,0 +1,253 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# Docker reflexes (issue 13, docs/cli.md): every row the table marks "same" is checked here
+# against the real nook: ps and its filters, ls -a, inspect of several names, --format
+# templates, stats of all running sandboxes (streaming on a terminal), help and version, "did
+# you mean", tables that escape guest-chosen strings, --json errors, the plain-HTTP registry
+# hint, --insecure-registry on create, and snapshot import of content already present. Hostile
+# values: bad templates, bad filters, unknown names and options.
+. "$(dirname "$0")/lib.sh"
+
+require_bin "$NOOK" "$NOOK_SUPERVISOR"
+command -v jq >/dev/null || plan skip_all "jq is needed to read nook's JSON"
+plan 111
+
+# ---- help, version, did you mean ---------------------------------------------------------------
+run_nook help
+is "$status" 0 "nook help exits 0"
+like "$out" "Commands:" "nook help prints the command list"
+run_nook help ps
+is "$status" 0 "nook help ps exits 0"
+like "$out" "Usage: nook ps" "nook help ps prints ps's usage"
+expect_fail 2 "nook help of an unknown command" help frobnicate
+run_nook version
+is "$status" 0 "nook version exits 0"
+like "$out" "^nook [0-9]+\.[0-9]+\.[0-9]+ \(libnook [0-9]+\.[0-9]+\.[0-9]+\)" "nook version names nook and libnook"
+run_nook version --format '{{.Client}}'
+like "$out" "^[0-9]+\.[0-9]+\.[0-9]+$" "nook version --format '{{.Client}}'"
+
+expect_fail 2 "a mistyped command" exce w -- true
+like "$err" "Did you mean 'exec'\?" "nook exce suggests exec"
+expect_fail 2 "a mistyped long option" ps --filtr status=running
+like "$err" "unknown option '--filtr'; did you mean '--filter'\?" "ps --filtr suggests --filter"
+is "$(grep -c . <<<"$err")" "2" "one error line and one hint, not getopt's message as well"
+expect_fail 2 "an unknown option with no near name" ps --zzzzzzzz
+unlike "$err" "did you mean" "no suggestion when nothing is close"
+expect_fail 2 "an option without its value" ps --format
+like "$err" "option '--format' needs a value" "the missing value is named"
+
+# ---- ls -a: accepted, one error for what is unknown ---------------------------------------------
+run_nook ls -a
+is "$status" 0 "nook ls -a is accepted (ls lists all sandboxes)"
+expect_fail 2 "ls with an unknown short option" ls -x
+is "$(grep -c "unknown option '-x'" <<<"$err")" "1" "an unknown short option is reported once, by name"
+
+# ---- sandboxes to list --------------------------------------------------------------------------
+evil=$'x\ny\e[31mred'
+run_nook create dk1 --label team=a --label "evil=$evil"
+is "$status" 0 "create dk1 (status $status: ${err:0:200})"
+run_nook create dk2 --label team=b
+is "$status" 0 "create dk2"
+run_nook create dk3
+is "$status" 0 "create dk3"
+run_nook stop dk3
+is "$status" 0 "stop dk3"
+
+# ---- ps -------------------------------------------------------------------------------------------
+run_nook ps
+is "$status" 0 "nook ps exits 0"
+like "$out" "^NAME +STATE" "ps prints a header"
+like "$out" "dk1 +running" "ps lists a running sandbox"
+unlike "$out" "dk3" "ps leaves out a stopped sandbox"
+run_nook ps -a
+like "$out" "dk3 +stopped" "ps -a lists the stopped one too"
+run_nook ps -q
+is "$out" $'dk1\ndk2' "ps -q prints the running names only"
+run_nook ps -a -q
+is "$out" $'dk1\ndk2\ndk3' "ps -a -q prints every name"
+run_nook ps -q --filter label=team=a
+is "$out" "dk1" "ps --filter label=K=V"
+run_nook ps -q --filter label=team
+is "$out" $'dk1\ndk2' "ps --filter label=K (any value)"
+run_nook ps -q --filter status=exited
+is "$out" "dk3" "ps --filter status=exited shows stopped ones (no -a needed, as docker)"
+run_nook ps -q --filter status=running
+is "$out" $'dk1\ndk2' "ps --filter status=running"
+run_nook ps -q --filter name=k2
+is "$out" "dk2" "ps --filter name=PART"
+run_nook ps --json
+is "$(jq -r 'map(.name) | join(",")' <<<"$out")" "dk1,dk2" "ps --json: the running rows as an array"
+for f in "status=paused" "status=" "label=" "foo=bar" "label==x" "name=" ""; do
+        expect_fail 2 "ps --filter '$f' is a usage error" ps --filter "$f"
+done
+like "$err" "expected label=KEY" "a bad filter names the keys that exist"
+
+# ---- tables escape guest-chosen strings ---------------------------------------------------------
+run_nook ps --format '{{.Name}}|{{.Labels.evil}}' --filter name=dk1
+is "$out" 'dk1|x\x0ay\x1b[31mred' "--format escapes a label's newline and escape sequence"
+run_nook ps -a
+if [[ $out != *$'\e'* && $(grep -c . <<<"$out") == 4 ]]; then
+        ok "the table has no raw escape and one line per sandbox"
+else
+        not_ok "the table has no raw escape and one line per sandbox" "$out"
+fi
+run_nook ls --json
+is "$(jq -r '.[] | select(.name == "dk1") | .labels.evil' <<<"$out")" "$evil" "--json keeps the label exactly"
+if [[ $out != *$'\e'* ]]; then ok "--json output holds no raw escape byte"; else not_ok "--json output holds no raw escape byte"; fi
+
+# ---- --format ---------------------------------------------------------------------------------------
+run_nook ls --format '{{.Name}} {{.State}} {{.Spec.Image}}'
+is "$out" $'dk1 running host\ndk2 running host\ndk3 stopped host' "ls --format with a nested field"
+run_nook ps --format 'name={{.Name}}\t{{json .Labels}}' --filter name=dk2
+is "$out" $'name=dk2\t{"team":"b"}' "--format: literal text, \\t and {{json}}"
+run_nook ps --format '{{json .}}' --filter name=dk2
+is "$(jq -r .name <<<"$out")" "dk2" "--format '{{json .}}' prints each row as JSON"
+expect_fail 2 "a mistyped image subcommand" image lss
+like "$err" "did you mean 'ls'" "image lss suggests ls"
+run_nook inspect dk1 --format '{{.State}}'
+is "$out" "running" "inspect --format '{{.State}}'"
+run_nook inspect -f '{{json .Spec.Labels}}' dk2
+is "$status" 0 "inspect -f (docker's short flag)"
+for t in '{{.Name' '{{printf "%s" .Name}}' '{{.Name | upper}}' '{{..}}' '{{}}' '{{json}}'; do
+        expect_fail 2 "ls --format '$t' is refused" ls --format "$t"
+done
+like "$err" "--format: unknown function 'json'|expected a field" "the error names the problem"
+expect_fail 2 "--json and --format together" ls --json --format '{{.Name}}'
+
+# ---- inspect of several names -----------------------------------------------------------------------
+run_nook inspect dk1 dk2
+is "$status" 0 "inspect A B exits 0"
+is "$(jq -r 'map(.name) | join(",")' <<<"$out")" "dk1,dk2" "inspect A B prints a JSON array in order"
+run_nook inspect dk1
+is "$(jq -r '.name' <<<"$out")" "dk1" "inspect of one name prints the object"
+run_nook inspect dk1 nope-x dk2
+is "$status" 1 "inspect with an unknown name fails (rc 1), as docker"
+like "$err" "No sandbox 'nope-x'" "the unknown name is named"
+is "$(jq -r 'map(.name) | join(",")' <<<"$out")" "dk1,dk2" "the known names are still printed"
+expect_fail 1 "inspect of a hostile name" inspect '../etc'
+expect_fail 2 "inspect with no name" inspect
+
+# ---- --json errors ----------------------------------------------------------------------------------
+run_nook --json inspect nope-y
+is "$status" 1 "--json: same exit status for an unknown name"
+is "$(jq -r '.error.code' <<<"$err")" "not_found" "--json: the error is JSON with its code"
+like "$(jq -r '.error.message' <<<"$err")" "No sandbox 'nope-y'" "--json: and its message"
+run_nook --json ps --bogus
+is "$status" 2 "--json: a usage error keeps exit status 2"
+is "$(jq -r '.error.code' <<<"$err")" "usage" "--json: a usage error is JSON too"
+run_nook --json inspect $'bad\xffname'
+is "$(jq -r '.error.code' <<<"$err")" "invalid" "--json: a name that is not UTF-8 gets a JSON error naming it"
+run_nook --json frobnicate
+is "$(jq -r '.error.code' <<<"$err")" "usage" "--json: an unknown command is JSON too"
+
+# ---- stats --------------------------------------------------------------------------------------------
+run_nook stats --no-stream dk1
+if [[ $status != 0 && $err == *"no cgroup"* ]]; then
+        # rootless without a delegated cgroup: the numbers are out of reach, the sandboxes are not
+        run_nook stats --no-stream
+        like "$out" $'dk1 +- .*\ndk2 +-' "bare stats lists running sandboxes without a cgroup, with '-'"
+        for i in 1 2 3 4 5; do skip_expected "stats needs the sandbox's cgroup, which this stage has not: ${err:0:120}"; done
+else
+        run_nook stats --no-stream
+        is "$status" 0 "stats --no-stream exits 0"
+        like "$out" "^NAME +CPU %" "stats prints a table"
+        if [[ $out == *dk1* && $out == *dk2* && $out != *dk3* ]]; then
+                ok "bare stats covers every running sandbox and no stopped one"
+        else
+                not_ok "bare stats covers every running sandbox and no stopped one" "$out"
+        fi
+        run_nook stats --json
+        is "$(jq -r 'map(.name) | join(",")' <<<"$out")" "dk1,dk2" "stats --json: an array of the running ones"
+        run_nook stats dk1 --format '{{.Name}} {{.Pids}}'
+        like "$out" "^dk1 [0-9]+$" "stats NAME --format"
+        # On a terminal stats refreshes until ^C, as docker stats: two screens in 3 s, then SIGINT.
+        start=$SECONDS
+        timeout -s INT 3 script -qec "$NOOK stats" /dev/null >"$NOOK_HOME/stream.txt" 2>&1 </dev/null
+        screens=$(grep -o $'\e\[H\e\[2J' "$NOOK_HOME/stream.txt" | wc -l)
+        if ((screens >= 1 && SECONDS - start < 6)); then
+                ok "stats on a terminal refreshes ($screens screens) and ends on SIGINT"
+        else
+                not_ok "stats on a terminal refreshes and ends on SIGINT" "screens $screens, $((SECONDS - start)) s"
+        fi
+fi
+expect_fail 1 "stats of a stopped sandbox" stats --no-stream dk3
+expect_fail 1 "stats of an unknown sandbox" stats --no-stream nope-z
+
+# ---- rm -f, as docker -----------------------------------------------------------------------------------
+run_nook rm -f dk1 dk2 dk3
+is "$status" 0 "rm -f removes running and stopped sandboxes"
+
+# ---- columns fit the terminal; --no-trunc keeps them whole ------------------------------------------------
+R=$NOOK_HOME/a-very-long-directory-name-for-a-root-filesystem-image/rootfs
+mkdir -p "$R/bin" && cp "$(command -v busybox)" "$R/bin/busybox"
+run_nook create lt --image "$R"
+is "$status" 0 "create a sandbox whose image is a long rootfs path (${err:0:160})"
+narrow=$(script -qec "stty cols 60; $NOOK ls" /dev/null </dev/null | tr -d '\r')
+wide=$(script -qec "stty cols 60; $NOOK ls --no-trunc" /dev/null </dev/null | tr -d '\r')
+if [[ $narrow != *"$R"* && $(awk '{ if (length($0) > 60) n++ } END { print n + 0 }' <<<"$narrow") == 0 ]]; then
+        ok "on a 60-column terminal the table fits (the image column is cut)"
+else
+        not_ok "on a 60-column terminal the table fits (the image column is cut)" "$narrow"
+fi
+like "$wide" "lt +running +ephemeral +[0-9]+s ago +$R" "--no-trunc prints the whole image path on one line"
+"$NOOK" rm lt >/dev/null
+
+# ---- image ls ---------------------------------------------------------------------------------------------
+run_nook image ls
+like "$out" "^NAME +DIGEST" "image ls prints a header even when empty"
+expect_fail 2 "image ls --format with a bad template" image ls --format '{{.Name'
+
+# ---- messages: plain-HTTP registry, --insecure-registry on create -----------------------------------------
+PY=$(command -v python3)
+port=$((20000 + RANDOM % 20000))
+"$PY" -m http.server "$port" --bind 127.0.0.1 --directory "$NOOK_HOME" >/dev/null 2>&1 &
+http_pid=$!
+for _ in $(seq 50); do (: >/dev/tcp/127.0.0.1/$port) 2>/dev/null && break; sleep 0.1; done
+run_nook image pull "127.0.0.1:$port/x/y:1"
+is "$status" 1 "pulling from a plain-HTTP registry fails"
+like "$err" "speaks plain HTTP.*--insecure-registry 127\.0\.0\.1:$port.*NOOK_INSECURE_REGISTRIES" \
+        "the error says what to do"
+run_nook create hx --image "127.0.0.1:$port/x/y:1"
+like "$err" "speaks plain HTTP" "create says the same"
+run_nook create hx --image "127.0.0.1:$port/x/y:1" --insecure-registry "127.0.0.1:$port"
+like "$err" "has no manifest" "create --insecure-registry reaches the registry over HTTP"
+for h in "" "a b" "a,b" "x/y"; do
+        expect_fail 2 "create --insecure-registry '$h' is refused" create hx --insecure-registry "$h"
+done
+kill "$http_pid" 2>/dev/null
+wait "$http_pid" 2>/dev/null
+run_nook ls -q
+is "$out" "" "nothing was created by the refused creates"
+
+# ---- a home another user owns: permission, not "No sandbox" ---------------------------------------------------
+if [[ $(id -u) == 0 ]] && setpriv --reuid 65534 --regid 65534 --clear-groups true 2>/dev/null; then
+        H2=$(mktemp -d /var/tmp/nook-test-perm.XXXXXX)
+        chmod 755 "$H2"
+        NOOK_HOME=$H2 "$NOOK" create pw >/dev/null 2>&1
+        perm_err=$(setpriv --reuid 65534 --regid 65534 --clear-groups env NOOK_HOME="$H2" "$NOOK" exec pw -- true 2>&1)
+        like "$perm_err" "permission denied.*another user" "exec on a root-owned home says permission, not 'No sandbox'"
+        unlike "$perm_err" "No sandbox" "and does not claim the sandbox is missing"
+        NOOK_HOME=$H2 "$NOOK" rm pw >/dev/null 2>&1
+        rm -rf "$H2"
+else
+        skip_expected "needs real root (and uid 65534 mapped) to make a home another user cannot read"
+        skip_expected "needs real root (and uid 65534 mapped) to make a home another user cannot read"
+fi
+
+# ---- snapshot import of content already present (the README example) --------------------------------------
+run_nook create base --sticky
+is "$status" 0 "create a sticky sandbox"
+"$NOOK" stop base >/dev/null
+run_nook snapshot create base base
+is "$status" 0 "snapshot create base base"
+run_nook snapshot export base "$NOOK_HOME/base.nsnap"
+is "$status" 0 "snapshot export base base.nsnap"
+run_nook snapshot import "$NOOK_HOME/base.nsnap"
+is "$status" 0 "snapshot import of the same content succeeds"
+like "$out" "already present" "and says the content is already there"
+run_nook snapshot ls -q
+is "$out" "base" "no second snapshot was made"
+run_nook snapshot ls --format '{{.Name}} {{.WithWorkspace}}'
+is "$out" "base false" "snapshot ls --format"
+"$NOOK" snapshot rm base >/dev/null
+"$NOOK" rm base >/dev/null

@@ -16,6 +16,7 @@ struct ws {
         gid_t owner_gid;
         bool chown; /* owner differs from our euid/egid: fchown what we create */
         bool no_openat2; /* the kernel lacks openat2 (ENOSYS seen), or a test forces the fallback */
+        bool in_root; /* a sandbox's root filesystem (ws_open_root): RESOLVE_IN_ROOT, not BENEATH */
 };
 
 /* Opens rel (a normalised relative path, "" = the root) beneath the root, with the semantics of

@@ -189,8 +189,12 @@ static int walk_follow(ws_walk *k, const char *name, const char *rest) {
                 return -ELOOP;
         if (t == 0)
                 return -ENOENT;
-        if (target[0] == '/')
+        if (target[0] == '/' && !k->w->in_root)
                 return -EXDEV;
+        if (target[0] == '/') { /* RESOLVE_IN_ROOT: an absolute target starts again at the root */
+                for (; k->n > 0; k->n--)
+                        k->fds[k->n - 1] = safe_close(k->fds[k->n - 1]);
+        }
         size_t rl = strlen(rest);
         char *nb = malloc((size_t)t + 1 + rl + 1);
         if (!nb)
@@ -252,8 +256,12 @@ static int walk_step(ws_walk *k, int flags, int *ret_fd) {
 
         if (streq(p, ".") || streq(p, "..")) {
                 if (streq(p, "..")) {
-                        if (k->n == 0)
+                        if (k->n == 0 && !k->w->in_root)
                                 return -EXDEV;
+                        if (k->n == 0) { /* RESOLVE_IN_ROOT: ".." at the root stays there */
+                                memmove(k->buf, rest, strlen(rest) + 1);
+                                return last ? walk_open_cur(k, flags, ret_fd) : 0;
+                        }
                         k->n--;
                         k->fds[k->n] = safe_close(k->fds[k->n]);
                 }
@@ -302,7 +310,7 @@ int ws_openat_beneath(ws *w, const char *rel, int flags) {
         if (!__atomic_load_n(&w->no_openat2, __ATOMIC_RELAXED)) {
                 struct open_how how = {
                         .flags = (uint64_t)(flags | O_CLOEXEC),
-                        .resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS,
+                        .resolve = (w->in_root ? RESOLVE_IN_ROOT : RESOLVE_BENEATH) | RESOLVE_NO_MAGICLINKS,
                 };
                 for (int i = 0; i < WS_OPENAT2_RETRIES; i++) {
                         int fd =

@@ -1,0 +1,155 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* nook_cp_in / nook_cp_out: which side a guest path is on (the workspace, or the sandbox's root
+ * filesystem through its running init), then the engine in copy.c. */
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "nook.h"
+#include "sandbox/copy.h"
+#include "sandbox/ctx.h"
+#include "sandbox/lifecycle.h"
+#include "store/store.h"
+#include "supervisor/proto.h"
+#include "util/error.h"
+#include "util/macro.h"
+#include "util/name.h"
+#include "util/str.h"
+#include "workspace/ws.h"
+
+/* The sandbox must exist: a copy never creates an orphan workspace for a mistyped name. */
+static int cp_sandbox_exists(nook *n, const char *name, nook_error *err) {
+        store *st;
+        sandbox_rec rec = { 0 };
+        int r = name_validate("sandbox", name, err);
+        if (r < 0)
+                return r;
+        r = ctx_store(n, &st, err);
+        if (r < 0)
+                return r;
+        r = store_sandbox_get(st, name, &rec, err);
+        sandbox_rec_done(&rec);
+        if (r == -NOOK_E_NOT_FOUND)
+                return nook_err_set(err, NOOK_E_NOT_FOUND,
+                        "No sandbox '%s'; create it first, or stage files for it before its first create "
+                        "with 'nook ws write %s PATH'",
+                        name, name);
+        return r;
+}
+
+/* "/workspace", "/workspace/..." and relative paths are in the workspace. */
+static bool cp_in_workspace(const char *path) {
+        if (path[0] != '/')
+                return true;
+        while (*path == '/')
+                path++;
+        return strncmp(path, "workspace", 9) == 0 && (path[9] == 0 || path[9] == '/');
+}
+
+/* The sandbox's root, an O_PATH fd its init sent its supervisor (sup.c, op "root"). */
+static int cp_root_fd(nook *n, const char *name, int *ret, nook_error *err) {
+        _cleanup_close_ int sock = -1;
+        int fds[PROTO_MAX_FDS];
+        size_t n_fds = 0;
+        json_t *reply = NULL;
+        int r = sb_connect(n, name, &sock, err);
+        if (r == -NOOK_E_STATE)
+                return nook_err_set(err, NOOK_E_STATE,
+                        "Sandbox '%s' is not running: a path outside /workspace is copied through its running "
+                        "root filesystem; start it with 'nook start %s', or copy into /workspace",
+                        name, name);
+        if (r < 0)
+                return r;
+        json_t *m = json_pack("{s:s}", "op", "root");
+        r = m ? proto_send(sock, m, NULL, 0) : -ENOMEM;
+        json_decref(m);
+        if (r >= 0)
+                r = proto_recv(sock, &reply, fds, &n_fds);
+        if (r <= 0)
+                return nook_err_errnum(err, NOOK_E_IO, r < 0 ? -r : EPIPE, "Cannot reach sandbox '%s'", name);
+        if (streq(proto_op(reply), "error")) {
+                proto_close_fds(fds, n_fds);
+                r = proto_error_from_msg(reply, err);
+                json_decref(reply);
+                return r;
+        }
+        json_decref(reply);
+        struct stat st;
+        if (n_fds != 1 || fstat(fds[0], &st) < 0 || !S_ISDIR(st.st_mode)) {
+                proto_close_fds(fds, n_fds);
+                return nook_err_set(err, NOOK_E_INTERNAL, "Sandbox '%s' did not hand over its root filesystem", name);
+        }
+        *ret = fds[0];
+        return 0;
+}
+
+/* Opens the side that holds path in sandbox name. */
+static int cp_open_guest(nook *n, const char *name, const char *path, ws **ret, nook_error *err) {
+        _cleanup_free_ char *rel = NULL;
+        /* the path rule first (NUL, length, ".." anywhere), before anything is opened */
+        int r = ws_path_normalize(path, &rel, err);
+        if (r < 0)
+                return r;
+        if (cp_in_workspace(path)) {
+                _cleanup_free_ char *dir = NULL;
+                r = ctx_ws_dir(n, name, &dir, err);
+                if (r < 0)
+                        return r;
+                return ws_open(dir, /* create= */ true, n->ws_uid, n->ws_gid, ret, err);
+        }
+        int fd = -1;
+        r = cp_root_fd(n, name, &fd, err);
+        if (r < 0)
+                return r;
+        return ws_open_root(fd, n->ws_uid, n->ws_gid, ret, err);
+}
+
+static int cp_guest_label(const char *name, char **ret, nook_error *err) {
+        *ret = strprintf("%s:", name);
+        return *ret ? 0 : nook_err_oom(err);
+}
+
+int nook_cp_in(nook *n, const char *name, const char *host_src, int fd, const char *dst, nook_error *err) {
+        _cleanup_(ws_freep) ws *w = NULL;
+        _cleanup_free_ char *label = NULL;
+        if (!dst || (!host_src && fd < 0))
+                return nook_err_set(err, NOOK_E_INVALID, "nook_cp_in needs a destination and a source");
+        int r = cp_sandbox_exists(n, name, err);
+        if (r >= 0)
+                r = cp_guest_label(name, &label, err);
+        if (r >= 0)
+                r = cp_open_guest(n, name, dst, &w, err);
+        if (r < 0)
+                return r;
+        cp_side src = { .path = host_src, .fd = fd, .label = "" };
+        cp_side to = { .w = w, .path = dst, .fd = -1, .label = label };
+        r = cp_copy(&src, &to, err);
+        if (r < 0)
+                return nook_err_wrap(err, "copying %s%s to '%s:%s'", host_src ? "" : "a tar stream",
+                        host_src ? host_src : "", name, dst);
+        return 0;
+}
+
+int nook_cp_out(nook *n, const char *name, const char *src, const char *host_dst, int fd, nook_error *err) {
+        _cleanup_(ws_freep) ws *w = NULL;
+        _cleanup_free_ char *label = NULL;
+        if (!src || (!host_dst && fd < 0))
+                return nook_err_set(err, NOOK_E_INVALID, "nook_cp_out needs a source and a destination");
+        int r = cp_sandbox_exists(n, name, err);
+        if (r >= 0)
+                r = cp_guest_label(name, &label, err);
+        if (r >= 0)
+                r = cp_open_guest(n, name, src, &w, err);
+        if (r < 0)
+                return r;
+        cp_side from = { .w = w, .path = src, .fd = -1, .label = label };
+        cp_side to = { .path = host_dst, .fd = fd, .label = "" };
+        r = cp_copy(&from, &to, err);
+        if (r < 0)
+                return nook_err_wrap(err, "copying '%s:%s' to %s", name, src, host_dst ? host_dst : "a tar stream");
+        return 0;
+}

@@ -63,6 +63,7 @@ typedef struct cp_dir_fix {
 
 typedef struct cp_sink {
         struct archive *ar; /* a tar sink; NULL for a tree */
+        bool as_owner; /* create as uid/gid (setfsuid), not as ourselves + chown */
         int stage_fd; /* a tree sink: the staging directory */
         bool chown;
         uid_t uid;
@@ -308,7 +309,31 @@ static int cp_tree_dir(cp_sink *k, const cp_entry *e, int dfd, const char *base)
         return 0;
 }
 
+/* A sandbox's root filesystem is mounted in its user namespace, where our own uid may have no
+ * mapping (mkdir fails with EOVERFLOW): what we create there is created as its root, on this
+ * thread only.  Sources are opened as ourselves, between these calls. */
+static void cp_become(const cp_sink *k, bool owner) {
+        if (!k->as_owner)
+                return;
+        if (owner) {
+                (void)setfsgid(k->gid);
+                (void)setfsuid(k->uid);
+        } else {
+                (void)setfsuid(geteuid());
+                (void)setfsgid(getegid());
+        }
+}
+
+static int cp_tree_entry_as(cp_sink *k, const cp_entry *e, nook_error *err);
+
 static int cp_tree_entry(cp_sink *k, const cp_entry *e, nook_error *err) {
+        cp_become(k, true);
+        int r = cp_tree_entry_as(k, e, err);
+        cp_become(k, false);
+        return r;
+}
+
+static int cp_tree_entry_as(cp_sink *k, const cp_entry *e, nook_error *err) {
         _cleanup_free_ char *path = strdup(e->path);
         const char *base;
         if (!path)
@@ -809,7 +834,9 @@ static int cp_make_stage(const cp_side *d, int dfd, char *ret_name, size_t size,
 /* Fills the staging directory, then places it. */
 static int cp_stage_and_place(const cp_side *src, const cp_loc *sl, const cp_side *dst, const cp_target *t,
         cp_sink *k, nook_error *err) {
+        cp_become(k, false);
         int r = src->path ? cp_tree_source(src, sl, t->top[0] ? t->top : "", k, err) : cp_from_tar(src->fd, k, err);
+        cp_become(k, true);
         if (r >= 0)
                 r = cp_tree_fix_dirs(k, err);
         if (r >= 0)
@@ -844,14 +871,10 @@ static int cp_to_tree(const cp_side *src, const cp_side *dst, nook_error *err) {
                 return r;
         if (dst->w)
                 k.chown = ws_owner(dst->w, &k.uid, &k.gid);
-        /* A sandbox's root filesystem is mounted in its user namespace, where our own uid may
-         * have no mapping (EOVERFLOW): create as its root instead (this thread only). */
-        bool as_owner = k.chown && ws_is_root(dst->w);
-        if (as_owner) {
-                (void)setfsgid(k.gid);
-                (void)setfsuid(k.uid);
+        k.as_owner = k.chown && ws_is_root(dst->w); /* see cp_become */
+        if (k.as_owner)
                 k.chown = false;
-        }
+        cp_become(&k, true);
         char stage[64];
         r = cp_make_stage(dst, t.dfd, stage, sizeof(stage), &k.stage_fd, err);
         if (r >= 0) {
@@ -859,10 +882,7 @@ static int cp_to_tree(const cp_side *src, const cp_side *dst, nook_error *err) {
                 nook_error e2 = { 0 };
                 (void)path_rm_rf_at(t.dfd, stage, &e2);
         }
-        if (as_owner) {
-                (void)setfsuid(geteuid());
-                (void)setfsgid(getegid());
-        }
+        cp_become(&k, false);
         return r;
 }
 

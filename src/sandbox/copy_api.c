@@ -92,6 +92,8 @@ static int cp_open_guest(nook *n, const char *name, const char *path, ws **ret, 
         _cleanup_free_ char *rel = NULL;
         /* the path rule first (NUL, length, ".." anywhere), before anything is opened */
         int r = ws_path_normalize(path, &rel, err);
+        if (r == -NOOK_E_REFUSED && !cp_in_workspace(path))
+                return nook_err_set(err, NOOK_E_REFUSED, "Refusing a path with '..' in sandbox '%s': '%.400s'", name, path);
         if (r < 0)
                 return r;
         if (cp_in_workspace(path)) {

@@ -30,5 +30,7 @@ int ws_walk_beneath(const ws *w, const char *rel, int flags);
 
 /* Fills err for the user's path after a failed resolution (-errno from the calls above). */
 int ws_err_resolve(nook_error *err, int neg_errno, const char *path);
+/* The same, naming where ("the workspace", "the sandbox's root filesystem"). */
+int ws_err_resolve_in(nook_error *err, int neg_errno, const char *path, const char *where);
 /* NOOK_E_REFUSED, "Refusing a path outside the workspace: '<path>'". */
 int ws_err_refused(nook_error *err, const char *path, size_t len);

@@ -34,6 +34,10 @@ int ws_err_refused(nook_error *err, const char *path, size_t len) {
 }
 
 int ws_err_resolve(nook_error *err, int neg_errno, const char *path) {
+        return ws_err_resolve_in(err, neg_errno, path, "the workspace");
+}
+
+int ws_err_resolve_in(nook_error *err, int neg_errno, const char *path, const char *where) {
         int e = -neg_errno;
 
         switch (e) {
@@ -42,19 +46,17 @@ int ws_err_resolve(nook_error *err, int neg_errno, const char *path) {
         case ELOOP:
                 return nook_err_set(err, NOOK_E_INVALID, "Too many levels of symbolic links in '%s'", path);
         case ENOENT:
-                return nook_err_set(
-                        err, NOOK_E_NOT_FOUND, "No such file or directory in the workspace: '%s'", path);
+                return nook_err_set(err, NOOK_E_NOT_FOUND, "No such file or directory in %s: '%s'", where, path);
         case ENOTDIR:
                 return nook_err_set(err, NOOK_E_INVALID, "A parent of '%s' is not a directory", path);
         case ENAMETOOLONG:
                 return nook_err_set(err, NOOK_E_INVALID, "The path '%s' is too long", path);
         case EAGAIN:
-                return nook_err_set(
-                        err, NOOK_E_BUSY, "The workspace changed while resolving '%s'; try again", path);
+                return nook_err_set(err, NOOK_E_BUSY, "The files changed while resolving '%s'; try again", path);
         case ENOMEM:
                 return nook_err_oom(err);
         default:
-                return nook_err_errnum(err, NOOK_E_IO, e, "Cannot open '%s' in the workspace", path);
+                return nook_err_errnum(err, NOOK_E_IO, e, "Cannot open '%s' in %s", path, where);
         }
 }
 

@@ -10,7 +10,7 @@
 
 require_bin "$NOOK" "$NOOK_SUPERVISOR"
 command -v python3 >/dev/null || plan skip_all "python3 is needed to build hostile tar archives"
-plan 90
+plan 95
 
 D=$(mktemp -d /var/tmp/nook-cp-test.XXXXXX)
 chmod 0755 "$D"
@@ -203,12 +203,22 @@ isnt "$status" 0 "a hostile tar is refused on the root filesystem too"
 check "it wrote nothing on the host" test ! -e "$D/outside/evil"
 
 # a guest symlink to an absolute path resolves inside the sandbox's root, never on the host
-in_guest "mkdir -p /opt/inside && ln -s /opt/inside /etc/lnk && ln -s $D/outside /etc/lnk2"
-run_nook cp "$D/$mark" w:/etc/lnk/
-is "$status" 0 "a guest symlink inside the root is followed inside it" || diag "$err"
-is "$(in_guest "cat /opt/inside/$mark")" "alpha" "the file landed at the link's target in the sandbox"
-run_nook cp "$D/$mark" w:/etc/lnk2/
-check "a guest symlink to a host path never reaches the host" test ! -e "$D/outside/$mark"
+# (twice: with openat2, and with the component walk used where the kernel lacks it)
+in_guest "mkdir -p /opt/inside && ln -s /opt/inside /etc/lnk && ln -s ../../opt/inside /etc/lnk3 &&
+        ln -s $D/outside /etc/lnk2 && ln -s ../../../../../../$D/outside /etc/lnk4"
+for walk in 0 1; do
+        export NOOK_TEST_NO_OPENAT2=$walk
+        run_nook cp "$D/$mark" "w:/etc/lnk/m$walk"
+        is "$status" 0 "a guest symlink to an absolute path is followed inside the root (walk=$walk)" || diag "$err"
+        run_nook cp "$D/$mark" "w:/etc/lnk3/r$walk"
+        is "$status" 0 "a guest symlink with '..' is followed inside the root (walk=$walk)" || diag "$err"
+        is "$(in_guest "cat /opt/inside/m$walk /opt/inside/r$walk")" "alpha
+alpha" "both files landed at the links' target in the sandbox (walk=$walk)"
+        run_nook cp "$D/$mark" "w:/etc/lnk2/h$walk"
+        run_nook cp "$D/$mark" "w:/etc/lnk4/h$walk"
+        check "a guest symlink to a host path never reaches the host (walk=$walk)" test ! -e "$D/outside/h$walk"
+done
+unset NOOK_TEST_NO_OPENAT2
 run_nook cp "$D/src/a" w:/proc/
 isnt "$status" 0 "writing into /proc is refused"
 like "$err" "kernel filesystem" "the message names the kernel filesystem"

@@ -221,13 +221,15 @@ int cmd_cp(int argc, char **argv) {
                         fputs(cp_help, stdout);
                         return 0;
                 }
-                if (cp_streq(argv[i], "--"))  {
+                if (cp_streq(argv[i], "--")) {
                         i++;
                         break;
                 }
                 if (cp_streq(argv[i], "-a") || cp_streq(argv[i], "--archive"))
-                        return cli_usage_error("cp", "'%s' is not supported: files copied in always belong to the "
-                                "sandbox's root, files copied out to you", argv[i]);
+                        return cli_usage_error("cp",
+                                "'%s' is not supported: files copied in always belong to the "
+                                "sandbox's root, files copied out to you",
+                                argv[i]);
                 return cli_usage_error("cp", "unknown option '%s'", argv[i]);
         }
         if (argc - i != 2)
@@ -241,10 +243,12 @@ int cmd_cp(int argc, char **argv) {
         free(other);
         if (in && out) {
                 free(name);
-                return cli_usage_error("cp", "copying between two sandboxes is not supported; copy through the host");
+                return cli_usage_error(
+                        "cp", "copying between two sandboxes is not supported; copy through the host");
         }
         if (!in && !out)
-                return cli_usage_error("cp", "one of SRC and DEST must be NAME:PATH (a host path with ':' needs "
+                return cli_usage_error("cp",
+                        "one of SRC and DEST must be NAME:PATH (a host path with ':' needs "
                         "a leading './')");
         if (cp_isempty(path)) {
                 r0 = cli_usage_error("cp", "'%s' names no path in sandbox '%s'", in ? b : a, name);

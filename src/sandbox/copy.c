@@ -159,11 +159,12 @@ static int cp_entry_path_check(const char *raw, char **ret, nook_error *err) {
         for (const char *c = s; *c;) {
                 size_t n = strcspn(c, "/");
                 if ((n == 2 && c[0] == '.' && c[1] == '.'))
-                        return nook_err_set(
-                                err, NOOK_E_REFUSED, "Refusing the archive entry '%.200s': it contains '..'", raw);
+                        return nook_err_set(err, NOOK_E_REFUSED,
+                                "Refusing the archive entry '%.200s': it contains '..'", raw);
                 if (n > NAME_MAX)
                         return nook_err_set(err, NOOK_E_INVALID,
-                                "A name in the archive entry '%.60s...' is longer than %d bytes", raw, NAME_MAX);
+                                "A name in the archive entry '%.60s...' is longer than %d bytes", raw,
+                                NAME_MAX);
                 c += n;
                 while (*c == '/')
                         c++;
@@ -220,7 +221,8 @@ static int cp_stage_parent(cp_sink *k, char *path, bool create, const char **ret
 
 static int cp_data_to_fd(cp_sink *k, const cp_entry *e, int out) {
         for (;;) {
-                ssize_t n = e->fd >= 0 ? read(e->fd, k->buf, CP_BUF) : archive_read_data(e->ar, k->buf, CP_BUF);
+                ssize_t n =
+                        e->fd >= 0 ? read(e->fd, k->buf, CP_BUF) : archive_read_data(e->ar, k->buf, CP_BUF);
                 if (n < 0 && e->fd >= 0 && errno == EINTR)
                         continue;
                 if (n < 0)
@@ -341,9 +343,9 @@ static int cp_tree_entry_as(cp_sink *k, const cp_entry *e, nook_error *err) {
         int dfd = cp_stage_parent(k, path, /* create= */ true, &base);
         int r = dfd;
         if (dfd >= 0) {
-                r = e->type == S_IFDIR ? cp_tree_dir(k, e, dfd, base)
+                r = e->type == S_IFDIR                      ? cp_tree_dir(k, e, dfd, base)
                         : e->type == S_IFLNK || e->hardlink ? cp_tree_link(k, e, dfd, base)
-                                                             : cp_tree_file(k, e, dfd, base);
+                                                            : cp_tree_file(k, e, dfd, base);
                 safe_close(dfd);
         }
         if (r == -ELOOP || r == -ENOTDIR)
@@ -352,7 +354,8 @@ static int cp_tree_entry_as(cp_sink *k, const cp_entry *e, nook_error *err) {
                         e->path);
         if (r == -ENOENT && e->hardlink)
                 return nook_err_set(err, NOOK_E_INVALID,
-                        "The hard link '%s' points to '%s', which is not earlier in the archive", e->path, e->link);
+                        "The hard link '%s' points to '%s', which is not earlier in the archive", e->path,
+                        e->link);
         if (r == -ENOMEM)
                 return nook_err_oom(err);
         if (r < 0)
@@ -391,7 +394,10 @@ static int cp_tar_entry(cp_sink *k, const cp_entry *e, nook_error *err) {
                 return nook_err_oom(err);
         }
         archive_entry_set_pathname(ae, name);
-        archive_entry_set_filetype(ae, e->type == S_IFDIR ? AE_IFDIR : e->type == S_IFLNK ? AE_IFLNK : AE_IFREG);
+        archive_entry_set_filetype(ae,
+                e->type == S_IFDIR           ? AE_IFDIR
+                        : e->type == S_IFLNK ? AE_IFLNK
+                                             : AE_IFREG);
         archive_entry_set_perm(ae, e->perm);
         archive_entry_set_uid(ae, 0);
         archive_entry_set_gid(ae, 0);
@@ -432,7 +438,8 @@ typedef struct cp_walk {
         cp_sink *k;
 } cp_walk;
 
-static int cp_walk_node(cp_walk *c, int pfd, const char *name, const char *shown, const char *out, nook_error *err);
+static int cp_walk_node(
+        cp_walk *c, int pfd, const char *name, const char *shown, const char *out, nook_error *err);
 
 static int cp_walk_dir(cp_walk *c, int fd, const char *shown, const char *out, nook_error *err) {
         DIR *d = fdopendir(fd);
@@ -450,7 +457,8 @@ static int cp_walk_dir(cp_walk *c, int fd, const char *shown, const char *out, n
                 if (!s2 || !o2)
                         r = nook_err_oom(err);
                 else if (strlen(o2) >= PATH_MAX)
-                        r = nook_err_set(err, NOOK_E_INVALID, "The path '%s%.60s...' is too long", c->label, s2);
+                        r = nook_err_set(
+                                err, NOOK_E_INVALID, "The path '%s%.60s...' is too long", c->label, s2);
                 else
                         r = cp_walk_node(c, dirfd(d), de->d_name, s2, o2, err);
         }
@@ -462,19 +470,21 @@ static int cp_walk_dir(cp_walk *c, int fd, const char *shown, const char *out, n
 
 /* One name in pfd: out is its path in the copy ("" for the contents of a "dir/." source, whose
  * own entry is not copied). */
-static int cp_walk_node(cp_walk *c, int pfd, const char *name, const char *shown, const char *out, nook_error *err) {
+static int cp_walk_node(
+        cp_walk *c, int pfd, const char *name, const char *shown, const char *out, nook_error *err) {
         struct stat st;
         cp_entry e = { .path = out, .fd = -1 };
         if (fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-                return nook_err_errno(err, errno == ENOENT ? NOOK_E_NOT_FOUND : NOOK_E_IO, "Cannot read '%s%s'",
-                        c->label, shown);
+                return nook_err_errno(err, errno == ENOENT ? NOOK_E_NOT_FOUND : NOOK_E_IO,
+                        "Cannot read '%s%s'", c->label, shown);
         e.perm = st.st_mode & 01777;
         e.mtime = st.st_mtim;
         if (S_ISLNK(st.st_mode)) {
                 char target[PATH_MAX];
                 ssize_t n = readlinkat(pfd, name, target, sizeof(target) - 1);
                 if (n < 0)
-                        return nook_err_errno(err, NOOK_E_IO, "Cannot read the symlink '%s%s'", c->label, shown);
+                        return nook_err_errno(
+                                err, NOOK_E_IO, "Cannot read the symlink '%s%s'", c->label, shown);
                 target[n] = 0;
                 e.type = S_IFLNK;
                 e.link = target;
@@ -485,14 +495,15 @@ static int cp_walk_node(cp_walk *c, int pfd, const char *name, const char *shown
                 return cp_refuse_special(full ? full : shown, st.st_mode, err);
         }
         int fd = openat(pfd, name,
-                (S_ISDIR(st.st_mode) ? O_RDONLY | O_DIRECTORY : O_RDONLY | O_NONBLOCK | O_NOCTTY) | O_NOFOLLOW |
-                        O_CLOEXEC);
+                (S_ISDIR(st.st_mode) ? O_RDONLY | O_DIRECTORY : O_RDONLY | O_NONBLOCK | O_NOCTTY) |
+                        O_NOFOLLOW | O_CLOEXEC);
         if (fd < 0)
                 return nook_err_errno(err, NOOK_E_IO, "Cannot open '%s%s'", c->label, shown);
         struct stat st2;
         if (fstat(fd, &st2) < 0 || st2.st_ino != st.st_ino || st2.st_dev != st.st_dev) {
                 safe_close(fd);
-                return nook_err_set(err, NOOK_E_BUSY, "'%s%s' changed while it was copied; try again", c->label, shown);
+                return nook_err_set(
+                        err, NOOK_E_BUSY, "'%s%s' changed while it was copied; try again", c->label, shown);
         }
         if (S_ISREG(st.st_mode)) {
                 e.type = S_IFREG;
@@ -524,7 +535,8 @@ static int cp_tar_read_entry(cp_sink *k, struct archive *a, struct archive_entry
                 return r;
         mode_t t = archive_entry_filetype(ae);
         cp_entry e = { .path = path, .fd = -1, .ar = a, .perm = archive_entry_perm(ae) & 01777 };
-        e.mtime = (struct timespec){ .tv_sec = archive_entry_mtime(ae), .tv_nsec = archive_entry_mtime_nsec(ae) };
+        e.mtime = (struct timespec){ .tv_sec = archive_entry_mtime(ae),
+                .tv_nsec = archive_entry_mtime_nsec(ae) };
         if (archive_entry_hardlink(ae)) {
                 r = cp_entry_path_check(archive_entry_hardlink(ae), &hl, err);
                 if (r < 0)
@@ -547,7 +559,8 @@ static int cp_tar_read_entry(cp_sink *k, struct archive *a, struct archive_entry
                 e.type = S_IFLNK;
                 e.link = archive_entry_symlink(ae);
                 if (isempty(e.link))
-                        return nook_err_set(err, NOOK_E_INVALID, "The symlink '%s' in the archive has no target", raw);
+                        return nook_err_set(
+                                err, NOOK_E_INVALID, "The symlink '%s' in the archive has no target", raw);
         } else
                 return cp_refuse_special(path, t, err);
         return cp_sink_entry(k, &e, err);
@@ -580,7 +593,8 @@ static int cp_from_tar(int fd, cp_sink *k, nook_error *err) {
 
 /* Moves stage/name to dst/name; merges a directory into an existing one.  dry: only looks for
  * conflicts, so the real pass (which cannot be undone) meets none that were there before it. */
-static int cp_place(const ws *w, int sfd, int dfd, const char *name, const char *shown, bool dry, nook_error *err) {
+static int cp_place(
+        const ws *w, int sfd, int dfd, const char *name, const char *shown, bool dry, nook_error *err) {
         struct stat in, there;
         if (fstatat(sfd, name, &in, AT_SYMLINK_NOFOLLOW) < 0)
                 return nook_err_errno(err, NOOK_E_IO, "Cannot read the staged '%s'", shown);
@@ -681,7 +695,9 @@ static int cp_resolve(const cp_side *s, cp_loc *ret, nook_error *err) {
         ret->shown = strprintf("%s%s", s->label, path);
         char *slash = strrchr(p, '/');
         const char *parent = !slash ? (s->w ? "/" : ".") : slash == p ? "/" : p;
-        ret->name = strdup(streq(p, "/") || streq(p, ".") || (s->w && streq(p, "/workspace")) ? "." : slash ? slash + 1 : p);
+        ret->name = strdup(streq(p, "/") || streq(p, ".") || (s->w && streq(p, "/workspace")) ? "."
+                        : slash                                                               ? slash + 1
+                                                                                              : p);
         if (!ret->shown || !ret->name)
                 return nook_err_oom(err);
         if (slash && slash != p)
@@ -692,8 +708,8 @@ static int cp_resolve(const cp_side *s, cp_loc *ret, nook_error *err) {
         if (s->w)
                 r = ws_open_path(s->w, parent, O_PATH | O_DIRECTORY, &ret->dfd, err);
         else if ((ret->dfd = open(parent, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
-                r = nook_err_errno(err, errno == ENOENT ? NOOK_E_NOT_FOUND : NOOK_E_IO, "Cannot open the directory of '%s'",
-                        ret->shown);
+                r = nook_err_errno(err, errno == ENOENT ? NOOK_E_NOT_FOUND : NOOK_E_IO,
+                        "Cannot open the directory of '%s'", ret->shown);
         if (r < 0)
                 return r;
         return cp_fs_check(s->w, ret->dfd, ret->shown, err);
@@ -717,7 +733,8 @@ static int cp_tree_source(const cp_side *s, const cp_loc *l, const char *out, cp
         if (fstatat(l->dfd, l->name, &st, AT_SYMLINK_NOFOLLOW) < 0)
                 return nook_err_errno(err, NOOK_E_NOT_FOUND, "Cannot read '%s'", l->shown);
         if (!S_ISDIR(st.st_mode))
-                return nook_err_set(err, NOOK_E_INVALID, "'%s' ends in '/.' but is not a directory", l->shown);
+                return nook_err_set(
+                        err, NOOK_E_INVALID, "'%s' ends in '/.' but is not a directory", l->shown);
         return cp_walk_node(&c, l->dfd, l->name, shown, "", err);
 }
 
@@ -730,14 +747,17 @@ static int cp_to_tar(const cp_side *src, const cp_side *dst, nook_error *err) {
         int r = cp_resolve(src, &l, err);
         if (r < 0)
                 return r;
-        if (archive_write_set_format_pax_restricted(a) != ARCHIVE_OK || archive_write_open_fd(a, dst->fd) != ARCHIVE_OK)
-                return nook_err_set(err, NOOK_E_IO, "Cannot start the tar output: %s", archive_error_or(a, "error"));
+        if (archive_write_set_format_pax_restricted(a) != ARCHIVE_OK ||
+                archive_write_open_fd(a, dst->fd) != ARCHIVE_OK)
+                return nook_err_set(
+                        err, NOOK_E_IO, "Cannot start the tar output: %s", archive_error_or(a, "error"));
         k.ar = a;
         r = cp_tree_source(src, &l, l.contents ? "" : cp_src_name(src, &l), &k, err);
         if (r < 0)
                 return r;
         if (archive_write_close(a) != ARCHIVE_OK)
-                return nook_err_set(err, NOOK_E_IO, "Cannot finish the tar output: %s", archive_error_or(a, "write error"));
+                return nook_err_set(err, NOOK_E_IO, "Cannot finish the tar output: %s",
+                        archive_error_or(a, "write error"));
         return 0;
 }
 
@@ -760,7 +780,8 @@ static int cp_open_dst(const cp_side *d, int flags, int *ret_fd, nook_error *err
                 return ws_open_path(d->w, d->path, flags, ret_fd, err);
         int fd = open(d->path, flags | O_CLOEXEC);
         if (fd < 0)
-                return nook_err_errno(err, errno == ENOENT ? NOOK_E_NOT_FOUND : NOOK_E_IO, "Cannot open '%s'", d->path);
+                return nook_err_errno(
+                        err, errno == ENOENT ? NOOK_E_NOT_FOUND : NOOK_E_IO, "Cannot open '%s'", d->path);
         *ret_fd = fd;
         return 0;
 }
@@ -789,14 +810,17 @@ static int cp_pick_target(const cp_side *d, const char *src_name, bool src_dir, 
         }
         if (is_tar)
                 return nook_err_set(err, r < 0 ? NOOK_E_NOT_FOUND : NOOK_E_INVALID,
-                        "The destination '%s' must be an existing directory to extract a tar stream into", ret->shown);
+                        "The destination '%s' must be an existing directory to extract a tar stream into",
+                        ret->shown);
         if (src_dir && r >= 0)
-                return nook_err_set(err, NOOK_E_INVALID, "Cannot copy a directory onto the file '%s'", ret->shown);
+                return nook_err_set(
+                        err, NOOK_E_INVALID, "Cannot copy a directory onto the file '%s'", ret->shown);
         /* a new name, or a file to replace: in its parent, which must exist */
         _cleanup_(cp_loc_done) cp_loc l = { .dfd = -1 };
         r = cp_resolve(d, &l, err);
         if (r == -NOOK_E_NOT_FOUND || (r >= 0 && l.trailing_slash && !src_dir))
-                return nook_err_set(err, NOOK_E_NOT_FOUND, "The destination directory of '%s' does not exist", ret->shown);
+                return nook_err_set(err, NOOK_E_NOT_FOUND,
+                        "The destination directory of '%s' does not exist", ret->shown);
         if (r < 0)
                 return r;
         if (streq(l.name, "."))
@@ -811,7 +835,8 @@ static int cp_pick_target(const cp_side *d, const char *src_name, bool src_dir, 
         return 0;
 }
 
-static int cp_make_stage(const cp_side *d, int dfd, char *ret_name, size_t size, int *ret_fd, nook_error *err) {
+static int cp_make_stage(
+        const cp_side *d, int dfd, char *ret_name, size_t size, int *ret_fd, nook_error *err) {
         static uint64_t counter;
         for (int i = 0; i < 64; i++) {
                 uint64_t c = __atomic_fetch_add(&counter, 1, __ATOMIC_RELAXED);
@@ -819,8 +844,8 @@ static int cp_make_stage(const cp_side *d, int dfd, char *ret_name, size_t size,
                 if (mkdirat(dfd, ret_name, 0700) < 0) {
                         if (errno == EEXIST)
                                 continue;
-                        return nook_err_errno(err, NOOK_E_IO, "Cannot create a staging directory next to '%s%s'",
-                                d->label, d->path);
+                        return nook_err_errno(err, NOOK_E_IO,
+                                "Cannot create a staging directory next to '%s%s'", d->label, d->path);
                 }
                 int fd = openat(dfd, ret_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
                 if (fd < 0)
@@ -828,14 +853,16 @@ static int cp_make_stage(const cp_side *d, int dfd, char *ret_name, size_t size,
                 *ret_fd = fd;
                 return 0;
         }
-        return nook_err_set(err, NOOK_E_BUSY, "Cannot find a free staging name next to '%s%s'", d->label, d->path);
+        return nook_err_set(
+                err, NOOK_E_BUSY, "Cannot find a free staging name next to '%s%s'", d->label, d->path);
 }
 
 /* Fills the staging directory, then places it. */
 static int cp_stage_and_place(const cp_side *src, const cp_loc *sl, const cp_side *dst, const cp_target *t,
         cp_sink *k, nook_error *err) {
         cp_become(k, false);
-        int r = src->path ? cp_tree_source(src, sl, t->top[0] ? t->top : "", k, err) : cp_from_tar(src->fd, k, err);
+        int r = src->path ? cp_tree_source(src, sl, t->top[0] ? t->top : "", k, err)
+                          : cp_from_tar(src->fd, k, err);
         cp_become(k, true);
         if (r >= 0)
                 r = cp_tree_fix_dirs(k, err);
@@ -859,11 +886,12 @@ static int cp_to_tree(const cp_side *src, const cp_side *dst, nook_error *err) {
                 if ((r = cp_resolve(src, &sl, err)) < 0)
                         return r;
                 if (fstatat(sl.dfd, sl.name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-                        return nook_err_errno(err, errno == ENOENT ? NOOK_E_NOT_FOUND : NOOK_E_IO, "Cannot read '%s'",
-                                sl.shown);
+                        return nook_err_errno(err, errno == ENOENT ? NOOK_E_NOT_FOUND : NOOK_E_IO,
+                                "Cannot read '%s'", sl.shown);
                 src_dir = S_ISDIR(st.st_mode);
                 if (sl.contents && !src_dir)
-                        return nook_err_set(err, NOOK_E_INVALID, "'%s' ends in '/.' but is not a directory", sl.shown);
+                        return nook_err_set(
+                                err, NOOK_E_INVALID, "'%s' ends in '/.' but is not a directory", sl.shown);
         }
         const char *name = src->path ? cp_src_name(src, &sl) : "";
         r = cp_pick_target(dst, name, src_dir, sl.contents || (src->path && !name[0]), !src->path, &t, err);
@@ -888,7 +916,8 @@ static int cp_to_tree(const cp_side *src, const cp_side *dst, nook_error *err) {
 
 int cp_copy(const cp_side *src, const cp_side *dst, nook_error *err) {
         if (!src->path && !dst->path)
-                return nook_err_set(err, NOOK_E_INVALID, "Only one side of a copy can be a tar stream ('-')");
+                return nook_err_set(
+                        err, NOOK_E_INVALID, "Only one side of a copy can be a tar stream ('-')");
         if (!dst->path)
                 return cp_to_tar(src, dst, err);
         return cp_to_tree(src, dst, err);

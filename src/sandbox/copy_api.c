@@ -70,7 +70,8 @@ static int cp_root_fd(nook *n, const char *name, int *ret, nook_error *err) {
         if (r >= 0)
                 r = proto_recv(sock, &reply, fds, &n_fds);
         if (r <= 0)
-                return nook_err_errnum(err, NOOK_E_IO, r < 0 ? -r : EPIPE, "Cannot reach sandbox '%s'", name);
+                return nook_err_errnum(
+                        err, NOOK_E_IO, r < 0 ? -r : EPIPE, "Cannot reach sandbox '%s'", name);
         if (streq(proto_op(reply), "error")) {
                 proto_close_fds(fds, n_fds);
                 r = proto_error_from_msg(reply, err);
@@ -81,7 +82,8 @@ static int cp_root_fd(nook *n, const char *name, int *ret, nook_error *err) {
         struct stat st;
         if (n_fds != 1 || fstat(fds[0], &st) < 0 || !S_ISDIR(st.st_mode)) {
                 proto_close_fds(fds, n_fds);
-                return nook_err_set(err, NOOK_E_INTERNAL, "Sandbox '%s' did not hand over its root filesystem", name);
+                return nook_err_set(
+                        err, NOOK_E_INTERNAL, "Sandbox '%s' did not hand over its root filesystem", name);
         }
         *ret = fds[0];
         return 0;
@@ -93,7 +95,8 @@ static int cp_open_guest(nook *n, const char *name, const char *path, ws **ret, 
         /* the path rule first (NUL, length, ".." anywhere), before anything is opened */
         int r = ws_path_normalize(path, &rel, err);
         if (r == -NOOK_E_REFUSED && !cp_in_workspace(path))
-                return nook_err_set(err, NOOK_E_REFUSED, "Refusing a path with '..' in sandbox '%s': '%.400s'", name, path);
+                return nook_err_set(err, NOOK_E_REFUSED,
+                        "Refusing a path with '..' in sandbox '%s': '%.400s'", name, path);
         if (r < 0)
                 return r;
         if (cp_in_workspace(path)) {
@@ -152,6 +155,7 @@ int nook_cp_out(nook *n, const char *name, const char *src, const char *host_dst
         cp_side to = { .path = host_dst, .fd = fd, .label = "" };
         r = cp_copy(&from, &to, err);
         if (r < 0)
-                return nook_err_wrap(err, "copying '%s:%s' to %s", name, src, host_dst ? host_dst : "a tar stream");
+                return nook_err_wrap(
+                        err, "copying '%s:%s' to %s", name, src, host_dst ? host_dst : "a tar stream");
         return 0;
 }

@@ -405,7 +405,8 @@ int ws_open_path(ws *w, const char *path, int flags, int *ret_fd, nook_error *er
                 return r;
         int fd = ws_openat_beneath(w, rel, flags);
         if (fd < 0)
-                return ws_err_resolve_in(err, fd, path, w->in_root ? "the sandbox's root filesystem" : "the workspace");
+                return ws_err_resolve_in(
+                        err, fd, path, w->in_root ? "the sandbox's root filesystem" : "the workspace");
         *ret_fd = fd;
         return 0;
 }

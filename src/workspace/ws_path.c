@@ -46,13 +46,15 @@ int ws_err_resolve_in(nook_error *err, int neg_errno, const char *path, const ch
         case ELOOP:
                 return nook_err_set(err, NOOK_E_INVALID, "Too many levels of symbolic links in '%s'", path);
         case ENOENT:
-                return nook_err_set(err, NOOK_E_NOT_FOUND, "No such file or directory in %s: '%s'", where, path);
+                return nook_err_set(
+                        err, NOOK_E_NOT_FOUND, "No such file or directory in %s: '%s'", where, path);
         case ENOTDIR:
                 return nook_err_set(err, NOOK_E_INVALID, "A parent of '%s' is not a directory", path);
         case ENAMETOOLONG:
                 return nook_err_set(err, NOOK_E_INVALID, "The path '%s' is too long", path);
         case EAGAIN:
-                return nook_err_set(err, NOOK_E_BUSY, "The files changed while resolving '%s'; try again", path);
+                return nook_err_set(
+                        err, NOOK_E_BUSY, "The files changed while resolving '%s'; try again", path);
         case ENOMEM:
                 return nook_err_oom(err);
         default:

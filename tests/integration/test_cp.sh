@@ -10,7 +10,7 @@
 
 require_bin "$NOOK" "$NOOK_SUPERVISOR"
 command -v python3 >/dev/null || plan skip_all "python3 is needed to build hostile tar archives"
-plan 95
+plan 98
 
 D=$(mktemp -d /var/tmp/nook-cp-test.XXXXXX)
 chmod 0755 "$D"
@@ -78,6 +78,11 @@ is "$status" 0 "cp DIR w:NEWPATH" || diag "$err"
 is "$(cat "$ws/newp/sub/b" 2>&1)" "bravo" "a directory copied to a new path is created there"
 is "$(readlink "$ws/newp/link")" "/etc/passwd" "a symlink pointing out is copied as a link, not its target"
 is "$(readlink "$ws/newp/rel")" "a" "a relative symlink is copied as a link"
+
+cp "$D/src/a" "$D/suid"
+chmod 4755 "$D/suid"
+run_nook cp "$D/suid" w:suid
+is "$(stat -c %a "$ws/suid" 2>&1)" "755" "setuid is dropped, the other mode bits are kept"
 
 run_nook cp "$D/src" w:a
 isnt "$status" 0 "a directory onto an existing file is refused"
@@ -147,6 +152,12 @@ NOOK_STDIN="$D/src.tar" run_nook cp - w:tin
 is "$status" 0 "cp - w:DIR extracts a tar" || diag "$err"
 is "$(cat "$ws/tin/sub/b" 2>&1)" "bravo" "the tar's files are there"
 is "$(readlink "$ws/tin/link")" "/etc/passwd" "the tar's symlink is a link"
+mkdir "$ws/tgz"
+tar -C "$D/src" -czf "$D/src.tgz" .
+NOOK_STDIN="$D/src.tgz" run_nook cp - w:tgz
+is "$(cat "$ws/tgz/sub/b" 2>&1)" "bravo" "cp - extracts a gzip-compressed tar too"
+NOOK_STDIN="$D/src/a" run_nook cp - w:tgz
+isnt "$status" 0 "input that is not a tar is an error"
 NOOK_STDIN="$D/src.tar" run_nook cp - w:notthere
 isnt "$status" 0 "extracting a tar into a missing directory is an error"
 

@@ -10,7 +10,7 @@
 
 require_bin "$NOOK" "$NOOK_SUPERVISOR"
 command -v python3 >/dev/null || plan skip_all "python3 is needed to build hostile tar archives"
-plan 98
+plan 103
 
 D=$(mktemp -d /var/tmp/nook-cp-test.XXXXXX)
 chmod 0755 "$D"
@@ -249,3 +249,17 @@ like "$err" "not running" "the message says it is not running"
 run_nook cp "$D/src/a" w:/workspace/stopped
 is "$status" 0 "the workspace of a stopped sandbox still takes files" || diag "$err"
 run_nook rm w
+
+# ---- a stopped sticky sandbox: its kept root layer, reached by starting it for the copy --------
+run_nook create --sticky k
+is "$status" 0 "create --sticky k" || diag "$err"
+run_nook stop k
+run_nook cp "$D/src" k:/etc/stk
+is "$status" 0 "cp into the root filesystem of a stopped sticky sandbox" || diag "$err"
+is "$("$NOOK" inspect k 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin)["state"])')" \
+        "stopped" "the sandbox is stopped again after the copy"
+run_nook cp k:/etc/stk/sub/b "$D/fromsticky"
+is "$(cat "$D/fromsticky" 2>&1)" "bravo" "cp out of the root filesystem of a stopped sticky sandbox"
+run_nook start k
+is "$("$NOOK" exec k -- cat /etc/stk/a 2>&1)" "alpha" "the copy is in the sticky sandbox's kept root layer"
+run_nook rm k

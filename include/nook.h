@@ -125,7 +125,8 @@ NOOK_PUBLIC int nook_ws_rename(nook_ws *w, const char *from, const char *to, noo
 /* nook cp: docker cp between the host and sandbox name (which must exist: NOOK_E_NOT_FOUND
  * otherwise; nook_ws_open stages files before a first create).  A guest path under /workspace
  * or relative is in the workspace; any other absolute path is in the sandbox's root filesystem,
- * reached through its running init (NOOK_E_STATE when it is not running), with the same rule:
+ * reached through its running init (a stopped sticky sandbox is started for the copy and stopped
+ * again; a stopped ephemeral one is NOOK_E_STATE), with the same rule:
  * ".." refused, no symlink followed out (absolute links resolve inside that root), and kernel
  * filesystems (/proc, /sys, ...) refused.  Directories nest into an existing directory, "dir/."
  * copies contents, a file onto a directory goes inside it; symlinks are copied as links;

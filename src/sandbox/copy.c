@@ -40,7 +40,7 @@
 #include "util/str.h"
 #include "workspace/ws.h"
 
-#define CP_BUF (128 * 1024)
+#define CP_BUF ((size_t)128 * 1024)
 #define CP_STAGE_PREFIX ".nook-cp-"
 
 typedef struct cp_entry {
@@ -189,6 +189,7 @@ static int cp_chown_at(const cp_sink *k, int dfd, const char *name) {
 static int cp_stage_parent(cp_sink *k, char *path, bool create, const char **ret_base) {
         _cleanup_close_ int cur = -1;
         char *p = path;
+        *ret_base = path;
         for (char *slash; (slash = strchr(p, '/'));) {
                 *slash = 0;
                 int dfd = cur >= 0 ? cur : k->stage_fd;
@@ -368,16 +369,16 @@ static int cp_tree_entry_as(cp_sink *k, const cp_entry *e, nook_error *err) {
 static int cp_tree_fix_dirs(cp_sink *k, nook_error *err) {
         for (size_t i = k->n_dirs; i-- > 0;) {
                 cp_dir_fix *d = &k->dirs[i];
-                const char *base;
-                _cleanup_close_ int pfd = cp_stage_parent(k, d->path, /* create= */ false, &base);
-                _cleanup_close_ int fd =
-                        pfd < 0 ? pfd : openat(pfd, base, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-                if (fd == -1)
-                        fd = -errno;
+                const char *base = NULL;
                 struct timespec ts[2] = { d->mtime, d->mtime };
+                _cleanup_close_ int pfd = cp_stage_parent(k, d->path, /* create= */ false, &base);
+                if (pfd < 0)
+                        return nook_err_errnum(
+                                err, NOOK_E_IO, -pfd, "Cannot open the directory '%s'", d->path);
+                _cleanup_close_ int fd = openat(pfd, base, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
                 if (fd < 0 || fchmod(fd, d->perm) < 0 || futimens(fd, ts) < 0)
-                        return nook_err_errnum(err, NOOK_E_IO, fd < 0 ? -fd : errno,
-                                "Cannot set the mode of the directory '%s'", d->path);
+                        return nook_err_errno(
+                                err, NOOK_E_IO, "Cannot set the mode of the directory '%s'", d->path);
         }
         return 0;
 }
@@ -411,7 +412,7 @@ static int cp_tar_entry(cp_sink *k, const cp_entry *e, nook_error *err) {
                 return nook_err_set(err, NOOK_E_IO, "Cannot write the archive entry '%s': %s", e->path,
                         archive_error_or(k->ar, "write error"));
         for (int64_t left = e->type == S_IFREG ? e->size : 0; left > 0;) {
-                ssize_t n = read(e->fd, k->buf, (size_t)(left < CP_BUF ? left : CP_BUF));
+                ssize_t n = read(e->fd, k->buf, (uint64_t)left < CP_BUF ? (size_t)left : CP_BUF);
                 if (n < 0 && errno == EINTR)
                         continue;
                 if (n < 0)

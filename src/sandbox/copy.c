@@ -724,19 +724,19 @@ static const char *cp_src_name(const cp_side *s, const cp_loc *l) {
         return s->w && !ws_is_root(s->w) ? "workspace" : "";
 }
 
+/* out: the source's name in the copy, or "" to put a directory's entries at the top (a "dir/."
+ * source copied into an existing directory, or into a tar). */
 static int cp_tree_source(const cp_side *s, const cp_loc *l, const char *out, cp_sink *k, nook_error *err) {
         cp_walk c = { .w = s->w, .label = s->label, .k = k };
-        const char *shown = l->shown + strlen(s->label);
-        if (!l->contents || !out[0])
-                return cp_walk_node(&c, l->dfd, l->name, shown, out, err);
-        /* "dir/.": its entries, each at the top of the copy */
         struct stat st;
-        if (fstatat(l->dfd, l->name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-                return nook_err_errno(err, NOOK_E_NOT_FOUND, "Cannot read '%s'", l->shown);
-        if (!S_ISDIR(st.st_mode))
-                return nook_err_set(
-                        err, NOOK_E_INVALID, "'%s' ends in '/.' but is not a directory", l->shown);
-        return cp_walk_node(&c, l->dfd, l->name, shown, "", err);
+        if (l->contents) {
+                if (fstatat(l->dfd, l->name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                        return nook_err_errno(err, NOOK_E_NOT_FOUND, "Cannot read '%s'", l->shown);
+                if (!S_ISDIR(st.st_mode))
+                        return nook_err_set(
+                                err, NOOK_E_INVALID, "'%s' ends in '/.' but is not a directory", l->shown);
+        }
+        return cp_walk_node(&c, l->dfd, l->name, l->shown + strlen(s->label), out, err);
 }
 
 static int cp_to_tar(const cp_side *src, const cp_side *dst, nook_error *err) {

@@ -10,7 +10,7 @@
 
 require_bin "$NOOK" "$NOOK_SUPERVISOR"
 command -v python3 >/dev/null || plan skip_all "python3 is needed to build hostile tar archives"
-plan 103
+plan 108
 
 D=$(mktemp -d /var/tmp/nook-cp-test.XXXXXX)
 chmod 0755 "$D"
@@ -134,6 +134,13 @@ is "$(readlink "$D/out1/link")" "/etc/passwd" "a symlink is copied out as a link
 mkdir "$D/outdir"
 run_nook cp w:newp "$D/outdir"
 check "a directory copied out onto an existing directory nests" test -f "$D/outdir/newp/sub/b"
+run_nook cp w:newp/. "$D/outdir"
+check "w:DIR/. copied out onto an existing directory copies the contents" test -f "$D/outdir/sub/b"
+run_nook cp w:newp/. "$D/out2"
+check "w:DIR/. copied out to a new path creates it with the contents" test -f "$D/out2/sub/b"
+check "w:DIR/. to a new path puts nothing beside it" test ! -e "$D/sub"
+run_nook cp "$D/src/." w:new2
+check "DIR/. copied in to a new path creates it with the contents" test -f "$ws/new2/sub/b"
 mkdir -p "$ws/pdir"
 printf 'y\n' >"$ws/pdir/first"
 mkfifo "$ws/pdir/zpipe"

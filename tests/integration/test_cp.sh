@@ -10,7 +10,7 @@
 
 require_bin "$NOOK" "$NOOK_SUPERVISOR"
 command -v python3 >/dev/null || plan skip_all "python3 is needed to build hostile tar archives"
-plan 107
+plan 109
 
 D=$(mktemp -d /var/tmp/nook-cp-test.XXXXXX)
 chmod 0755 "$D"
@@ -190,9 +190,10 @@ mk("symesc", [ok, ("esc", "l", d + "/outside"), ("esc/evil", "f", "x")])
 mk("dev", [ok, ("null", "c", "")])
 mk("fifo", [ok, ("p", "p", "")])
 mk("hardesc", [ok, ("h", "h", "../../etc/passwd")])
+mk("longname", [ok, ("n" * 300, "f", "x")])
 PY
 mkdir "$ws/hostile"
-for t in dotdot abs symesc dev fifo hardesc; do
+for t in dotdot abs symesc dev fifo hardesc longname; do
         NOOK_STDIN="$D/$t.tar" run_nook cp - w:hostile
         isnt "$status" 0 "a tar with a hostile entry ($t) is refused"
 done
@@ -219,6 +220,7 @@ is "$(in_guest 'cat /opt/tin/sub/b')" "bravo" "cp - w:/ROOTDIR extracts a tar in
 NOOK_STDIN="$D/symesc.tar" run_nook cp - w:/opt/tin
 isnt "$status" 0 "a hostile tar is refused on the root filesystem too"
 check "it wrote nothing on the host" test ! -e "$D/outside/evil"
+is "$(in_guest 'find / -xdev -name ".nook-cp-*" 2>/dev/null')" "" "no staging directory is left in the root filesystem"
 
 # a guest symlink to an absolute path resolves inside the sandbox's root, never on the host
 # (twice: with openat2, and with the component walk used where the kernel lacks it)

@@ -592,6 +592,67 @@ static int cp_from_tar(int fd, cp_sink *k, nook_error *err) {
 
 /* ---- placing the staged result ------------------------------------------------------------- */
 
+static void cp_names_free(char **v) {
+        for (char **p = v; p && *p; p++)
+                free(*p);
+        free(v);
+}
+
+/* The names in directory fd (not consumed), read in full before any of them is moved: renaming
+ * entries out of a directory being read may make readdir skip others. */
+static int cp_names(int fd, char ***ret) {
+        _cleanup_close_ int dup = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (dup < 0)
+                return -errno;
+        DIR *d = fdopendir(dup);
+        if (!d)
+                return -errno;
+        dup = -1; /* the DIR owns it now */
+        char **v = calloc(1, sizeof(char *));
+        size_t n = 0;
+        struct dirent *de;
+        int r = v ? 0 : -ENOMEM;
+        while (r == 0 && (errno = 0, de = readdir(d))) {
+                if (streq(de->d_name, ".") || streq(de->d_name, ".."))
+                        continue;
+                char **nv = realloc(v, (n + 2) * sizeof(char *));
+                if (!nv) {
+                        r = -ENOMEM;
+                        break;
+                }
+                v = nv;
+                v[n] = strdup(de->d_name);
+                v[n + 1] = NULL;
+                r = v[n++] ? 0 : -ENOMEM;
+        }
+        if (r == 0 && errno != 0)
+                r = -errno;
+        (void)closedir(d);
+        if (r < 0) {
+                cp_names_free(v);
+                return r;
+        }
+        *ret = v;
+        return 0;
+}
+
+static int cp_place(
+        const ws *w, int sfd, int dfd, const char *name, const char *shown, bool dry, nook_error *err);
+
+/* Places every entry of staged directory sfd into dfd. */
+static int cp_place_dir(const ws *w, int sfd, int dfd, const char *shown, bool dry, nook_error *err) {
+        char **names = NULL;
+        int r = cp_names(sfd, &names);
+        if (r < 0)
+                return nook_err_errnum(err, NOOK_E_IO, -r, "Cannot list the staged '%s'", shown);
+        for (char **p = names; r >= 0 && *p; p++) {
+                _cleanup_free_ char *sub = strprintf("%s/%s", streq(shown, "/") ? "" : shown, *p);
+                r = sub ? cp_place(w, sfd, dfd, *p, sub, dry, err) : nook_err_oom(err);
+        }
+        cp_names_free(names);
+        return r;
+}
+
 /* Moves stage/name to dst/name; merges a directory into an existing one.  dry: only looks for
  * conflicts, so the real pass (which cannot be undone) meets none that were there before it. */
 static int cp_place(
@@ -615,44 +676,15 @@ static int cp_place(
                         return 0;
                 return nook_err_errno(err, NOOK_E_IO, "Cannot replace '%s'", shown);
         }
-        _cleanup_close_ int s2 = openat(sfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        /* both directories: merge, never through a symlink (O_NOFOLLOW; lstat said directory) */
+        _cleanup_close_ int s2 = openat(sfd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         _cleanup_close_ int d2 = openat(dfd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (s2 < 0 || d2 < 0)
                 return nook_err_errno(err, NOOK_E_IO, "Cannot open the directory '%s'", shown);
         int r = cp_fs_check(w, d2, shown, err);
         if (r < 0)
                 return r;
-        DIR *d = fdopendir(TAKE_FD(s2));
-        if (!d)
-                return nook_err_errno(err, NOOK_E_IO, "Cannot list the staged '%s'", shown);
-        struct dirent *de;
-        while (r >= 0 && (de = readdir(d))) {
-                if (streq(de->d_name, ".") || streq(de->d_name, ".."))
-                        continue;
-                _cleanup_free_ char *s = strprintf("%s/%s", streq(shown, "/") ? "" : shown, de->d_name);
-                r = s ? cp_place(w, dirfd(d), d2, de->d_name, s, dry, err) : nook_err_oom(err);
-        }
-        (void)closedir(d);
-        return r;
-}
-
-static int cp_place_all(const ws *w, int stage, int dfd, const char *shown, bool dry, nook_error *err) {
-        _cleanup_close_ int fd = openat(stage, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (fd < 0)
-                return nook_err_errno(err, NOOK_E_IO, "Cannot list the staging directory");
-        DIR *d = fdopendir(TAKE_FD(fd));
-        if (!d)
-                return nook_err_errno(err, NOOK_E_IO, "Cannot list the staging directory");
-        int r = 0;
-        struct dirent *de;
-        while (r >= 0 && (de = readdir(d))) {
-                if (streq(de->d_name, ".") || streq(de->d_name, ".."))
-                        continue;
-                _cleanup_free_ char *s = strprintf("%s/%s", streq(shown, "/") ? "" : shown, de->d_name);
-                r = s ? cp_place(w, stage, dfd, de->d_name, s, dry, err) : nook_err_oom(err);
-        }
-        (void)closedir(d);
-        return r;
+        return cp_place_dir(w, s2, d2, shown, dry, err);
 }
 
 /* ---- sides --------------------------------------------------------------------------------- */
@@ -868,9 +900,9 @@ static int cp_stage_and_place(const cp_side *src, const cp_loc *sl, const cp_sid
         if (r >= 0)
                 r = cp_tree_fix_dirs(k, err);
         if (r >= 0)
-                r = cp_place_all(dst->w, k->stage_fd, t->dfd, t->shown, /* dry= */ true, err);
+                r = cp_place_dir(dst->w, k->stage_fd, t->dfd, t->shown, /* dry= */ true, err);
         if (r >= 0)
-                r = cp_place_all(dst->w, k->stage_fd, t->dfd, t->shown, /* dry= */ false, err);
+                r = cp_place_dir(dst->w, k->stage_fd, t->dfd, t->shown, /* dry= */ false, err);
         return r;
 }
 

@@ -645,7 +645,7 @@ static int cp_place_dir(const ws *w, int sfd, int dfd, const char *shown, bool d
         int r = cp_names(sfd, &names);
         if (r < 0)
                 return nook_err_errnum(err, NOOK_E_IO, -r, "Cannot list the staged '%s'", shown);
-        for (char **p = names; r >= 0 && *p; p++) {
+        for (char **p = names; r >= 0 && p && *p; p++) {
                 _cleanup_free_ char *sub = strprintf("%s/%s", streq(shown, "/") ? "" : shown, *p);
                 r = sub ? cp_place(w, sfd, dfd, *p, sub, dry, err) : nook_err_oom(err);
         }

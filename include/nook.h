@@ -122,6 +122,23 @@ NOOK_PUBLIC void nook_dirents_free(nook_dirent *d, size_t n);
 NOOK_PUBLIC int nook_ws_remove(nook_ws *w, const char *path, nook_error *err);
 NOOK_PUBLIC int nook_ws_rename(nook_ws *w, const char *from, const char *to, nook_error *err);
 
+/* nook cp: docker cp between the host and sandbox name (which must exist: NOOK_E_NOT_FOUND
+ * otherwise; nook_ws_open stages files before a first create).  A guest path under /workspace
+ * or relative is in the workspace; any other absolute path is in the sandbox's root filesystem,
+ * reached through its running init (a stopped sticky sandbox is started for the copy and stopped
+ * again; a stopped ephemeral one is NOOK_E_STATE), with the same rule:
+ * ".." refused, no symlink followed out (absolute links resolve inside that root), and kernel
+ * filesystems (/proc, /sys, ...) refused.  Directories nest into an existing directory, "dir/."
+ * copies contents, a file onto a directory goes inside it; symlinks are copied as links;
+ * FIFOs, devices and sockets are refused; what is copied in belongs to the sandbox's root.
+ * Built in a temporary sibling and renamed into place: a failed copy leaves nothing.
+ * host_src/host_dst NULL: a tar stream on fd instead (read: extracted into dst, which must be a
+ * directory; written: src under its own name). */
+NOOK_PUBLIC int nook_cp_in(
+        nook *n, const char *name, const char *host_src, int fd, const char *dst, nook_error *err);
+NOOK_PUBLIC int nook_cp_out(
+        nook *n, const char *name, const char *src, const char *host_dst, int fd, nook_error *err);
+
 /* ---- sandboxes ------------------------------------------------------------------------------ */
 
 /* spec_json is a JSON object (NULL or "{}" for the defaults):

@@ -197,105 +197,88 @@ int cmd_ws(int argc, char **argv) {
         return r < 0 ? cli_fail(&err) : 0;
 }
 
-/* Host directory -> workspace, recursively.  Symlinks on the host are skipped: we copy data,
- * not links the sandbox could later aim elsewhere. */
-static int cp_in(nook_ws *w, const char *src, const char *dst, int depth, nook_error *err) {
-        struct stat st;
-        if (depth > 256 || lstat(src, &st) < 0) {
-                err->code = NOOK_E_NOT_FOUND;
-                snprintf(err->msg, sizeof(err->msg), "Cannot read '%s': %s", src,
-                        depth > 256 ? "too deep" : strerror(errno));
-                return -NOOK_E_NOT_FOUND;
-        }
-        if (S_ISREG(st.st_mode))
-                return ws_write_from(w, dst, src, err);
-        if (!S_ISDIR(st.st_mode))
-                return 0;
-        int r = nook_ws_mkdir(w, dst, err);
-        if (r < 0)
-                return r;
-        DIR *d = opendir(src);
-        if (!d)
-                return 0;
-        struct dirent *de;
-        while ((de = readdir(d))) {
-                if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
-                        continue;
-                char s2[PATH_MAX], d2[PATH_MAX];
-                snprintf(s2, sizeof(s2), "%s/%s", src, de->d_name);
-                snprintf(d2, sizeof(d2), "%s/%s", dst, de->d_name);
-                r = cp_in(w, s2, d2, depth + 1, err);
-                if (r < 0)
-                        break;
-        }
-        closedir(d);
-        return r;
+static const char cp_help[] =
+        "Usage: nook cp [OPTIONS] SRC NAME:DEST\n"
+        "       nook cp [OPTIONS] NAME:SRC DEST\n\n"
+        "Copy files between the host and sandbox NAME, as 'docker cp' does.\n"
+        "  NAME:/workspace/PATH or NAME:PATH (relative)  in the workspace (a host directory)\n"
+        "  NAME:/other/PATH      in the sandbox's root filesystem (running, or a stopped sticky\n"
+        "                        sandbox, which is started for the copy and stopped again)\n"
+        "  -                     a tar stream: 'nook cp - w:/dir' extracts stdin into /dir,\n"
+        "                        'nook cp w:/path -' writes a tar of path to stdout\n\n"
+        "A directory copied onto an existing directory goes inside it (DIR/. copies its\n"
+        "contents); a file copied onto a directory goes inside it; a new DEST is created.\n"
+        "Symlinks are copied as symlinks; FIFOs, devices and sockets are refused.  Modes\n"
+        "(less setuid/setgid) and mtimes are kept; files copied in belong to the sandbox's\n"
+        "root, files copied out to you.  '..' and symlinks leading out are refused, and a\n"
+        "refused copy leaves nothing behind.  NAME must exist ('nook ws write' stages files\n"
+        "before a sandbox's first create).\n";
+
+static bool cp_streq(const char *a, const char *b) {
+        return strcmp(a, b) == 0;
 }
 
-/* Workspace -> host: files, and directories recursively. */
-static int cp_out(nook_ws *w, const char *src, const char *dst, int depth, nook_error *err) {
-        nook_stat st;
-        int r = nook_ws_stat(w, src, &st, err);
-        if (r < 0)
-                return r;
-        if (st.type == NOOK_FILE_REGULAR) {
-                int fd = open(dst, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
-                if (fd < 0) {
-                        err->code = NOOK_E_IO;
-                        snprintf(err->msg, sizeof(err->msg), "Cannot create '%s': %s", dst, strerror(errno));
-                        return -NOOK_E_IO;
-                }
-                r = stream_out(w, src, fd, err);
-                close(fd);
-                return r;
-        }
-        if (st.type != NOOK_FILE_DIRECTORY || depth > 256)
-                return 0;
-        if (mkdir(dst, 0755) < 0 && errno != EEXIST) {
-                err->code = NOOK_E_IO;
-                snprintf(err->msg, sizeof(err->msg), "Cannot create '%s': %s", dst, strerror(errno));
-                return -NOOK_E_IO;
-        }
-        nook_dirent *d = NULL;
-        size_t n = 0;
-        if ((r = nook_ws_list(w, src, &d, &n, err)) < 0)
-                return r;
-        for (size_t i = 0; i < n && r >= 0; i++) {
-                char s2[PATH_MAX], d2[PATH_MAX];
-                snprintf(s2, sizeof(s2), "%s/%s", src, d[i].name);
-                snprintf(d2, sizeof(d2), "%s/%s", dst, d[i].name);
-                r = cp_out(w, s2, d2, depth + 1, err);
-        }
-        nook_dirents_free(d, n);
-        return r;
+static bool cp_isempty(const char *s) {
+        return !s || !s[0];
+}
+
+/* NAME:PATH, as docker reads it: a local path with a ':' is written with a leading './' or '/'. */
+static bool cp_target(const char *arg, char **ret_name, const char **ret_path) {
+        if (arg[0] == '/' || arg[0] == '.' || cp_streq(arg, "-"))
+                return false;
+        return cli_split_target(arg, ret_name, ret_path);
 }
 
 int cmd_cp(int argc, char **argv) {
-        if (argc == 2 && (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0)) {
-                printf("Usage: nook cp HOST_PATH NAME:PATH\n       nook cp NAME:PATH HOST_PATH\n\n"
-                       "Copy files or directories between the host and a sandbox's workspace.\n");
-                return 0;
+        int i = 1;
+        for (; i < argc && argv[i][0] == '-' && argv[i][1]; i++) {
+                if (cp_streq(argv[i], "-h") || cp_streq(argv[i], "--help")) {
+                        fputs(cp_help, stdout);
+                        return 0;
+                }
+                if (cp_streq(argv[i], "--")) {
+                        i++;
+                        break;
+                }
+                if (cp_streq(argv[i], "-a") || cp_streq(argv[i], "--archive"))
+                        return cli_usage_error("cp",
+                                "'%s' is not supported: files copied in always belong to the "
+                                "sandbox's root, files copied out to you",
+                                argv[i]);
+                return cli_usage_error("cp", "unknown option '%s'", argv[i]);
         }
-        if (argc != 3)
-                return cli_usage_error("cp", "expected SOURCE and DESTINATION, one of them NAME:PATH");
-        char *name = NULL;
-        const char *path;
-        bool in;
-        if (argv[2][0] != '/' && argv[2][0] != '.' && cli_split_target(argv[2], &name, &path))
-                in = true;
-        else if (argv[1][0] != '/' && argv[1][0] != '.' && cli_split_target(argv[1], &name, &path))
-                in = false;
-        else
-                return cli_usage_error("cp", "one side must be NAME:PATH");
+        if (argc - i != 2)
+                return cli_usage_error("cp", "expected SRC and DEST, one of them NAME:PATH");
+        const char *a = argv[i], *b = argv[i + 1];
+        int r0;
+        char *name = NULL, *other = NULL;
+        const char *path = NULL, *opath = NULL;
+        bool in = cp_target(b, &name, &path);
+        bool out = cp_target(a, in ? &other : &name, in ? &opath : &path);
+        free(other);
+        if (in && out) {
+                free(name);
+                return cli_usage_error(
+                        "cp", "copying between two sandboxes is not supported; copy through the host");
+        }
+        if (!in && !out)
+                return cli_usage_error("cp",
+                        "one of SRC and DEST must be NAME:PATH (a host path with ':' needs "
+                        "a leading './')");
+        if (cp_isempty(path)) {
+                r0 = cli_usage_error("cp", "'%s' names no path in sandbox '%s'", in ? b : a, name);
+                free(name);
+                return r0;
+        }
         nook *n = NULL;
-        nook_ws *w = NULL;
         nook_error err = { 0 };
-        int r = with_ws(name, &n, &w, &err);
-        if (r >= 0)
-                r = in ? cp_in(w, argv[1], path, 0, &err) : cp_out(w, path, argv[2], 0, &err);
-        free(name);
-        nook_ws_close(w);
+        int r = cli_open(&n, &err);
+        if (r >= 0 && in)
+                r = nook_cp_in(n, name, cp_streq(a, "-") ? NULL : a, cp_streq(a, "-") ? 0 : -1, path, &err);
+        else if (r >= 0)
+                r = nook_cp_out(n, name, path, cp_streq(b, "-") ? NULL : b, cp_streq(b, "-") ? 1 : -1, &err);
         nook_close(n);
+        free(name);
         return r < 0 ? cli_fail(&err) : 0;
 }
 

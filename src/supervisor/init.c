@@ -787,9 +787,15 @@ _Noreturn void init_main(int sock, const sup_config *c, bool rootless, const iso
         r = init_security(c, seccomp, &err);
         if (r < 0)
                 fail_to_supervisor(sock, &err);
+        /* Our root goes to the supervisor with the ready message: nook cp reaches paths outside
+         * /workspace through it (the supervisor cannot open /proc/<init>/root: we are not
+         * dumpable).  O_PATH: it grants no access of its own. */
+        int root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
         msg = json_pack("{s:s}", "op", "ready");
-        if (!msg || proto_send(sock, msg, NULL, 0) < 0)
+        if (!msg || proto_send(sock, msg, &root, root >= 0 ? 1 : 0) < 0)
                 _exit(1);
         json_decref(msg);
+        if (root >= 0)
+                safe_close(root);
         init_loop(sock);
 }

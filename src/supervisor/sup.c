@@ -56,6 +56,7 @@ typedef struct sup {
         const sup_config *cfg;
         const char *state_dir;
         int init_sock, listen_fd, sig_fd;
+        int root_fd; /* O_PATH on the sandbox's "/", sent by init when ready (nook cp); -1 when gone */
         pid_t init_pid;
         client clients[MAX_CLIENTS];
         size_t n_clients;
@@ -108,14 +109,22 @@ static int wait_ready(sup *s, nook_error *err) {
                 return nook_err_set(err, NOOK_E_TIMEOUT, "The sandbox did not finish its setup within %d s",
                         SETUP_TIMEOUT_MS / 1000);
         json_t *msg = NULL;
-        r = proto_recv(s->init_sock, &msg, NULL, NULL);
+        int fds[PROTO_MAX_FDS];
+        size_t n_fds = 0;
+        r = proto_recv(s->init_sock, &msg, fds, &n_fds);
         if (r <= 0)
                 return nook_err_set(
                         err, NOOK_E_INTERNAL, "The sandbox init died during setup; see the supervisor log");
         if (streq(proto_op(msg), "ready")) {
+                /* init's root, kept so a client can copy files through it (nook cp) */
+                if (n_fds == 1)
+                        s->root_fd = fds[0];
+                else
+                        proto_close_fds(fds, n_fds);
                 json_decref(msg);
                 return 0;
         }
+        proto_close_fds(fds, n_fds);
         r = proto_error_from_msg(msg, err);
         json_decref(msg);
         return nook_err_wrap(err, "setting up the sandbox");
@@ -221,6 +230,12 @@ static void notify_ready(int ready_fd, const nook_error *e, pid_t init_pid) {
 static void client_send(client *c, json_t *m) {
         if (c->fd >= 0 && m)
                 (void)proto_send(c->fd, m, NULL, 0);
+        json_decref(m);
+}
+
+static void client_send_fd(client *c, json_t *m, int fd) {
+        if (c->fd >= 0 && m)
+                (void)proto_send(c->fd, m, &fd, 1);
         json_decref(m);
 }
 
@@ -431,6 +446,10 @@ static void handle_client(sup *s, size_t i, short revents) {
                 begin_stop(s, "user", json_is_integer(tv) && t >= 0 && t < 3600000 ? (uint64_t)t : 10000);
         } else if (streq(op, "status"))
                 client_send(c, status_msg(s));
+        else if (streq(op, "root") && s->root_fd >= 0 && !s->stopping)
+                client_send_fd(c, json_pack("{s:s}", "op", "root"), s->root_fd);
+        else if (streq(op, "root"))
+                client_error(c, NOOK_E_STATE, "The sandbox is stopping");
         else if (!streq(op, "cancel") && !streq(op, "signal"))
                 client_error(c, NOOK_E_INVALID, "Unknown request");
         proto_close_fds(fds, n_fds);
@@ -548,8 +567,11 @@ static int reap(sup *s) {
                 pid_t p = waitpid(-1, &st, WNOHANG);
                 if (p <= 0)
                         return result;
-                if (p == s->init_pid)
+                if (p == s->init_pid) {
                         result = st;
+                        /* the root's mounts are gone with init: hold nothing of them */
+                        s->root_fd = safe_close(s->root_fd);
+                }
         }
 }
 
@@ -639,6 +661,7 @@ int sup_run(const sup_config *c, const char *state_dir, int ready_fd, int lifeli
         sup s = { .cfg = c,
                 .state_dir = state_dir,
                 .init_sock = -1,
+                .root_fd = -1,
                 .listen_fd = -1,
                 .sig_fd = -1,
                 .lifeline_fd = lifeline_fd };

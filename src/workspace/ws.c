@@ -98,6 +98,36 @@ int ws_open(const char *dir, bool create, uid_t owner_uid, gid_t owner_gid, ws *
         return 0;
 }
 
+int ws_open_root(int root_fd, uid_t owner_uid, gid_t owner_gid, ws **ret, nook_error *err) {
+        _cleanup_close_ int fd = root_fd;
+        ws *w = calloc(1, sizeof(*w));
+        if (!w)
+                return nook_err_oom(err);
+        w->root = strdup("/");
+        if (!w->root) {
+                free(w);
+                return nook_err_oom(err);
+        }
+        w->root_fd = TAKE_FD(fd);
+        w->owner_uid = owner_uid;
+        w->owner_gid = owner_gid;
+        w->chown = owner_uid != geteuid() || owner_gid != getegid();
+        w->no_openat2 = ws_test_no_openat2();
+        w->in_root = true;
+        *ret = w;
+        return 0;
+}
+
+bool ws_owner(const ws *w, uid_t *ret_uid, gid_t *ret_gid) {
+        *ret_uid = w->owner_uid;
+        *ret_gid = w->owner_gid;
+        return w->chown;
+}
+
+bool ws_is_root(const ws *w) {
+        return w->in_root;
+}
+
 ws *ws_free(ws *w) {
         if (!w)
                 return NULL;

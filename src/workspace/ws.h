@@ -24,6 +24,12 @@ typedef struct ws ws;
  * Files and directories the ws layer creates are chowned to owner_uid/owner_gid when those
  * differ from the caller's (rootful: the sandbox's mapped root; rootless: ourselves). */
 int ws_open(const char *dir, bool create, uid_t owner_uid, gid_t owner_gid, ws **ret, nook_error *err);
+/* The same rule over a sandbox's root filesystem (root_fd: O_PATH on its "/", taken even on
+ * failure).  Lookups resolve as the guest would, with RESOLVE_IN_ROOT: an absolute symlink or a
+ * ".." inside a link target stays inside the root instead of failing; nothing leads out.  The
+ * "/workspace" prefix has no special meaning for callers that route such paths here (nook cp
+ * sends /workspace paths to the workspace handle instead). */
+int ws_open_root(int root_fd, uid_t owner_uid, gid_t owner_gid, ws **ret, nook_error *err);
 ws *ws_free(ws *w);
 DEFINE_TRIVIAL_CLEANUP_FUNC(ws *, ws_free);
 const char *ws_root(const ws *w);
@@ -31,6 +37,13 @@ int ws_root_fd(const ws *w);
 /* false when lookups use the O_NOFOLLOW component walk (no openat2, or NOOK_TEST_NO_OPENAT2=1
  * in a build with test hooks). */
 bool ws_uses_openat2(const ws *w);
+
+/* Resolves path under the rule, following a symlink at the last name when it stays inside, and
+ * opens it with flags (O_CLOEXEC added).  Errors name the path. */
+int ws_open_path(ws *w, const char *path, int flags, int *ret_fd, nook_error *err);
+/* Who owns what the ws layer creates; true when that differs from us (fchown needed). */
+bool ws_owner(const ws *w, uid_t *ret_uid, gid_t *ret_gid);
+bool ws_is_root(const ws *w);
 
 /* The path rule alone: the normalised relative path ("" = the workspace root). */
 int ws_path_normalize(const char *path, char **ret_rel, nook_error *err);

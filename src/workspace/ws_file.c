@@ -398,6 +398,19 @@ int ws_stat(ws *w, const char *path, nook_stat *ret, nook_error *err) {
         return 0;
 }
 
+int ws_open_path(ws *w, const char *path, int flags, int *ret_fd, nook_error *err) {
+        _cleanup_free_ char *rel = NULL;
+        int r = ws_path_normalize(path, &rel, err);
+        if (r < 0)
+                return r;
+        int fd = ws_openat_beneath(w, rel, flags);
+        if (fd < 0)
+                return ws_err_resolve_in(
+                        err, fd, path, w->in_root ? "the sandbox's root filesystem" : "the workspace");
+        *ret_fd = fd;
+        return 0;
+}
+
 int ws_mkdir_p(ws *w, const char *path, mode_t mode, nook_error *err) {
         _cleanup_free_ char *rel = NULL;
         int r = ws_path_normalize(path, &rel, err);

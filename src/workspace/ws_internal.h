@@ -16,6 +16,7 @@ struct ws {
         gid_t owner_gid;
         bool chown; /* owner differs from our euid/egid: fchown what we create */
         bool no_openat2; /* the kernel lacks openat2 (ENOSYS seen), or a test forces the fallback */
+        bool in_root; /* a sandbox's root filesystem (ws_open_root): RESOLVE_IN_ROOT, not BENEATH */
 };
 
 /* Opens rel (a normalised relative path, "" = the root) beneath the root, with the semantics of
@@ -29,5 +30,7 @@ int ws_walk_beneath(const ws *w, const char *rel, int flags);
 
 /* Fills err for the user's path after a failed resolution (-errno from the calls above). */
 int ws_err_resolve(nook_error *err, int neg_errno, const char *path);
+/* The same, naming where ("the workspace", "the sandbox's root filesystem"). */
+int ws_err_resolve_in(nook_error *err, int neg_errno, const char *path, const char *where);
 /* NOOK_E_REFUSED, "Refusing a path outside the workspace: '<path>'". */
 int ws_err_refused(nook_error *err, const char *path, size_t len);

@@ -34,6 +34,10 @@ int ws_err_refused(nook_error *err, const char *path, size_t len) {
 }
 
 int ws_err_resolve(nook_error *err, int neg_errno, const char *path) {
+        return ws_err_resolve_in(err, neg_errno, path, "the workspace");
+}
+
+int ws_err_resolve_in(nook_error *err, int neg_errno, const char *path, const char *where) {
         int e = -neg_errno;
 
         switch (e) {
@@ -43,18 +47,18 @@ int ws_err_resolve(nook_error *err, int neg_errno, const char *path) {
                 return nook_err_set(err, NOOK_E_INVALID, "Too many levels of symbolic links in '%s'", path);
         case ENOENT:
                 return nook_err_set(
-                        err, NOOK_E_NOT_FOUND, "No such file or directory in the workspace: '%s'", path);
+                        err, NOOK_E_NOT_FOUND, "No such file or directory in %s: '%s'", where, path);
         case ENOTDIR:
                 return nook_err_set(err, NOOK_E_INVALID, "A parent of '%s' is not a directory", path);
         case ENAMETOOLONG:
                 return nook_err_set(err, NOOK_E_INVALID, "The path '%s' is too long", path);
         case EAGAIN:
                 return nook_err_set(
-                        err, NOOK_E_BUSY, "The workspace changed while resolving '%s'; try again", path);
+                        err, NOOK_E_BUSY, "The files changed while resolving '%s'; try again", path);
         case ENOMEM:
                 return nook_err_oom(err);
         default:
-                return nook_err_errnum(err, NOOK_E_IO, e, "Cannot open '%s' in the workspace", path);
+                return nook_err_errnum(err, NOOK_E_IO, e, "Cannot open '%s' in %s", path, where);
         }
 }
 
@@ -189,8 +193,12 @@ static int walk_follow(ws_walk *k, const char *name, const char *rest) {
                 return -ELOOP;
         if (t == 0)
                 return -ENOENT;
-        if (target[0] == '/')
+        if (target[0] == '/' && !k->w->in_root)
                 return -EXDEV;
+        if (target[0] == '/') { /* RESOLVE_IN_ROOT: an absolute target starts again at the root */
+                for (; k->n > 0; k->n--)
+                        k->fds[k->n - 1] = safe_close(k->fds[k->n - 1]);
+        }
         size_t rl = strlen(rest);
         char *nb = malloc((size_t)t + 1 + rl + 1);
         if (!nb)
@@ -252,8 +260,12 @@ static int walk_step(ws_walk *k, int flags, int *ret_fd) {
 
         if (streq(p, ".") || streq(p, "..")) {
                 if (streq(p, "..")) {
-                        if (k->n == 0)
+                        if (k->n == 0 && !k->w->in_root)
                                 return -EXDEV;
+                        if (k->n == 0) { /* RESOLVE_IN_ROOT: ".." at the root stays there */
+                                memmove(k->buf, rest, strlen(rest) + 1);
+                                return last ? walk_open_cur(k, flags, ret_fd) : 0;
+                        }
                         k->n--;
                         k->fds[k->n] = safe_close(k->fds[k->n]);
                 }
@@ -302,7 +314,7 @@ int ws_openat_beneath(ws *w, const char *rel, int flags) {
         if (!__atomic_load_n(&w->no_openat2, __ATOMIC_RELAXED)) {
                 struct open_how how = {
                         .flags = (uint64_t)(flags | O_CLOEXEC),
-                        .resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS,
+                        .resolve = (w->in_root ? RESOLVE_IN_ROOT : RESOLVE_BENEATH) | RESOLVE_NO_MAGICLINKS,
                 };
                 for (int i = 0; i < WS_OPENAT2_RETRIES; i++) {
                         int fd =

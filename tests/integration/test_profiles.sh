@@ -37,7 +37,7 @@ for prof in default restricted; do
         sb=prof-$prof
         run_nook create --security "$prof" --tmpfs /mnt/t:8m -v "$D:/mnt/b:rw" "$sb"
         is "$status" 0 "create --security $prof" || bail_out "create $prof: $err"
-        run_nook cp "$NOOK_PROBE" "$sb:/probe"
+        run_nook cp "$NOOK_PROBE" "$sb:/workspace/probe"
         run_nook exec "$sb" -- chmod 0755 /workspace/probe
         P=/workspace/probe
         want=$CAPS_DEFAULT

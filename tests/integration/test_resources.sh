@@ -100,7 +100,7 @@ fi
 run_nook create --cpus 1 --memory 64m --pids-max 40 --max-cpus 2 --max-memory 128m "$SB"
 is "$status" 0 "create with --cpus 1 --memory 64m --pids-max 40 and headroom" || diag "$err"
 [[ $status == 0 ]] || bail_out "cannot create a limited sandbox: $err"
-run_nook cp "$NOOK_PROBE" "$SB:/probe"
+run_nook cp "$NOOK_PROBE" "$SB:/workspace/probe"
 run_nook exec "$SB" -- chmod 0755 /workspace/probe
 like "$(cgdirs "$SB")" "nook-$SB-" "the sandbox has a nook-$SB-* cgroup"
 if [[ $cg_v2 == 1 ]]; then

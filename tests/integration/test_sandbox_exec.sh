@@ -39,7 +39,7 @@ is "$status" 0 "create ex"
 ws=$(field ex .workspace)
 
 # The probe: cp, then check whether the executable bit survived.
-run_nook cp "$NOOK_PROBE" ex:/probe
+run_nook cp "$NOOK_PROBE" ex:/workspace/probe
 is "$status" 0 "nook cp of the probe into the workspace"
 check "nook cp keeps the executable bit" test -x "$ws/probe"
 "$NOOK" exec ex -- chmod 0755 /workspace/probe >/dev/null 2>&1

@@ -17,7 +17,7 @@ DEFAULT_CAPS=00000000a80405fb
 
 # install_probe NAME: /workspace/probe in NAME, executable.
 install_probe() {
-        run_nook cp "$NOOK_PROBE" "$1:/probe"
+        run_nook cp "$NOOK_PROBE" "$1:/workspace/probe"
         [[ $status == 0 ]] || return 1
         run_nook exec "$1" -- chmod 0755 /workspace/probe
         [[ $status == 0 ]]

@@ -109,7 +109,7 @@ run_nook create -l team=a -v "$D/ro:/mnt/ro" -v "$D/ro:/mnt/ro2:ro" -v "$D/rw:/m
         --setup-file /workspace/cfg/a.txt="$D/setup.txt" --setup-file /etc/nook-setup.conf="$D/setup.txt" v1
 is "$status" 0 "create v1 with binds, tmpfs, a named volume, a script and setup files" || diag "$err"
 [[ $status == 0 ]] || bail_out "cannot create v1: $err"
-run_nook cp "$NOOK_PROBE" v1:/probe
+run_nook cp "$NOOK_PROBE" v1:/workspace/probe
 run_nook exec v1 -- chmod 0755 /workspace/probe
 P=/workspace/probe
 

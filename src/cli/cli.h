@@ -57,3 +57,9 @@ int cmd_update(int argc, char **argv);
 int cmd_volume(int argc, char **argv);
 int cmd_prune(int argc, char **argv);
 int cmd_snapshot(int argc, char **argv);
+
+/* The command table (main.c), and the hidden commands that describe it (cmd_complete.c). */
+extern const cli_command *const cli_commands;
+extern const size_t cli_n_commands;
+int cmd_complete(int argc, char **argv);
+int cmd_doc(int argc, char **argv);

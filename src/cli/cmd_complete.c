@@ -40,8 +40,8 @@ typedef struct sub_doc {
 
 typedef struct group_doc {
         const char *command;
-        name_kind args;        /* what its positional arguments name (commands without subcommands) */
-        bool subs_have_help;   /* `nook GROUP SUB --help` prints the subcommand's own help */
+        name_kind args; /* what its positional arguments name (commands without subcommands) */
+        bool subs_have_help; /* `nook GROUP SUB --help` prints the subcommand's own help */
         const sub_doc subs[9]; /* ends with { NULL } */
 } group_doc;
 
@@ -60,34 +60,28 @@ static const group_doc groups[] = {
         { "ws", KIND_NONE, false,
                 { { "path", "print the host path of a workspace", KIND_SANDBOX },
                         { "write", "write a file atomically", KIND_SANDBOX },
-                        { "cat", "print a file", KIND_SANDBOX },
-                        { "ls", "list a directory", KIND_SANDBOX },
+                        { "cat", "print a file", KIND_SANDBOX }, { "ls", "list a directory", KIND_SANDBOX },
                         { "rm", "remove a file or a tree", KIND_SANDBOX },
                         { "mkdir", "create a directory and its parents", KIND_SANDBOX },
-                        { "mv", "rename inside the workspace", KIND_SANDBOX },
-                        { NULL } } },
+                        { "mv", "rename inside the workspace", KIND_SANDBOX }, { NULL } } },
         { "volume", KIND_NONE, false,
                 { { "create", "create a named volume", KIND_NONE },
                         { "ls", "list named volumes", KIND_NONE },
-                        { "rm", "remove named volumes", KIND_VOLUME },
-                        { NULL } } },
+                        { "rm", "remove named volumes", KIND_VOLUME }, { NULL } } },
         { "image", KIND_NONE, true,
-                { { "pull", "download an image", KIND_NONE },
-                        { "ls", "list local images", KIND_NONE },
+                { { "pull", "download an image", KIND_NONE }, { "ls", "list local images", KIND_NONE },
                         { "inspect", "show an image (JSON)", KIND_IMAGE },
                         { "rm", "remove image names", KIND_IMAGE },
                         { "prune", "free blobs and layers no image uses", KIND_NONE },
                         { "import", "add an image from an OCI layout or archive", KIND_NONE },
-                        { "export", "write an image as an archive or layout", KIND_IMAGE },
-                        { NULL } } },
+                        { "export", "write an image as an archive or layout", KIND_IMAGE }, { NULL } } },
         { "snapshot", KIND_NONE, false,
                 { { "create", "snapshot a stopped sticky sandbox", KIND_SANDBOX },
                         { "ls", "list snapshots", KIND_NONE },
                         { "inspect", "show a snapshot (JSON)", KIND_SNAPSHOT },
                         { "rm", "remove snapshots", KIND_SNAPSHOT },
                         { "export", "write a snapshot to one file", KIND_SNAPSHOT },
-                        { "import", "read a snapshot file back", KIND_NONE },
-                        { NULL } } },
+                        { "import", "read a snapshot file back", KIND_NONE }, { NULL } } },
 };
 
 static const char *const global_flags[] = { "--home", "--json", "--help", "--version" };
@@ -149,7 +143,8 @@ static char *capture_help(const cli_command *c, const char *sub) {
         FILE *mem = open_memstream(&buf, &len);
         if (!mem)
                 return NULL;
-        char *argv[4] = { (char *)c->name, (char *)(sub ? sub : "--help"), sub ? (char *)"--help" : NULL, NULL };
+        char *argv[4] = { (char *)c->name, (char *)(sub ? sub : "--help"), sub ? (char *)"--help" : NULL,
+                NULL };
         FILE *saved = stdout;
         stdout = mem;
         optind = 0;
@@ -222,7 +217,8 @@ static bool flag_line(const char *line, const char *sub) {
 }
 
 /* Lists the flags (flag NULL), or tells whether flag takes a value (returns 1 if so). */
-static int scan_flags(const cli_command *c, const group_doc *g, const char *sub, const char *cur, const char *flag) {
+static int scan_flags(
+        const cli_command *c, const group_doc *g, const char *sub, const char *cur, const char *flag) {
         char *text = NULL;
         bool takes = false;
         if (sub && g && g->subs_have_help)
@@ -231,7 +227,8 @@ static int scan_flags(const cli_command *c, const group_doc *g, const char *sub,
                 text = capture_help(c, NULL);
         if (!text)
                 return 0;
-        for (const char *line = text; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL)
+        for (const char *line = text; line && *line;
+                line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL)
                 if (flag_line(line, (g && g->subs_have_help) ? NULL : sub))
                         flags_in_line(line, cur, flag, &takes);
         free(text);

@@ -7,7 +7,8 @@
 #      soname, a program built against nook.pc, a man page per command;
 #   2. apt-get install ./nook_<version>_<arch>.deb; `nook run -- echo hi`; `nook doctor`; a
 #      sandbox's supervisor is /usr/libexec/nook-supervisor; `man -w nook`; bash completion of
-#      `nook <TAB>`, of a flag and of a sandbox name from the store;
+#      `nook <TAB>`, of a flag and of a sandbox name from the store; `nook run` as the
+#      unprivileged user nook-test when it exists (rootless);
 #   3. apt-get remove (the sandbox's supervisor is stopped, every file of `dpkg -L` is gone,
 #      /var/lib/nook kept) and apt-get purge (/var/lib/nook gone, the package unknown to dpkg).
 # The package is purged on any exit (trap).  A /var/lib/nook that existed before is moved
@@ -173,6 +174,20 @@ sup_exe=$([[ -n $sup_pid ]] && readlink "/proc/$sup_pid/exe")
         not_ok "its supervisor is /usr/libexec/nook-supervisor" "found '$sup_exe'"
 [[ $(man -w nook 2>&1) == /usr/share/man/man1/nook.1* ]] && ok "man -w nook" || not_ok "man -w nook" "$(man -w nook 2>&1)"
 check "man -w nook-image" man -w nook-image
+
+# rootless, from the package: newuidmap (uidmap) and the user's own state folder
+test_user=${NOOK_TEST_USER:-nook-test}
+if id -u "$test_user" >/dev/null 2>&1; then
+        uhome=$(mktemp -d /var/tmp/nook-deb-user.XXXXXX)
+        chown "$test_user:" "$uhome"
+        out=$(cd / && setpriv --reuid="$test_user" --regid="$test_user" --init-groups --inh-caps=-all -- \
+                env -i PATH="$PATH" HOME="$uhome" NOOK_HOME="$uhome/nook" timeout 60 nook run -- echo hi 2>&1)
+        [[ $out == hi ]] && ok "as $test_user: nook run -- echo hi (rootless)" || not_ok "as $test_user: nook run -- echo hi (rootless)" "$out"
+        rm -rf "$uhome"
+else
+        echo "ok - as an unprivileged user # SKIP no user $test_user (scripts/test creates it in its user stage)"
+        n_skip=$((n_skip + 1))
+fi
 
 # bash completion: the installed file, as bash-completion would load it
 complete_words() { # complete_words WORD...: COMPREPLY for the last word, one a line

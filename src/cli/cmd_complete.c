@@ -196,7 +196,7 @@ static void flags_in_line(const char *line, const char *cur, const char *flag, b
                         if (alias && !pending_short_match)
                                 pending_short_match = true; /* "-e, --env NAME": -e's value is --env's */
                         else {
-                                *ret_takes_value = value;
+                                *ret_takes_value = *ret_takes_value || value;
                                 pending_short_match = false;
                         }
                 }

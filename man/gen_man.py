@@ -9,8 +9,9 @@ and options; `nook __doc` (src/cli/cmd_complete.c) lists the commands, their sum
 subcommands.  The shell completions read the same --help text (nook __complete), so a flag that
 --help documents is completed and in the man page, and one it does not document is in neither.
 
-PAGE is "nook" or "nook-COMMAND", the pages man/meson.build declares.  A command without a page
-is named on stderr (it is still listed in nook(1)): add it to man/meson.build.
+PAGE is "nook" or "nook-COMMAND": man/meson.build lists one per `{ "name", cmd_... }` entry of
+the command table in src/cli/main.c.  A command without a page (an entry of another shape) is
+named on stderr and still listed in nook(1); tests/integration/test_completion.sh fails on it.
 """
 import os
 import re
@@ -185,7 +186,8 @@ def main():
         sys.exit(f"gen_man.py: man/meson.build declares {p}.1 but nook has no command '{p[5:]}'")
     for d in docs:
         if f"nook-{d[0]}" not in pages:
-            print(f"gen_man.py: warning: nook {d[0]} has no man page: add 'nook-{d[0]}' to man/meson.build",
+            print(f"gen_man.py: warning: nook {d[0]} has no man page: man/meson.build did not find its"
+                  f" {{ \"{d[0]}\", cmd_... }} entry in src/cli/main.c",
                   file=sys.stderr)
     for cmd, summary, subs, subs_help in docs:
         if f"nook-{cmd}" in pages:

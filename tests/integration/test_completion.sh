@@ -29,7 +29,7 @@ done <<<"$docs"
 if [[ -n "$docs" && -z "$missing" && -s "$NOOK_BUILD_DIR/man/nook.1" ]]; then
         ok "a man page for nook and for every command nook __doc lists"
 else
-        not_ok "a man page for nook and for every command nook __doc lists" "missing:$missing (add them to man/meson.build)"
+        not_ok "a man page for nook and for every command nook __doc lists" "missing:$missing (man/meson.build reads the commands from src/cli/main.c)"
 fi
 run_nook run --help
 help_flags=$(grep -oE -- '(^|[ ,])--[a-z][-a-z]*' <<<"$out" | sed 's/^[ ,]//' | sort -u)

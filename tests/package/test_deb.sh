@@ -136,7 +136,7 @@ while IFS=$'\t' read -r cmd _; do
         [[ -e $dest/usr/share/man/man1/nook-$cmd.1 ]] || man_missing+=" nook-$cmd.1"
 done < <(LD_LIBRARY_PATH=$dest/usr/lib/$multiarch "$dest/usr/bin/nook" __doc)
 [[ -z $man_missing ]] && ok "a man page for every command nook __doc lists" ||
-        not_ok "a man page for every command nook __doc lists" "missing:$man_missing (add them to man/meson.build)"
+        not_ok "a man page for every command nook __doc lists" "missing:$man_missing (man/meson.build reads the commands from src/cli/main.c)"
 if grep -q -- '\\-\\-image' "$dest/usr/share/man/man1/nook-run.1" 2>/dev/null; then
         ok "nook-run(1) documents --image (from nook run --help)"
 else

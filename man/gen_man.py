@@ -17,8 +17,11 @@ import os
 import re
 import subprocess
 import sys
+import time
 
-DATE = os.environ.get("NOOK_MAN_DATE", "")
+# dpkg-buildpackage sets SOURCE_DATE_EPOCH (the changelog's date): reproducible pages
+_epoch = os.environ.get("SOURCE_DATE_EPOCH", "")
+DATE = time.strftime("%Y-%m-%d", time.gmtime(int(_epoch))) if _epoch.isdigit() else ""
 
 
 def run(nook, *args):

@@ -66,6 +66,9 @@ typedef struct nook nook;
 NOOK_PUBLIC int nook_open(const char *home, nook **ret, nook_error *err);
 NOOK_PUBLIC nook *nook_close(nook *n);
 NOOK_PUBLIC const char *nook_home(const nook *n);
+/* The state root nook_open(home) would use, without creating anything (shell completion must
+ * not make a state folder appear). */
+NOOK_PUBLIC int nook_home_resolve(const char *home, char **ret_path, nook_error *err);
 /* Checks a sandbox name: 1-63 chars of [a-z0-9][a-z0-9_.-]*, no "..". */
 NOOK_PUBLIC int nook_name_validate(const char *name, nook_error *err);
 

@@ -32,6 +32,9 @@ packages=(
         nodejs npm
         # CLI tables (src/cli/table.c): ls, ps, stats, image ls, snapshot ls
         libsmartcols-dev
+        # install (issue 12): the deb stage builds and installs the package (dpkg-buildpackage,
+        # debhelper's meson support, man -w); zsh and fish to test their completion scripts
+        dpkg-dev debhelper fakeroot man-db bash-completion zsh fish
 )
 
 log() { [[ "${NOOK_DEPS_VERBOSE:-0}" == 1 ]] && echo "deps: $*" >&2 || true; }

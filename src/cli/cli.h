@@ -78,3 +78,9 @@ int cmd_snapshot(int argc, char **argv);
 int cmd_ps(int argc, char **argv);
 int cmd_help(int argc, char **argv);
 int cmd_version(int argc, char **argv);
+
+/* The command table (main.c), and the hidden commands that describe it (cmd_complete.c). */
+extern const cli_command *const cli_commands;
+extern const size_t cli_n_commands;
+int cmd_complete(int argc, char **argv);
+int cmd_doc(int argc, char **argv);

@@ -44,6 +44,9 @@ static const cli_command commands[] = {
         { "help", cmd_help, "Show this help, or a command's ('nook help COMMAND')" },
         { "version", cmd_version, "Print the versions of nook and libnook" },
 };
+/* For the hidden __complete and __doc (cmd_complete.c). */
+const cli_command *const cli_commands = commands;
+const size_t cli_n_commands = sizeof(commands) / sizeof(commands[0]);
 
 static void help(FILE *f) {
         fprintf(f,
@@ -365,6 +368,11 @@ int main(int argc, char **argv) {
         }
         int first = optind;
         const char *name = argv[first];
+        /* Hidden: shell completions and the man page generator (cmd_complete.c). */
+        if (strcmp(name, "__complete") == 0)
+                return cmd_complete(argc - first, argv + first);
+        if (strcmp(name, "__doc") == 0)
+                return cmd_doc(argc - first, argv + first);
         for (size_t i = 0; i < ELEMENTSOF(commands); i++)
                 if (strcmp(commands[i].name, name) == 0) {
                         optind = 0; /* glibc: a full re-initialisation for the command's own getopt */

@@ -29,22 +29,28 @@ void nook_free(void *p) {
         free(p);
 }
 
+int nook_home_resolve(const char *home, char **ret_path, nook_error *err) {
+        char *h;
+
+        if (!home)
+                return path_home_default(ret_path, err);
+        if (home[0] != '/')
+                return nook_err_set(
+                        err, NOOK_E_INVALID, "The state folder must be an absolute path, got '%s'", home);
+        h = strdup(home);
+        if (!h)
+                return nook_err_oom(err);
+        *ret_path = h;
+        return 0;
+}
+
 int nook_open(const char *home, nook **ret, nook_error *err) {
         _cleanup_free_ char *h = NULL;
         int r;
 
-        if (home) {
-                if (home[0] != '/')
-                        return nook_err_set(err, NOOK_E_INVALID,
-                                "The state folder must be an absolute path, got '%s'", home);
-                h = strdup(home);
-                if (!h)
-                        return nook_err_oom(err);
-        } else {
-                r = path_home_default(&h, err);
-                if (r < 0)
-                        return r;
-        }
+        r = nook_home_resolve(home, &h, err);
+        if (r < 0)
+                return r;
         /* The state root holds every sandbox's data: nobody else may look in. */
         r = path_mkdir_p(h, 0700, err);
         if (r < 0)

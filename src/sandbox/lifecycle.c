@@ -47,8 +47,10 @@
 
 /* ---- the supervisor -------------------------------------------------------------------------- */
 
-/* Where nook-supervisor lives: $NOOK_SUPERVISOR, beside libnook.so (and in a build tree under
- * src/supervisor/), or the install's libexec folder. */
+/* Where nook-supervisor lives: $NOOK_SUPERVISOR; for an installed libnook (loaded from the
+ * libdir it was configured with) the install's libexec folder; else beside libnook.so, as in a
+ * build tree (src/supervisor/) or a relocated install (../libexec/), and the install's
+ * libexec folder last. */
 static char *find_supervisor(void) {
         const char *e = secure_getenv("NOOK_SUPERVISOR");
         if (!isempty(e))
@@ -59,6 +61,8 @@ static char *find_supervisor(void) {
                 if (!copy)
                         return NULL;
                 const char *d = dirname(copy);
+                if (streq(d, NOOK_LIBDIR))
+                        return strprintf("%s/nook-supervisor", NOOK_LIBEXECDIR);
                 const char *cands[] = { "nook-supervisor", "src/supervisor/nook-supervisor",
                         "../supervisor/nook-supervisor", "../libexec/nook-supervisor" };
                 for (size_t i = 0; i < ELEMENTSOF(cands); i++) {

@@ -116,3 +116,24 @@ test("a command that never reads its stdin still ends; the unread input is dropp
   const res = await box.exec("exec 0<&-; echo ok", { stdin: known(400, 512 * 1024), timeoutMs: 30_000 });
   assert.deepEqual([res.exitCode, res.stdout], [0, "ok\n"]);
 });
+
+test("output still in the pipe when the command exits reaches a reader that starts late", async () => {
+  // more than the JS-side buffers hold, less than they and the pipe hold together: the command
+  // exits with the rest of its output waiting in the pipe
+  const want = known(500, 120 * 1024);
+  await box.writeFile("/late.txt", want);
+  const p = box.spawn(["cat", "/workspace/late.txt"]);
+  await new Promise((resolve) => setTimeout(resolve, 500));
+  const chunks = [];
+  for await (const chunk of p.stdout) chunks.push(chunk);
+  assert.equal((await p.wait()).exitCode, 0);
+  assertSame(Buffer.concat(chunks).toString("latin1"), want, "late reader");
+});
+
+test("a spawn whose reader destroyed stdout still reports its exit", async () => {
+  const p = box.spawn(["head", "-c", String(4 * 1024 * 1024), "/dev/zero"]);
+  p.stdout.destroy();
+  p.stderr.resume();
+  const res = await p.wait();
+  assert.equal(res.reason, "exited");
+});

@@ -43,12 +43,19 @@ function isEnded(stream) {
 
 // Resolves once the stream ended, or once it has been quiet for DRAIN_QUIET_MS after the
 // command's exit (then it is destroyed: what a background process writes later is not ours).
-function drain(stream) {
+// `inPipe`: bytes the pipe still held when the exit was reported (the stream was paused by its
+// reader).  Those and the bytes the stream buffers were written by the command itself: they
+// are waited for, however long the reader takes.
+function drain(stream, inPipe = 0) {
   return new Promise((resolve) => {
     if (isEnded(stream)) return resolve();
+    let owed = inPipe + stream.readableLength;
     let quiet;
-    const hard = setTimeout(finish, DRAIN_MAX_MS);
-    const arm = () => {
+    let hard;
+    const arm = (chunk) => {
+      if (chunk) owed -= chunk.length;
+      if (owed > 0) return;
+      hard ??= setTimeout(finish, DRAIN_MAX_MS);
       clearTimeout(quiet);
       quiet = setTimeout(finish, DRAIN_QUIET_MS);
     };
@@ -66,6 +73,11 @@ function drain(stream) {
     stream.once("close", finish);
     arm();
   });
+}
+
+function drainBoth(run, raw) {
+  const owed = raw.pending ?? [0, 0];
+  return Promise.all([drain(run.stdout, owed[0]), drain(run.stderr, owed[1])]);
 }
 
 function feedStdin(sink, input) {
@@ -125,6 +137,10 @@ function execStreams(req) {
         highWaterMark: 64 * 1024,
         read() {
           if (handle && !closed) addon.execResume(handle, which);
+        },
+        destroy(err, callback) {
+          if (handle && !closed) addon.execClosePipe(handle, which);
+          callback(err);
         },
       }),
   );
@@ -245,11 +261,13 @@ class ExecProcess {
       [run.stderr, this.stderr],
     ]) {
       src.on("error", (err) => dst.destroy(err));
+      // a reader that gave its stream up is owed nothing more (wait() must not wait for it)
+      dst.once("close", () => src.destroy());
       src.pipe(dst, { end: false });
     }
     this._wait = run.done.then(
       async (raw) => {
-        await Promise.all([drain(run.stdout), drain(run.stderr)]);
+        await drainBoth(run, raw);
         run.close();
         this.stdout.end();
         this.stderr.end();
@@ -358,7 +376,7 @@ class Box {
       run.stderr.destroy();
       throw e;
     }
-    await Promise.all([drain(run.stdout), drain(run.stderr)]);
+    await drainBoth(run, raw);
     run.close();
     return {
       ...shapeResult(raw),

@@ -553,6 +553,7 @@ static napi_value init(napi_env env, napi_value exports) {
                 { "execResume", js_exec_resume },
                 { "execWrite", js_exec_write },
                 { "execEndStdin", js_exec_end_stdin },
+                { "execClosePipe", js_exec_close_pipe },
                 { "execClose", js_exec_close },
                 { "snapshotCreate", js_snapshot_create },
                 { "snapshotList", js_snapshot_list },

@@ -43,4 +43,5 @@ napi_value js_exec_cancel(napi_env env, napi_callback_info info);
 napi_value js_exec_resume(napi_env env, napi_callback_info info);
 napi_value js_exec_write(napi_env env, napi_callback_info info);
 napi_value js_exec_end_stdin(napi_env env, napi_callback_info info);
+napi_value js_exec_close_pipe(napi_env env, napi_callback_info info);
 napi_value js_exec_close(napi_env env, napi_callback_info info);

@@ -4,8 +4,10 @@
  *   execStart(home, name, req, onEvent) -> handle
  *   onEvent(kind, value): "stdout"/"stderr" (Buffer; return false to pause that stream until
  *   execResume), "stdout-end"/"stderr-end", "stdin-drain" (a partial execWrite finished),
- *   "exit" ({exitCode, signal, reason}) or "error" (SandboxError), each of the last two once.
- *   execResume(handle, 0|1), execWrite(handle, buffer) -> true when all was written now,
+ *   "exit" ({exitCode, signal, reason, pending: [stdout, stderr bytes still in the pipes]}) or
+ *   "error" (SandboxError), one of the two, once.
+ *   execResume(handle, 0|1), execClosePipe(handle, 0|1) (JS destroyed that stream),
+ *   execWrite(handle, buffer) -> true when all was written now,
  *   execEndStdin(handle), execCancel(handle), execClose(handle): JS closes every exec once it is
  *   done with it (output drained); the GC closes a forgotten one.
  *
@@ -30,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include "nook.h"
@@ -120,9 +123,10 @@ static void emit_error(exec_ctx *c, const nook_error *err) {
         (void)emit(c, "error", make_error(c->env, err));
 }
 
-static void emit_exit(exec_ctx *c, const nook_exec_result *res) {
+/* pending: what each pipe still held when the exit was reported (a paused stream's bytes). */
+static void emit_exit(exec_ctx *c, const nook_exec_result *res, const int pending[2]) {
         napi_env env = c->env;
-        napi_value o = NULL, v;
+        napi_value o = NULL, v, a;
         if (c->reported)
                 return;
         c->reported = true;
@@ -133,7 +137,14 @@ static void emit_exit(exec_ctx *c, const nook_exec_result *res) {
                 napi_set_named_property(env, o, "signal", v) != napi_ok ||
                 napi_create_string_utf8(env, res->reason, strnlen(res->reason, sizeof(res->reason)), &v) !=
                         napi_ok ||
-                napi_set_named_property(env, o, "reason", v) != napi_ok)
+                napi_set_named_property(env, o, "reason", v) != napi_ok ||
+                napi_create_array_with_length(env, 2, &a) != napi_ok)
+                o = NULL;
+        for (uint32_t i = 0; o && i < 2; i++)
+                if (napi_create_int32(env, pending[i], &v) != napi_ok ||
+                        napi_set_element(env, a, i, v) != napi_ok)
+                        o = NULL;
+        if (o && napi_set_named_property(env, o, "pending", a) != napi_ok)
                 o = NULL;
         (void)emit(c, "exit", o);
 }
@@ -254,12 +265,19 @@ static void on_control(napi_env env, void *userdata, uint32_t events) {
                 emit_error(c, &err);
                 return;
         }
-        /* Everything the command wrote before it ended is in the pipes now: deliver it first. */
-        for (int which = OUT; which <= ERR; which++)
+        /* Everything the command wrote before it ended is in the pipes now: deliver it first.
+         * A paused stream keeps its bytes in the pipe; JS is told how many, and waits for them
+         * before it applies its quiet rule to what background processes may still write. */
+        int pending[2] = { 0, 0 };
+        for (int which = OUT; which <= ERR; which++) {
                 while (read_out(c, which))
                         ;
+                if (!c->closed && c->out_fd[which] >= 0 &&
+                        ioctl(c->out_fd[which], FIONREAD, &pending[which]) < 0)
+                        pending[which] = 0;
+        }
         if (!c->closed)
-                emit_exit(c, &res);
+                emit_exit(c, &res, pending);
 }
 
 /* ---- start ---------------------------------------------------------------------------------- */
@@ -315,7 +333,7 @@ static void exec_started(napi_env env, napi_status status, void *data) {
         } else if (!c->e) { /* cancelled before it started */
                 nook_exec_result res = { .exit_code = -1 };
                 (void)snprintf(res.reason, sizeof(res.reason), "cancelled");
-                emit_exit(c, &res);
+                emit_exit(c, &res, (const int[2]){ 0, 0 });
         } else {
                 nook_error ignore;
                 if (atomic_load(&c->cancel_requested))
@@ -590,6 +608,21 @@ napi_value js_exec_end_stdin(napi_env env, napi_callback_info info) {
         c->in_end = true;
         if (c->in_off >= c->in_len)
                 close_in(c);
+        return make_undefined(env);
+}
+
+/* execClosePipe(handle, 0 | 1): JS destroyed stdout (0) or stderr (1); the command's next write
+ * to it fails (EPIPE / SIGPIPE), as with any pipe whose reader went away. */
+napi_value js_exec_close_pipe(napi_env env, napi_callback_info info) {
+        napi_value argv[2];
+        int32_t which = 0;
+        exec_ctx *c = get_ctx(env, info, 2, argv);
+        if (!c)
+                return NULL;
+        NAPI_OK(env, napi_get_value_int32(env, argv[1], &which));
+        if (which != OUT && which != ERR)
+                return throw_invalid(env, "execClosePipe: the stream must be 0 (stdout) or 1 (stderr)");
+        close_out(c, which);
         return make_undefined(env);
 }
 

@@ -29,7 +29,7 @@
 #include "nook.h"
 #include "addon.h"
 
-#define COPY_BUFFER_MAX (64 * 1024) /* smaller reads are copied; larger ones are handed over */
+#define COPY_BUFFER_MAX ((size_t)64 * 1024) /* smaller reads are copied; larger ones are handed over */
 
 /* ---- workspace handles --------------------------------------------------------------------- */
 

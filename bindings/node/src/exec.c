@@ -39,7 +39,7 @@
 #include "addon.h"
 #include "watch.h"
 
-#define READ_CHUNK (64 * 1024)
+#define READ_CHUNK ((size_t)64 * 1024)
 #define READS_PER_WAKE 16 /* then yield to the loop: one chatty command cannot starve the rest */
 
 enum { OUT, ERR };

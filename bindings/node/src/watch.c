@@ -66,7 +66,9 @@ static void *watch_thread(void *data) {
                         if (id == STOP_ID)
                                 return NULL;
                         uintptr_t msg = (uintptr_t)(id << ID_SHIFT) | (ev[i].events & 0xff);
-                        if (napi_call_threadsafe_function(l->tsfn, (void *)msg, napi_tsfn_nonblocking) ==
+                        /* a number, never dereferenced: see "Rules" above */
+                        void *data = (void *)msg; // NOLINT(performance-no-int-to-ptr)
+                        if (napi_call_threadsafe_function(l->tsfn, data, napi_tsfn_nonblocking) ==
                                 napi_closing)
                                 return NULL;
                 }
@@ -192,7 +194,8 @@ int watch_add(napi_env env, int fd, uint32_t events, watch_fn fn, void *userdata
                 return r;
         if (l->n_live == l->cap_live) {
                 size_t cap = l->cap_live ? l->cap_live * 2 : 16;
-                watch **live = realloc(l->live, cap * sizeof(*live));
+                watch **live =
+                        reallocarray(l->live, cap, sizeof(watch *)); // NOLINT(bugprone-sizeof-expression)
                 if (!live)
                         return -ENOMEM;
                 l->live = live;

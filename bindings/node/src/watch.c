@@ -67,8 +67,8 @@ static void *watch_thread(void *data) {
                                 return NULL;
                         uintptr_t msg = (uintptr_t)(id << ID_SHIFT) | (ev[i].events & 0xff);
                         /* a number, never dereferenced: see "Rules" above */
-                        void *data = (void *)msg; // NOLINT(performance-no-int-to-ptr)
-                        if (napi_call_threadsafe_function(l->tsfn, data, napi_tsfn_nonblocking) ==
+                        void *post = (void *)msg; // NOLINT(performance-no-int-to-ptr)
+                        if (napi_call_threadsafe_function(l->tsfn, post, napi_tsfn_nonblocking) ==
                                 napi_closing)
                                 return NULL;
                 }

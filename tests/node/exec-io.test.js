@@ -7,8 +7,9 @@ const { test, before, after } = require("node:test");
 const assert = require("node:assert/strict");
 const crypto = require("node:crypto");
 const fs = require("node:fs");
+const path = require("node:path");
 const { Readable } = require("node:stream");
-const { HOME, nook, uniqueName, removeHome } = require("./helpers.js");
+const { PKG, HOME, nook, uniqueName, removeHome } = require("./helpers.js");
 const { Sandboxes } = nook;
 
 const RUNTIME = typeof process.versions.bun === "string" ? `bun ${process.versions.bun}` : `node ${process.version}`;
@@ -136,4 +137,30 @@ test("a spawn whose reader destroyed stdout still reports its exit", async () =>
   p.stderr.resume();
   const res = await p.wait();
   assert.equal(res.reason, "exited");
+});
+
+test("the addon's exec calls refuse arguments that are not theirs", async () => {
+  const addon = require(path.join(PKG, "lib", "binding.js"));
+  const invalid = { code: "invalid" };
+  assert.throws(() => addon.execStart(HOME, box.name, { shell: "true" }), invalid);
+  assert.throws(() => addon.execStart(HOME, box.name, { shell: "true" }, "not a function"), invalid);
+  for (const fn of ["execResume", "execClosePipe", "execWrite", "execEndStdin", "execCancel", "execClose"])
+    assert.throws(() => addon[fn]({}, 0), invalid, fn);
+  let exited;
+  const done = new Promise((resolve) => (exited = resolve));
+  const handle = addon.execStart(HOME, box.name, { shell: "cat", stdin: true }, (kind, value) => {
+    if (kind === "exit" || kind === "error") exited([kind, value]);
+    return true;
+  });
+  assert.throws(() => addon.execResume(handle, 2), invalid);
+  assert.throws(() => addon.execClosePipe(handle, -1), invalid);
+  assert.throws(() => addon.execWrite(handle, "a string"), invalid);
+  assert.equal(addon.execWrite(handle, Buffer.from("x")), true);
+  addon.execEndStdin(handle);
+  assert.equal(addon.execWrite(handle, Buffer.from("after EOF")), true); // dropped
+  const [kind, res] = await done;
+  assert.deepEqual([kind, res.exitCode], ["exit", 0]);
+  addon.execClose(handle);
+  addon.execClose(handle); // twice is fine
+  addon.execCancel(handle); // after the end: nothing to do
 });

@@ -247,15 +247,16 @@ NOOK_PUBLIC int nook_exec_pid(const nook_exec *e);
 /* With opts.tty: the terminal's master side (read the command's output, write its input,
  * TIOCSWINSZ to resize).  Owned by the exec; -1 without a terminal. */
 NOOK_PUBLIC int nook_exec_tty_fd(const nook_exec *e);
-/* With opts.tty: the terminal's master side (read the command's output, write its input,
- * TIOCSWINSZ to resize).  Owned by the exec; -1 without a terminal. */
-NOOK_PUBLIC int nook_exec_tty_fd(const nook_exec *e);
 /* A descriptor that becomes readable when the exec has news; for event loops. */
 NOOK_PUBLIC int nook_exec_fd(const nook_exec *e);
 /* Waits until the sandbox reports the command started (its pid known) or ended; afterwards
  * nook_exec_fd() turns readable only when the command ends.  With detach and no stdout/stderr
  * fd, the command's output goes to the sandbox's log (nook_sandbox_logs). */
 NOOK_PUBLIC int nook_exec_wait_started(nook_exec *e, nook_error *err);
+/* For event loops: handles the messages that have arrived on nook_exec_fd() without blocking.
+ * Call it whenever that descriptor is readable.  Returns 1 with *ret filled once the command has
+ * ended (detached: once it started), 0 while it still runs, or <0 when the connection failed. */
+NOOK_PUBLIC int nook_exec_process(nook_exec *e, nook_exec_result *ret, nook_error *err);
 /* Waits for the command to end. */
 NOOK_PUBLIC int nook_exec_wait(nook_exec *e, nook_exec_result *ret, nook_error *err);
 /* Kills the command's whole process tree. */

@@ -282,6 +282,10 @@ int cmd_help(int argc, char **argv) {
                 help(stdout);
                 return 0;
         }
+        if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+                printf("Usage: nook help [COMMAND]\n\nThe list of commands, or a command's own help (as 'nook COMMAND --help').\n");
+                return 0;
+        }
         if (argc > 2)
                 return cli_usage_error("help", "expected at most one COMMAND");
         for (size_t i = 0; i < ELEMENTSOF(commands); i++)

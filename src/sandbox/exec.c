@@ -213,6 +213,28 @@ int nook_exec_wait(nook_exec *e, nook_exec_result *ret, nook_error *err) {
         return 0;
 }
 
+/* One message is waiting when poll() says so; SOCK_SEQPACKET keeps records whole, so a readable
+ * socket always holds at least one complete message (or EOF/an error, which exec_read_one
+ * reports).  Nothing here blocks: the caller's event loop calls again on the next wake-up. */
+int nook_exec_process(nook_exec *e, nook_exec_result *ret, nook_error *err) {
+        while (!e->done && !(e->detach && e->pid)) {
+                struct pollfd p = { .fd = e->fd, .events = POLLIN };
+                int k = poll(&p, 1, /* timeout= */ 0);
+                if (k < 0 && errno == EINTR)
+                        continue;
+                if (k < 0)
+                        return nook_err_errno(err, NOOK_E_IO, "Cannot poll the connection to the sandbox");
+                if (k == 0)
+                        return 0;
+                int r = exec_read_one(e, err);
+                if (r < 0)
+                        return r;
+        }
+        if (ret)
+                *ret = e->result;
+        return 1;
+}
+
 static int send_simple(nook_exec *e, json_t *m, nook_error *err) {
         int r = m ? proto_send(e->fd, m, NULL, 0) : -ENOMEM;
         json_decref(m);

@@ -6,6 +6,17 @@
 
 #include "util/dynlib.h"
 
+#if defined(__SANITIZE_ADDRESS__)
+#define DYNLIB_DEEPBIND 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(undefined_behavior_sanitizer)
+#define DYNLIB_DEEPBIND 0
+#endif
+#endif
+#ifndef DYNLIB_DEEPBIND
+#define DYNLIB_DEEPBIND RTLD_DEEPBIND
+#endif
+
 static pthread_mutex_t dynlib_lock = PTHREAD_MUTEX_INITIALIZER;
 
 _Noreturn static void dynlib_die(const dynlib *lib, const char *what, const char *why) {
@@ -21,10 +32,14 @@ void *dynlib_sym(dynlib *lib, const char *symbol) {
                 h = lib->handle;
                 if (!h) {
                         /* RTLD_LOCAL: its symbols stay out of the global scope (later loads do
-                         * not bind to them).  Its own references still resolve against the
-                         * program's exported symbols first, as they did when linked (Node
-                         * exports its OpenSSL): the same as before lazy loading. */
-                        h = dlopen(lib->soname, RTLD_NOW | RTLD_LOCAL);
+                         * not bind to them).  RTLD_DEEPBIND: its own references resolve within
+                         * itself and its dependencies before the program's exported symbols.
+                         * Node's own builds (nodejs.org, node 22 from npm) link OpenSSL 3
+                         * statically and export it: without DEEPBIND, Debian's libcrypto called
+                         * node's SHA256_Init from inside EVP_DigestInit_ex and crashed.  The
+                         * sanitizers refuse DEEPBIND (their interceptors must come first); ASan
+                         * builds never load into a foreign runtime, so they go without. */
+                        h = dlopen(lib->soname, RTLD_NOW | RTLD_LOCAL | DYNLIB_DEEPBIND);
                         if (h)
                                 __atomic_store_n(&lib->handle, h, __ATOMIC_RELEASE);
                 }

@@ -4,6 +4,9 @@
 # the real addon and real sandboxes, then Smithers' provider contract suite under Bun, then a
 # real Smithers workflow (smithers CLI under Bun) whose <Sandbox> runs a child workflow in nook.
 #   tests/node/run.sh [PATH/TO/nook_node.node]        (meson test --suite node passes it)
+# NOOK_JS_RUNTIME=PATH (a node or bun binary; tests/node/runtimes.sh installs Node 22 and Bun):
+# runs only the *.test.js files, under that runtime (`node --test`, or `bun test`); the contract
+# and workflow tests drive Bun themselves whatever the runtime, so they run in the default pass.
 # The addon: the argument, else $NOOK_NODE_ADDON, else $NOOK_BUILD_DIR/bindings/node/nook_node.node
 # (meson sets NOOK_BUILD_DIR), else the package looks in build-node/ and build/ itself.
 #
@@ -51,6 +54,18 @@ npm_ci() {
 npm_ci "$pkg"
 
 rc=0
+if [ -n "${NOOK_JS_RUNTIME:-}" ]; then
+        rt=$NOOK_JS_RUNTIME
+        if "$rt" -e 'process.exit(process.versions.bun ? 0 : 1)' 2> /dev/null; then
+                echo "run.sh: *.test.js under bun $("$rt" --version)" >&2
+                # bun test's default per-test timeout (5 s) is shorter than node's (none)
+                (cd "$here" && "$rt" test --timeout 120000 "$here"/*.test.js) || rc=1
+        else
+                echo "run.sh: *.test.js under node $("$rt" --version)" >&2
+                "$rt" --test "$here"/*.test.js || rc=1
+        fi
+        exit $rc
+fi
 node --test "$here"/*.test.js || rc=1
 "$pkg/node_modules/.bin/bun" test "$here/bun/contract.test.js" || rc=1
 

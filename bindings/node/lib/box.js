@@ -1,11 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 "use strict";
 // Box: one sandbox.  File calls are host reads and writes on the workspace through libnook
-// (every path rule lives there); exec hands pipes to libnook and reads them here.
-const fs = require("node:fs");
-const net = require("node:net");
+// (every path rule lives there); exec's pipes are read and written by the addon (lib: streams).
 const os = require("node:os");
-const { PassThrough, Readable } = require("node:stream");
+const { PassThrough, Readable, Writable } = require("node:stream");
 const addon = require("./binding.js");
 const { SandboxError } = require("./errors.js");
 
@@ -14,7 +12,6 @@ const DEFAULT_MAX_OUTPUT_BYTES = 10 * 1024 * 1024;
 // this long: a background process may hold the pipe open for ever, and we must not wait for it.
 const DRAIN_QUIET_MS = 20;
 const DRAIN_MAX_MS = 2000;
-const IS_BUN = typeof process.versions.bun === "string";
 
 const SIGNAL_NAMES = Object.fromEntries(Object.entries(os.constants.signals).map(([name, num]) => [num, name]));
 
@@ -45,30 +42,25 @@ function envList(env, what) {
   return out;
 }
 
-// The read end of a pipe as a stream.  Under Node a net.Socket (libuv polls the pipe: no pool
-// thread blocks in read()); Bun's net.Socket does not take a pipe fd, its fs stream does.
-function readEnd(fd) {
-  if (IS_BUN) return fs.createReadStream(null, { fd, autoClose: true, highWaterMark: 64 * 1024 });
-  return new net.Socket({ fd, readable: true, writable: false });
-}
-
-function writeEnd(fd) {
-  if (IS_BUN) return fs.createWriteStream(null, { fd, autoClose: true });
-  return new net.Socket({ fd, readable: false, writable: true });
-}
-
 function isEnded(stream) {
   return stream.readableEnded || stream.destroyed;
 }
 
 // Resolves once the stream ended, or once it has been quiet for DRAIN_QUIET_MS after the
 // command's exit (then it is destroyed: what a background process writes later is not ours).
-function drain(stream) {
+// `inPipe`: bytes the pipe still held when the exit was reported (the stream was paused by its
+// reader).  Those and the bytes the stream buffers were written by the command itself: they
+// are waited for, however long the reader takes.
+function drain(stream, inPipe = 0) {
   return new Promise((resolve) => {
     if (isEnded(stream)) return resolve();
+    let owed = inPipe + stream.readableLength;
     let quiet;
-    const hard = setTimeout(finish, DRAIN_MAX_MS);
-    const arm = () => {
+    let hard;
+    const arm = (chunk) => {
+      if (chunk) owed -= chunk.length;
+      if (owed > 0) return;
+      hard ??= setTimeout(finish, DRAIN_MAX_MS);
       clearTimeout(quiet);
       quiet = setTimeout(finish, DRAIN_QUIET_MS);
     };
@@ -88,9 +80,13 @@ function drain(stream) {
   });
 }
 
-function feedStdin(fd, input) {
-  const sink = writeEnd(fd);
-  sink.on("error", () => {}); // EPIPE: the command did not read all of its input
+function drainBoth(run, raw) {
+  const owed = raw.pending ?? [0, 0];
+  return Promise.all([drain(run.stdout, owed[0]), drain(run.stderr, owed[1])]);
+}
+
+function feedStdin(sink, input) {
+  sink.on("error", () => {});
   if (input instanceof Readable || (input && typeof input.pipe === "function")) {
     input.on("error", () => sink.destroy());
     input.pipe(sink);
@@ -133,7 +129,100 @@ function shapeResult(raw) {
   };
 }
 
-// Starts a command: the pipes' read ends become streams; `done` is libnook's exit report.
+// The command's stdio as streams over the addon's exec calls.  The addon reads and writes the
+// pipes on the JS thread as they become ready (the same under Node and Bun; no stream of the
+// runtime's own touches a pipe); a stream whose buffer is full pauses its pipe until read.
+function execStreams(req) {
+  let handle = null;
+  let closed = false;
+  let stdinCallback = null;
+  const outputs = [0, 1].map(
+    (which) =>
+      new Readable({
+        highWaterMark: 64 * 1024,
+        read() {
+          if (handle && !closed) addon.execResume(handle, which);
+        },
+        destroy(err, callback) {
+          if (handle && !closed) addon.execClosePipe(handle, which);
+          callback(err);
+        },
+      }),
+  );
+  const stdin = req.stdin
+    ? new Writable({
+        write(chunk, _encoding, callback) {
+          if (closed || addon.execWrite(handle, chunk)) callback();
+          else stdinCallback = callback;
+        },
+        final(callback) {
+          if (!closed) addon.execEndStdin(handle);
+          callback();
+        },
+        destroy(err, callback) {
+          if (!closed && handle) addon.execEndStdin(handle);
+          callback(err);
+        },
+      })
+    : null;
+  const drained = () => {
+    const cb = stdinCallback;
+    stdinCallback = null;
+    if (cb) cb();
+  };
+  let settle;
+  const done = new Promise((resolve, reject) => {
+    settle = { resolve, reject };
+  });
+  const onEvent = (kind, value) => {
+    switch (kind) {
+      case "stdout":
+        return outputs[0].push(value);
+      case "stderr":
+        return outputs[1].push(value);
+      case "stdout-end":
+        outputs[0].push(null);
+        break;
+      case "stderr-end":
+        outputs[1].push(null);
+        break;
+      case "stdin-drain":
+        drained();
+        break;
+      case "exit":
+        settle.resolve(value);
+        break;
+      case "error":
+        settle.reject(value);
+        break;
+      default:
+        break;
+    }
+    return true;
+  };
+  // Closing stops the pipes (what a background process writes later is not ours) and frees
+  // the command's connection; the handle is referenced from onEvent, so it lives until then.
+  const close = () => {
+    if (closed || !handle) return;
+    closed = true;
+    addon.execClose(handle);
+    drained();
+    for (const s of outputs) if (!s.readableEnded) s.push(null);
+  };
+  return {
+    stdout: outputs[0],
+    stderr: outputs[1],
+    stdin,
+    done,
+    onEvent,
+    close,
+    setHandle(h) {
+      handle = h;
+    },
+  };
+}
+
+// Starts a command: `done` is libnook's exit report; call close() once the output was drained.
 function startExec(box, cmd, opts) {
   const req = execRequest(cmd, opts);
   const signal = opts.signal;
@@ -143,15 +232,15 @@ function startExec(box, cmd, opts) {
     // aborted before it started: it never starts
     const empty = () => Readable.from([]);
     const done = Promise.resolve({ exitCode: -1, signal: 0, reason: "cancelled" });
-    return { handle: null, stdout: empty(), stderr: empty(), stdin: null, done, cancel: () => {} };
+    return { handle: null, stdout: empty(), stderr: empty(), stdin: null, done, cancel: () => {}, close: () => {} };
   }
-  const started = addon.execStart(box._sandboxes.home, box.name, req);
-  const stdout = readEnd(started.stdout);
-  const stderr = readEnd(started.stderr);
-  const stdin = req.stdin ? feedStdin(started.stdin, opts.stdin) : null;
+  const io = execStreams(req);
+  const handle = addon.execStart(box._sandboxes.home, box.name, req, io.onEvent);
+  io.setHandle(handle);
+  if (req.stdin) feedStdin(io.stdin, opts.stdin);
   const cancel = () => {
     try {
-      addon.execCancel(started.handle);
+      addon.execCancel(handle);
     } catch {
       // the command ended meanwhile
     }
@@ -160,10 +249,10 @@ function startExec(box, cmd, opts) {
     if (signal.aborted) cancel();
     else signal.addEventListener("abort", cancel, { once: true });
   }
-  const done = started.done.finally(() => {
+  const done = io.done.finally(() => {
     if (signal) signal.removeEventListener("abort", cancel);
   });
-  return { handle: started.handle, stdout, stderr, stdin, done, cancel };
+  return { handle, stdout: io.stdout, stderr: io.stderr, stdin: io.stdin, done, cancel, close: io.close };
 }
 
 class ExecProcess {
@@ -177,16 +266,20 @@ class ExecProcess {
       [run.stderr, this.stderr],
     ]) {
       src.on("error", (err) => dst.destroy(err));
+      // a reader that gave its stream up is owed nothing more (wait() must not wait for it)
+      dst.once("close", () => src.destroy());
       src.pipe(dst, { end: false });
     }
     this._wait = run.done.then(
       async (raw) => {
-        await Promise.all([drain(run.stdout), drain(run.stderr)]);
+        await drainBoth(run, raw);
+        run.close();
         this.stdout.end();
         this.stderr.end();
         return shapeResult(raw);
       },
       (err) => {
+        run.close();
         run.stdout.destroy();
         run.stderr.destroy();
         this.stdout.end();
@@ -283,11 +376,13 @@ class Box {
     try {
       raw = await run.done;
     } catch (e) {
+      run.close();
       run.stdout.destroy();
       run.stderr.destroy();
       throw e;
     }
-    await Promise.all([drain(run.stdout), drain(run.stderr)]);
+    await drainBoth(run, raw);
+    run.close();
     return {
       ...shapeResult(raw),
       stdout: Buffer.concat(out).toString("utf8"),

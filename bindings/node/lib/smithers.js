@@ -7,14 +7,41 @@
 //
 // Smithers' packages are ESM.  We load the kit's individual modules (Node >= 20.19 and Bun load
 // ESM from require()); the package index also pulls in Bun-only modules (bun:sqlite, bun:test).
+// They are an optional peer dependency of nook-sandbox: the application installs them, and
+// nook-sandbox/smithers uses that very copy (one provider registry, one SmithersError class).
 const { createHash } = require("node:crypto");
 const { posix } = require("node:path");
-const { createCommandSandboxProvider } = require("@smithers-orchestrator/sandbox/provider-kit/createCommandSandboxProvider");
-const { normalizeSandboxEgressConfig } = require("@smithers-orchestrator/sandbox/egress");
-const { SmithersError } = require("@smithers-orchestrator/errors/SmithersError");
+const { SandboxError } = require("./errors.js");
+
+const SMITHERS_INSTALL = "npm install @smithers-orchestrator/sandbox@0.32.0";
+
+/** require() of a Smithers module, or a SandboxError saying exactly what to install. */
+function requireSmithers(id) {
+  try {
+    return require(id);
+  } catch (error) {
+    const code = error && error.code;
+    if ((code === "MODULE_NOT_FOUND" || code === "ERR_MODULE_NOT_FOUND") && String(error.message).includes("@smithers-orchestrator/"))
+      throw new SandboxError(
+        `nook-sandbox/smithers needs Smithers' sandbox kit (${id}), an optional peer dependency that is not installed. Install it in your project: ${SMITHERS_INSTALL}`,
+        "missing_feature",
+        { cause: error },
+      );
+    if (code === "ERR_REQUIRE_ESM")
+      throw new SandboxError(
+        `nook-sandbox/smithers loads Smithers' ES modules with require(), which needs Node >= 20.19 (or Bun); this is Node ${process.versions.node}`,
+        "missing_feature",
+        { cause: error },
+      );
+    throw error;
+  }
+}
+
+const { createCommandSandboxProvider } = requireSmithers("@smithers-orchestrator/sandbox/provider-kit/createCommandSandboxProvider");
+const { normalizeSandboxEgressConfig } = requireSmithers("@smithers-orchestrator/sandbox/egress");
+const { SmithersError } = requireSmithers("@smithers-orchestrator/errors/SmithersError");
 const addon = require("./binding.js");
 const { Sandboxes } = require("./sandboxes.js");
-const { SandboxError } = require("./errors.js");
 
 const NOOK_PROVIDER_ID = "nook";
 // nook's default image is the host's own /usr (read-only), where node lives.

@@ -49,6 +49,8 @@ const DEFAULT_COMMAND = "node /workspace/run-smithers-sandbox.js";
 const DEFAULT_WORKDIR = "/workspace";
 const DEFAULT_SHELL = "/bin/sh";
 const MAX_NAME_BYTES = 63; // nook_name_validate: 1-63 chars of [a-z0-9][a-z0-9_.-]*
+const MAX_SMITHERS_NAME_BYTES = 128; // microsandbox's limit, case kept
+const SMITHERS_NAME_LABEL = "smithers.sandboxName";
 const SECRET_KEY_RE = /token|secret|key|password|credential|authorization|passwd|apikey/i;
 
 /**
@@ -72,17 +74,20 @@ function createNookSandboxProvider(options = {}) {
       const config = asRecord(request.config);
       const workspace = normalizeWorkspace(config.workspace);
       const sticky = workspace?.persistence === "sticky";
-      const name = resolveSandboxName(options.sandboxName, workspace, request);
+      // as microsandbox: cleanup "keep" leaves the sandbox (nook's always run detached from the
+      // caller) with its writable layer, unless ephemeral says otherwise
+      const ephemeral = sticky ? false : (options.ephemeral ?? cleanup !== "keep");
+      const { name, smithersName } = resolveSandboxName(options.sandboxName, workspace, request);
       const creationTimeoutMs = options.creationTimeoutMs ?? request.toolTimeoutMs;
       const secretValues = collectSecretValues(options.env, config.env, request.egress);
-      if (request.signal?.aborted) throw new SandboxError("nook sandbox creation aborted", "state");
 
       let box;
       let createdNew = false;
       try {
+        if (request.signal?.aborted) throw new SandboxError("nook sandbox creation aborted", "state");
         if (sticky) box = await openSticky(sandboxes, name);
         if (!box) {
-          const spec = buildSpec(options, request, { config, workspace, workdir, sticky });
+          const spec = buildSpec(options, request, { config, workspace, workdir, ephemeral, smithersName });
           const replace = !sticky && options.replaceExisting !== false;
           if (replace && options.replaceTimeoutMs !== undefined)
             await sandboxes.stop(name, { timeoutMs: Math.max(1, options.replaceTimeoutMs) }).catch(ignoreNotFound);
@@ -102,7 +107,15 @@ function createNookSandboxProvider(options = {}) {
         if (box && createdNew) {
           await (sticky ? box.stop({ timeoutMs: options.stopTimeoutMs }) : sandboxes.remove(name)).catch(() => undefined);
         }
-        throw scrubError(error, secretValues);
+        // as microsandbox: Smithers' own errors (INVALID_INPUT) as they are, the rest as
+        // SANDBOX_EXECUTION_FAILED with the scrubbed cause
+        if (error instanceof SmithersError) throw scrubError(error, secretValues);
+        throw new SmithersError(
+          "SANDBOX_EXECUTION_FAILED",
+          `nook sandbox creation failed: ${scrubSecrets(messageOf(error), secretValues)}`,
+          { provider: id, remoteId: name, code: error instanceof SandboxError ? error.code : undefined },
+          { cause: scrubError(error, secretValues) },
+        );
       }
 
       const active = box;
@@ -170,7 +183,7 @@ function registerNookSandboxProvider(options = {}) {
 
 /** The nook spec for a request: Smithers props and provider options, in nook's own keys. */
 function buildSpec(options, request, resolved) {
-  const { config, workspace, workdir, sticky } = resolved;
+  const { config, workspace, workdir, ephemeral, smithersName } = resolved;
   const spec = {};
   const snapshot = workspace?.snapshotId ?? pickString(config.snapshot) ?? options.snapshot;
   const image = pickString(config.image) ?? options.image;
@@ -185,10 +198,11 @@ function buildSpec(options, request, resolved) {
   if (memoryMib !== undefined) spec.memoryMib = memoryMib;
   if (options.maxMemoryMib !== undefined) spec.maxMemoryMib = options.maxMemoryMib;
 
-  spec.persistence = sticky || options.ephemeral === false ? "sticky" : "ephemeral";
+  spec.persistence = ephemeral ? "ephemeral" : "sticky";
   if (options.security) spec.security = options.security;
   if (options.pullPolicy) spec.pullPolicy = options.pullPolicy;
-  if (options.labels && Object.keys(options.labels).length > 0) spec.labels = { ...options.labels };
+  // the Smithers name as given (case and length kept): nook's name maps from it (see sanitizeSandboxName)
+  spec.labels = { ...(options.labels ?? {}), [SMITHERS_NAME_LABEL]: smithersName };
   if (options.scripts && Object.keys(options.scripts).length > 0) spec.scripts = { ...options.scripts };
   if (options.maxDurationSecs !== undefined) spec.maxDurationSecs = options.maxDurationSecs;
   const idleTimeoutSecs = workspace?.idleTimeoutSecs ?? options.idleTimeoutSecs;
@@ -196,8 +210,7 @@ function buildSpec(options, request, resolved) {
 
   const ports = normalizePorts(config.ports);
   if (!request.allowNetwork) {
-    if (ports.length > 0)
-      throw new SandboxError("Port publishing requires allowNetwork: a sandbox without network has no ports", "refused");
+    if (ports.length > 0) invalid("nook port publishing requires allowNetwork=true.");
     spec.network = "off";
   } else {
     spec.network = "public"; // nook: missing_feature until public networking lands
@@ -330,10 +343,24 @@ function resolveSandboxName(configured, workspace, request) {
       ? configured(request)
       : (configured ?? derived ?? `smithers-${request.runId}-${request.sandboxId}`);
   if (typeof raw !== "string" || raw.trim().length === 0) invalid("nook sandboxName must resolve to a non-empty string.");
-  return sanitizeSandboxName(raw);
+  const smithersName = smithersSandboxName(raw);
+  return { name: sanitizeSandboxName(smithersName), smithersName };
 }
 
-/** A nook name: 1-63 of [a-z0-9][a-z0-9_.-]*; a changed name gets a hash of the original. */
+/** The name microsandbox would give (<= 128 bytes, case kept): kept in a label of the sandbox. */
+function smithersSandboxName(raw) {
+  const trimmed = raw.trim();
+  let normalized = trimmed.replace(/[^A-Za-z0-9._-]+/g, "-").replace(/^[^A-Za-z0-9]+/, "");
+  if (!normalized) normalized = "smithers";
+  const hash = createHash("sha256").update(trimmed).digest("hex").slice(0, 10);
+  if (normalized !== trimmed) normalized = `${normalized}-${hash}`;
+  if (Buffer.byteLength(normalized) <= MAX_SMITHERS_NAME_BYTES) return normalized;
+  return `${normalized.slice(0, MAX_SMITHERS_NAME_BYTES - hash.length - 1)}-${hash}`;
+}
+
+/** A nook name: 1-63 of [a-z0-9][a-z0-9_.-]*; a changed name gets a hash of the original, so
+ * two Smithers names that differ only in case or past byte 63 never share a sandbox.  The
+ * mapping is reversible through the sandbox's label smithers.sandboxName (the name as given). */
 function sanitizeSandboxName(raw) {
   const trimmed = raw.trim();
   let normalized = trimmed
@@ -529,5 +556,6 @@ module.exports = {
   createNookSandboxProvider,
   registerNookSandboxProvider,
   // exported for unit tests of the prop mapping
-  __internals: { buildSpec, splitSetupFiles, normalizeCpuCount, normalizeMemoryMib, sanitizeSandboxName, splitSecretEnv, resolveSandboxName },
+  SMITHERS_NAME_LABEL,
+  __internals: { buildSpec, splitSetupFiles, normalizeCpuCount, normalizeMemoryMib, sanitizeSandboxName, smithersSandboxName, splitSecretEnv, resolveSandboxName },
 };

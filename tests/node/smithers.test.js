@@ -131,6 +131,52 @@ describe("prop mapping", () => {
     });
   });
 
+  test("allowNetwork with egress proxies by address: one allow rule per proxy host:port, nothing else", () => {
+    const egress = {
+      httpProxy: "http://user:secret@10.99.0.10:3128",
+      httpsProxy: "http://[fd00::5]:3129",
+    };
+    assert.deepEqual(__internals.egressProxyRules(egress), [
+      { action: "allow", cidr: "10.99.0.10/32", ports: "3128" },
+      { action: "allow", cidr: "fd00::5/128", ports: "3129" },
+    ]);
+    assert.deepEqual(__internals.egressProxyRules({ httpProxy: "http://10.0.0.7", httpsProxy: "http://10.0.0.7:80" }), [
+      { action: "allow", cidr: "10.0.0.7/32", ports: "80" },
+    ]);
+    assert.deepEqual(__internals.egressProxyRules({ httpProxy: "http://proxy.internal:3128" }), [], "a name gets no rule");
+    assert.deepEqual(__internals.egressProxyRules(undefined), []);
+    assert.throws(() => __internals.egressProxyRules({ httpProxy: "not a url secret" }), (err) => {
+      assert.ok(err instanceof SmithersError);
+      assert.equal(err.code, "INVALID_INPUT");
+      assert.doesNotMatch(err.message, /secret/);
+      return true;
+    });
+    const { request: req } = request({ allowNetwork: true, egress });
+    const spec = __internals.buildSpec({}, req, { config: {}, workdir: "/workspace", ephemeral: true, smithersName: "x" });
+    assert.equal(spec.network, "public");
+    assert.deepEqual(spec.networkPolicy.rules.map((r) => r.cidr), ["10.99.0.10/32", "fd00::5/128"]);
+    const { request: off } = request({ allowNetwork: false, egress });
+    assert.equal(__internals.buildSpec({}, off, { config: {}, workdir: "/workspace", ephemeral: true, smithersName: "x" }).networkPolicy, undefined);
+  });
+
+  test("libnook takes the proxy rules with network public (real create)", async () => {
+    const name = uniqueName("proxyrule");
+    const spec = { network: "public", networkPolicy: __internals.egressProxyRules({ httpProxy: "http://10.99.0.10:3128", httpsProxy: "http://[fd00::5]:3129" }) };
+    spec.networkPolicy = { rules: spec.networkPolicy };
+    try {
+      await sandboxes.create(name, spec);
+    } catch (err) {
+      // a machine without public networking may refuse the network, never the rules
+      assert.ok(err instanceof SandboxError, String(err));
+      assert.notEqual(err.code, "invalid", err.message);
+      return;
+    }
+    const info = await exists(name);
+    assert.equal(info.spec.network, "public");
+    assert.equal(info.spec.networkPolicy.rules.length, 2);
+    await sandboxes.remove(name);
+  });
+
   test("names are valid nook names", () => {
     assert.equal(__internals.sanitizeSandboxName("smithers-run-1-sbx"), "smithers-run-1-sbx");
     const n = __internals.sanitizeSandboxName("Smithers Run/ID".repeat(10));

@@ -10,6 +10,7 @@
 // They are an optional peer dependency of nook-sandbox: the application installs them, and
 // nook-sandbox/smithers uses that very copy (one provider registry, one SmithersError class).
 const { createHash } = require("node:crypto");
+const { isIP } = require("node:net");
 const { posix } = require("node:path");
 const { SandboxError } = require("./errors.js");
 
@@ -213,7 +214,9 @@ function buildSpec(options, request, resolved) {
     if (ports.length > 0) invalid("nook port publishing requires allowNetwork=true.");
     spec.network = "off";
   } else {
-    spec.network = "public"; // nook: missing_feature until public networking lands
+    spec.network = "public"; // public addresses only: private ranges and the host are refused
+    const rules = egressProxyRules(request.egress);
+    if (rules.length > 0) spec.networkPolicy = { rules }; // exceptions to that floor
     if (ports.length > 0) spec.ports = ports.map((p) => `${p.host}:${p.container}`); // "[ADDR:]HOSTPORT:PORT"
   }
   const volumes = normalizeVolumes(config.volumes, workdir);
@@ -224,6 +227,36 @@ function buildSpec(options, request, resolved) {
 
   const custom = options.configure?.(spec, request);
   return custom ?? spec;
+}
+
+/** The request's egress proxies (httpProxy, httpsProxy) named by IP address: one allow rule for
+ * each proxy's address and port, so a proxy at a private address stays reachable through the
+ * public-only floor, and nothing else of its network does.  A proxy named by a host name gets no
+ * rule (a name resolving to a private address is refused, as any DNS rebinding). */
+function egressProxyRules(egress) {
+  let normalized;
+  try {
+    normalized = normalizeSandboxEgressConfig(egress);
+  } catch {
+    return []; // an invalid egress config is reported by the kit
+  }
+  const rules = [];
+  for (const [field, value] of [["httpProxy", normalized?.httpProxy], ["httpsProxy", normalized?.httpsProxy]]) {
+    if (!value) continue;
+    let url;
+    try {
+      url = new URL(value);
+    } catch {
+      invalid(`Sandbox egress.${field} is not a URL.`); // the value may hold credentials: not echoed
+    }
+    const host = url.hostname.replace(/^\[(.*)\]$/, "$1");
+    const family = isIP(host);
+    const port = url.port || { "http:": "80", "https:": "443" }[url.protocol];
+    if (family === 0 || !port) continue;
+    const rule = { action: "allow", cidr: `${host}/${family === 4 ? 32 : 128}`, ports: port };
+    if (!rules.some((r) => r.cidr === rule.cidr && r.ports === rule.ports)) rules.push(rule);
+  }
+  return rules;
 }
 
 async function openSticky(sandboxes, name) {
@@ -557,5 +590,5 @@ module.exports = {
   registerNookSandboxProvider,
   // exported for unit tests of the prop mapping
   SMITHERS_NAME_LABEL,
-  __internals: { buildSpec, splitSetupFiles, normalizeCpuCount, normalizeMemoryMib, sanitizeSandboxName, smithersSandboxName, splitSecretEnv, resolveSandboxName },
+  __internals: { buildSpec, egressProxyRules, splitSetupFiles, normalizeCpuCount, normalizeMemoryMib, sanitizeSandboxName, smithersSandboxName, splitSecretEnv, resolveSandboxName },
 };

@@ -117,6 +117,35 @@ for r in "Node 22:$node22" "Bun:$bun"; do
         fi
 done
 
+# ---- an installed libnook (pkg-config nook) is linked, not rebuilt --------------------------------
+# A stand-in for nook's Debian package or `meson install`: a nook.pc naming this build's libnook.
+if [ -n "${NOOK_BUILD_DIR:-}" ] && [ -f "$NOOK_BUILD_DIR/libnook.so" ]; then
+        bdir=$(cd "$NOOK_BUILD_DIR" && pwd)
+        mkdir -p "$tmp/pc" "$tmp/app3"
+        version=$(sed -n 's/^ *"version": "\(.*\)",$/\1/p' "$root/bindings/node/package.json" | head -1)
+        cat > "$tmp/pc/nook.pc" <<PC
+Name: nook
+Description: libnook (this build tree)
+Version: $version
+Libs: -L$bdir -lnook -Wl,-rpath,$bdir
+Cflags: -I$root/include
+PC
+        if (cd "$tmp/app3" && clean PKG_CONFIG_PATH="$tmp/pc" timeout 300 npm install --offline --no-audit --no-fund --foreground-scripts "$tgz") > "$tmp/pc.log" 2>&1 &&
+                grep -q "linking the installed libnook" "$tmp/pc.log"; then
+                ok "with pkg-config nook, the install links the installed libnook"
+                check "and builds no libnook of its own" test ! -e "$tmp/app3/node_modules/nook-sandbox/build/libnook.so.0"
+                cp "$app/example.mjs" "$tmp/app3/"
+                out=$(cd "$tmp/app3" && clean timeout 120 node example.mjs 2> "$tmp/example.err") || true
+                if [ "$out" = 42 ]; then ok "the example prints 42 over the installed libnook"; else not_ok "example over the installed libnook: got '$out'"; sed 's/^/# /' "$tmp/example.err"; fi
+        else
+                not_ok "with pkg-config nook, the install links the installed libnook"
+                sed 's/^/# /' "$tmp/pc.log"
+        fi
+else
+        n=$((n + 1))
+        echo "ok $n # SKIP no build tree (NOOK_BUILD_DIR) to stand in for an installed libnook"
+fi
+
 # ---- a machine without the build dependencies ---------------------------------------------------
 app2="$tmp/app2"
 mkdir -p "$app2" "$tmp/no-pc"

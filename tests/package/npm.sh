@@ -15,7 +15,10 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 pkg="$root/bindings/node"
 
-command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 || { echo "1..0 # SKIP node/npm not installed"; exit 77; }
+if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+        echo "1..0 # SKIP node/npm not installed"
+        exit 77
+fi
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/nook-npm-test.XXXXXX")
 chmod 0755 "$tmp"
 trap 'rm -rf "$tmp"' EXIT

@@ -16,10 +16,32 @@ export declare class SandboxError extends Error {
   errno?: number;
 }
 
-/** nook's spec keys (see include/nook.h); fields nook does not support yet fail with missing_feature. */
+/** A setup file of the spec: text, or bytes as base64; mode 0..0o777. */
+export type SetupFile = string | { content: string; mode?: number } | { base64: string; mode?: number };
+
+/** A volume: a host directory (bind, read-only unless readonly: false), a tmpfs, or a named
+ * nook volume.  Targets are absolute guest paths other than /workspace. */
+export type VolumeSpec =
+  | { type?: "bind"; source: string; target: string; readonly?: boolean; allowSensitive?: boolean }
+  | { type: "tmpfs"; target: string; sizeMib?: number; readonly?: boolean }
+  | { type?: "volume"; name: string; target: string; readonly?: boolean };
+
+/** network "policy": allow/deny rules by CIDR (and ports), and domain names to allow. */
+export interface NetworkPolicy {
+  rules?: Array<{ action: "allow" | "deny"; cidr: string; ports?: string }>;
+  domains?: string[];
+}
+
+/** nook's spec (include/nook.h, src/sandbox/spec.c).  libnook validates it: an unknown field or
+ * a bad value is SandboxError invalid. */
 export interface SandboxSpec {
-  /** "host" (default: the host's /usr read-only) or the path of a root filesystem directory. */
+  /** "host" (default: the host's /usr read-only), a root filesystem directory, or an image
+   * reference ("debian:12") pulled by nook. */
   image?: string;
+  /** Boot from a snapshot (name or "sha256:..." digest): its base image, its layer, and its
+   * workspace when it has one and this sandbox's workspace is empty.  Missing: not_found. */
+  snapshot?: string;
+  pullPolicy?: "always" | "if-missing" | "never";
   /** Stored with the sandbox: never put secrets here (use exec's secretEnv). */
   env?: Record<string, string>;
   labels?: Record<string, string>;
@@ -28,21 +50,27 @@ export interface SandboxSpec {
   idleTimeoutSecs?: number;
   security?: "default" | "restricted";
   network?: "off" | "public" | "policy";
+  /** Only with network "policy". */
+  networkPolicy?: NetworkPolicy;
+  /** Published TCP ports, "[ADDR:]HOSTPORT:PORT[/tcp]" (ADDR IPv4, default 127.0.0.1), e.g.
+   * "18091:80".  Needs network "public" or "policy". */
+  ports?: string[];
+  volumes?: VolumeSpec[];
   workdir?: string;
   user?: string;
-  /** Not in nook yet: SandboxError missing_feature. */
-  cpus?: number;
-  maxCpus?: number;
-  memoryMib?: number;
-  maxMemoryMib?: number;
-  ports?: Array<{ host: number; container: number }>;
-  volumes?: Array<{ host: string; container: string; readonly?: boolean }>;
-  /** Boot from a snapshot (name or "sha256:..." digest): its base image, its layer, and its
-   * workspace when it has one and this sandbox's workspace is empty.  Missing: not_found. */
-  snapshot?: string;
+  /** Whole CPUs (fractions round up); a number or a string. */
+  cpus?: number | string;
+  maxCpus?: number | string;
+  /** MiB, or a size string ("512m", "2g"). */
+  memoryMib?: number | string;
+  /** Same as memoryMib (give one of the two). */
+  memory?: number | string;
+  maxMemoryMib?: number | string;
+  pidsMax?: number;
+  /** Scripts placed in the sandbox, by name (letters, digits, '_', '-', '.'). */
   scripts?: Record<string, string>;
-  pullPolicy?: string;
-  [key: string]: unknown;
+  /** Files written into the root filesystem at create, by absolute guest path. */
+  setupFiles?: Record<string, SetupFile>;
 }
 
 /** libnook's snapshot JSON (nook.h, snapshots). */
@@ -71,17 +99,22 @@ export interface SnapshotInfo {
 
 export interface SandboxInfo {
   name: string;
-  state: "creating" | "running" | "stopped" | string;
-  image?: string;
-  spec?: Record<string, unknown>;
+  state: "creating" | "running" | "stopped" | (string & {});
+  image: string | null;
+  /** The image's manifest digest ("sha256:..."), null for "host" and directories. */
+  imageDigest: string | null;
+  /** The stored spec, normalized by libnook. */
+  spec: Record<string, unknown>;
   labels: Record<string, string>;
   persistence: "ephemeral" | "sticky";
+  /** Seconds since the epoch. */
   createdAt: number;
-  startedAt?: number;
-  stoppedAt?: number;
-  stopReason?: string;
-  workspace?: string;
-  supervisorPid?: number;
+  startedAt: number | null;
+  stoppedAt: number | null;
+  stopReason: string | null;
+  /** The workspace's host directory. */
+  workspace: string | null;
+  supervisorPid: number | null;
 }
 
 export interface ExecOptions {

@@ -3,6 +3,9 @@ import type { SandboxProvider, SandboxProviderRequest } from "@smithers-orchestr
 import type { Sandboxes, SandboxSpec } from "./index";
 
 export declare const NOOK_PROVIDER_ID: "nook";
+/** The label that holds a sandbox's Smithers name as given (case kept, up to 128 bytes); the
+ * nook name is derived from it (lowercase, at most 63 bytes, a hash when changed). */
+export declare const SMITHERS_NAME_LABEL: "smithers.sandboxName";
 
 export type NookSetupFile = string | Uint8Array;
 
@@ -15,34 +18,33 @@ export interface NookSandboxProviderOptions {
   workdir?: string;
   /** Extra per-command env; secret-looking keys go as secretEnv (never persisted). */
   env?: Record<string, string>;
+  /** "keep" (as microsandbox): the sandbox stays, running and not ephemeral. */
   cleanup?: "destroy" | "keep";
   /** Guest shell for the command (run as SHELL -lc COMMAND). Default /bin/sh. */
   shell?: string;
   /** nook state root (default $NOOK_HOME or nook's default), or a Sandboxes to use. */
   home?: string;
   sandboxes?: Sandboxes;
-  /** "host" (default) or a root filesystem directory. */
+  /** "host" (default), a root filesystem directory, or an image reference. */
   image?: string;
   /** Boot from a nook snapshot (name or digest; box.snapshot() / `nook snapshot create`) instead
    * of an image; the <Sandbox workspace.snapshotId> prop wins.  Missing: SandboxError not_found. */
   snapshot?: string;
   sandboxName?: string | ((request: SandboxProviderRequest) => string);
-  /** Not in nook yet: missing_feature. */
+  /** Whole CPUs. */
   cpus?: number;
   maxCpus?: number;
   memoryMib?: number;
   maxMemoryMib?: number;
   security?: "default" | "restricted";
-  /** Not in nook yet: missing_feature. */
-  pullPolicy?: string;
+  pullPolicy?: "always" | "if-missing" | "never";
   labels?: Record<string, string>;
-  /** Not in nook yet: missing_feature. */
   scripts?: Record<string, string>;
-  /** Written into the workspace after boot; paths outside /workspace are missing_feature. */
+  /** By absolute guest path: under /workspace written after boot, elsewhere by libnook at create. */
   setupFiles?: Record<string, NookSetupFile>;
   maxDurationSecs?: number;
   idleTimeoutSecs?: number;
-  /** false keeps the writable root layer (nook persistence "sticky"). */
+  /** false keeps the writable root layer (nook persistence "sticky"); default: cleanup !== "keep". */
   ephemeral?: boolean;
   /** Accepted for compatibility: nook sandboxes always run detached from the caller. */
   detached?: boolean;
@@ -54,6 +56,8 @@ export interface NookSandboxProviderOptions {
   configure?: (spec: SandboxSpec, request: SandboxProviderRequest) => SandboxSpec | void;
 }
 
+/** Creation failures reach Smithers as SmithersError SANDBOX_EXECUTION_FAILED (libnook's
+ * SandboxError as cause), bad props as INVALID_INPUT (ports without allowNetwork among them). */
 export declare function createNookSandboxProvider(options?: NookSandboxProviderOptions): SandboxProvider;
-/** Registers in Smithers' registry (needs Smithers' runtime: Bun); returns the unregister function. */
+/** Registers in the application's Smithers registry (Node >= 20.19 or Bun); returns the unregister function. */
 export declare function registerNookSandboxProvider(options?: NookSandboxProviderOptions): () => void;

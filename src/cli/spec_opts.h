@@ -54,6 +54,7 @@
         "                         127.0.0.1); needs the network on\n"                                       \
         "  --allow CIDR[:PORTS]   policy: allow a range (ports 80,443,8000-8080); rules apply in order\n"   \
         "  --deny CIDR[:PORTS]    policy: deny a range\n"                                                   \
+        "                         (with --network public both are exceptions to its public-only floor)\n"   \
         "  --allow-domain NAME    policy: allow example.com or *.example.com (through nook's resolver)\n"   \
         "  --workdir DIR          default working directory of execs (default /workspace)\n"                \
         "  -u, --user USER        default user of execs\n"                                                  \

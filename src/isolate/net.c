@@ -409,7 +409,9 @@ int net_ruleset_build(const net_policy *p, char **ret_text, nook_error *err) {
         fprintf(f,
                 "                ip daddr @always4 reject with icmpx type admin-prohibited\n"
                 "                ip6 daddr @always6 reject with icmpx type admin-prohibited\n");
-        for (size_t i = 0; p->mode == NET_MODE_POLICY && i < p->n_rules; i++)
+        /* Rules, in order, before the private floor: in policy mode they are what is allowed; in
+         * public mode they are exceptions to it (e.g. an egress proxy at a private host:port). */
+        for (size_t i = 0; p->mode != NET_MODE_OFF && i < p->n_rules; i++)
                 emit_rule(f, &p->rules[i]);
         /* A name that resolves to a private address (DNS rebinding) stops here. */
         fprintf(f,

@@ -121,9 +121,10 @@ int sb_spec_parse_network(json_t *o, const char *network, sb_spec *s, nook_error
                 pol = NULL;
         if (json_is_null(ports))
                 ports = NULL;
-        if (pol && m != NET_MODE_POLICY)
+        if (pol && m == NET_MODE_OFF)
                 return nook_err_set(err, NOOK_E_INVALID,
-                        "Invalid spec: networkPolicy needs network 'policy' (network is '%s')", network);
+                        "Invalid spec: networkPolicy needs network 'policy' or 'public' (network is '%s')",
+                        network);
         if (ports && json_array_size(ports) > 0 && m == NET_MODE_OFF)
                 return nook_err_set(err, NOOK_E_INVALID,
                         "Invalid spec: ports need the network on (network 'public' or 'policy'); it is 'off'");
@@ -132,6 +133,10 @@ int sb_spec_parse_network(json_t *o, const char *network, sb_spec *s, nook_error
                 return nook_err_oom(err);
         if (pol && (r = parse_policy(pol, s, err)) < 0)
                 return r;
+        /* public: rules are exceptions to the public-only floor; every name resolves already */
+        if (m == NET_MODE_PUBLIC && s->net_domains && s->net_domains[0])
+                return nook_err_set(err, NOOK_E_INVALID,
+                        "Invalid spec: networkPolicy.domains needs network 'policy' (with 'public' every name resolves); 'public' takes rules only");
         if (ports && (r = parse_ports(ports, s, err)) < 0)
                 return r;
         return 0;
@@ -146,7 +151,9 @@ static json_t *strv_json(char **l) {
 
 void sb_spec_network_to_json(const sb_spec *s, json_t *o) {
         json_object_set_new(o, "network", json_string(s->network ? s->network : "off"));
-        if (s->network && streq(s->network, "policy")) {
+        bool with_rules =
+                s->network && (streq(s->network, "policy") || (streq(s->network, "public") && s->net_rules));
+        if (with_rules) {
                 json_t *rules = json_array();
                 STRV_FOREACH (x, s->net_rules) {
                         const char *sp = strchr(*x, ' ');

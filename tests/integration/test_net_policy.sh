@@ -16,7 +16,7 @@ fi
 for t in ip slirp4netns dnsmasq busybox curl; do
         command -v $t >/dev/null || plan skip_all "$t is not installed (scripts/deps.sh installs it)"
 done
-plan 23
+plan 30
 trap 'net_topology_down; _tap_finish' EXIT
 net_topology_up || bail_out "cannot build the test world"
 
@@ -40,8 +40,10 @@ blocked() {
 run_nook_ns create -p 8080:80 bad1
 is "$status" 1 "ports with the network off: refused"
 like "$err" "ports need the network on" "the error says why"
-run_nook_ns create --network public --allow 1.2.3.0/24 bad2
-like "$err" "networkPolicy needs network 'policy'" "a policy with --network public: refused"
+run_nook_ns create --network public --allow-domain public.test bad2
+like "$err" "domains needs network 'policy'" "a domain list with --network public: refused"
+run_nook_ns create --network off --allow 1.2.3.0/24 bad2b
+like "$err" "networkPolicy needs network 'policy' or 'public'" "rules with --network off: refused"
 run_nook_ns create --allow 10.0.0.1/8 bad3
 like "$err" "bits set beyond the /8" "a CIDR with host bits: refused, naming it"
 run_nook_ns create --allow-domain 'exa mple.com' bad4
@@ -85,3 +87,17 @@ isnt "$status" 0 "ports: nothing is left of the failed create"
 
 run_nook_ns rm pol
 is "$status" 0 "rm pol"
+
+# ---- public with an exception: an egress proxy at a private host:port --------------------------
+# (what the Smithers provider asks for when a request's egress proxy has a private address)
+# a second listener on the private host, so "another port is blocked" is the firewall's doing
+_net_bg "$NET_W" "$NET_DIR/priv8081.pid" busybox httpd -f -p 10.99.0.10:8081 -h "$NET_DIR/www"
+sleep 0.2
+is "$(ip netns exec "$NET_W" curl -sS -m 2 http://10.99.0.10:8081/ 2>&1)" world "the private host answers on 8081 too"
+run_nook_ns create --network public --allow 10.99.0.10:80 pubx
+is "$status" 0 "create a public sandbox with one private host:port allowed" || diag "$err"
+reaches pubx http://10.99.0.10/ "public+exception: the named private host:port is reachable"
+blocked pubx http://10.99.0.10:8081/ "public+exception: another port of that host is not"
+blocked pubx http://192.168.77.10/ "public+exception: other private hosts stay blocked"
+reaches pubx http://198.51.100.10/ "public+exception: public hosts stay reachable"
+run_nook_ns rm pubx

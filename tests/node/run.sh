@@ -1,7 +1,7 @@
 #!/bin/sh
 # SPDX-License-Identifier: Apache-2.0
 # The Node binding's tests: npm deps (npm ci from the committed locks), then node --test against
-# the real addon and real sandboxes, then Smithers' provider contract suite under Bun, then a
+# the real addon and real sandboxes, then the typed test (tests/node/types, tsc --strict), then Smithers' provider contract suite under Bun, then a
 # real Smithers workflow (smithers CLI under Bun) whose <Sandbox> runs a child workflow in nook.
 #   tests/node/run.sh [PATH/TO/nook_node.node]        (meson test --suite node passes it)
 # NOOK_JS_RUNTIME=PATH (a node or bun binary; tests/node/runtimes.sh installs Node 22 and Bun):
@@ -67,6 +67,21 @@ if [ -n "${NOOK_JS_RUNTIME:-}" ]; then
         exit $rc
 fi
 node --test "$here"/*.test.js || rc=1
+# the package's .d.ts against its runtime: tsc --strict, then the compiled test runs (types/)
+if command -v tsc > /dev/null 2>&1; then
+        tsout=$(mktemp -d "${TMPDIR:-/tmp}/nook-node-types.XXXXXX")
+        mkdir "$tsout/node_modules"
+        ln -s "$pkg" "$tsout/node_modules/nook-sandbox"
+        if tsc -p "$here/types" --noEmit && tsc -p "$here/types" --outDir "$tsout"; then
+                node --test "$tsout/types.test.js" || rc=1
+        else
+                echo "run.sh: tsc --strict rejected tests/node/types (the .d.ts and the test disagree)" >&2
+                rc=1
+        fi
+        rm -rf "$tsout"
+else
+        echo "run.sh: tsc not installed (Debian: node-typescript): the typed test is skipped" >&2
+fi
 "$pkg/node_modules/.bin/bun" test "$here/bun/contract.test.js" || rc=1
 
 # ---- the Smithers workflow ------------------------------------------------------------------

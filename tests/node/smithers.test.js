@@ -6,9 +6,12 @@ const assert = require("node:assert/strict");
 const fs = require("node:fs");
 const path = require("node:path");
 const { PKG, HOME, nook, uniqueName, sleep, removeHome } = require("./helpers.js");
-const { createNookSandboxProvider, registerNookSandboxProvider, NOOK_PROVIDER_ID, __internals } = require(
+const { createNookSandboxProvider, registerNookSandboxProvider, NOOK_PROVIDER_ID, SMITHERS_NAME_LABEL, __internals } = require(
   path.join(PKG, "lib", "smithers.js"),
 );
+// Smithers as the package sees it (its optional peer dependency, installed in bindings/node)
+const fromPkg = (id) => require(require.resolve(id, { paths: [PKG] }));
+const { SmithersError } = fromPkg("@smithers-orchestrator/errors/SmithersError");
 const { SandboxError, Sandboxes } = nook;
 
 const sandboxes = new Sandboxes({ home: HOME });
@@ -64,10 +67,15 @@ async function exists(name) {
   return (await sandboxes.list()).find((s) => s.name === name);
 }
 
-async function rejectsCode(promise, code) {
+/** Rejects with a SmithersError of code (as microsandbox), and libnook's code in the cause. */
+async function rejectsSmithers(promise, code, causeCode) {
   await assert.rejects(promise, (err) => {
-    assert.ok(err instanceof SandboxError, `expected SandboxError, got ${err && err.stack}`);
+    assert.ok(err instanceof SmithersError, `expected SmithersError, got ${err && err.stack}`);
     assert.equal(err.code, code, err.message);
+    if (causeCode) {
+      assert.ok(err.cause instanceof SandboxError, `cause: ${err.cause}`);
+      assert.equal(err.cause.code, causeCode, err.message);
+    }
     return true;
   });
 }
@@ -105,7 +113,7 @@ describe("prop mapping", () => {
     const spec = __internals.buildSpec(
       { labels: { a: "b" }, maxDurationSecs: 600, security: "restricted", maxCpus: 4 },
       req,
-      { config: req.config, workspace: req.config.workspace, workdir: "/workspace", sticky: true },
+      { config: req.config, workspace: req.config.workspace, workdir: "/workspace", ephemeral: false, smithersName: "ws" },
     );
     assert.deepEqual(spec, {
       image: "host",
@@ -114,7 +122,7 @@ describe("prop mapping", () => {
       memoryMib: 2048,
       persistence: "sticky",
       security: "restricted",
-      labels: { a: "b" },
+      labels: { a: "b", [SMITHERS_NAME_LABEL]: "ws" },
       maxDurationSecs: 600,
       idleTimeoutSecs: 30,
       network: "public",
@@ -123,10 +131,70 @@ describe("prop mapping", () => {
     });
   });
 
+  test("allowNetwork with egress proxies by address: one allow rule per proxy host:port, nothing else", () => {
+    const egress = {
+      httpProxy: "http://user:secret@10.99.0.10:3128",
+      httpsProxy: "http://[fd00::5]:3129",
+    };
+    assert.deepEqual(__internals.egressProxyRules(egress), [
+      { action: "allow", cidr: "10.99.0.10/32", ports: "3128" },
+      { action: "allow", cidr: "fd00::5/128", ports: "3129" },
+    ]);
+    assert.deepEqual(__internals.egressProxyRules({ httpProxy: "http://10.0.0.7", httpsProxy: "http://10.0.0.7:80" }), [
+      { action: "allow", cidr: "10.0.0.7/32", ports: "80" },
+    ]);
+    assert.deepEqual(__internals.egressProxyRules({ httpProxy: "http://proxy.internal:3128" }), [], "a name gets no rule");
+    assert.deepEqual(__internals.egressProxyRules(undefined), []);
+    assert.throws(() => __internals.egressProxyRules({ httpProxy: "not a url secret" }), (err) => {
+      assert.ok(err instanceof SmithersError);
+      assert.equal(err.code, "INVALID_INPUT");
+      assert.doesNotMatch(err.message, /secret/);
+      return true;
+    });
+    const { request: req } = request({ allowNetwork: true, egress });
+    const spec = __internals.buildSpec({}, req, { config: {}, workdir: "/workspace", ephemeral: true, smithersName: "x" });
+    assert.equal(spec.network, "public");
+    assert.deepEqual(spec.networkPolicy.rules.map((r) => r.cidr), ["10.99.0.10/32", "fd00::5/128"]);
+    const { request: off } = request({ allowNetwork: false, egress });
+    assert.equal(__internals.buildSpec({}, off, { config: {}, workdir: "/workspace", ephemeral: true, smithersName: "x" }).networkPolicy, undefined);
+  });
+
+  test("libnook takes the proxy rules with network public (real create)", async () => {
+    const name = uniqueName("proxyrule");
+    const spec = { network: "public", networkPolicy: __internals.egressProxyRules({ httpProxy: "http://10.99.0.10:3128", httpsProxy: "http://[fd00::5]:3129" }) };
+    spec.networkPolicy = { rules: spec.networkPolicy };
+    try {
+      await sandboxes.create(name, spec);
+    } catch (err) {
+      // a machine without public networking may refuse the network, never the rules
+      assert.ok(err instanceof SandboxError, String(err));
+      assert.notEqual(err.code, "invalid", err.message);
+      return;
+    }
+    const info = await exists(name);
+    assert.equal(info.spec.network, "public");
+    assert.equal(info.spec.networkPolicy.rules.length, 2);
+    await sandboxes.remove(name);
+  });
+
   test("names are valid nook names", () => {
     assert.equal(__internals.sanitizeSandboxName("smithers-run-1-sbx"), "smithers-run-1-sbx");
     const n = __internals.sanitizeSandboxName("Smithers Run/ID".repeat(10));
     assert.match(n, /^[a-z0-9][a-z0-9_.-]{0,62}$/);
+  });
+
+  test("Smithers names keep case and up to 128 bytes (as microsandbox); distinct ones map to distinct nook names", () => {
+    const long = "Run-ABC.".repeat(16); // 128 bytes, valid as it is
+    assert.equal(__internals.smithersSandboxName(long), long);
+    assert.equal(__internals.smithersSandboxName("MyBox"), "MyBox");
+    const longer = __internals.smithersSandboxName("X".repeat(300));
+    assert.equal(Buffer.byteLength(longer), 128);
+    assert.notEqual(__internals.sanitizeSandboxName("MyBox"), __internals.sanitizeSandboxName("mybox"));
+    assert.notEqual(__internals.sanitizeSandboxName(long), __internals.sanitizeSandboxName(long.slice(0, 120)));
+    const { request: req } = request({ config: { workspace: { name: "Team Space", persistence: "sticky" } } });
+    const r = __internals.resolveSandboxName(undefined, req.config.workspace, req);
+    assert.match(r.name, /^[a-z0-9][a-z0-9_.-]{0,62}$/);
+    assert.match(r.smithersName, /^Team-Space-[0-9a-f]{10}$/);
   });
 
   test("secret-looking keys and egress values go as secretEnv", () => {
@@ -193,14 +261,16 @@ describe("provider", () => {
     await p.cleanup(req);
   });
 
-  test("cleanup keep leaves the sandbox running", async () => {
-    const p = provider({ cleanup: "keep", idleTimeoutSecs: 120 });
+  test("cleanup keep leaves the sandbox running and not ephemeral, its Smithers name (case kept) in a label", async () => {
+    const p = provider({ cleanup: "keep", idleTimeoutSecs: 120, sandboxName: `Keep-Me-${process.pid}` });
     const { request: req } = request();
     const res = await p.run(req);
     await p.cleanup(req);
     const info = await exists(res.remoteRunId);
     assert.equal(info.state, "running");
+    assert.equal(info.persistence, "sticky");
     assert.equal(info.spec.idleTimeoutSecs, 120);
+    assert.equal(info.labels[SMITHERS_NAME_LABEL], `Keep-Me-${process.pid}`);
     await sandboxes.remove(res.remoteRunId);
   });
 
@@ -221,9 +291,11 @@ describe("provider", () => {
     await sandboxes.remove(wsName);
   });
 
-  test("ports without allowNetwork are refused", async () => {
+  test("ports without allowNetwork: SmithersError INVALID_INPUT (as microsandbox), nothing created", async () => {
     const { request: req } = request({ config: { ports: [{ host: 18080, container: 80 }] } });
-    await rejectsCode(provider().run(req), "refused");
+    const before = (await sandboxes.list()).length;
+    await rejectsSmithers(provider().run(req), "INVALID_INPUT");
+    assert.equal((await sandboxes.list()).length, before);
   });
 
   test("allowNetwork maps to network public: libnook decides (missing_feature today)", async () => {
@@ -234,8 +306,9 @@ describe("provider", () => {
       assert.equal(res.status, "finished");
       await p.cleanup(req);
     } catch (err) {
-      assert.ok(err instanceof SandboxError, String(err));
-      assert.equal(err.code, "missing_feature", err.message);
+      assert.ok(err instanceof SmithersError, String(err));
+      assert.equal(err.code, "SANDBOX_EXECUTION_FAILED", err.message);
+      assert.equal(err.cause.code, "missing_feature", err.message);
     }
   });
 
@@ -243,9 +316,9 @@ describe("provider", () => {
     ["snapshot", { snapshot: "no-such-snapshot" }, {}],
     ["workspace.snapshotId", {}, { workspace: { snapshotId: "no-such-snapshot" } }],
   ]) {
-    test(`${what} of a snapshot that is not there fails with nook's not_found`, async () => {
+    test(`${what} of a snapshot that is not there: SANDBOX_EXECUTION_FAILED, nook's not_found as the cause`, async () => {
       const { request: req } = request({ config });
-      await rejectsCode(provider(options).run(req), "not_found");
+      await rejectsSmithers(provider(options).run(req), "SANDBOX_EXECUTION_FAILED", "not_found");
     });
   }
 
@@ -300,7 +373,7 @@ console.log(JSON.stringify({ status: "finished", output: { root: read("/etc/nook
 
   test("a bad pullPolicy fails with nook's invalid", async () => {
     const { request: req } = request({ config: {} });
-    await rejectsCode(provider({ pullPolicy: "sometimes" }).run(req), "invalid");
+    await rejectsSmithers(provider({ pullPolicy: "sometimes" }).run(req), "SANDBOX_EXECUTION_FAILED", "invalid");
   });
 
   for (const [what, config] of [
@@ -316,7 +389,7 @@ console.log(JSON.stringify({ status: "finished", output: { root: read("/etc/nook
         await p.run(req);
         await p.cleanup(req);
       } catch (err) {
-        assert.ok(err instanceof SandboxError, String(err && err.stack));
+        assert.ok(err instanceof SmithersError && err.cause instanceof SandboxError, String(err && err.stack));
       }
       assert.ok(seen);
       if (what === "cpuLimit") assert.equal(seen.cpus, 2);
@@ -337,7 +410,7 @@ console.log(JSON.stringify({ status: "finished", output: { root: read("/etc/nook
       assert.equal((await p.run(req)).status, "finished");
       await p.cleanup(req);
     } catch (err) {
-      assert.ok(err instanceof SandboxError, String(err && err.stack));
+      assert.ok(err instanceof SmithersError && err.cause instanceof SandboxError, String(err && err.stack));
     }
   });
 
@@ -364,17 +437,14 @@ console.log(JSON.stringify({ status: "finished", output: { root: read("/etc/nook
     await p.cleanup(req);
   });
 
-  test("registerNookSandboxProvider registers (Bun) or says what it needs (Node)", () => {
-    let unregister;
-    try {
-      unregister = registerNookSandboxProvider({ sandboxes });
-    } catch (err) {
-      assert.ok(err instanceof SandboxError);
-      assert.equal(err.code, "missing_feature");
-      return;
-    }
+  test("registerNookSandboxProvider registers in Smithers' registry, under Node too", () => {
+    const { resolveSandboxProvider } = fromPkg("@smithers-orchestrator/sandbox/execute");
+    const id = `nook-reg-${process.pid}`;
+    const unregister = registerNookSandboxProvider({ sandboxes, id });
     assert.equal(typeof unregister, "function");
+    assert.equal(resolveSandboxProvider(id).id, id);
     unregister();
+    assert.throws(() => resolveSandboxProvider(id), /not registered/);
   });
 });
 

@@ -208,6 +208,23 @@ Test(net, policy_ruleset) {
         free(t);
 }
 
+/* public with rules: exceptions to the public-only floor (an egress proxy at a private
+ * host:port), placed before the private reject; the floor and the final accept stay. */
+Test(net, public_ruleset_with_exceptions) {
+        static const char *const rules[] = { "allow 10.99.0.10/32:3128", "deny 198.51.100.66" };
+        char *t = build(NET_MODE_PUBLIC, rules, ELEMENTSOF(rules), false);
+        const char *proxy =
+                strstr(t, "ip daddr 10.99.0.10 meta l4proto { tcp, udp } th dport { 3128 } accept");
+        const char *deny = strstr(t, "ip daddr 198.51.100.66 reject");
+        const char *priv = strstr(t, "ip daddr @private4 reject");
+        const char *all = strstr(t, "                accept\n");
+        cr_assert(proxy && deny && priv && all, "rules, floor and accept all present:\n%s", t);
+        cr_assert(proxy < deny && deny < priv && priv < all, "exceptions come before the floor:\n%s", t);
+        cr_assert(strstr(t, "th dport 53 accept"), "public keeps slirp's DNS:\n%s", t);
+        assert_loads(t);
+        free(t);
+}
+
 Test(net, allow_addr_refreshes) {
         net_cidr a;
         nook_error e = { 0 };

@@ -16,6 +16,7 @@
 
 #include "nook.h"
 #include "sandbox/spec.h"
+#include "sandbox/spec_net.h"
 #include "sandbox/volumes.h"
 #include "util/macro.h"
 #include "util/path.h"
@@ -700,4 +701,30 @@ Test(volumes, root_credentials) {
                 vol_bad(t, NOOK_E_REFUSED, "Refusing");
                 free(t);
         }
+}
+
+/* network "public" takes networkPolicy rules as exceptions to its public-only floor (an egress
+ * proxy at a private host:port); domains stay policy-only, and "off" takes no policy at all. */
+Test(spec, public_network_rules) {
+        sb_spec s = { 0 };
+        parse_ok(
+                "{\"network\":\"public\",\"networkPolicy\":{\"rules\":[{\"action\":\"allow\",\"cidr\":\"10.99.0.10/32\",\"ports\":\"3128\"}]}}",
+                &s);
+        cr_assert_str_eq(s.network, "public");
+        cr_assert_not_null(s.net_rules);
+        cr_assert_not_null(s.net_rules[0]);
+        cr_assert_null(s.net_rules[1]);
+        json_t *o = json_object();
+        sb_spec_network_to_json(&s, o);
+        cr_assert_not_null(json_object_get(o, "networkPolicy"), "the rules are kept in the stored spec");
+        json_decref(o);
+        sb_spec_done(&s);
+        parse_fails("{\"network\":\"public\",\"networkPolicy\":{\"domains\":[\"example.com\"]}}",
+                NOOK_E_INVALID, "domains needs network 'policy'");
+        parse_fails(
+                "{\"network\":\"off\",\"networkPolicy\":{\"rules\":[{\"action\":\"allow\",\"cidr\":\"10.0.0.1/32\"}]}}",
+                NOOK_E_INVALID, "networkPolicy needs network 'policy' or 'public'");
+        parse_fails(
+                "{\"network\":\"public\",\"networkPolicy\":{\"rules\":[{\"action\":\"allow\",\"cidr\":\"10.0.0.1/8\"}]}}",
+                NOOK_E_INVALID, "bits set beyond");
 }

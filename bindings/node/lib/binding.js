@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 "use strict";
 // Finds and loads the N-API addon (nook_node.node), in this order:
-//   1. $NOOK_NODE_ADDON, the path of the .node file;
-//   2. bindings/node/build/nook_node.node (a copy placed next to the package);
+//   1. $NOOK_NODE_ADDON, the path of the .node file (development: a Meson build's addon);
+//   2. <package>/build/nook_node.node, built by scripts/install.js when the package is installed;
 //   3. the Meson build directories of the source tree: <repo>/build-node, <repo>/build
 //      (bindings/node/nook_node.node inside them), as made by `meson setup build-node`.
 const fs = require("node:fs");
@@ -28,7 +28,7 @@ function load() {
     return addon;
   }
   throw new SandboxError(
-    `Cannot find the nook addon (nook_node.node); build it with 'meson setup build-node && ninja -C build-node' or set NOOK_NODE_ADDON. Looked in: ${tried.join(", ")}`,
+    `Cannot find nook-sandbox's native addon (nook_node.node): its install script did not build it. Rebuild it with 'npm rebuild nook-sandbox' (it prints why it fails, e.g. missing -dev packages); in a nook source checkout, 'meson setup build-node && ninja -C build-node'. Looked in: ${tried.join(", ")}`,
     "missing_feature",
   );
 }

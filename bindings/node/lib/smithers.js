@@ -7,14 +7,42 @@
 //
 // Smithers' packages are ESM.  We load the kit's individual modules (Node >= 20.19 and Bun load
 // ESM from require()); the package index also pulls in Bun-only modules (bun:sqlite, bun:test).
+// They are an optional peer dependency of nook-sandbox: the application installs them, and
+// nook-sandbox/smithers uses that very copy (one provider registry, one SmithersError class).
 const { createHash } = require("node:crypto");
+const { isIP } = require("node:net");
 const { posix } = require("node:path");
-const { createCommandSandboxProvider } = require("@smithers-orchestrator/sandbox/provider-kit/createCommandSandboxProvider");
-const { normalizeSandboxEgressConfig } = require("@smithers-orchestrator/sandbox/egress");
-const { SmithersError } = require("@smithers-orchestrator/errors/SmithersError");
+const { SandboxError } = require("./errors.js");
+
+const SMITHERS_INSTALL = "npm install @smithers-orchestrator/sandbox@0.32.0";
+
+/** require() of a Smithers module, or a SandboxError saying exactly what to install. */
+function requireSmithers(id) {
+  try {
+    return require(id);
+  } catch (error) {
+    const code = error && error.code;
+    if ((code === "MODULE_NOT_FOUND" || code === "ERR_MODULE_NOT_FOUND") && String(error.message).includes("@smithers-orchestrator/"))
+      throw new SandboxError(
+        `nook-sandbox/smithers needs Smithers' sandbox kit (${id}), an optional peer dependency that is not installed. Install it in your project: ${SMITHERS_INSTALL}`,
+        "missing_feature",
+        { cause: error },
+      );
+    if (code === "ERR_REQUIRE_ESM")
+      throw new SandboxError(
+        `nook-sandbox/smithers loads Smithers' ES modules with require(), which needs Node >= 20.19 (or Bun); this is Node ${process.versions.node}`,
+        "missing_feature",
+        { cause: error },
+      );
+    throw error;
+  }
+}
+
+const { createCommandSandboxProvider } = requireSmithers("@smithers-orchestrator/sandbox/provider-kit/createCommandSandboxProvider");
+const { normalizeSandboxEgressConfig } = requireSmithers("@smithers-orchestrator/sandbox/egress");
+const { SmithersError } = requireSmithers("@smithers-orchestrator/errors/SmithersError");
 const addon = require("./binding.js");
 const { Sandboxes } = require("./sandboxes.js");
-const { SandboxError } = require("./errors.js");
 
 const NOOK_PROVIDER_ID = "nook";
 // nook's default image is the host's own /usr (read-only), where node lives.
@@ -22,6 +50,8 @@ const DEFAULT_COMMAND = "node /workspace/run-smithers-sandbox.js";
 const DEFAULT_WORKDIR = "/workspace";
 const DEFAULT_SHELL = "/bin/sh";
 const MAX_NAME_BYTES = 63; // nook_name_validate: 1-63 chars of [a-z0-9][a-z0-9_.-]*
+const MAX_SMITHERS_NAME_BYTES = 128; // microsandbox's limit, case kept
+const SMITHERS_NAME_LABEL = "smithers.sandboxName";
 const SECRET_KEY_RE = /token|secret|key|password|credential|authorization|passwd|apikey/i;
 
 /**
@@ -45,17 +75,20 @@ function createNookSandboxProvider(options = {}) {
       const config = asRecord(request.config);
       const workspace = normalizeWorkspace(config.workspace);
       const sticky = workspace?.persistence === "sticky";
-      const name = resolveSandboxName(options.sandboxName, workspace, request);
+      // as microsandbox: cleanup "keep" leaves the sandbox (nook's always run detached from the
+      // caller) with its writable layer, unless ephemeral says otherwise
+      const ephemeral = sticky ? false : (options.ephemeral ?? cleanup !== "keep");
+      const { name, smithersName } = resolveSandboxName(options.sandboxName, workspace, request);
       const creationTimeoutMs = options.creationTimeoutMs ?? request.toolTimeoutMs;
       const secretValues = collectSecretValues(options.env, config.env, request.egress);
-      if (request.signal?.aborted) throw new SandboxError("nook sandbox creation aborted", "state");
 
       let box;
       let createdNew = false;
       try {
+        if (request.signal?.aborted) throw new SandboxError("nook sandbox creation aborted", "state");
         if (sticky) box = await openSticky(sandboxes, name);
         if (!box) {
-          const spec = buildSpec(options, request, { config, workspace, workdir, sticky });
+          const spec = buildSpec(options, request, { config, workspace, workdir, ephemeral, smithersName });
           const replace = !sticky && options.replaceExisting !== false;
           if (replace && options.replaceTimeoutMs !== undefined)
             await sandboxes.stop(name, { timeoutMs: Math.max(1, options.replaceTimeoutMs) }).catch(ignoreNotFound);
@@ -75,7 +108,15 @@ function createNookSandboxProvider(options = {}) {
         if (box && createdNew) {
           await (sticky ? box.stop({ timeoutMs: options.stopTimeoutMs }) : sandboxes.remove(name)).catch(() => undefined);
         }
-        throw scrubError(error, secretValues);
+        // as microsandbox: Smithers' own errors (INVALID_INPUT) as they are, the rest as
+        // SANDBOX_EXECUTION_FAILED with the scrubbed cause
+        if (error instanceof SmithersError) throw scrubError(error, secretValues);
+        throw new SmithersError(
+          "SANDBOX_EXECUTION_FAILED",
+          `nook sandbox creation failed: ${scrubSecrets(messageOf(error), secretValues)}`,
+          { provider: id, remoteId: name, code: error instanceof SandboxError ? error.code : undefined },
+          { cause: scrubError(error, secretValues) },
+        );
       }
 
       const active = box;
@@ -143,7 +184,7 @@ function registerNookSandboxProvider(options = {}) {
 
 /** The nook spec for a request: Smithers props and provider options, in nook's own keys. */
 function buildSpec(options, request, resolved) {
-  const { config, workspace, workdir, sticky } = resolved;
+  const { config, workspace, workdir, ephemeral, smithersName } = resolved;
   const spec = {};
   const snapshot = workspace?.snapshotId ?? pickString(config.snapshot) ?? options.snapshot;
   const image = pickString(config.image) ?? options.image;
@@ -158,10 +199,11 @@ function buildSpec(options, request, resolved) {
   if (memoryMib !== undefined) spec.memoryMib = memoryMib;
   if (options.maxMemoryMib !== undefined) spec.maxMemoryMib = options.maxMemoryMib;
 
-  spec.persistence = sticky || options.ephemeral === false ? "sticky" : "ephemeral";
+  spec.persistence = ephemeral ? "ephemeral" : "sticky";
   if (options.security) spec.security = options.security;
   if (options.pullPolicy) spec.pullPolicy = options.pullPolicy;
-  if (options.labels && Object.keys(options.labels).length > 0) spec.labels = { ...options.labels };
+  // the Smithers name as given (case and length kept): nook's name maps from it (see sanitizeSandboxName)
+  spec.labels = { ...(options.labels ?? {}), [SMITHERS_NAME_LABEL]: smithersName };
   if (options.scripts && Object.keys(options.scripts).length > 0) spec.scripts = { ...options.scripts };
   if (options.maxDurationSecs !== undefined) spec.maxDurationSecs = options.maxDurationSecs;
   const idleTimeoutSecs = workspace?.idleTimeoutSecs ?? options.idleTimeoutSecs;
@@ -169,11 +211,12 @@ function buildSpec(options, request, resolved) {
 
   const ports = normalizePorts(config.ports);
   if (!request.allowNetwork) {
-    if (ports.length > 0)
-      throw new SandboxError("Port publishing requires allowNetwork: a sandbox without network has no ports", "refused");
+    if (ports.length > 0) invalid("nook port publishing requires allowNetwork=true.");
     spec.network = "off";
   } else {
-    spec.network = "public"; // nook: missing_feature until public networking lands
+    spec.network = "public"; // public addresses only: private ranges and the host are refused
+    const rules = egressProxyRules(request.egress);
+    if (rules.length > 0) spec.networkPolicy = { rules }; // exceptions to that floor
     if (ports.length > 0) spec.ports = ports.map((p) => `${p.host}:${p.container}`); // "[ADDR:]HOSTPORT:PORT"
   }
   const volumes = normalizeVolumes(config.volumes, workdir);
@@ -184,6 +227,36 @@ function buildSpec(options, request, resolved) {
 
   const custom = options.configure?.(spec, request);
   return custom ?? spec;
+}
+
+/** The request's egress proxies (httpProxy, httpsProxy) named by IP address: one allow rule for
+ * each proxy's address and port, so a proxy at a private address stays reachable through the
+ * public-only floor, and nothing else of its network does.  A proxy named by a host name gets no
+ * rule (a name resolving to a private address is refused, as any DNS rebinding). */
+function egressProxyRules(egress) {
+  let normalized;
+  try {
+    normalized = normalizeSandboxEgressConfig(egress);
+  } catch {
+    return []; // an invalid egress config is reported by the kit
+  }
+  const rules = [];
+  for (const [field, value] of [["httpProxy", normalized?.httpProxy], ["httpsProxy", normalized?.httpsProxy]]) {
+    if (!value) continue;
+    let url;
+    try {
+      url = new URL(value);
+    } catch {
+      invalid(`Sandbox egress.${field} is not a URL.`); // the value may hold credentials: not echoed
+    }
+    const host = url.hostname.replace(/^\[(.*)\]$/, "$1");
+    const family = isIP(host);
+    const port = url.port || { "http:": "80", "https:": "443" }[url.protocol];
+    if (family === 0 || !port) continue;
+    const rule = { action: "allow", cidr: `${host}/${family === 4 ? 32 : 128}`, ports: port };
+    if (!rules.some((r) => r.cidr === rule.cidr && r.ports === rule.ports)) rules.push(rule);
+  }
+  return rules;
 }
 
 async function openSticky(sandboxes, name) {
@@ -303,10 +376,24 @@ function resolveSandboxName(configured, workspace, request) {
       ? configured(request)
       : (configured ?? derived ?? `smithers-${request.runId}-${request.sandboxId}`);
   if (typeof raw !== "string" || raw.trim().length === 0) invalid("nook sandboxName must resolve to a non-empty string.");
-  return sanitizeSandboxName(raw);
+  const smithersName = smithersSandboxName(raw);
+  return { name: sanitizeSandboxName(smithersName), smithersName };
 }
 
-/** A nook name: 1-63 of [a-z0-9][a-z0-9_.-]*; a changed name gets a hash of the original. */
+/** The name microsandbox would give (<= 128 bytes, case kept): kept in a label of the sandbox. */
+function smithersSandboxName(raw) {
+  const trimmed = raw.trim();
+  let normalized = trimmed.replace(/[^A-Za-z0-9._-]+/g, "-").replace(/^[^A-Za-z0-9]+/, "");
+  if (!normalized) normalized = "smithers";
+  const hash = createHash("sha256").update(trimmed).digest("hex").slice(0, 10);
+  if (normalized !== trimmed) normalized = `${normalized}-${hash}`;
+  if (Buffer.byteLength(normalized) <= MAX_SMITHERS_NAME_BYTES) return normalized;
+  return `${normalized.slice(0, MAX_SMITHERS_NAME_BYTES - hash.length - 1)}-${hash}`;
+}
+
+/** A nook name: 1-63 of [a-z0-9][a-z0-9_.-]*; a changed name gets a hash of the original, so
+ * two Smithers names that differ only in case or past byte 63 never share a sandbox.  The
+ * mapping is reversible through the sandbox's label smithers.sandboxName (the name as given). */
 function sanitizeSandboxName(raw) {
   const trimmed = raw.trim();
   let normalized = trimmed
@@ -502,5 +589,6 @@ module.exports = {
   createNookSandboxProvider,
   registerNookSandboxProvider,
   // exported for unit tests of the prop mapping
-  __internals: { buildSpec, splitSetupFiles, normalizeCpuCount, normalizeMemoryMib, sanitizeSandboxName, splitSecretEnv, resolveSandboxName },
+  SMITHERS_NAME_LABEL,
+  __internals: { buildSpec, egressProxyRules, splitSetupFiles, normalizeCpuCount, normalizeMemoryMib, sanitizeSandboxName, smithersSandboxName, splitSecretEnv, resolveSandboxName },
 };

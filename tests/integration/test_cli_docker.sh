@@ -223,11 +223,15 @@ is "$out" "" "nothing was created by the refused creates"
 if [[ $(id -u) == 0 ]] && setpriv --reuid 65534 --regid 65534 --clear-groups true 2>/dev/null; then
         H2=$(mktemp -d /var/tmp/nook-test-perm.XXXXXX)
         chmod 755 "$H2"
+        # 0755: other users may enter it only with the shared-home risk accepted (test_identity.sh
+        # checks the refusal); then a sandbox's own 0700 folder is what stops them
+        export NOOK_ALLOW_SHARED_HOME=1
         NOOK_HOME=$H2 "$NOOK" create pw >/dev/null 2>&1
         perm_err=$(setpriv --reuid 65534 --regid 65534 --clear-groups env NOOK_HOME="$H2" "$NOOK" exec pw -- true 2>&1)
         like "$perm_err" "permission denied.*another user" "exec on a root-owned home says permission, not 'No sandbox'"
         unlike "$perm_err" "No sandbox" "and does not claim the sandbox is missing"
         NOOK_HOME=$H2 "$NOOK" rm pw >/dev/null 2>&1
+        unset NOOK_ALLOW_SHARED_HOME
         rm -rf "$H2"
 else
         skip_expected "needs real root (and uid 65534 mapped) to make a home another user cannot read"

@@ -98,7 +98,7 @@ tree_cmd='find /bin /etc /opt -xdev | sort | while read -r f; do stat -c "%n %F 
 # shared by diff_id, so one home would unpack each layer only once, from the first image)
 tree_of() {
         local home="$NOOK_HOME/h-$1"
-        mkdir -p "$home"
+        mkdir -p -m 0700 "$home"
         NOOK_HOME=$home run_nook image pull --quiet "$REG_plain/test/c-$1:t"
         [[ $status == 0 ]] || {
                 diag "pull of $1 failed: $err"
@@ -141,7 +141,7 @@ is "$types:$out" "tar+zstd tar+zstd tar+zstd:$ref_tree" "an image skopeo compres
 # One home holding the same layers compressed two ways: the layer rows are shared by diff_id,
 # yet each image keeps its own blobs through a prune (image_layers.blob), so both still export.
 shared="$NOOK_HOME/h-shared"
-mkdir -p "$shared"
+mkdir -p -m 0700 "$shared"
 for v in gzip zstd; do
         NOOK_HOME=$shared run_nook image pull --quiet "$REG_plain/test/c-$v:t"
 done
@@ -156,7 +156,7 @@ done
 for liar in zstd-as-gzip gzip-as-zstd gzip-as-none; do
         make_image "$liar" gzip "$liar" gzip
         home="$NOOK_HOME/h-$liar"
-        mkdir -p "$home"
+        mkdir -p -m 0700 "$home"
         NOOK_HOME=$home run_nook image pull --quiet "$REG_plain/test/c-$liar:t"
         bytes=${liar%%-as-*} label=${liar##*-as-}
         [[ $label == none ]] && label=tar

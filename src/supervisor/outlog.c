@@ -130,7 +130,9 @@ static void stream_flush(outlog *l, outlog_stream *s, bool at_end) {
                         start = i + 1;
                 }
         if (start < s->len && (at_end || (start == 0 && s->len == sizeof(s->buf)))) {
-                log_record(l, s->is_err, false, s->buf + start, s->len - start);
+                /* a stream that ended closes its last line ('F'): another command's records
+                 * that follow never continue it */
+                log_record(l, s->is_err, at_end, s->buf + start, s->len - start);
                 start = s->len;
         }
         memmove(s->buf, s->buf + start, s->len - start);

@@ -8,7 +8,7 @@
 
 require_bin "$NOOK" "$NOOK_SUPERVISOR"
 command -v jq >/dev/null || plan skip_all "jq is needed to read nook's JSON"
-plan 62
+plan 63
 
 wait_for() {
         local i n=$(($1 * 10))
@@ -81,8 +81,8 @@ run_nook exec -d lg -- sh -c 'printf "esc-\033]0;pwned\007-\033[2J-end\n"; print
 wait_for 5 eval '"$NOOK" logs lg 2>/dev/null | grep -q no-newline'
 "$NOOK" logs --tail 2 lg 2>/dev/null >"$NOOK_HOME.raw"
 is "$(od -An -c "$NOOK_HOME.raw" | tr -s ' ' | tr -d '\n')" \
-        " e s c - 033 ] 0 ; p w n e d \a - 033 [ 2 J - e n d \n n o - n e w l i n e" \
-        "into a pipe: the guest's bytes as they were (a last line without newline stays so)"
+        " e s c - 033 ] 0 ; p w n e d \a - 033 [ 2 J - e n d \n n o - n e w l i n e \n" \
+        "into a pipe: the guest's bytes as they were (a command's unfinished last line is closed when it ends)"
 if command -v script >/dev/null; then
         o=$(script -qec "'$NOOK' logs --tail 2 lg" /dev/null </dev/null 2>&1)
         like "$o" 'esc-\\x1b\]0;pwned\\x07-\\x1b\[2J-end' "on a terminal: control characters escaped as \\xNN"
@@ -132,6 +132,17 @@ unlike "$out" "out-1" "the oldest lines were dropped"
 like "$out" "$(printf '%099d' 29999)" "the newest lines are there"
 numbered=$(printf '%s\n' "$out" | grep -c '^[0-9]*$') whole=$(printf '%s\n' "$out" | grep -cE '^[0-9]{99}$')
 if ((numbered > 5000 && numbered == whole)); then ok "what is left is whole lines ($whole of them)"; else not_ok "what is left is whole lines" "$numbered numbered, $whole of 99 digits"; fi
+
+# ---- a command whose output ends without a newline: its last line is closed at its end, so the
+# next command's output starts a line of its own (it was glued on: "floo" + "after-the-limit")
+"$NOOK" exec -d lg -- printf 'no-newline-at-end' >/dev/null 2>&1
+wait_for 10 logs_has lg no-newline-at-end
+"$NOOK" exec -d lg -- echo next-command-line >/dev/null 2>&1
+if wait_for 10 logs_has lg next-command-line && logs_has lg no-newline-at-end; then
+        ok "an unfinished last line ends with its command; the next command's line stands alone"
+else
+        not_ok "an unfinished last line ends with its command" "$("$NOOK" logs --tail 3 lg 2>&1)"
+fi
 
 # ---- a command that floods its output does not starve the supervisor ---------------------------
 run_nook exec -d lg -- yes flood-line

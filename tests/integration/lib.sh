@@ -190,6 +190,17 @@ require_bin() {
         done
 }
 
+# wait_for SECONDS CMD...: polls every 0.1 s until CMD succeeds; false when time runs out.
+wait_for() {
+        local i n=$(($1 * 10))
+        shift
+        for ((i = 0; i < n; i++)); do
+                "$@" && return 0
+                sleep 0.1
+        done
+        return 1
+}
+
 # --- leaks -----------------------------------------------------------------------------
 
 _home_tag() {

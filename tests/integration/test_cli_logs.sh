@@ -10,15 +10,6 @@ require_bin "$NOOK" "$NOOK_SUPERVISOR"
 command -v jq >/dev/null || plan skip_all "jq is needed to read nook's JSON"
 plan 63
 
-wait_for() {
-        local i n=$(($1 * 10))
-        shift
-        for ((i = 0; i < n; i++)); do
-                "$@" && return 0
-                sleep 0.1
-        done
-        return 1
-}
 # logs_has NAME LINE: nook logs NAME (stdout and stderr) holds LINE
 logs_has() { "$NOOK" logs "$1" 2>&1 | grep -qxF -- "$2"; }
 field() { "$NOOK" inspect "$1" 2>/dev/null | jq -r "$2 // empty" 2>/dev/null; }

@@ -16,16 +16,6 @@ ms_now() { date +%s%3N; }
 # supervisors: supervisor processes of this NOOK_HOME (any sandbox), or of one sandbox
 supervisors() { pgrep -f -- "--state $NOOK_HOME/sandboxes/${1:-}" | tr '\n' ' '; }
 cgroups_of() { find /sys/fs/cgroup -mindepth 1 -maxdepth 6 -type d -name "nook-$1-*" 2>/dev/null; }
-# wait_for SECONDS CMD...: poll until CMD succeeds
-wait_for() {
-        local i n=$(($1 * 10))
-        shift
-        for ((i = 0; i < n; i++)); do
-                "$@" && return 0
-                sleep 0.1
-        done
-        return 1
-}
 no_sup() { [[ -z "$(supervisors "$1")" ]]; }
 running() { pgrep -f "$1" >/dev/null; }
 state_is() { [[ "$(field "$1" .state)" == "$2" ]]; }

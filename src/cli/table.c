@@ -91,16 +91,8 @@ int cli_table_print(const cli_column *cols, size_t n_cols, json_t *rows) {
                 print_json(rows);
                 return 0;
         }
-        if (arg_format) {
-                size_t i;
-                json_t *row;
-                json_array_foreach(rows, i, row) {
-                        int r = print_formatted(row);
-                        if (r != 0)
-                                return r;
-                }
-                return 0;
-        }
+        if (arg_format)
+                return cli_print_value(rows); /* one rendered template per row */
         return print_text(cols, n_cols, rows);
 }
 

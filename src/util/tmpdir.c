@@ -28,41 +28,30 @@ static int lock_fd(int fd) {
         return 0;
 }
 
-int tmpdir_owned_new(char *template, int *ret_lock, nook_error *err) {
+/* Makes the directory (is_dir) or file named by template (mkdtemp/mkostemp XXXXXX), opens and
+ * locks it, and retries when a sweeper removed it before the lock was ours. */
+static int owned_new(char *template, bool is_dir, int *ret_fd, nook_error *err) {
+        const char *what = is_dir ? "directory" : "file";
         size_t len = strlen(template);
         _cleanup_free_ char *orig = strdup(template);
         if (!orig)
                 return nook_err_oom(err);
         for (int tries = 0; tries < 16; tries++) {
                 memcpy(template, orig, len + 1);
-                if (!mkdtemp(template))
-                        return nook_err_errno(
-                                err, NOOK_E_IO, "Cannot create the temporary directory '%s'", orig);
-                _cleanup_close_ int fd = open(template, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
-                if (fd < 0)
-                        continue; /* swept before we could open it */
-                int r = lock_fd(fd);
-                if (r < 0)
-                        return nook_err_errnum(err, NOOK_E_IO, -r, "Cannot lock '%s'", template);
-                if (!still_linked(fd))
-                        continue;
-                *ret_lock = TAKE_FD(fd);
-                return 0;
-        }
-        return nook_err_set(
-                err, NOOK_E_IO, "Cannot keep a temporary directory '%s': removed as soon as made", orig);
-}
-
-int tmpfile_owned_new(char *template, int *ret_fd, nook_error *err) {
-        size_t len = strlen(template);
-        _cleanup_free_ char *orig = strdup(template);
-        if (!orig)
-                return nook_err_oom(err);
-        for (int tries = 0; tries < 16; tries++) {
-                memcpy(template, orig, len + 1);
-                _cleanup_close_ int fd = mkostemp(template, O_CLOEXEC);
-                if (fd < 0)
-                        return nook_err_errno(err, NOOK_E_IO, "Cannot create the temporary file '%s'", orig);
+                _cleanup_close_ int fd = -1;
+                if (is_dir) {
+                        if (!mkdtemp(template))
+                                return nook_err_errno(
+                                        err, NOOK_E_IO, "Cannot create the temporary directory '%s'", orig);
+                        fd = open(template, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+                        if (fd < 0)
+                                continue; /* swept before we could open it */
+                } else {
+                        fd = mkostemp(template, O_CLOEXEC);
+                        if (fd < 0)
+                                return nook_err_errno(
+                                        err, NOOK_E_IO, "Cannot create the temporary file '%s'", orig);
+                }
                 int r = lock_fd(fd);
                 if (r < 0)
                         return nook_err_errnum(err, NOOK_E_IO, -r, "Cannot lock '%s'", template);
@@ -72,7 +61,15 @@ int tmpfile_owned_new(char *template, int *ret_fd, nook_error *err) {
                 return 0;
         }
         return nook_err_set(
-                err, NOOK_E_IO, "Cannot keep a temporary file '%s': removed as soon as made", orig);
+                err, NOOK_E_IO, "Cannot keep a temporary %s '%s': removed as soon as made", what, orig);
+}
+
+int tmpdir_owned_new(char *template, int *ret_lock, nook_error *err) {
+        return owned_new(template, /* is_dir= */ true, ret_lock, err);
+}
+
+int tmpfile_owned_new(char *template, int *ret_fd, nook_error *err) {
+        return owned_new(template, /* is_dir= */ false, ret_fd, err);
 }
 
 int tmp_sweep(const char *dir, tmp_remove_fn rm) {

@@ -545,16 +545,29 @@ napi_value js_exec_cancel(napi_env env, napi_callback_info info) {
         return make_undefined(env);
 }
 
-/* execResume(handle, 0 | 1): JS wants more of stdout (0) or stderr (1). */
-napi_value js_exec_resume(napi_env env, napi_callback_info info) {
+/* (handle, 0 | 1) of execResume and execClosePipe: the exec and which of stdout (0) or stderr
+ * (1); NULL with a JS exception pending otherwise. */
+static exec_ctx *get_ctx_stream(napi_env env, napi_callback_info info, const char *fn, int32_t *ret_which) {
         napi_value argv[2];
-        int32_t which = 0;
         exec_ctx *c = get_ctx(env, info, 2, argv);
         if (!c)
                 return NULL;
-        NAPI_OK(env, napi_get_value_int32(env, argv[1], &which));
-        if (which != OUT && which != ERR)
-                return throw_invalid(env, "execResume: the stream must be 0 (stdout) or 1 (stderr)");
+        NAPI_OK(env, napi_get_value_int32(env, argv[1], ret_which));
+        if (*ret_which != OUT && *ret_which != ERR) {
+                char msg[96];
+                (void)snprintf(msg, sizeof(msg), "%s: the stream must be 0 (stdout) or 1 (stderr)", fn);
+                (void)throw_invalid(env, msg);
+                return NULL;
+        }
+        return c;
+}
+
+/* execResume(handle, 0 | 1): JS wants more of stdout (0) or stderr (1). */
+napi_value js_exec_resume(napi_env env, napi_callback_info info) {
+        int32_t which = 0;
+        exec_ctx *c = get_ctx_stream(env, info, "execResume", &which);
+        if (!c)
+                return NULL;
         if (c->paused[which] && !c->closed && c->out_fd[which] >= 0) {
                 c->paused[which] = false;
                 (void)watch_arm(c->w_out[which]);
@@ -614,14 +627,10 @@ napi_value js_exec_end_stdin(napi_env env, napi_callback_info info) {
 /* execClosePipe(handle, 0 | 1): JS destroyed stdout (0) or stderr (1); the command's next write
  * to it fails (EPIPE / SIGPIPE), as with any pipe whose reader went away. */
 napi_value js_exec_close_pipe(napi_env env, napi_callback_info info) {
-        napi_value argv[2];
         int32_t which = 0;
-        exec_ctx *c = get_ctx(env, info, 2, argv);
+        exec_ctx *c = get_ctx_stream(env, info, "execClosePipe", &which);
         if (!c)
                 return NULL;
-        NAPI_OK(env, napi_get_value_int32(env, argv[1], &which));
-        if (which != OUT && which != ERR)
-                return throw_invalid(env, "execClosePipe: the stream must be 0 (stdout) or 1 (stderr)");
         close_out(c, which);
         return make_undefined(env);
 }

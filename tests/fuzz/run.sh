@@ -7,7 +7,7 @@
 # git. A crash, leak, timeout or sanitizer report fails that harness; its reproducer is kept
 # under build-fuzz/fuzz-artifacts/<name>/ (rerun: build-fuzz/tests/fuzz/<name> <file>).
 #
-# Knobs: FUZZ_SECONDS, FUZZ_ONLY="fuzz_a fuzz_b", FUZZ_BUILD_DIR (default build-fuzz),
+# Knobs: FUZZ_SECONDS, FUZZ_JOBS (default: the number of cores), FUZZ_ONLY="fuzz_a fuzz_b", FUZZ_BUILD_DIR (default build-fuzz),
 #        FUZZ_KEEP_CORPUS=1 (keep the grown corpus copy and print where it is).
 # The last line is "N passed, N failed" over the harnesses.
 set -uo pipefail
@@ -60,33 +60,54 @@ fi
 
 work=$(mktemp -d /tmp/nook-fuzz.XXXXXX)
 trap '[[ "${FUZZ_KEEP_CORPUS:-0}" == 1 ]] && echo "fuzz: corpora kept in $work" || rm -rf "$work"' EXIT
-for t in "${targets[@]}"; do
-        name=${t%%$'\t'*}
-        exe=$builddir/${t#*$'\t'}
+# fuzz_one NAME EXE: runs one harness; its verdict goes to $work/NAME.verdict and its report to
+# $work/NAME.report, printed in order once every harness has finished.
+fuzz_one() {
+        local name=$1 exe=$2 seeds corpus artifacts nseeds=0 rc
         seeds="tests/fuzz/corpus/${name#fuzz_}"
         corpus="$work/$name/corpus"
         artifacts="$builddir/fuzz-artifacts/$name"
         mkdir -p "$corpus" "$artifacts"
-        nseeds=0
         if [[ -d "$seeds" ]]; then
                 cp -a "$seeds/." "$corpus/"
                 nseeds=$(find "$seeds" -type f | wc -l)
         fi
-        echo "fuzz: $name: ${seconds}s from $nseeds seeds ($seeds)"
-        # -timeout: one input running this long is a hang; -rss_limit_mb: a blow-up, not a
-        # parser bug of ours, at 2 GiB.
-        "$exe" -max_total_time="$seconds" -timeout=20 -rss_limit_mb=2048 -print_final_stats=1 \
-                -artifact_prefix="$artifacts/" "$corpus" >"$work/$name.log" 2>&1
-        rc=$?
-        if [[ $rc == 0 ]]; then
+        {
+                echo "fuzz: $name: ${seconds}s from $nseeds seeds ($seeds)"
+                # -timeout: one input running this long is a hang; -rss_limit_mb: a blow-up, not a
+                # parser bug of ours, at 2 GiB.
+                "$exe" -max_total_time="$seconds" -timeout=20 -rss_limit_mb=2048 -print_final_stats=1 \
+                        -artifact_prefix="$artifacts/" "$corpus" >"$work/$name.log" 2>&1
+                rc=$?
+                if [[ $rc == 0 ]]; then
+                        echo ok >"$work/$name.verdict"
+                        echo "fuzz: $name: ok, $(grep -oE 'stat::number_of_executed_units: *[0-9]+' "$work/$name.log" |
+                                grep -oE '[0-9]+$') runs, corpus $(find "$corpus" -type f | wc -l) files"
+                else
+                        echo failed >"$work/$name.verdict"
+                        tail -n 40 "$work/$name.log"
+                        echo "fuzz: $name: FAILED (status $rc); reproducer in $artifacts/:"
+                        ls "$artifacts" | sed 's/^/  /'
+                fi
+        } >"$work/$name.report" 2>&1
+}
+
+# As many harnesses at once as there are cores (FUZZ_JOBS): each is single-threaded.
+jobs_max=${FUZZ_JOBS:-$(nproc)}
+for t in "${targets[@]}"; do
+        while (($(jobs -rp | wc -l) >= jobs_max)); do
+                wait -n
+        done
+        fuzz_one "${t%%$'\t'*}" "$builddir/${t#*$'\t'}" &
+done
+wait
+for t in "${targets[@]}"; do
+        name=${t%%$'\t'*}
+        cat "$work/$name.report" 2>/dev/null
+        if [[ "$(cat "$work/$name.verdict" 2>/dev/null)" == ok ]]; then
                 passed=$((passed + 1))
-                echo "fuzz: $name: ok, $(grep -oE 'stat::number_of_executed_units: *[0-9]+' "$work/$name.log" |
-                        grep -oE '[0-9]+$') runs, corpus $(find "$corpus" -type f | wc -l) files"
         else
                 failed=$((failed + 1))
-                tail -n 40 "$work/$name.log"
-                echo "fuzz: $name: FAILED (status $rc); reproducer in $artifacts/:"
-                ls "$artifacts" | sed 's/^/  /'
         fi
 done
 

@@ -24,6 +24,8 @@
 #include "image/unpack.h"
 #include "sandbox/ctx.h"
 #include "sandbox/image.h"
+#include "sandbox/lifecycle.h"
+#include "sandbox/pause.h"
 #include "sandbox/state.h"
 #include "sandbox/provision.h"
 #include "sandbox/snapshot.h"
@@ -370,6 +372,12 @@ static int lifeline_keep(nook *n, int fd, nook_error *err) {
 
 /* Creates (or re-creates over the same workspace) and starts; the caller holds the lock. */
 static int create_locked(nook *n, const char *name, const sb_spec *spec, unsigned flags, nook_error *err) {
+        return sb_create_locked(n, name, spec, flags, NULL, err);
+}
+
+/* x (may be NULL): a branch's extras (lifecycle.h). */
+int sb_create_locked(
+        nook *n, const char *name, const sb_spec *spec, unsigned flags, const sb_create_extra *x, nook_error *err) {
         _cleanup_free_ char *spec_json = sb_spec_to_json(spec), *sdir = NULL, *wsdir = NULL;
         sandbox_rec rec = { 0 };
         store *st;
@@ -406,8 +414,24 @@ static int create_locked(nook *n, const char *name, const sb_spec *spec, unsigne
         /* A kept writable layer stays on the image it was made on, wherever its tag points now. */
         char *pin =
                 keep_upper && rec.image && streq(rec.image, spec->image) ? TAKE_PTR(rec.image_digest) : NULL;
+        /* a branch stays one across stop and start */
+        char *branch_of = TAKE_PTR(rec.branch_of), *branch_point = TAKE_PTR(rec.branch_point);
+        if (x) {
+                keep_upper = x->keep_upper;
+                free(pin);
+                free(branch_of);
+                free(branch_point);
+                pin = x->image_digest ? strdup(x->image_digest) : NULL;
+                branch_of = x->branch_of ? strdup(x->branch_of) : NULL;
+                branch_point = x->branch_point ? strdup(x->branch_point) : NULL;
+        }
         r = rec_fill(&rec, name, spec, spec_json, err);
         rec.image_digest = pin;
+        rec.branch_of = branch_of;
+        rec.branch_point = branch_point;
+        if (r >= 0 && x && ((x->image_digest && !pin) || (x->branch_of && !branch_of) ||
+                                   (x->branch_point && !branch_point)))
+                r = nook_err_oom(err);
         if (r < 0)
                 goto out;
         if (created)
@@ -662,14 +686,18 @@ static json_t *rec_to_json(nook *n, const sandbox_rec *rec) {
                 if (k)
                         json_object_set_new(labels, k, json_string(eq ? eq + 1 : ""));
         }
-        return json_pack("{s:s, s:s, s:s?, s:s?, s:o?, s:o, s:s, s:I, s:o?, s:o?, s:s?, s:s?, s:o?}", "name",
-                rec->name, "state", rec->state, "image", rec->image, "imageDigest", rec->image_digest,
+        /* paused is the cgroup's state, not the record's: it holds whoever asked for it */
+        bool paused = streq(rec->state, "running") && sb_is_paused(n, rec->name);
+        return json_pack("{s:s, s:s, s:s?, s:s?, s:o?, s:o, s:s, s:I, s:o?, s:o?, s:s?, s:s?, s:o?, s:s?, s:s?}",
+                "name",
+                rec->name, "state", paused ? "paused" : rec->state, "image", rec->image, "imageDigest", rec->image_digest,
                 "spec", spec, "labels", labels, "persistence", rec->sticky ? "sticky" : "ephemeral",
                 "createdAt", (json_int_t)rec->created_at, "startedAt",
                 rec->started_at ? json_integer(rec->started_at) : NULL, "stoppedAt",
                 rec->stopped_at ? json_integer(rec->stopped_at) : NULL, "stopReason", rec->stop_reason,
                 "workspace", wsdir, "supervisorPid",
-                rec->supervisor_pid ? json_integer(rec->supervisor_pid) : NULL);
+                rec->supervisor_pid ? json_integer(rec->supervisor_pid) : NULL, "branchOf", rec->branch_of,
+                "branchPoint", rec->branch_point);
 }
 
 int nook_sandbox_inspect(nook *n, const char *name, char **ret_json, nook_error *err) {

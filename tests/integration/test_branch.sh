@@ -13,7 +13,7 @@
 require_bin "$NOOK"
 command -v jq >/dev/null || plan skip_all "jq is needed to read nook's JSON"
 command -v busybox >/dev/null || plan skip_all "busybox is needed for the test root filesystem"
-plan 69
+plan 72
 
 ROOT=0
 nook_rootful && ROOT=1
@@ -97,6 +97,16 @@ if [[ $CAN_PAUSE == 1 ]]; then
         is "$(state_of p)" running "inspect shows running after resume"
         sx p 'cat /workspace/w.txt'
         is "$out" hello "exec works after resume"
+        run_nook create q --image "$R" --idle-timeout 2s
+        run_nook pause q
+        sleep 3
+        is "$(state_of q)" paused "the idle timer stands still while paused (3 s > a 2 s idle timeout)"
+        sup=$("$NOOK" inspect q | jq -r .supervisorPid)
+        kill -9 "$sup"
+        wait_for 5 test ! -d "/proc/$sup"
+        is "$(state_of q)" stopped "a paused sandbox whose supervisor was killed is reconciled to stopped"
+        run_nook rm q
+        is "$status" 0 "and removed (its frozen init thawed and killed: the leak check below)"
         run_nook pause p
         run_nook stop p
         is "$status" 0 "stop a paused sandbox (thawed, then stopped)"
@@ -110,7 +120,7 @@ if [[ $CAN_PAUSE == 1 ]]; then
 else
         expect_fail 1 "pause without a writable freezer" pause p
         like "$err" "Cannot pause: .*(not writable|freezer|cgroup)" "the error says why: $WHY_NO_PAUSE"
-        for i in $(seq 15); do skip_expected "no writable cgroup freezer in this stage: $WHY_NO_PAUSE"; done
+        for i in $(seq 18); do skip_expected "no writable cgroup freezer in this stage: $WHY_NO_PAUSE"; done
         run_nook rm p
 fi
 expect_fail 1 "pause of a missing sandbox" pause nope

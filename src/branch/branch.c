@@ -60,7 +60,8 @@ typedef struct branch_job {
         size_t count;
         int *locks; /* one per new name */
         int src_lock;
-        bool running, paused_by_us;
+        int hold; /* the control connection holding SRC's pause during the copy, or -1 */
+        bool running;
         bool copied; /* every new name has its copies (step 3 done) */
         size_t made; /* branches created so far */
         char point[40];
@@ -72,6 +73,7 @@ static void job_done(branch_job *j) {
         free(j->locks);
         strv_free(j->names);
         safe_close(j->src_lock);
+        safe_close(j->hold);
         sandbox_rec_done(&j->rec);
 }
 
@@ -201,22 +203,23 @@ static int job_copy(branch_job *j, nook_error *err) {
         int r = ctx_sandbox_root(j->n, j->src, /* acquire= */ false, &src_base, &src_gid, err);
         if (r < 0)
                 return r;
+        /* Held on a connection: if this process dies mid-copy, SRC's supervisor thaws it. */
         if (j->running && !sb_is_paused(j->n, j->src)) {
-                r = sb_pause_locked(j->n, j->src, true, err);
+                r = sb_pause_hold(j->n, j->src, &j->hold, err);
                 if (r == -NOOK_E_MISSING_FEATURE)
                         return nook_err_wrap(err,
                                 "a running sandbox is paused for the instant of the copy (stop '%s' first to branch it here)",
                                 j->src);
                 if (r < 0)
                         return r;
-                j->paused_by_us = true;
         }
         (void)branch_point_now(j->point, sizeof(j->point));
         for (size_t i = 0; i < j->count && r >= 0; i++)
                 r = copy_one(j, j->names[i], src_base, err);
-        if (j->paused_by_us) {
+        if (j->hold >= 0) {
                 nook_error e2;
-                int r2 = sb_pause_locked(j->n, j->src, false, &e2);
+                int r2 = sb_pause_release(j->hold, j->src, &e2);
+                j->hold = safe_close(j->hold); /* thaws, should the release have failed */
                 if (r2 < 0 && r >= 0) {
                         *err = e2;
                         r = r2;
@@ -297,7 +300,7 @@ static char *names_json(branch_job *j) {
 
 int nook_branch(nook *n, const char *src, const char *name, unsigned count, unsigned flags, char **ret_json,
         nook_error *err) {
-        _cleanup_(job_done) branch_job j = { .n = n, .src = src, .src_lock = -1 };
+        _cleanup_(job_done) branch_job j = { .n = n, .src = src, .src_lock = -1, .hold = -1 };
         int r;
         if (flags & NOOK_BRANCH_MEMORY)
                 return nook_err_set(err, NOOK_E_MISSING_FEATURE,

@@ -20,14 +20,11 @@
 
 #define PAUSE_REPLY_MS 10000 /* the supervisor waits at most 2 s for the freezer */
 
-int sb_pause_locked(nook *n, const char *name, bool pause, nook_error *err) {
-        _cleanup_close_ int sock = -1;
+/* One pause or resume request on a connected control socket, and its answer. */
+static int pause_request(int sock, const char *name, bool pause, bool hold, nook_error *err) {
         json_t *reply = NULL;
-        int r = sb_connect(n, name, &sock, err);
-        if (r < 0)
-                return r;
-        json_t *m = json_pack("{s:s}", "op", pause ? "pause" : "resume");
-        r = m ? proto_send(sock, m, NULL, 0) : -ENOMEM;
+        json_t *m = json_pack("{s:s, s:b}", "op", pause ? "pause" : "resume", "hold", hold);
+        int r = m ? proto_send(sock, m, NULL, 0) : -ENOMEM;
         json_decref(m);
         struct pollfd p = { .fd = sock, .events = POLLIN };
         if (r >= 0 && poll(&p, 1, PAUSE_REPLY_MS) == 0)
@@ -45,6 +42,30 @@ int sb_pause_locked(nook *n, const char *name, bool pause, nook_error *err) {
         }
         json_decref(reply);
         return 0;
+}
+
+int sb_pause_locked(nook *n, const char *name, bool pause, nook_error *err) {
+        _cleanup_close_ int sock = -1;
+        int r = sb_connect(n, name, &sock, err);
+        if (r < 0)
+                return r;
+        return pause_request(sock, name, pause, /* hold= */ false, err);
+}
+
+int sb_pause_hold(nook *n, const char *name, int *ret_sock, nook_error *err) {
+        _cleanup_close_ int sock = -1;
+        int r = sb_connect(n, name, &sock, err);
+        if (r < 0)
+                return r;
+        r = pause_request(sock, name, /* pause= */ true, /* hold= */ true, err);
+        if (r < 0)
+                return r;
+        *ret_sock = TAKE_FD(sock);
+        return 0;
+}
+
+int sb_pause_release(int sock, const char *name, nook_error *err) {
+        return pause_request(sock, name, /* pause= */ false, /* hold= */ false, err);
 }
 
 bool sb_is_paused(nook *n, const char *name) {

@@ -47,6 +47,7 @@ typedef struct client {
         bool exec_running;
         bool detach;
         bool wants_stopped; /* sent "stop": answer when the sandbox is down */
+        bool holds_pause; /* paused with "hold": thawed when this client goes (a branch's copy) */
         uint64_t deadline; /* exec timeout (monotonic ms), 0 = none */
         const char *reason; /* why the exec ended early: "timeout", "cancelled" */
         uint64_t oom_kills_at_start; /* the cgroup's OOM kill count when the exec began */
@@ -413,7 +414,7 @@ static void handle_exec(sup *s, client *c, json_t *req, int *fds, size_t n_fds) 
  * (a paused sandbox is parked on purpose, not forgotten) and restarts at resume; the maximum
  * duration keeps counting (it bounds how long the sandbox holds memory, and a retirement thaws
  * and stops it as always). */
-static void handle_pause(sup *s, client *c, bool pause) {
+static void handle_pause(sup *s, client *c, bool pause, bool hold) {
         nook_error err = { 0 };
         if (s->stopping) {
                 client_error(c, NOOK_E_STATE, "The sandbox is stopping");
@@ -434,6 +435,10 @@ static void handle_pause(sup *s, client *c, bool pause) {
         }
         s->paused = pause;
         s->last_activity_ms = now_ms(); /* resume: the idle timer starts again from now */
+        /* a plain pause stays until resume: no holder may end it any more */
+        for (size_t i = 0; i < s->n_clients; i++)
+                s->clients[i].holds_pause = false;
+        c->holds_pause = pause && hold;
         client_send(c, json_pack("{s:s, s:b}", "op", pause ? "paused" : "resumed", "paused", pause));
 }
 
@@ -448,6 +453,11 @@ static json_t *status_msg(sup *s) {
 
 static void client_drop(sup *s, size_t i) {
         client *c = &s->clients[i];
+        /* a pause held for a copy ends with its holder, however that died */
+        if (c->holds_pause && s->paused && s->cg && iso_cgroup_freeze(s->cg, false, NULL) >= 0) {
+                s->paused = false;
+                log_debug("the client holding the pause is gone: thawed");
+        }
         if (c->exec_running) {
                 if (c->detach)
                         s->detached_running++;
@@ -487,7 +497,7 @@ static void handle_client(sup *s, size_t i, short revents) {
                 json_t *tv = json_object_get(msg, "timeoutMs");
                 begin_stop(s, "user", json_is_integer(tv) && t >= 0 && t < 3600000 ? (uint64_t)t : 10000);
         } else if (streq(op, "pause") || streq(op, "resume"))
-                handle_pause(s, c, streq(op, "pause"));
+                handle_pause(s, c, streq(op, "pause"), json_is_true(json_object_get(msg, "hold")));
         else if (streq(op, "status"))
                 client_send(c, status_msg(s));
         else if (streq(op, "root") && s->root_fd >= 0 && !s->stopping)

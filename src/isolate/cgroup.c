@@ -498,7 +498,8 @@ int iso_cgroup_freeze(iso_cgroup *cg, bool freeze, nook_error *err) {
                         return 0;
                 if (iso_cgroup_freezer_available(reason, sizeof(reason)))
                         (void)snprintf(reason, sizeof(reason), "the sandbox's cgroup has no freezer");
-                return nook_err_set(e, NOOK_E_MISSING_FEATURE, "Cannot pause: %s; run 'nook doctor'", reason);
+                return nook_err_set(
+                        e, NOOK_E_MISSING_FEATURE, "Cannot pause: %s; run 'nook doctor'", reason);
         }
         int r = cg->v2 ? write_file(dir, "cgroup.freeze", freeze ? "1" : "0", e)
                        : write_file(dir, "freezer.state", freeze ? "FROZEN" : "THAWED", e);

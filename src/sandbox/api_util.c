@@ -161,9 +161,11 @@ static void pause_row(json_t *checks) {
         char reason[4200] = "";
         bool ok = iso_cgroup_freezer_available(reason, sizeof(reason));
         json_array_append_new(checks,
-                json_pack("{s:s, s:b, s:b, s:s, s:s?}", "name", "pause (cgroup freezer)", "ok", ok, "required",
-                        false, "detail",
-                        ok ? "nook pause, and nook branch of a running sandbox, can freeze sandboxes" : reason, "fix",
+                json_pack("{s:s, s:b, s:b, s:s, s:s?}", "name", "pause (cgroup freezer)", "ok", ok,
+                        "required", false, "detail",
+                        ok ? "nook pause, and nook branch of a running sandbox, can freeze sandboxes"
+                           : reason,
+                        "fix",
                         ok ? NULL
                            : "run as root, or delegate a cgroup v2 subtree to this user (systemd: Delegate=yes); a stopped sandbox can still be branched"));
 }

@@ -376,8 +376,8 @@ static int create_locked(nook *n, const char *name, const sb_spec *spec, unsigne
 }
 
 /* x (may be NULL): a branch's extras (lifecycle.h). */
-int sb_create_locked(
-        nook *n, const char *name, const sb_spec *spec, unsigned flags, const sb_create_extra *x, nook_error *err) {
+int sb_create_locked(nook *n, const char *name, const sb_spec *spec, unsigned flags,
+        const sb_create_extra *x, nook_error *err) {
         _cleanup_free_ char *spec_json = sb_spec_to_json(spec), *sdir = NULL, *wsdir = NULL;
         sandbox_rec rec = { 0 };
         store *st;
@@ -429,8 +429,9 @@ int sb_create_locked(
         rec.image_digest = pin;
         rec.branch_of = branch_of;
         rec.branch_point = branch_point;
-        if (r >= 0 && x && ((x->image_digest && !pin) || (x->branch_of && !branch_of) ||
-                                   (x->branch_point && !branch_point)))
+        if (r >= 0 && x &&
+                ((x->image_digest && !pin) || (x->branch_of && !branch_of) ||
+                        (x->branch_point && !branch_point)))
                 r = nook_err_oom(err);
         if (r < 0)
                 goto out;
@@ -688,11 +689,11 @@ static json_t *rec_to_json(nook *n, const sandbox_rec *rec) {
         }
         /* paused is the cgroup's state, not the record's: it holds whoever asked for it */
         bool paused = streq(rec->state, "running") && sb_is_paused(n, rec->name);
-        return json_pack("{s:s, s:s, s:s?, s:s?, s:o?, s:o, s:s, s:I, s:o?, s:o?, s:s?, s:s?, s:o?, s:s?, s:s?}",
-                "name",
-                rec->name, "state", paused ? "paused" : rec->state, "image", rec->image, "imageDigest", rec->image_digest,
-                "spec", spec, "labels", labels, "persistence", rec->sticky ? "sticky" : "ephemeral",
-                "createdAt", (json_int_t)rec->created_at, "startedAt",
+        return json_pack(
+                "{s:s, s:s, s:s?, s:s?, s:o?, s:o, s:s, s:I, s:o?, s:o?, s:s?, s:s?, s:o?, s:s?, s:s?}",
+                "name", rec->name, "state", paused ? "paused" : rec->state, "image", rec->image,
+                "imageDigest", rec->image_digest, "spec", spec, "labels", labels, "persistence",
+                rec->sticky ? "sticky" : "ephemeral", "createdAt", (json_int_t)rec->created_at, "startedAt",
                 rec->started_at ? json_integer(rec->started_at) : NULL, "stoppedAt",
                 rec->stopped_at ? json_integer(rec->stopped_at) : NULL, "stopReason", rec->stop_reason,
                 "workspace", wsdir, "supervisorPid",

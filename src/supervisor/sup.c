@@ -447,8 +447,11 @@ static json_t *status_msg(sup *s) {
         for (size_t i = 0; i < s->n_clients; i++)
                 running += s->clients[i].exec_running;
         return json_pack("{s:s, s:s, s:i, s:i, s:I, s:I}", "op", "status", "state",
-                s->stopping ? "stopping" : s->paused ? "paused" : "running", "pid", (int)getpid(), "initPid", (int)s->init_pid,
-                "execsRunning", (json_int_t)running, "uptimeMs", (json_int_t)(now_ms() - s->started_ms));
+                s->stopping         ? "stopping"
+                        : s->paused ? "paused"
+                                    : "running",
+                "pid", (int)getpid(), "initPid", (int)s->init_pid, "execsRunning", (json_int_t)running,
+                "uptimeMs", (json_int_t)(now_ms() - s->started_ms));
 }
 
 static void client_drop(sup *s, size_t i) {

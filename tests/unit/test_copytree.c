@@ -129,7 +129,8 @@ Test(copytree, ids_move_between_ranges, .init = setup, .fini = teardown) {
         nook_error err = {};
         copytree_opts o = { .from = 200000, .to = 300000, .range = 65536 };
         cr_assert_eq(copytree(src, dst, &o, NULL, &err), 0, "%s", err.msg);
-        cr_assert_eq(st_of(dst, "in").st_uid, 300000 + 1000, "uid 1000 of the source's range is 1000 of the new one");
+        cr_assert_eq(st_of(dst, "in").st_uid, 300000 + 1000,
+                "uid 1000 of the source's range is 1000 of the new one");
         cr_assert_eq(st_of(dst, "in").st_gid, 300000 + 1000);
         cr_assert_eq(st_of(dst, "out").st_uid, 5, "ids outside the range stay");
         cr_assert_eq(st_of(dst, "out").st_gid, 6);

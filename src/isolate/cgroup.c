@@ -282,6 +282,9 @@ int iso_cgroup_create(
                 }
         if (r >= 0)
                 r = apply_limits(cg, l, err);
+        /* a cgroup of this name left frozen (its removal failed) would freeze the new init */
+        if (r >= 0)
+                (void)iso_cgroup_freeze(cg, false, NULL);
         if (r < 0) {
                 iso_cgroup_destroy(cg);
                 iso_cgroup_free(cg);

@@ -358,6 +358,25 @@ static int rec_fill(
 
 static int stop_locked(nook *n, sandbox_rec *rec, uint64_t timeout_ms, bool removing, nook_error *err);
 
+static int set_str(char **field, const char *value, nook_error *err) {
+        char *c = value ? strdup(value) : NULL;
+        if (value && !c)
+                return nook_err_oom(err);
+        free(*field);
+        *field = c;
+        return 0;
+}
+
+/* A branch's record: the image its copied layer sits on, its source and branch point. */
+static int rec_branch(sandbox_rec *rec, const sb_create_extra *x, nook_error *err) {
+        int r = set_str(&rec->image_digest, x->image_digest, err);
+        if (r >= 0)
+                r = set_str(&rec->branch_of, x->branch_of, err);
+        if (r >= 0)
+                r = set_str(&rec->branch_point, x->branch_point, err);
+        return r;
+}
+
 /* The handle keeps a tied sandbox's lifeline until nook_close (or the process's end). */
 static int lifeline_keep(nook *n, int fd, nook_error *err) {
         int *l = reallocarray(n->lifelines, n->n_lifelines + 1, sizeof(int));
@@ -416,23 +435,14 @@ int sb_create_locked(nook *n, const char *name, const sb_spec *spec, unsigned fl
                 keep_upper && rec.image && streq(rec.image, spec->image) ? TAKE_PTR(rec.image_digest) : NULL;
         /* a branch stays one across stop and start */
         char *branch_of = TAKE_PTR(rec.branch_of), *branch_point = TAKE_PTR(rec.branch_point);
-        if (x) {
-                keep_upper = x->keep_upper;
-                free(pin);
-                free(branch_of);
-                free(branch_point);
-                pin = x->image_digest ? strdup(x->image_digest) : NULL;
-                branch_of = x->branch_of ? strdup(x->branch_of) : NULL;
-                branch_point = x->branch_point ? strdup(x->branch_point) : NULL;
-        }
         r = rec_fill(&rec, name, spec, spec_json, err);
         rec.image_digest = pin;
         rec.branch_of = branch_of;
         rec.branch_point = branch_point;
-        if (r >= 0 && x &&
-                ((x->image_digest && !pin) || (x->branch_of && !branch_of) ||
-                        (x->branch_point && !branch_point)))
-                r = nook_err_oom(err);
+        if (r >= 0 && x) {
+                keep_upper = x->keep_upper;
+                r = rec_branch(&rec, x, err);
+        }
         if (r < 0)
                 goto out;
         if (created)

@@ -13,7 +13,7 @@
 require_bin "$NOOK"
 command -v jq >/dev/null || plan skip_all "jq is needed to read nook's JSON"
 command -v busybox >/dev/null || plan skip_all "busybox is needed for the test root filesystem"
-plan 75
+plan 77
 
 ROOT=0
 nook_rootful && ROOT=1
@@ -42,6 +42,7 @@ echo g >"$R/gone/g"
 
 sx() { run_nook exec "$1" --sh "$2"; }
 state_of() { "$NOOK" inspect "$1" 2>/dev/null | jq -r .state; }
+state_is() { [[ $(state_of "$1") == "$2" ]]; }
 
 # The host cgroup file holding the sandbox's CPU usage, and its value in ns.
 cpu_file() {
@@ -189,11 +190,11 @@ for i in range(20000):
     open(os.path.join(sub, "f%05d" % i), "w").write("x")' "$NOOK_HOME/workspaces/src/big"
         "$NOOK" branch src k >/dev/null 2>&1 &
         kpid=$!
-        wait_for 10 test "$(state_of src)" = paused
+        wait_for 10 state_is src paused
         is "$(state_of src)" paused "the source is paused during the copy"
         kill -9 $kpid
         wait $kpid 2>/dev/null
-        wait_for 5 test "$(state_of src)" = running
+        wait_for 5 state_is src running
         is "$(state_of src)" running "branching process killed by SIGKILL mid-copy: the source is thawed"
         run_nook rm k
         check "nook rm removes what the killed branch left" test ! -e "$NOOK_HOME/workspaces/k" -a ! -e "$NOOK_HOME/sandboxes/k"
@@ -244,6 +245,10 @@ for nm in '../x' 'a b' '' '-x' "$(printf 'a%.0s' {1..300})"; do
         run_nook branch src "$nm"
         check "bad new name '${nm:0:20}' is refused" test "$status" != 0
 done
+long=$(printf 'l%.0s' {1..61})
+run_nook branch src "$long" --count 10
+check "a name valid alone but too long as NAME-10 is refused" test "$status" != 0
+like "$err" "Invalid sandbox name '$long-1.*longer than 63" "the error names the generated name and why"
 expect_fail 1 "missing source" branch nope n
 like "$err" "No sandbox 'nope'" "it names the source"
 expect_fail 1 "new name taken" branch src s

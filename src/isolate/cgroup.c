@@ -492,7 +492,7 @@ int iso_cgroup_frozen(const iso_cgroup *cg) {
  * uninterruptible sleep (D state) can hold it a while; after 2 s we give up and thaw, so a pause
  * never leaves a half-frozen sandbox. */
 int iso_cgroup_freeze(iso_cgroup *cg, bool freeze, nook_error *err) {
-        nook_error ignore;
+        nook_error ignore = { 0 };
         nook_error *e = err ? err : &ignore;
         const char *dir = freezer_dir(cg);
         if (!dir) {

@@ -373,6 +373,27 @@ NOOK_PUBLIC int nook_snapshot_export(nook *n, const char *snap, const char *path
 NOOK_PUBLIC int nook_snapshot_import(nook *n, const char *path, const char *name, nook_progress_fn progress,
         void *userdata, char **ret_json, nook_error *err);
 
+/* ---- pause, resume, branch (docs/design/branch.md) ------------------------------------------ */
+
+/* Freezes every process of a running sandbox (cgroup freezer, v1 or v2) / thaws it.  Pausing a
+ * paused sandbox or resuming a running one is a no-op.  NOOK_E_STATE when it is not running;
+ * NOOK_E_MISSING_FEATURE naming why when the host gives no writable freezer (nook doctor says it).
+ * While paused: exec is NOOK_E_STATE naming `nook resume`; the idle timer stands still; the maximum
+ * duration keeps counting; stop and remove work (thaw, then stop). */
+NOOK_PUBLIC int nook_pause(nook *n, const char *name, nook_error *err);
+NOOK_PUBLIC int nook_resume(nook *n, const char *name, nook_error *err);
+
+/* Refuses with NOOK_E_MISSING_FEATURE: memory branches need CRIU checkpoint support. */
+#define NOOK_BRANCH_MEMORY (1u << 0)
+/* New sandboxes from src's current disk state: its writable root layer and its workspace, copied
+ * copy-on-write where the filesystem reflinks (else copy_file_range, else read/write).  A running
+ * src is paused for the copy only; a branch of a running src is started, of a stopped one stays
+ * stopped.  count 0 makes one branch named name; count N (1..100) makes name-1 .. name-N, all or
+ * none.  ret_json (may be NULL): a JSON array of the new names.  Each branch records its source
+ * and branch point (inspect: "branchOf", "branchPoint"). */
+NOOK_PUBLIC int nook_branch(nook *n, const char *src, const char *name, unsigned count, unsigned flags,
+        char **ret_json, nook_error *err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -99,7 +99,7 @@ export interface SnapshotInfo {
 
 export interface SandboxInfo {
   name: string;
-  state: "creating" | "running" | "stopped" | (string & {});
+  state: "creating" | "running" | "paused" | "stopped" | (string & {});
   image: string | null;
   /** The image's manifest digest ("sha256:..."), null for "host" and directories. */
   imageDigest: string | null;
@@ -115,6 +115,10 @@ export interface SandboxInfo {
   /** The workspace's host directory. */
   workspace: string | null;
   supervisorPid: number | null;
+  /** A branch's source sandbox (nook branch), absent otherwise. */
+  branchOf?: string;
+  /** When the branch was made: RFC 3339 UTC with milliseconds. */
+  branchPoint?: string;
 }
 
 export interface ExecOptions {
@@ -181,6 +185,9 @@ export declare class Box {
   /** Disk state of a stopped sticky sandbox (else SandboxError state); name undefined/null:
    * "<sandbox>-<epoch seconds>".  withWorkspace: include the workspace. */
   snapshot(name?: string | null, options?: { withWorkspace?: boolean }): Promise<SnapshotInfo>;
+  /** Freezes every process (cgroup freezer); exec rejects with code state until resume(). */
+  pause(): Promise<void>;
+  resume(): Promise<void>;
 }
 
 export declare class Sandboxes {
@@ -197,6 +204,10 @@ export declare class Sandboxes {
   remove(name: string): Promise<void>;
   /** Synchronous; the same path even before create(). */
   workspaceDir(name: string): string;
+  /** A new sandbox from src's disk state and workspace (copy-on-write; docs/design/branch.md). */
+  branch(src: string, name: string, options?: { count?: undefined }): Promise<Box>;
+  /** count (1..100) branches name-1 .. name-N, all or none. */
+  branch(src: string, name: string, options: { count: number }): Promise<Box[]>;
   /** Every snapshot, newest first. */
   snapshots(): Promise<SnapshotInfo[]>;
   /** By name or digest; SandboxError not_found. */

@@ -30,6 +30,11 @@ export interface NookSandboxProviderOptions {
   /** Boot from a nook snapshot (name or digest; box.snapshot() / `nook snapshot create`) instead
    * of an image; the <Sandbox workspace.snapshotId> prop wins.  Missing: SandboxError not_found. */
   snapshot?: string;
+  /** Start each <Sandbox> as a branch (`nook branch`) of this kept sandbox: its root layer and
+   * workspace, copy-on-write, and its spec (image, resources, network): this provider's image and
+   * resource options do not apply.  A per-sandbox `config.branchFrom` wins.  A stopped source's
+   * branch is started.  Missing source: not_found; a taken name: exists. */
+  branchFrom?: string;
   sandboxName?: string | ((request: SandboxProviderRequest) => string);
   /** Whole CPUs. */
   cpus?: number;

@@ -24,8 +24,8 @@
 
 #define CPU_PERIOD_US 100000ull
 
-enum { V1_CPU, V1_CPUACCT, V1_MEMORY, V1_PIDS, _V1_MAX };
-static const char *const v1_names[_V1_MAX] = { "cpu", "cpuacct", "memory", "pids" };
+enum { V1_CPU, V1_CPUACCT, V1_MEMORY, V1_PIDS, V1_FREEZER, _V1_MAX };
+static const char *const v1_names[_V1_MAX] = { "cpu", "cpuacct", "memory", "pids", "freezer" };
 
 struct iso_cgroup {
         bool v2;
@@ -268,12 +268,23 @@ int iso_cgroup_create(
                 if (r >= 0 && mkdir(cg->path, 0755) < 0 && errno != EEXIST)
                         r = nook_err_errno(err, NOOK_E_IO, "Cannot create the cgroup '%s'", cg->path);
         } else
-                for (int i = 0; i < _V1_MAX && r >= 0; i++)
-                        if (cg->v1[i] && mkdir(cg->v1[i], 0755) < 0 && errno != EEXIST)
-                                r = nook_err_errno(
-                                        err, NOOK_E_IO, "Cannot create the cgroup '%s'", cg->v1[i]);
+                for (int i = 0; i < _V1_MAX && r >= 0; i++) {
+                        if (!cg->v1[i] || mkdir(cg->v1[i], 0755) == 0 || errno == EEXIST)
+                                continue;
+                        if (i == V1_FREEZER) {
+                                /* pause is optional: without a writable freezer it is refused,
+                                 * saying why (iso_cgroup_freezer_available), not the sandbox */
+                                free(cg->v1[i]);
+                                cg->v1[i] = NULL;
+                                continue;
+                        }
+                        r = nook_err_errno(err, NOOK_E_IO, "Cannot create the cgroup '%s'", cg->v1[i]);
+                }
         if (r >= 0)
                 r = apply_limits(cg, l, err);
+        /* a cgroup of this name left frozen (its removal failed) would freeze the new init */
+        if (r >= 0)
+                (void)iso_cgroup_freeze(cg, false, NULL);
         if (r < 0) {
                 iso_cgroup_destroy(cg);
                 iso_cgroup_free(cg);
@@ -393,6 +404,9 @@ static void kill_and_rmdir(const char *dir) {
 void iso_cgroup_destroy(iso_cgroup *cg) {
         if (!cg)
                 return;
+        /* A frozen task takes no signal (v1) or only a fatal one (v2): thaw first, so the kill
+         * below and the supervisor's SIGTERM to init take effect. */
+        (void)iso_cgroup_freeze(cg, false, NULL);
         if (cg->v2 && cg->path)
                 kill_and_rmdir(cg->path);
         for (int i = 0; i < _V1_MAX; i++)
@@ -408,4 +422,100 @@ iso_cgroup *iso_cgroup_free(iso_cgroup *cg) {
                 free(cg->v1[i]);
         free(cg);
         return NULL;
+}
+
+/* ---- freezer ------------------------------------------------------------------------------------ */
+
+/* The freezer's folder and file: v2 "cgroup.freeze" in the sandbox's cgroup, v1 "freezer.state"
+ * in its freezer hierarchy.  NULL when this cgroup has none. */
+static const char *freezer_dir(const iso_cgroup *cg) {
+        return cg->v2 ? cg->path : cg->v1[V1_FREEZER];
+}
+
+bool iso_cgroup_freezer_available(char *reason, size_t len) {
+        const char *v2 = v2_root();
+        char p[PATH_MAX];
+        if (v2) {
+                (void)snprintf(p, sizeof(p), "%s/cgroup.subtree_control", v2);
+                if (access(p, W_OK) == 0)
+                        return true;
+                (void)snprintf(reason, len,
+                        "the cgroup v2 tree (cgroup.freeze) is not writable by this user (not delegated)");
+                return false;
+        }
+        char own[PATH_MAX - 64];
+        if (access("/sys/fs/cgroup/freezer", F_OK) < 0 || v1_own_path("freezer", own, sizeof(own)) < 0) {
+                (void)snprintf(reason, len, "no cgroup v2 controllers and no cgroup v1 freezer hierarchy");
+                return false;
+        }
+        (void)snprintf(p, sizeof(p), "/sys/fs/cgroup/freezer%s", own);
+        if (access(p, W_OK) < 0) {
+                (void)snprintf(reason, len,
+                        "the cgroup v1 freezer hierarchy ('%s') is not writable by this user (not delegated)",
+                        p);
+                return false;
+        }
+        return true;
+}
+
+static int freezer_read(const char *dir, const char *file, char *buf, size_t len) {
+        char p[PATH_MAX];
+        (void)snprintf(p, sizeof(p), "%s/%s", dir, file);
+        _cleanup_close_ int fd = open(p, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        ssize_t n = read(fd, buf, len - 1);
+        if (n < 0)
+                return -errno;
+        buf[n] = 0;
+        return 0;
+}
+
+int iso_cgroup_frozen(const iso_cgroup *cg) {
+        const char *dir = freezer_dir(cg);
+        char buf[512];
+        if (!dir)
+                return 0;
+        if (cg->v2) {
+                /* cgroup.events "frozen 1": every task has stopped, not only asked to */
+                if (freezer_read(dir, "cgroup.events", buf, sizeof(buf)) < 0)
+                        return 0;
+                return strstr(buf, "frozen 1") ? 1 : 0;
+        }
+        if (freezer_read(dir, "freezer.state", buf, sizeof(buf)) < 0)
+                return 0;
+        return startswith(buf, "FROZEN") ? 1 : startswith(buf, "FREEZING") ? 2 : 0;
+}
+
+/* Freezing is asynchronous in both versions: the write asks, the state file says when every task
+ * has stopped (v1: FREEZING -> FROZEN; v2: cgroup.events "frozen 1").  A task in an
+ * uninterruptible sleep (D state) can hold it a while; after 2 s we give up and thaw, so a pause
+ * never leaves a half-frozen sandbox. */
+int iso_cgroup_freeze(iso_cgroup *cg, bool freeze, nook_error *err) {
+        nook_error ignore = { 0 };
+        nook_error *e = err ? err : &ignore;
+        const char *dir = freezer_dir(cg);
+        if (!dir) {
+                char reason[PATH_MAX];
+                if (!freeze)
+                        return 0;
+                if (iso_cgroup_freezer_available(reason, sizeof(reason)))
+                        (void)snprintf(reason, sizeof(reason), "the sandbox's cgroup has no freezer");
+                return nook_err_set(
+                        e, NOOK_E_MISSING_FEATURE, "Cannot pause: %s; run 'nook doctor'", reason);
+        }
+        int r = cg->v2 ? write_file(dir, "cgroup.freeze", freeze ? "1" : "0", e)
+                       : write_file(dir, "freezer.state", freeze ? "FROZEN" : "THAWED", e);
+        if (r < 0 || !freeze)
+                return r;
+        for (int i = 0; i < 2000; i++) {
+                if (iso_cgroup_frozen(cg) == 1)
+                        return 0;
+                if (!cg->v2) /* v1 retries the freeze only when asked again */
+                        (void)write_file(dir, "freezer.state", "FROZEN", &ignore);
+                usleep(i < 100 ? 100 : 1000);
+        }
+        (void)iso_cgroup_freeze(cg, false, NULL);
+        return nook_err_set(e, NOOK_E_TIMEOUT,
+                "Cannot pause: the sandbox's processes did not all stop within 2 s (one may be in an uninterruptible wait); it keeps running");
 }

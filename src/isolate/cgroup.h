@@ -43,6 +43,15 @@ int iso_cgroup_set_limits(iso_cgroup *cg, const iso_limits *l, nook_error *err);
 int iso_cgroup_read_stats(iso_cgroup *cg, iso_cgroup_stats *ret, nook_error *err);
 /* The OOM kill count alone (one file read: the supervisor asks at every exec). 0 when unknown. */
 uint64_t iso_cgroup_oom_kills(iso_cgroup *cg);
-/* Kills whatever is left in it and removes it. */
+/* The freezer (pause/resume): v2 cgroup.freeze, v1 the freezer hierarchy.  Whether this process
+ * can freeze sandbox cgroups; a reason when not (nook doctor prints it). */
+bool iso_cgroup_freezer_available(char *reason, size_t len);
+/* Freezes (waiting until every task has stopped, at most 2 s, else thaws and fails with
+ * NOOK_E_TIMEOUT) or thaws.  MISSING_FEATURE naming why when the cgroup has no freezer.  err may be
+ * NULL (thawing on a cleanup path). */
+int iso_cgroup_freeze(iso_cgroup *cg, bool freeze, nook_error *err);
+/* 1 frozen, 2 freezing (v1, under way), 0 thawed or no freezer. */
+int iso_cgroup_frozen(const iso_cgroup *cg);
+/* Thaws, kills whatever is left in it and removes it. */
 void iso_cgroup_destroy(iso_cgroup *cg);
 iso_cgroup *iso_cgroup_free(iso_cgroup *cg);

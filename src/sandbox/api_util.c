@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "nook.h"
+#include "isolate/cgroup.h"
 #include "config.h"
 #include "isolate/host_caps.h"
 #include "isolate/idmap.h"
@@ -155,6 +156,20 @@ static void identity_rows(json_t *checks) {
                                 : "Linux >= 5.19 with a state folder on ext4, xfs, btrfs or tmpfs (6.3+), not shared"));
 }
 
+/* nook pause (and branching a running sandbox, which pauses it for the copy) needs a freezer. */
+static void pause_row(json_t *checks) {
+        char reason[4200] = "";
+        bool ok = iso_cgroup_freezer_available(reason, sizeof(reason));
+        json_array_append_new(checks,
+                json_pack("{s:s, s:b, s:b, s:s, s:s?}", "name", "pause (cgroup freezer)", "ok", ok,
+                        "required", false, "detail",
+                        ok ? "nook pause, and nook branch of a running sandbox, can freeze sandboxes"
+                           : reason,
+                        "fix",
+                        ok ? NULL
+                           : "run as root, or delegate a cgroup v2 subtree to this user (systemd: Delegate=yes); a stopped sandbox can still be branched"));
+}
+
 int nook_doctor(char **ret_json, nook_error *err) {
         host_caps c;
         host_cap_row rows[HOST_CAPS_ROWS_MAX];
@@ -173,6 +188,7 @@ int nook_doctor(char **ret_json, nook_error *err) {
                                 rows[i].ok ? NULL : rows[i].fix));
         }
         identity_rows(checks);
+        pause_row(checks);
         json_t *o = json_pack("{s:b, s:s, s:b, s:o}", "ok", ok, "kernel", c.kernel, "rootless", c.rootless,
                 "checks", checks);
         char *t = o ? json_dumps(o, JSON_COMPACT) : NULL;

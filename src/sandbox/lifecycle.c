@@ -24,6 +24,8 @@
 #include "image/unpack.h"
 #include "sandbox/ctx.h"
 #include "sandbox/image.h"
+#include "sandbox/lifecycle.h"
+#include "sandbox/pause.h"
 #include "sandbox/state.h"
 #include "sandbox/provision.h"
 #include "sandbox/snapshot.h"
@@ -356,6 +358,25 @@ static int rec_fill(
 
 static int stop_locked(nook *n, sandbox_rec *rec, uint64_t timeout_ms, bool removing, nook_error *err);
 
+static int set_str(char **field, const char *value, nook_error *err) {
+        char *c = value ? strdup(value) : NULL;
+        if (value && !c)
+                return nook_err_oom(err);
+        free(*field);
+        *field = c;
+        return 0;
+}
+
+/* A branch's record: the image its copied layer sits on, its source and branch point. */
+static int rec_branch(sandbox_rec *rec, const sb_create_extra *x, nook_error *err) {
+        int r = set_str(&rec->image_digest, x->image_digest, err);
+        if (r >= 0)
+                r = set_str(&rec->branch_of, x->branch_of, err);
+        if (r >= 0)
+                r = set_str(&rec->branch_point, x->branch_point, err);
+        return r;
+}
+
 /* The handle keeps a tied sandbox's lifeline until nook_close (or the process's end). */
 static int lifeline_keep(nook *n, int fd, nook_error *err) {
         int *l = reallocarray(n->lifelines, n->n_lifelines + 1, sizeof(int));
@@ -370,6 +391,12 @@ static int lifeline_keep(nook *n, int fd, nook_error *err) {
 
 /* Creates (or re-creates over the same workspace) and starts; the caller holds the lock. */
 static int create_locked(nook *n, const char *name, const sb_spec *spec, unsigned flags, nook_error *err) {
+        return sb_create_locked(n, name, spec, flags, NULL, err);
+}
+
+/* x (may be NULL): a branch's extras (lifecycle.h). */
+int sb_create_locked(nook *n, const char *name, const sb_spec *spec, unsigned flags,
+        const sb_create_extra *x, nook_error *err) {
         _cleanup_free_ char *spec_json = sb_spec_to_json(spec), *sdir = NULL, *wsdir = NULL;
         sandbox_rec rec = { 0 };
         store *st;
@@ -406,8 +433,16 @@ static int create_locked(nook *n, const char *name, const sb_spec *spec, unsigne
         /* A kept writable layer stays on the image it was made on, wherever its tag points now. */
         char *pin =
                 keep_upper && rec.image && streq(rec.image, spec->image) ? TAKE_PTR(rec.image_digest) : NULL;
+        /* a branch stays one across stop and start */
+        char *branch_of = TAKE_PTR(rec.branch_of), *branch_point = TAKE_PTR(rec.branch_point);
         r = rec_fill(&rec, name, spec, spec_json, err);
         rec.image_digest = pin;
+        rec.branch_of = branch_of;
+        rec.branch_point = branch_point;
+        if (r >= 0 && x) {
+                keep_upper = x->keep_upper;
+                r = rec_branch(&rec, x, err);
+        }
         if (r < 0)
                 goto out;
         if (created)
@@ -662,14 +697,18 @@ static json_t *rec_to_json(nook *n, const sandbox_rec *rec) {
                 if (k)
                         json_object_set_new(labels, k, json_string(eq ? eq + 1 : ""));
         }
-        return json_pack("{s:s, s:s, s:s?, s:s?, s:o?, s:o, s:s, s:I, s:o?, s:o?, s:s?, s:s?, s:o?}", "name",
-                rec->name, "state", rec->state, "image", rec->image, "imageDigest", rec->image_digest,
-                "spec", spec, "labels", labels, "persistence", rec->sticky ? "sticky" : "ephemeral",
-                "createdAt", (json_int_t)rec->created_at, "startedAt",
+        /* paused is the cgroup's state, not the record's: it holds whoever asked for it */
+        bool paused = streq(rec->state, "running") && sb_is_paused(n, rec->name);
+        return json_pack(
+                "{s:s, s:s, s:s?, s:s?, s:o?, s:o, s:s, s:I, s:o?, s:o?, s:s?, s:s?, s:o?, s:s?, s:s?}",
+                "name", rec->name, "state", paused ? "paused" : rec->state, "image", rec->image,
+                "imageDigest", rec->image_digest, "spec", spec, "labels", labels, "persistence",
+                rec->sticky ? "sticky" : "ephemeral", "createdAt", (json_int_t)rec->created_at, "startedAt",
                 rec->started_at ? json_integer(rec->started_at) : NULL, "stoppedAt",
                 rec->stopped_at ? json_integer(rec->stopped_at) : NULL, "stopReason", rec->stop_reason,
                 "workspace", wsdir, "supervisorPid",
-                rec->supervisor_pid ? json_integer(rec->supervisor_pid) : NULL);
+                rec->supervisor_pid ? json_integer(rec->supervisor_pid) : NULL, "branchOf", rec->branch_of,
+                "branchPoint", rec->branch_point);
 }
 
 int nook_sandbox_inspect(nook *n, const char *name, char **ret_json, nook_error *err) {

@@ -520,7 +520,7 @@ int store_integrity_check(store *st, nook_error *err) {
 
 #define SANDBOX_COLUMNS                                                                                     \
         "name, state, image, spec_json, sticky, created_at, started_at, stopped_at, supervisor_pid, "       \
-        "supervisor_start, stop_reason, image_digest"
+        "supervisor_start, stop_reason, image_digest, branch_of, branch_point"
 
 void sandbox_rec_done(sandbox_rec *r) {
         if (!r)
@@ -532,6 +532,8 @@ void sandbox_rec_done(sandbox_rec *r) {
         free(r->spec_json);
         strv_free(r->labels);
         free(r->stop_reason);
+        free(r->branch_of);
+        free(r->branch_point);
         *r = (sandbox_rec){};
 }
 
@@ -541,7 +543,7 @@ void sandbox_rec_array_free(sandbox_rec *a, size_t n) {
         free(a);
 }
 
-/* Binds every column but name to ?2..?12, in SANDBOX_COLUMNS order; ?1 is the name. */
+/* Binds every column but name to ?2..?14, in SANDBOX_COLUMNS order; ?1 is the name. */
 static void sandbox_bind(sqlite3_stmt *s, const sandbox_rec *r) {
         (void)sqlite3_bind_text(s, 1, r->name, -1, SQLITE_STATIC);
         (void)sqlite3_bind_text(s, 2, r->state, -1, SQLITE_STATIC);
@@ -556,6 +558,8 @@ static void sandbox_bind(sqlite3_stmt *s, const sandbox_rec *r) {
         (void)sqlite3_bind_int64(s, 10, (sqlite3_int64)r->supervisor_start);
         (void)sqlite3_bind_text(s, 11, r->stop_reason, -1, SQLITE_STATIC);
         (void)sqlite3_bind_text(s, 12, r->image_digest, -1, SQLITE_STATIC);
+        (void)sqlite3_bind_text(s, 13, r->branch_of, -1, SQLITE_STATIC);
+        (void)sqlite3_bind_text(s, 14, r->branch_point, -1, SQLITE_STATIC);
 }
 
 static int column_strdup(sqlite3_stmt *s, int col, char **ret) {
@@ -575,7 +579,8 @@ static int sandbox_from_row(sqlite3_stmt *s, sandbox_rec *ret, nook_error *err) 
 
         if (column_strdup(s, 0, &r.name) < 0 || column_strdup(s, 1, &r.state) < 0 ||
                 column_strdup(s, 2, &r.image) < 0 || column_strdup(s, 3, &r.spec_json) < 0 ||
-                column_strdup(s, 10, &r.stop_reason) < 0 || column_strdup(s, 11, &r.image_digest) < 0) {
+                column_strdup(s, 10, &r.stop_reason) < 0 || column_strdup(s, 11, &r.image_digest) < 0 ||
+                column_strdup(s, 12, &r.branch_of) < 0 || column_strdup(s, 13, &r.branch_point) < 0) {
                 sandbox_rec_done(&r);
                 return nook_err_oom(err);
         }
@@ -661,7 +666,7 @@ int store_sandbox_insert(store *st, const sandbox_rec *rec, nook_error *err) {
         _cleanup_tx_ store *tx = st;
         r = store_prepare(st,
                 "INSERT INTO sandboxes (" SANDBOX_COLUMNS
-                ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+                ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
                 &s, err);
         if (r < 0)
                 return r;
@@ -734,7 +739,7 @@ int store_sandbox_update(store *st, const sandbox_rec *rec, nook_error *err) {
         r = store_prepare(st,
                 "UPDATE sandboxes SET state = ?2, image = ?3, spec_json = ?4, sticky = ?5, created_at = ?6, "
                 "started_at = ?7, stopped_at = ?8, supervisor_pid = ?9, supervisor_start = ?10, "
-                "stop_reason = ?11, image_digest = ?12 WHERE name = ?1",
+                "stop_reason = ?11, image_digest = ?12, branch_of = ?13, branch_point = ?14 WHERE name = ?1",
                 &s, err);
         if (r < 0)
                 return r;

@@ -52,6 +52,8 @@ typedef struct sandbox_rec {
         pid_t supervisor_pid; /* 0 when none */
         uint64_t supervisor_start; /* start time of that pid (reuse check) */
         char *stop_reason; /* "user", "max_duration", "idle", ... or NULL */
+        char *branch_of; /* the sandbox this one was branched from, or NULL (005_sandbox_branch.sql) */
+        char *branch_point; /* when: RFC 3339 UTC with milliseconds, or NULL */
 } sandbox_rec;
 
 void sandbox_rec_done(sandbox_rec *r);

@@ -47,6 +47,7 @@ typedef struct client {
         bool exec_running;
         bool detach;
         bool wants_stopped; /* sent "stop": answer when the sandbox is down */
+        bool holds_pause; /* paused with "hold": thawed when this client goes (a branch's copy) */
         uint64_t deadline; /* exec timeout (monotonic ms), 0 = none */
         const char *reason; /* why the exec ended early: "timeout", "cancelled" */
         uint64_t oom_kills_at_start; /* the cgroup's OOM kill count when the exec began */
@@ -64,6 +65,7 @@ typedef struct sup {
         uint64_t started_ms, last_activity_ms;
         size_t detached_running; /* execs whose client went away on purpose */
         bool stopping;
+        bool paused; /* the cgroup is frozen (nook pause): no exec, the idle timer stands still */
         uint64_t stop_deadline;
         const char *stop_reason;
         sup_net net; /* slirp4netns, firewall, policy resolver (network on) */
@@ -262,6 +264,10 @@ static void init_kill(sup *s, uint64_t id, int sig) {
 static void begin_stop(sup *s, const char *reason, uint64_t grace_ms) {
         if (s->stopping)
                 return;
+        /* a frozen init would never see the stop: thaw, then stop as always */
+        if (s->paused && s->cg)
+                (void)iso_cgroup_freeze(s->cg, false, NULL);
+        s->paused = false;
         s->stopping = true;
         s->stop_reason = reason;
         s->stop_deadline = now_ms() + grace_ms + 2000;
@@ -345,6 +351,14 @@ static void handle_exec(sup *s, client *c, json_t *req, int *fds, size_t n_fds) 
                 client_error(c, NOOK_E_STATE, "The sandbox is stopping");
                 return;
         }
+        if (s->paused) {
+                char msg[256];
+                (void)snprintf(msg, sizeof(msg),
+                        "Sandbox '%s' is paused; resume it with 'nook resume %s' before running commands",
+                        s->cfg->name, s->cfg->name);
+                client_error(c, NOOK_E_STATE, msg);
+                return;
+        }
         if (c->exec_id) {
                 client_error(c, NOOK_E_STATE, "One exec per connection: open another connection");
                 return;
@@ -395,17 +409,58 @@ static void handle_exec(sup *s, client *c, json_t *req, int *fds, size_t n_fds) 
         s->last_activity_ms = now_ms();
 }
 
+/* Pause and resume (docs/design/branch.md): the cgroup freezer stops every task of the sandbox;
+ * the supervisor stays outside it and keeps serving.  While paused the idle timer stands still
+ * (a paused sandbox is parked on purpose, not forgotten) and restarts at resume; the maximum
+ * duration keeps counting (it bounds how long the sandbox holds memory, and a retirement thaws
+ * and stops it as always). */
+static void handle_pause(sup *s, client *c, bool pause, bool hold) {
+        nook_error err = { 0 };
+        if (s->stopping) {
+                client_error(c, NOOK_E_STATE, "The sandbox is stopping");
+                return;
+        }
+        if (!s->cg) {
+                char reason[256];
+                if (iso_cgroup_freezer_available(reason, sizeof(reason)))
+                        (void)snprintf(reason, sizeof(reason), "the sandbox has no cgroup");
+                (void)nook_err_set(&err, NOOK_E_MISSING_FEATURE, "Cannot %s: %s; run 'nook doctor'",
+                        pause ? "pause" : "resume", reason);
+                client_send(c, proto_error_msg(&err));
+                return;
+        }
+        if (iso_cgroup_freeze(s->cg, pause, &err) < 0) {
+                client_send(c, proto_error_msg(&err));
+                return;
+        }
+        s->paused = pause;
+        s->last_activity_ms = now_ms(); /* resume: the idle timer starts again from now */
+        /* a plain pause stays until resume: no holder may end it any more */
+        for (size_t i = 0; i < s->n_clients; i++)
+                s->clients[i].holds_pause = false;
+        c->holds_pause = pause && hold;
+        client_send(c, json_pack("{s:s, s:b}", "op", pause ? "paused" : "resumed", "paused", pause));
+}
+
 static json_t *status_msg(sup *s) {
         size_t running = s->detached_running;
         for (size_t i = 0; i < s->n_clients; i++)
                 running += s->clients[i].exec_running;
         return json_pack("{s:s, s:s, s:i, s:i, s:I, s:I}", "op", "status", "state",
-                s->stopping ? "stopping" : "running", "pid", (int)getpid(), "initPid", (int)s->init_pid,
-                "execsRunning", (json_int_t)running, "uptimeMs", (json_int_t)(now_ms() - s->started_ms));
+                s->stopping         ? "stopping"
+                        : s->paused ? "paused"
+                                    : "running",
+                "pid", (int)getpid(), "initPid", (int)s->init_pid, "execsRunning", (json_int_t)running,
+                "uptimeMs", (json_int_t)(now_ms() - s->started_ms));
 }
 
 static void client_drop(sup *s, size_t i) {
         client *c = &s->clients[i];
+        /* a pause held for a copy ends with its holder, however that died */
+        if (c->holds_pause && s->paused && s->cg && iso_cgroup_freeze(s->cg, false, NULL) >= 0) {
+                s->paused = false;
+                log_debug("the client holding the pause is gone: thawed");
+        }
         if (c->exec_running) {
                 if (c->detach)
                         s->detached_running++;
@@ -444,7 +499,9 @@ static void handle_client(sup *s, size_t i, short revents) {
                 c->wants_stopped = true;
                 json_t *tv = json_object_get(msg, "timeoutMs");
                 begin_stop(s, "user", json_is_integer(tv) && t >= 0 && t < 3600000 ? (uint64_t)t : 10000);
-        } else if (streq(op, "status"))
+        } else if (streq(op, "pause") || streq(op, "resume"))
+                handle_pause(s, c, streq(op, "pause"), json_is_true(json_object_get(msg, "hold")));
+        else if (streq(op, "status"))
                 client_send(c, status_msg(s));
         else if (streq(op, "root") && s->root_fd >= 0 && !s->stopping)
                 client_send_fd(c, json_pack("{s:s}", "op", "root"), s->root_fd);
@@ -522,7 +579,7 @@ static uint64_t next_deadline(sup *s) {
         if (c->max_duration_ms)
                 d = s->started_ms + c->max_duration_ms;
         bool busy = s->n_clients > 0 || s->detached_running > 0;
-        if (c->idle_timeout_ms && !busy && s->last_activity_ms + c->idle_timeout_ms < d)
+        if (c->idle_timeout_ms && !busy && !s->paused && s->last_activity_ms + c->idle_timeout_ms < d)
                 d = s->last_activity_ms + c->idle_timeout_ms;
         /* an exec already being killed (reason set) waits for init's report, not for a timer */
         for (size_t i = 0; i < s->n_clients; i++)
@@ -547,7 +604,7 @@ static void check_deadlines(sup *s) {
                 return;
         }
         bool busy = s->n_clients > 0 || s->detached_running > 0;
-        if (c->idle_timeout_ms && !busy && now >= s->last_activity_ms + c->idle_timeout_ms) {
+        if (c->idle_timeout_ms && !busy && !s->paused && now >= s->last_activity_ms + c->idle_timeout_ms) {
                 begin_stop(s, "idle", RETIRE_GRACE_MS);
                 return;
         }

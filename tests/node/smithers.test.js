@@ -371,6 +371,57 @@ console.log(JSON.stringify({ status: "finished", output: { root: read("/etc/nook
     }
   });
 
+  describe("branchFrom: a <Sandbox> from a branch of a kept sandbox", () => {
+    const SRC = uniqueName("brsrc");
+    const BR_RUNNER = `
+const fs = require("fs");
+const read = (p) => { try { return fs.readFileSync(p, "utf8").trim(); } catch { return null; } };
+console.log(JSON.stringify({ status: "finished", output: { root: read("/etc/nook-branch-marker"),
+  ws: read("/workspace/branch-ws.txt") } }));
+`;
+    let made = false;
+    async function ensureSource() {
+      if (made) return;
+      const s = await sandboxes.create(SRC, { persistence: "sticky" });
+      assert.equal((await s.exec("echo root-from-source > /etc/nook-branch-marker")).exitCode, 0);
+      await s.writeFile("/branch-ws.txt", "ws-from-source\n");
+      await s.stop(); // kept; a stopped source branches on every host
+      made = true;
+    }
+    after(async () => {
+      if (made) await sandboxes.remove(SRC).catch(() => undefined);
+    });
+
+    for (const [what, options, config] of [
+      ["branchFrom option", () => ({ branchFrom: SRC }), () => ({})],
+      ["config.branchFrom", () => ({}), () => ({ branchFrom: SRC })],
+    ]) {
+      test(`${what}: the entry sees the source's root layer and workspace; the source is untouched`, async () => {
+        await ensureSource();
+        const p = provider({ ...options(), setupFiles: { "/workspace/run-smithers-sandbox.js": BR_RUNNER } });
+        const { request: req } = request({ config: config() });
+        const res = await p.run(req);
+        try {
+          assert.equal(res.status, "finished", JSON.stringify(res));
+          assert.equal(res.output.root, "root-from-source");
+          assert.equal(res.output.ws, "ws-from-source");
+          assert.equal((await sandboxes.get(SRC)).exists("/run-smithers-sandbox.js"), false);
+        } finally {
+          await p.cleanup(req);
+        }
+      });
+    }
+
+    test("branchFrom a missing sandbox: SANDBOX_EXECUTION_FAILED with nook's not_found", async () => {
+      const { request: req } = request({ config: { branchFrom: uniqueName("nosrc") } });
+      await rejectsSmithers(provider().run(req), "SANDBOX_EXECUTION_FAILED", "not_found");
+    });
+
+    test("branchFrom must be a name: INVALID_INPUT", () => {
+      assert.throws(() => provider({ branchFrom: "" }), (err) => err instanceof SmithersError && err.code === "INVALID_INPUT");
+    });
+  });
+
   test("a bad pullPolicy fails with nook's invalid", async () => {
     const { request: req } = request({ config: {} });
     await rejectsSmithers(provider({ pullPolicy: "sometimes" }).run(req), "SANDBOX_EXECUTION_FAILED", "invalid");

@@ -185,6 +185,7 @@ Test(store, migration_2_adds_image_digest_to_a_version_1_database) {
                 sqlite3_exec(db,
                         "DROP INDEX sandboxes_by_image_digest; ALTER TABLE sandboxes DROP COLUMN "
                         "image_digest; ALTER TABLE image_layers DROP COLUMN blob; DROP TABLE id_ranges; "
+                        "ALTER TABLE sandboxes DROP COLUMN branch_of; ALTER TABLE sandboxes DROP COLUMN branch_point; "
                         "DELETE FROM schema_version WHERE version >= 2",
                         NULL, NULL, NULL),
                 SQLITE_OK, "%s", sqlite3_errmsg(db));
@@ -201,6 +202,27 @@ Test(store, migration_2_adds_image_digest_to_a_version_1_database) {
         store_free(st);
         cr_assert_eq(raw_int("SELECT max(version) FROM schema_version"), store_schema_latest());
         cr_assert_geq(store_schema_latest(), 2);
+}
+
+/* Migration 5: a branch's source and branch point round-trip; NULL for any other sandbox. */
+Test(store, branch_of_and_branch_point_round_trip) {
+        store *st = open_ok();
+        nook_error err = {};
+        sandbox_rec r, got = {};
+        rec_init(&r, "br", "running");
+        r.branch_of = (char *)"src";
+        r.branch_point = (char *)"2026-12-03T07:15:02.123Z";
+        cr_assert_eq(store_sandbox_insert(st, &r, &err), 0, "%s", err.msg);
+        cr_assert_eq(store_sandbox_get(st, "br", &got, &err), 0, "%s", err.msg);
+        cr_assert_str_eq(got.branch_of, "src");
+        cr_assert_str_eq(got.branch_point, "2026-12-03T07:15:02.123Z");
+        sandbox_rec_done(&got);
+        insert_ok(st, "plain", NULL);
+        cr_assert_eq(store_sandbox_get(st, "plain", &got, &err), 0, "%s", err.msg);
+        cr_assert_null(got.branch_of);
+        cr_assert_null(got.branch_point);
+        sandbox_rec_done(&got);
+        store_free(st);
 }
 
 static bool strv_contains(char *const *l, const char *s) {

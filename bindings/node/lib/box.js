@@ -412,6 +412,20 @@ class Box {
   }
 
   /**
+   * Freezes every process of the sandbox (cgroup freezer).  While paused, exec rejects with
+   * SandboxError code state naming resume; workspace files stay readable and writable (host
+   * files); the idle timer stands still, the maximum duration keeps counting.
+   */
+  async pause() {
+    await addon.pause(this._sandboxes.home, this.name);
+  }
+
+  /** Thaws a paused sandbox: its processes continue where they were. */
+  async resume() {
+    await addon.resume(this._sandboxes.home, this.name);
+  }
+
+  /**
    * Snapshots the disk state of this sandbox (stopped and sticky; libnook refuses the rest with
    * SandboxError code state) as `name` (undefined/null: "<sandbox>-<epoch seconds>").
    * { withWorkspace: true } includes the workspace.  Resolves with libnook's snapshot object

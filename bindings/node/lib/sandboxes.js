@@ -51,6 +51,24 @@ class Sandboxes {
     await addon.remove(this.home, name);
   }
 
+  /**
+   * New sandboxes from src's current disk state (root layer and workspace, copy-on-write where
+   * the filesystem reflinks; a running src is paused for the copy only).  Resolves with a Box
+   * named `name`, or with { count: N } (1..100) an array of Boxes `name-1` .. `name-N` (all or
+   * none).  A branch of a running src runs; of a stopped one stays stopped.
+   */
+  async branch(src, name, options = {}) {
+    if (options === null || typeof options !== "object")
+      throw new SandboxError("Invalid branch options: must be an object", "invalid");
+    const count = options.count;
+    if (count !== undefined && (!Number.isInteger(count) || count < 1))
+      throw new SandboxError(`Invalid branch count ${JSON.stringify(count)}: a whole number from 1 to 100`, "invalid");
+    const names = JSON.parse(await addon.branch(this.home, src, name, count ?? 0));
+    const boxes = [];
+    for (const n of names) boxes.push(new Box(this, n, await addon.wsOpen(this.home, n)));
+    return count === undefined ? boxes[0] : boxes;
+  }
+
   /** Every snapshot, newest first, as libnook describes them (box.snapshot() makes one). */
   async snapshots() {
     return JSON.parse(await addon.snapshotList(this.home));

@@ -87,6 +87,23 @@ function createNookSandboxProvider(options = {}) {
       try {
         if (request.signal?.aborted) throw new SandboxError("nook sandbox creation aborted", "state");
         if (sticky) box = await openSticky(sandboxes, name);
+        // branchFrom: this <Sandbox> starts as a branch of a kept sandbox (its root layer and
+        // workspace, copy-on-write; its spec, not this provider's image/resources)
+        const branchFrom = config.branchFrom ?? options.branchFrom;
+        if (!box && branchFrom !== undefined) {
+          if (!pickString(branchFrom)) invalid("nook branchFrom must be the name of an existing sandbox.");
+          const creating = sandboxes.branch(branchFrom, name).then(async (b) => {
+            if ((await b.inspect()).state !== "running") await b.start(); // a stopped source's branch
+            return b;
+          });
+          try {
+            box = await raceWithAbort(creating, request.signal, creationTimeoutMs, `nook branch '${name}' of '${branchFrom}'`);
+          } catch (error) {
+            creating.then(() => sandboxes.remove(name)).catch(() => undefined);
+            throw error;
+          }
+          createdNew = true;
+        }
         if (!box) {
           const spec = buildSpec(options, request, { config, workspace, workdir, ephemeral, smithersName });
           const replace = !sticky && options.replaceExisting !== false;
@@ -496,6 +513,8 @@ function validateFactoryOptions(options) {
   if (options.image && options.snapshot) invalid("nook provider accepts either image or snapshot, not both.");
   if (options.image !== undefined && !pickString(options.image)) invalid("nook image must be a non-empty string.");
   if (options.snapshot !== undefined && !pickString(options.snapshot)) invalid("nook snapshot must be a non-empty string.");
+  if (options.branchFrom !== undefined && !pickString(options.branchFrom))
+    invalid("nook branchFrom must be the name of an existing sandbox.");
   const workdir = options.workdir ?? DEFAULT_WORKDIR;
   if (!isAbsoluteGuestPath(workdir)) invalid("nook workdir must be an absolute guest path.", { workdir });
   const shell = options.shell ?? DEFAULT_SHELL;

@@ -65,6 +65,9 @@ typedef enum op_kind {
         OP_SNAP_LIST,
         OP_SNAP_INSPECT,
         OP_SNAP_REMOVE,
+        OP_PAUSE,
+        OP_RESUME,
+        OP_BRANCH,
 } op_kind;
 
 typedef struct op {
@@ -157,6 +160,15 @@ static void op_execute(napi_env env, void *data) {
         case OP_SNAP_REMOVE:
                 o->r = nook_snapshot_remove(n, o->name, &o->err);
                 break;
+        case OP_PAUSE:
+                o->r = nook_pause(n, o->name, &o->err);
+                break;
+        case OP_RESUME:
+                o->r = nook_resume(n, o->name, &o->err);
+                break;
+        case OP_BRANCH: /* name: the source, text: the new name, num: the count (0: one) */
+                o->r = nook_branch(n, o->name, o->text, (unsigned)o->num, 0, &o->out_json, &o->err);
+                break;
         case OP_WS_WRITE:
         case OP_WS_READ:
         case OP_WS_MKDIR:
@@ -174,6 +186,7 @@ static napi_value op_result(napi_env env, op *o) {
         case OP_SNAP_CREATE:
         case OP_SNAP_LIST:
         case OP_SNAP_INSPECT:
+        case OP_BRANCH:
                 return make_string(env, o->out_json ? o->out_json : "null");
         case OP_WS_OPEN: {
                 NAPI_OK(env, napi_create_external(env, o->out_ws, ws_finalize, NULL, &v));
@@ -190,6 +203,8 @@ static napi_value op_result(napi_env env, op *o) {
         case OP_WS_WRITE:
         case OP_WS_MKDIR:
         case OP_SNAP_REMOVE:
+        case OP_PAUSE:
+        case OP_RESUME:
         default:
                 return make_undefined(env);
         }
@@ -268,7 +283,7 @@ static napi_value lifecycle_op(napi_env env, napi_callback_info info, op_kind ki
         napi_value argv[MAX_ARGS];
         NAPI_OK(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
         bool need_name = kind != OP_LIST && kind != OP_SNAP_LIST;
-        bool has_text = kind == OP_CREATE || kind == OP_SNAP_CREATE;
+        bool has_text = kind == OP_CREATE || kind == OP_SNAP_CREATE || kind == OP_BRANCH;
         if (argc < (need_name ? 2u : 1u))
                 return throw_invalid(env, "Too few arguments");
         op *o = op_new(env, kind);
@@ -314,6 +329,16 @@ static napi_value js_inspect(napi_env env, napi_callback_info info) {
 }
 static napi_value js_list(napi_env env, napi_callback_info info) {
         return lifecycle_op(env, info, OP_LIST, "nook.list");
+}
+static napi_value js_pause(napi_env env, napi_callback_info info) {
+        return lifecycle_op(env, info, OP_PAUSE, "nook.pause");
+}
+static napi_value js_resume(napi_env env, napi_callback_info info) {
+        return lifecycle_op(env, info, OP_RESUME, "nook.resume");
+}
+/* (home, src, newName, count) */
+static napi_value js_branch(napi_env env, napi_callback_info info) {
+        return lifecycle_op(env, info, OP_BRANCH, "nook.branch");
 }
 static napi_value js_ws_open(napi_env env, napi_callback_info info) {
         return lifecycle_op(env, info, OP_WS_OPEN, "nook.wsOpen");
@@ -536,6 +561,9 @@ static napi_value init(napi_env env, napi_value exports) {
                 { "start", js_start },
                 { "stop", js_stop },
                 { "remove", js_remove },
+                { "pause", js_pause },
+                { "resume", js_resume },
+                { "branch", js_branch },
                 { "inspect", js_inspect },
                 { "list", js_list },
                 { "wsDir", js_ws_dir },

@@ -9,7 +9,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Sandboxes, SandboxError, parseSize, parseDuration, version } from "nook-sandbox";
-import type { SandboxSpec, SandboxInfo, ExecResult, VolumeSpec, SnapshotInfo } from "nook-sandbox";
+import type { Box, SandboxSpec, SandboxInfo, ExecResult, VolumeSpec, SnapshotInfo } from "nook-sandbox";
 import { createNookSandboxProvider, NOOK_PROVIDER_ID } from "nook-sandbox/smithers";
 import type { NookSandboxProviderOptions } from "nook-sandbox/smithers";
 
@@ -108,6 +108,22 @@ test("exec's argument types match what it refuses", async () => {
   const snaps: SnapshotInfo[] = await sandboxes.snapshots();
   assert.deepEqual(snaps, []);
   await sandboxes.remove(box.name);
+});
+
+test("pause, resume and branch are typed", async () => {
+  const src = await sandboxes.create(name(), { persistence: "sticky" });
+  await src.stop();
+  const one: Box = await sandboxes.branch(src.name, name());
+  const many: Box[] = await sandboxes.branch(src.name, name(), { count: 2 });
+  assert.equal(many.length, 2);
+  const info: SandboxInfo = await one.inspect();
+  const from: string | undefined = info.branchOf;
+  assert.equal(from, src.name);
+  const p: Promise<void> = one.pause();
+  await p.catch(() => undefined); // stopped: SandboxError state
+  // @ts-expect-error count is a number
+  await assert.rejects(() => sandboxes.branch(src.name, name(), { count: "2" }), (err: unknown) => err instanceof SandboxError && err.code === "invalid");
+  for (const b of [one, ...many, src]) await sandboxes.remove(b.name);
 });
 
 test("the Smithers provider's option types match what it refuses", () => {

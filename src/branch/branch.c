@@ -1,0 +1,338 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* nook branch.  The sequence, under the locks of SRC and of every new name (so nothing else
+ * changes either, and no API write reaches SRC's workspace meanwhile):
+ *   1. check everything: names valid, none taken, SRC a sandbox, count 1..100
+ *   2. SRC running: pause it (the cgroup freezer), so its tree is one instant (no torn file)
+ *   3. copy SRC's writable layer (upper) into each new state folder, its ids moved from SRC's
+ *      range to the canonical one (create moves them on into the branch's own range, as for any
+ *      kept layer: ctx.c shift_kept_upper), and SRC's workspace into each new workspace
+ *   4. resume SRC, whatever failed (a cleanup attribute)
+ *   5. create each branch through the ordinary create path (sb_create_locked), its workspace
+ *      already populated, so whatever create records of it (diff's baseline) is the branch point
+ *   6. any failure: every branch made so far is removed (all or nothing)
+ * Ownership: a workspace holds host-canonical ids (the idmapped mount shows them to every
+ * sandbox as its own), so it is copied as it is; an upper dir holds the sandbox's own range. */
+#include <errno.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "nook.h"
+#include "branch/branch.h"
+#include "branch/copytree.h"
+#include "isolate/userns.h"
+#include "sandbox/ctx.h"
+#include "sandbox/lifecycle.h"
+#include "sandbox/pause.h"
+#include "sandbox/spec.h"
+#include "sandbox/state.h"
+#include "store/store.h"
+#include "util/error.h"
+#include "util/fd.h"
+#include "util/macro.h"
+#include "util/name.h"
+#include "util/path.h"
+#include "util/str.h"
+
+#define BRANCH_MAX_COUNT 100
+
+int branch_point_now(char *buf, size_t len) {
+        struct timespec ts;
+        struct tm tm;
+        if (clock_gettime(CLOCK_REALTIME, &ts) < 0 || !gmtime_r(&ts.tv_sec, &tm))
+                return -errno;
+        char day[32];
+        (void)strftime(day, sizeof(day), "%Y-%m-%dT%H:%M:%S", &tm);
+        (void)snprintf(buf, len, "%s.%03ldZ", day, ts.tv_nsec / 1000000);
+        return 0;
+}
+
+typedef struct branch_job {
+        nook *n;
+        const char *src;
+        sandbox_rec rec; /* SRC's */
+        char **names; /* the new names */
+        size_t count;
+        int *locks; /* one per new name */
+        int src_lock;
+        int hold; /* the control connection holding SRC's pause during the copy, or -1 */
+        bool running;
+        bool copied; /* every new name has its copies (step 3 done) */
+        size_t made; /* branches created so far */
+        char point[40];
+} branch_job;
+
+static void job_done(branch_job *j) {
+        for (size_t i = 0; i < j->count; i++)
+                safe_close(j->locks ? j->locks[i] : -1);
+        free(j->locks);
+        strv_free(j->names);
+        safe_close(j->src_lock);
+        safe_close(j->hold);
+        sandbox_rec_done(&j->rec);
+}
+
+/* Step 1 for the new names: "name" or name-1 .. name-N, each valid and free. */
+static int job_names(branch_job *j, const char *name, unsigned count, nook_error *err) {
+        if (count > BRANCH_MAX_COUNT)
+                return nook_err_set(err, NOOK_E_INVALID, "count %u: a branch makes 1 to %d sandboxes", count,
+                        BRANCH_MAX_COUNT);
+        j->count = count ? count : 1;
+        j->names = calloc(j->count + 1, sizeof(char *));
+        j->locks = malloc(j->count * sizeof(int));
+        if (!j->names || !j->locks)
+                return nook_err_oom(err);
+        for (size_t i = 0; i < j->count; i++)
+                j->locks[i] = -1;
+        for (size_t i = 0; i < j->count; i++) {
+                j->names[i] = count ? strprintf("%s-%zu", name, i + 1) : strdup(name);
+                if (!j->names[i])
+                        return nook_err_oom(err);
+                int r = name_validate("sandbox", j->names[i], err);
+                if (r < 0)
+                        return r;
+                if (streq(j->names[i], j->src))
+                        return nook_err_set(
+                                err, NOOK_E_EXISTS, "Sandbox '%s' is the source of the branch", j->src);
+        }
+        return 0;
+}
+
+/* Step 1 for each new name: locked, no record, no state folder or workspace left. */
+static int job_claim(branch_job *j, nook_error *err) {
+        store *st;
+        int r = ctx_store(j->n, &st, err);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < j->count; i++) {
+                const char *nm = j->names[i];
+                sandbox_rec rec = { 0 };
+                _cleanup_free_ char *sdir = NULL, *wsdir = NULL;
+                if ((r = sb_lock(j->n, nm, &j->locks[i], err)) < 0)
+                        return r;
+                r = store_sandbox_get(st, nm, &rec, err);
+                sandbox_rec_done(&rec);
+                if (r >= 0)
+                        return nook_err_set(err, NOOK_E_EXISTS,
+                                "Sandbox '%s' already exists; pick another name, or remove it with 'nook rm %s'",
+                                nm, nm);
+                if (r != -NOOK_E_NOT_FOUND)
+                        return r;
+                if ((r = ctx_sandbox_dir(j->n, nm, &sdir, err)) < 0 ||
+                        (r = ctx_ws_dir(j->n, nm, &wsdir, err)) < 0)
+                        return r;
+                if (access(sdir, F_OK) == 0 || access(wsdir, F_OK) == 0)
+                        return nook_err_set(err, NOOK_E_EXISTS,
+                                "The name '%s' has a workspace or state folder left ('%s'); remove it with 'nook rm %s'",
+                                nm, access(wsdir, F_OK) == 0 ? wsdir : sdir, nm);
+        }
+        return 0;
+}
+
+/* Step 1 for SRC: it exists, and is running or stopped (reconciled under its lock). */
+static int job_source(branch_job *j, nook_error *err) {
+        store *st;
+        int r = name_validate("sandbox", j->src, err);
+        if (r < 0)
+                return r;
+        if ((r = sb_lock(j->n, j->src, &j->src_lock, err)) < 0 || (r = ctx_store(j->n, &st, err)) < 0)
+                return r;
+        r = store_sandbox_get(st, j->src, &j->rec, err);
+        if (r == -NOOK_E_NOT_FOUND)
+                return nook_err_set(err, NOOK_E_NOT_FOUND, "No sandbox '%s' to branch from", j->src);
+        if (r < 0 || (r = sb_reconcile(j->n, &j->rec, err)) < 0)
+                return r;
+        if (!streq(j->rec.state, "running") && !streq(j->rec.state, "stopped"))
+                return nook_err_set(err, NOOK_E_STATE,
+                        "Sandbox '%s' is %s; branch it once it is running or stopped", j->src, j->rec.state);
+        j->running = streq(j->rec.state, "running");
+        return 0;
+}
+
+/* Step 3 for one branch: SRC's upper (when it has one) and workspace into the new folders. */
+static int copy_one(branch_job *j, const char *nm, uid_t src_base, nook_error *err) {
+        _cleanup_free_ char *ssdir = NULL, *swsdir = NULL, *sdir = NULL, *wsdir = NULL;
+        _cleanup_free_ char *supper = NULL, *upper = NULL, *sdirs = NULL, *wsdirs = NULL;
+        int r;
+        if ((r = ctx_sandbox_dir(j->n, j->src, &ssdir, err)) < 0 ||
+                (r = ctx_ws_dir(j->n, j->src, &swsdir, err)) < 0 ||
+                (r = ctx_sandbox_dir(j->n, nm, &sdir, err)) < 0 ||
+                (r = ctx_ws_dir(j->n, nm, &wsdir, err)) < 0)
+                return r;
+        supper = strprintf("%s/upper", ssdir);
+        upper = strprintf("%s/upper", sdir);
+        sdirs = strprintf("%s/sandboxes", j->n->home);
+        wsdirs = strprintf("%s/workspaces", j->n->home);
+        if (!supper || !upper || !sdirs || !wsdirs)
+                return nook_err_oom(err);
+        if ((r = path_mkdir_p(sdirs, 0700, err)) < 0 || (r = path_mkdir_p(wsdirs, 0711, err)) < 0)
+                return r;
+        if (mkdir(sdir, 0700) < 0)
+                return nook_err_errno(err, NOOK_E_IO, "Cannot create '%s'", sdir);
+        /* to the canonical range: create moves a kept layer found there into the branch's own */
+        copytree_opts up = { .from = src_base, .to = j->n->img_uid, .range = ISO_ID_RANGE };
+        if (src_base == j->n->img_uid)
+                up.range = 0;
+        if (access(supper, F_OK) == 0 && (r = copytree(supper, upper, &up, NULL, err)) < 0)
+                return nook_err_wrap(err, "copying the root layer of '%s'", j->src);
+        copytree_opts ws = { 0 };
+        if (access(swsdir, F_OK) == 0 && (r = copytree(swsdir, wsdir, &ws, NULL, err)) < 0)
+                return nook_err_wrap(err, "copying the workspace of '%s'", j->src);
+        return 0;
+}
+
+/* Removes what copy_one made for a name that never got a record. */
+static void uncopy_one(branch_job *j, const char *nm) {
+        _cleanup_free_ char *sdir = NULL, *wsdir = NULL;
+        nook_error ignore;
+        if (ctx_sandbox_dir(j->n, nm, &sdir, &ignore) >= 0)
+                (void)path_rm_rf(sdir, &ignore);
+        if (ctx_ws_dir(j->n, nm, &wsdir, &ignore) >= 0)
+                (void)path_rm_rf(wsdir, &ignore);
+}
+
+/* Steps 2-4: the copies of one instant of SRC. */
+static int job_copy(branch_job *j, nook_error *err) {
+        uid_t src_base = j->n->img_uid;
+        gid_t src_gid;
+        int r = ctx_sandbox_root(j->n, j->src, /* acquire= */ false, &src_base, &src_gid, err);
+        if (r < 0)
+                return r;
+        /* Held on a connection: if this process dies mid-copy, SRC's supervisor thaws it. */
+        if (j->running && !sb_is_paused(j->n, j->src)) {
+                r = sb_pause_hold(j->n, j->src, &j->hold, err);
+                if (r == -NOOK_E_MISSING_FEATURE)
+                        return nook_err_wrap(err,
+                                "a running sandbox is paused for the instant of the copy (stop '%s' first to branch it here)",
+                                j->src);
+                if (r < 0)
+                        return r;
+        }
+        (void)branch_point_now(j->point, sizeof(j->point));
+        for (size_t i = 0; i < j->count && r >= 0; i++)
+                r = copy_one(j, j->names[i], src_base, err);
+        if (j->hold >= 0) {
+                nook_error e2;
+                int r2 = sb_pause_release(j->hold, j->src, &e2);
+                j->hold = safe_close(j->hold); /* thaws, should the release have failed */
+                if (r2 < 0 && r >= 0) {
+                        *err = e2;
+                        r = r2;
+                }
+        }
+        if (r < 0)
+                for (size_t i = 0; i < j->count; i++)
+                        uncopy_one(j, j->names[i]);
+        j->copied = r >= 0;
+        return r;
+}
+
+/* Step 5: SRC's spec for the branches.  Published host ports stay SRC's (two sandboxes cannot
+ * hold one host port); setup files are in the copied layers already (writing them again would
+ * undo what SRC changed in them since). */
+static int branch_spec(branch_job *j, sb_spec *ret, nook_error *err) {
+        int r = sb_spec_parse(j->rec.spec_json, ret, err);
+        if (r < 0)
+                return nook_err_wrap(err, "reading the spec of '%s'", j->src);
+        strv_free(ret->ports);
+        ret->ports = NULL;
+        json_decref(ret->setup_files);
+        ret->setup_files = NULL;
+        return 0;
+}
+
+static int job_create(branch_job *j, nook_error *err) {
+        sb_spec spec = { 0 };
+        int r = branch_spec(j, &spec, err);
+        if (r < 0)
+                return r;
+        sb_create_extra x = { .keep_upper = true,
+                .image_digest = j->rec.image_digest,
+                .branch_of = j->src,
+                .branch_point = j->point };
+        for (; j->made < j->count && r >= 0; j->made++) {
+                /* branch_created(j->names[j->made]): the workspace holds the branch point now */
+                r = sb_create_locked(j->n, j->names[j->made], &spec, 0, &x, err);
+                if (r < 0)
+                        uncopy_one(j, j->names[j->made]);
+        }
+        sb_spec_done(&spec);
+        return r;
+}
+
+/* Step 6: every branch made so far goes (their locks are dropped first: remove takes them). */
+static void job_undo(branch_job *j) {
+        for (size_t i = 0; i < j->count; i++) {
+                nook_error ignore;
+                j->locks[i] = safe_close(j->locks[i]);
+                if (i < j->made)
+                        (void)nook_sandbox_remove(j->n, j->names[i], &ignore);
+                else if (j->copied)
+                        uncopy_one(j, j->names[i]);
+        }
+}
+
+/* A branch of a stopped sandbox stays stopped: it went through create (one code path, one
+ * baseline), and is stopped once every branch exists. */
+static int job_stop_all(branch_job *j, nook_error *err) {
+        for (size_t i = 0; i < j->count; i++) {
+                j->locks[i] = safe_close(j->locks[i]);
+                int r = nook_sandbox_stop(j->n, j->names[i], 0, err);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+static char *names_json(branch_job *j) {
+        json_t *a = json_array();
+        for (size_t i = 0; a && i < j->count; i++)
+                json_array_append_new(a, json_string(j->names[i]));
+        char *t = a ? json_dumps(a, JSON_COMPACT) : NULL;
+        json_decref(a);
+        return t;
+}
+
+int nook_branch(nook *n, const char *src, const char *name, unsigned count, unsigned flags, char **ret_json,
+        nook_error *err) {
+        _cleanup_(job_done) branch_job j = { .n = n, .src = src, .src_lock = -1, .hold = -1 };
+        int r;
+        if (flags & NOOK_BRANCH_MEMORY)
+                return nook_err_set(err, NOOK_E_MISSING_FEATURE,
+                        "memory branches need CRIU checkpoint support; see `nook doctor`");
+        if (flags)
+                return nook_err_set(err, NOOK_E_INVALID, "Unknown branch flags 0x%x", flags);
+        if (!src || !name)
+                return nook_err_set(err, NOOK_E_INVALID, "A branch needs a source and a new name");
+        r = job_names(&j, name, count, err);
+        if (r >= 0)
+                r = job_source(&j, err);
+        if (r >= 0)
+                r = job_claim(&j, err);
+        if (r >= 0)
+                r = job_copy(&j, err);
+        if (r >= 0) {
+                j.src_lock = safe_close(j.src_lock); /* SRC is free again: the copies are made */
+                r = job_create(&j, err);
+        }
+        if (r >= 0 && !j.running)
+                r = job_stop_all(&j, err);
+        if (r < 0) {
+                job_undo(&j);
+                return nook_err_wrap(err, "branching '%s' to '%s'", src, name);
+        }
+        if (ret_json) {
+                char *t = names_json(&j);
+                if (!t) {
+                        job_undo(&j);
+                        return nook_err_oom(err);
+                }
+                *ret_json = t;
+        }
+        return 0;
+}

@@ -1,0 +1,21 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The create path, for operations that make sandboxes from more than a spec (branch). */
+#pragma once
+
+#include <stdbool.h>
+
+#include "nook.h"
+#include "sandbox/spec.h"
+
+/* What a branch brings to create beyond its spec. */
+typedef struct sb_create_extra {
+        bool keep_upper; /* the state folder's writable layer (upper) is filled already: keep it */
+        const char *image_digest; /* the image the layer sits on (pinned), or NULL */
+        const char *branch_of, *branch_point; /* recorded (005_sandbox_branch.sql), or NULL */
+} sb_create_extra;
+
+/* nook_sandbox_create's work for a validated name whose lock the caller holds; x may be NULL.
+ * The workspace folder, when it exists, is used as it is: a branch fills it first, so whatever
+ * create does with a workspace (its baseline, its provisioning) sees the branch point. */
+int sb_create_locked(nook *n, const char *name, const sb_spec *spec, unsigned flags,
+        const sb_create_extra *x, nook_error *err);

@@ -1,0 +1,114 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* nook pause / nook resume (pause.h). */
+#include <errno.h>
+#include <jansson.h>
+#include <poll.h>
+#include <string.h>
+
+#include "nook.h"
+#include "isolate/cgroup.h"
+#include "sandbox/ctx.h"
+#include "sandbox/pause.h"
+#include "sandbox/state.h"
+#include "store/store.h"
+#include "supervisor/proto.h"
+#include "util/error.h"
+#include "util/fd.h"
+#include "util/macro.h"
+#include "util/name.h"
+#include "util/str.h"
+
+#define PAUSE_REPLY_MS 10000 /* the supervisor waits at most 2 s for the freezer */
+
+/* One pause or resume request on a connected control socket, and its answer. */
+static int pause_request(int sock, const char *name, bool pause, bool hold, nook_error *err) {
+        json_t *reply = NULL;
+        json_t *m = json_pack("{s:s, s:b}", "op", pause ? "pause" : "resume", "hold", hold);
+        int r = m ? proto_send(sock, m, NULL, 0) : -ENOMEM;
+        json_decref(m);
+        struct pollfd p = { .fd = sock, .events = POLLIN };
+        if (r >= 0 && poll(&p, 1, PAUSE_REPLY_MS) == 0)
+                return nook_err_set(err, NOOK_E_TIMEOUT, "Sandbox '%s' did not answer the %s request", name,
+                        pause ? "pause" : "resume");
+        if (r >= 0)
+                r = proto_recv(sock, &reply, NULL, NULL);
+        if (r <= 0)
+                return nook_err_errnum(
+                        err, NOOK_E_IO, r < 0 ? -r : EPIPE, "Cannot reach sandbox '%s'", name);
+        if (streq(proto_op(reply), "error")) {
+                r = proto_error_from_msg(reply, err);
+                json_decref(reply);
+                return r;
+        }
+        json_decref(reply);
+        return 0;
+}
+
+int sb_pause_locked(nook *n, const char *name, bool pause, nook_error *err) {
+        _cleanup_close_ int sock = -1;
+        int r = sb_connect(n, name, &sock, err);
+        if (r < 0)
+                return r;
+        return pause_request(sock, name, pause, /* hold= */ false, err);
+}
+
+int sb_pause_hold(nook *n, const char *name, int *ret_sock, nook_error *err) {
+        _cleanup_close_ int sock = -1;
+        int r = sb_connect(n, name, &sock, err);
+        if (r < 0)
+                return r;
+        r = pause_request(sock, name, /* pause= */ true, /* hold= */ true, err);
+        if (r < 0)
+                return r;
+        *ret_sock = TAKE_FD(sock);
+        return 0;
+}
+
+int sb_pause_release(int sock, const char *name, nook_error *err) {
+        return pause_request(sock, name, /* pause= */ false, /* hold= */ false, err);
+}
+
+bool sb_is_paused(nook *n, const char *name) {
+        iso_cgroup *cg = NULL;
+        nook_error ignore;
+        if (iso_cgroup_open(n->home, name, &cg, &ignore) < 0)
+                return false;
+        bool frozen = iso_cgroup_frozen(cg) != 0;
+        iso_cgroup_free(cg);
+        return frozen;
+}
+
+static int pause_or_resume(nook *n, const char *name, bool pause, nook_error *err) {
+        _cleanup_close_ int lock = -1;
+        sandbox_rec rec = { 0 };
+        store *st;
+        int r = name_validate("sandbox", name, err);
+        if (r < 0)
+                return r;
+        if ((r = sb_lock(n, name, &lock, err)) < 0 || (r = ctx_store(n, &st, err)) < 0)
+                return r;
+        if ((r = store_sandbox_get(st, name, &rec, err)) < 0)
+                return nook_err_set(err, NOOK_E_NOT_FOUND, "No sandbox '%s'", name);
+        r = sb_reconcile(n, &rec, err);
+        if (r >= 0 && !streq(rec.state, "running"))
+                r = nook_err_set(err, NOOK_E_STATE, "Sandbox '%s' is %s, not running; %s", name, rec.state,
+                        pause ? "only a running sandbox can be paused" : "there is nothing to resume");
+        if (r >= 0)
+                r = sb_pause_locked(n, name, pause, err);
+        sandbox_rec_done(&rec);
+        return r;
+}
+
+int nook_pause(nook *n, const char *name, nook_error *err) {
+        int r = pause_or_resume(n, name, true, err);
+        if (r < 0)
+                return nook_err_wrap(err, "pausing sandbox '%s'", name);
+        return 0;
+}
+
+int nook_resume(nook *n, const char *name, nook_error *err) {
+        int r = pause_or_resume(n, name, false, err);
+        if (r < 0)
+                return nook_err_wrap(err, "resuming sandbox '%s'", name);
+        return 0;
+}

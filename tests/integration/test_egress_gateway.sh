@@ -1,0 +1,221 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# nook-egress on its own (issue #14, docs/design/egress.md): egress_driver.py plays the
+# supervisor's side of the fd-3 protocol; the gateway runs in a "gateway" netns wired to a
+# "public" netns with HTTPS upstreams (a test CA made here); curl runs in a "guest" netns whose
+# nftables nat output chain redirects ports 80/443 to the gateway's listeners, as the sandbox's
+# does.  No packet leaves the namespaces this file creates.
+#
+#   guest  (nkg$$)  a veth default route; nat output: tcp 80/443 -> the two listeners
+#   gw     (nkx$$)  198.51.100.1, 10.99.0.1; /etc/hosts: up.test, other.test -> .10,
+#                   bad.test -> .11, rebind.test -> 10.99.0.10
+#   public (nkp$$)  198.51.100.10 (up.test/other.test, HTTPS :443, HTTP :80),
+#                   198.51.100.11 (bad.test: a certificate of an unknown CA, :443), 10.99.0.10
+. "$(dirname "$0")/lib.sh"
+
+EGRESS="$NOOK_BUILD_DIR/src/egress/nook-egress"
+HERE=$(cd "$(dirname "$0")" && pwd)
+require_bin "$EGRESS"
+if [[ $(id -u) != 0 || ${NOOK_TEST_STAGE:-} == unshare* ]] || ! ip netns list >/dev/null 2>&1; then
+        # The test world is made of named network namespaces and nftables rules: host root only.
+        plan 1
+        skip_expected "the egress test world needs ip netns and nftables as host root (stage ${NOOK_TEST_STAGE:-manual})"
+        exit 0
+fi
+for t in ip nft curl openssl python3; do
+        command -v $t >/dev/null || plan skip_all "$t is not installed (scripts/deps.sh installs it)"
+done
+
+G=nkg$$ X=nkx$$ P=nkp$$
+D=$(mktemp -d /tmp/nook-egress.XXXXXX)
+DRIVER_PID=""
+egress_down() {
+        [[ -n $DRIVER_PID ]] && kill "$DRIVER_PID" 2>/dev/null && wait "$DRIVER_PID" 2>/dev/null
+        for ns in "$G" "$X" "$P"; do
+                ip netns pids "$ns" 2>/dev/null | xargs -r kill -9 2>/dev/null
+                ip netns del "$ns" 2>/dev/null
+        done
+        rm -rf "/etc/netns/$X" "$D"
+}
+trap 'egress_down; _tap_finish' EXIT
+plan 38
+
+# ---- certificates: a test CA for the upstreams, and an unknown one for bad.test ----
+mkcert() { # NAME CA SANS...
+        local name=$1 ca=$2
+        shift 2
+        local san
+        san=$(printf 'DNS:%s,' "$@")
+        openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj "/CN=$1" \
+                -keyout "$D/$name.key" -out "$D/$name.crt" -CA "$D/$ca.crt" -CAkey "$D/$ca.key" \
+                -addext "subjectAltName=${san%,}" 2>/dev/null
+}
+for ca in testca unknownca; do
+        openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj "/CN=$ca" \
+                -keyout "$D/$ca.key" -out "$D/$ca.crt" 2>/dev/null || bail_out "openssl cannot make a CA"
+done
+mkcert up testca up.test other.test rebind.test
+mkcert bad unknownca bad.test
+
+# ---- the three namespaces ----
+ip netns add "$G" && ip netns add "$X" && ip netns add "$P" || bail_out "cannot make network namespaces"
+ip link add "${X}a" type veth peer name "${P}b" || bail_out "cannot make a veth pair"
+ip link set "${X}a" netns "$X" && ip link set "${P}b" netns "$P"
+for a in 198.51.100.1/24 10.99.0.1/24; do ip -n "$X" addr add $a dev "${X}a"; done
+for a in 198.51.100.10/24 198.51.100.11/24 10.99.0.10/24; do ip -n "$P" addr add $a dev "${P}b"; done
+for ns in "$G" "$X" "$P"; do ip -n "$ns" link set lo up; done
+ip -n "$X" link set "${X}a" up && ip -n "$P" link set "${P}b" up
+# the guest's default route (a veth pair inside it: nothing is behind it, the redirect takes all)
+ip -n "$G" link add g0 type veth peer name g1 && ip -n "$G" addr add 10.0.2.100/24 dev g0
+ip -n "$G" link set g0 up && ip -n "$G" link set g1 up && ip -n "$G" route add default dev g0
+mkdir -p "/etc/netns/$X"
+printf '198.51.100.10 up.test other.test\n198.51.100.11 bad.test\n10.99.0.10 rebind.test\n' >"/etc/netns/$X/hosts"
+
+ip netns exec "$P" python3 "$HERE/egress_upstream.py" "$D/up.log" 198.51.100.10 443 "$D/up.crt" "$D/up.key" &
+ip netns exec "$P" python3 "$HERE/egress_upstream.py" "$D/up.log" 198.51.100.10 80 &
+ip netns exec "$P" python3 "$HERE/egress_upstream.py" "$D/bad.log" 198.51.100.11 443 "$D/bad.crt" "$D/bad.key" &
+ip netns exec "$P" python3 "$HERE/egress_upstream.py" "$D/up.log" 10.99.0.10 443 "$D/up.crt" "$D/up.key" &
+
+# ---- the gateway: secrets, rules, the test CA as extraCaPem ----
+SENTINEL="nook-sentinel-$(od -An -N12 -tx1 /dev/urandom | tr -d ' \n')"
+BODYSECRET="nook-bodysecret-$(od -An -N12 -tx1 /dev/urandom | tr -d ' \n')"
+PH="nook-ph-$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')"
+PHB="nook-ph-$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')"
+python3 - "$D/config.json" "$SENTINEL" "$PH" "$BODYSECRET" "$PHB" "$D/testca.crt" <<'PY'
+import json, sys
+out, sentinel, ph, bodysecret, phb, ca = sys.argv[1:7]
+json.dump({"sandbox": "egtest", "mode": "public",
+           "secrets": [{"name": "GH_TOKEN", "placeholder": ph, "value": sentinel, "hosts": ["up.test"], "body": False},
+                       {"name": "BODY_TOKEN", "placeholder": phb, "value": bodysecret, "hosts": ["up.test"], "body": True}],
+           "allowHttp": ["GET https://up.test/repos/*", "POST https://up.test/upload", "* https://other.test/*",
+                         "* http://up.test/*", "GET https://bad.test/*", "GET https://rebind.test/*"],
+           "extraCaPem": open(ca).read()}, open(out, "w"))
+PY
+chmod 600 "$D/config.json"
+mkdir -p "$D/state"
+python3 "$HERE/egress_driver.py" "$EGRESS" "$X" "$G" "$D/config.json" "$D/audit.log" "$D/state" &
+DRIVER_PID=$!
+wait_for 10 test -e "$D/state/ready" || { diag "$(cat "$D/state/error" "$D/state/gateway.stderr" 2>&1)"; bail_out "the gateway did not get ready"; }
+GW_PID=$(cat "$D/state/pid")
+read -r P80 P443 <"$D/state/ports"
+ip netns exec "$G" nft -f - <<EOF2 || bail_out "cannot install the redirect"
+table ip nat {
+        chain output {
+                type nat hook output priority -100;
+                ip daddr != 127.0.0.0/8 tcp dport 80 redirect to :$P80
+                ip daddr != 127.0.0.0/8 tcp dport 443 redirect to :$P443
+        }
+}
+EOF2
+ok "the gateway speaks the fd-3 protocol: CA sent, listeners taken, ready"
+like "$(cat "$D/state/ca.pem")" "BEGIN CERTIFICATE" "the CA is PEM"
+openssl x509 -in "$D/state/ca.pem" -noout -text >"$D/ca.txt" 2>&1
+like "$(cat "$D/ca.txt")" "prime256v1" "the CA key is EC P-256"
+like "$(cat "$D/ca.txt")" "CA:TRUE, pathlen:0" "the CA is a CA that signs only leaves"
+
+# gc: curl in the guest, trusting the gateway's CA; --resolve plays the guest's DNS.
+gc() {
+        out=$(ip netns exec "$G" curl -sS -m 10 --cacert "$D/state/ca.pem" \
+                --resolve up.test:443:198.51.100.10 --resolve other.test:443:198.51.100.10 \
+                --resolve up.test:80:198.51.100.10 --resolve bad.test:443:198.51.100.11 \
+                --resolve rebind.test:443:10.99.0.10 -w '\n%{http_code}' "$@" 2>"$D/curl.err")
+        status=$?
+        err=$(cat "$D/curl.err")
+}
+wait_for 10 ip netns exec "$P" bash -c "exec 3<>/dev/tcp/198.51.100.10/443" 2>/dev/null
+
+# ---- secrets: substituted for a listed host, blocked elsewhere ----
+gc -H "Authorization: Bearer $PH" "https://up.test/repos/x?token=$PH"
+is "${out##*$'\n'}" 200 "GET to a listed host with the placeholder: 200 through the gateway"
+like "$out" "upstream saw GET /repos/x" "the guest gets the upstream's body"
+grep -q "Bearer $SENTINEL" "$D/up.log" && ok "the upstream received the real secret in the header" || not_ok "the upstream received the real secret in the header" "$(cat "$D/up.log")"
+grep -q "token=$SENTINEL" "$D/up.log" && ok "and in the request line" || not_ok "and in the request line"
+grep -q "$PH" "$D/up.log" && not_ok "no placeholder reaches the listed upstream" || ok "no placeholder reaches the listed upstream"
+leaf=$(ip netns exec "$G" sh -c "openssl s_client -connect 198.51.100.10:443 -servername up.test </dev/null 2>/dev/null | openssl x509 -noout -text")
+like "$leaf" "DNS:up.test" "the leaf made for the SNI has SAN = the name"
+
+: >"$D/up.log"
+gc -H "X-Token: $PH" https://other.test/anything
+is "${out##*$'\n'}" 403 "a placeholder to an unlisted host: 403"
+like "$out" "blocked: the placeholder of secret GH_TOKEN goes only to its hosts" "the 403 body says why"
+[[ -s $D/up.log ]] && not_ok "the unlisted upstream received nothing" || ok "the unlisted upstream received nothing"
+gc -H "X-Token: $PH" http://up.test/plain
+is "${out##*$'\n'}" 403 "a placeholder over plain HTTP, even to a listed host: 403"
+gc -H "Host: other.test" https://up.test/repos/x
+like "$out" "differs from the TLS server name" "SNI != Host is refused with a reason"
+gc -H "X-Token: $PH" -H "Host: other.test" https://up.test/repos/x
+is "${out##*$'\n'}" 403 "a placeholder with SNI != Host: 403"
+[[ -s $D/up.log ]] && not_ok "nothing reached an upstream for the refused requests" "$(cat "$D/up.log")" || ok "nothing reached an upstream for the refused requests"
+
+# ---- body substitution (body:true), a placeholder of a body:false secret stays as it is ----
+gc --data-binary "a=$PHB&b=$PH" https://up.test/upload
+is "${out##*$'\n'}" 200 "POST with placeholders in the body: 200"
+grep -q "a=$BODYSECRET&b=$PH\"" "$D/up.log" && ok "the body:true secret is substituted in the body, the body:false one is not" || not_ok "body substitution" "$(cat "$D/up.log")"
+head -c 100000 /dev/zero | tr '\0' 'y' >"$D/big.body"
+printf '%s' "$PHB" >>"$D/big.body"
+head -c 50001 /dev/zero | tr '\0' 'z' >>"$D/big.body"
+gc -H "Transfer-Encoding: chunked" --data-binary @"$D/big.body" https://up.test/upload
+python3 -c "
+import json,sys
+recs=[json.loads(l) for l in open('$D/up.log')]
+b=recs[-1]['body']
+sys.exit(0 if b=='y'*100000+'$BODYSECRET'+'z'*50001 else 1)" && ok "a placeholder across read boundaries of a chunked 150 KB body is substituted" || not_ok "streaming substitution"
+
+# ---- --allow-http: by method and path, with the 403 body ----
+gc -X POST https://up.test/repos/x
+is "${out##*$'\n'}" 403 "POST where only GET is allowed: 403"
+like "$out" "nook egress: denied POST https://up.test/repos/x .no --allow-http rule matches." "the 403 body names the request and why"
+gc https://up.test/user
+is "${out##*$'\n'}" 403 "GET outside the allowed path: 403"
+gc "https://up.test/repos/../user" --path-as-is
+is "${out##*$'\n'}" 403 "a dot-segment escape from the allowed path: 403"
+gc https://up.test/repos/a/b/c
+is "${out##*$'\n'}" 200 "GET under the allowed path (any depth): 200"
+
+# ---- upstream trust, TLS, the original destination ----
+gc https://bad.test/x
+is "${out##*$'\n'}" 502 "an upstream with a certificate of an unknown CA: 502"
+like "$out" "upstream TLS failed for bad.test: certificate verify failed" "the guest is told why"
+gc http://up.test:443/
+isnt "$status" 0 "plain HTTP to port 443 is refused (curl: $err)"
+gc --resolve up.test:443:198.51.100.11 https://up.test/repos/x
+like "$out" "'up.test' does not resolve to 198.51.100.11" "an original destination the host's resolution does not give: refused"
+gc https://rebind.test/x
+like "$out" "10.99.0.10 is not a public address" "a name resolving to a private address (rebinding): refused"
+
+# ---- keep-alive: two requests on one guest connection ----
+: >"$D/up.log"
+gc https://up.test/repos/1 https://up.test/repos/2
+is "$(grep -c '"line"' "$D/up.log")" 2 "two requests on one keep-alive connection both arrive"
+gc https://up.test/repos/chunked
+like "$out" "hello chunked world" "a chunked response is relayed"
+
+# ---- the audit log ----
+sleep 0.2
+python3 - "$D/audit.log" <<'PY' && ok "every audit line has the contract's fields" || not_ok "audit fields" "$(head -5 "$D/audit.log")"
+import json, sys
+keys = {"time", "sandbox", "method", "host", "path", "status", "decision", "rule", "reason", "bytesUp", "bytesDown", "proto"}
+lines = [json.loads(l) for l in open(sys.argv[1])]
+assert len(lines) > 10, len(lines)
+for l in lines:
+    assert set(l) == keys, l
+    assert l["sandbox"] == "egtest"
+PY
+grep -q '"decision":"block".*"host":"other.test"\|"host":"other.test".*"decision":"block"' "$D/audit.log" &&
+        ok "the blocked placeholder is logged with decision block" || not_ok "block logged" "$(cat "$D/audit.log")"
+grep -q '"rule":"GET https://up.test/repos/\*"' "$D/audit.log" && ok "allowed requests name their rule" || not_ok "rule logged"
+grep -q 'does not start with TLS' "$D/audit.log" && ok "the non-TLS connection is logged" || not_ok "non-TLS logged"
+leaks_found=""
+for f in "$D/audit.log" "$D/state/gateway.stderr" "/proc/$GW_PID/environ" "/proc/$GW_PID/cmdline"; do
+        for s in "$SENTINEL" "$BODYSECRET" "$PH" "$PHB"; do
+                grep -qa -- "$s" "$f" && leaks_found+=" $s in $f"
+        done
+done
+is "$leaks_found" "" "no secret and no placeholder in the audit log, the gateway's stderr, environ or argv"
+is "$(cat "/proc/$GW_PID/cmdline" | tr '\0' ' ')" "$EGRESS " "the gateway's argv is just its path"
+
+# ---- the gateway ends with its supervisor ----
+kill "$DRIVER_PID"
+wait "$DRIVER_PID" 2>/dev/null
+DRIVER_PID=""
+wait_for 5 sh -c "! kill -0 $GW_PID 2>/dev/null" && ok "EOF on fd 3: the gateway exits" || not_ok "the gateway outlived fd 3"

@@ -38,7 +38,7 @@ egress_down() {
         rm -rf "/etc/netns/$X" "$D"
 }
 trap 'egress_down; _tap_finish' EXIT
-plan 38
+plan 39
 
 # ---- certificates: a test CA for the upstreams, and an unknown one for bad.test ----
 mkcert() { # NAME CA SANS...
@@ -71,10 +71,14 @@ ip -n "$G" link set g0 up && ip -n "$G" link set g1 up && ip -n "$G" route add d
 mkdir -p "/etc/netns/$X"
 printf '198.51.100.10 up.test other.test\n198.51.100.11 bad.test\n10.99.0.10 rebind.test\n' >"/etc/netns/$X/hosts"
 
-ip netns exec "$P" python3 "$HERE/egress_upstream.py" "$D/up.log" 198.51.100.10 443 "$D/up.crt" "$D/up.key" &
-ip netns exec "$P" python3 "$HERE/egress_upstream.py" "$D/up.log" 198.51.100.10 80 &
-ip netns exec "$P" python3 "$HERE/egress_upstream.py" "$D/bad.log" 198.51.100.11 443 "$D/bad.crt" "$D/bad.key" &
-ip netns exec "$P" python3 "$HERE/egress_upstream.py" "$D/up.log" 10.99.0.10 443 "$D/up.crt" "$D/up.key" &
+up() { # LOG ADDR PORT [CERT KEY]: an upstream in the public netns (disowned: killed with the netns)
+        ip netns exec "$P" python3 "$HERE/egress_upstream.py" "$@" >/dev/null 2>>"$D/upstream.err" &
+        disown
+}
+up "$D/up.log" 198.51.100.10 443 "$D/up.crt" "$D/up.key"
+up "$D/up.log" 198.51.100.10 80
+up "$D/bad.log" 198.51.100.11 443 "$D/bad.crt" "$D/bad.key"
+up "$D/up.log" 10.99.0.10 443 "$D/up.crt" "$D/up.key"
 
 # ---- the gateway: secrets, rules, the test CA as extraCaPem ----
 SENTINEL="nook-sentinel-$(od -An -N12 -tx1 /dev/urandom | tr -d ' \n')"

@@ -34,10 +34,10 @@ void egress_audit(const egress_audit_rec *r) {
         /* json_string refuses invalid UTF-8 (NULL -> jansson drops the field); the values come
          * from checked request heads, which are ASCII. */
         json_t *o = json_pack("{s:s, s:s, s:o, s:o, s:o, s:i, s:s, s:o, s:o, s:I, s:I, s:s}", "time", when,
-                "sandbox", audit_sandbox, "method", str_or_null(r->method), "host", str_or_null(r->host), "path",
-                str_or_null(r->path), "status", r->status, "decision", r->decision, "rule", str_or_null(r->rule),
-                "reason", str_or_null(r->reason), "bytesUp", (json_int_t)r->bytes_up, "bytesDown",
-                (json_int_t)r->bytes_down, "proto", r->proto ? r->proto : "http/1.1");
+                "sandbox", audit_sandbox, "method", str_or_null(r->method), "host", str_or_null(r->host),
+                "path", str_or_null(r->path), "status", r->status, "decision", r->decision, "rule",
+                str_or_null(r->rule), "reason", str_or_null(r->reason), "bytesUp", (json_int_t)r->bytes_up,
+                "bytesDown", (json_int_t)r->bytes_down, "proto", r->proto ? r->proto : "http/1.1");
         if (!o)
                 return;
         char *line = json_dumps(o, JSON_COMPACT);

@@ -68,14 +68,16 @@ static bool is_env_name(const char *s) {
         if (!s || !*s || strlen(s) > 128 || (*s >= '0' && *s <= '9'))
                 return false;
         for (; *s; s++)
-                if (!((*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9') || *s == '_'))
+                if (!((*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9') ||
+                            *s == '_'))
                         return false;
         return true;
 }
 
 static int secret_hosts(json_t *hosts, egress_secret *s, const char *name, nook_error *err) {
         if (!json_is_array(hosts) || json_array_size(hosts) == 0 || json_array_size(hosts) > 64)
-                return nook_err_set(err, NOOK_E_INVALID, "secret '%s': 'hosts' must be a list of 1 to 64 host names", name);
+                return nook_err_set(err, NOOK_E_INVALID,
+                        "secret '%s': 'hosts' must be a list of 1 to 64 host names", name);
         s->hosts = calloc(json_array_size(hosts), sizeof(char *));
         if (!s->hosts)
                 return nook_err_oom(err);
@@ -99,23 +101,27 @@ static int parse_secret(json_t *o, egress_secret *s, nook_error *err) {
         json_t *ph = json_object_get(o, "placeholder"), *val = json_object_get(o, "value");
         json_t *body = json_object_get(o, "body");
         if (!is_env_name(name))
-                return nook_err_set(err, NOOK_E_INVALID, "a secret's 'name' must be an environment variable name");
+                return nook_err_set(
+                        err, NOOK_E_INVALID, "a secret's 'name' must be an environment variable name");
         s->name = strdup(name);
         if (!s->name)
                 return nook_err_oom(err);
         if (!json_is_string(ph) || json_string_length(ph) != EGRESS_PH_LEN ||
                 !egress_is_placeholder(json_string_value(ph), EGRESS_PH_LEN))
-                return nook_err_set(err, NOOK_E_INVALID, "secret '%s': 'placeholder' must be 'nook-ph-' and 32 hex digits", name);
+                return nook_err_set(err, NOOK_E_INVALID,
+                        "secret '%s': 'placeholder' must be 'nook-ph-' and 32 hex digits", name);
         memcpy(s->placeholder, json_string_value(ph), EGRESS_PH_LEN + 1);
-        if (!json_is_string(val) || json_string_length(val) == 0 || json_string_length(val) > EGRESS_SECRET_MAX)
-                return nook_err_set(err, NOOK_E_INVALID, "secret '%s': 'value' must be a string of 1 to %d bytes", name,
-                        EGRESS_SECRET_MAX);
+        if (!json_is_string(val) || json_string_length(val) == 0 ||
+                json_string_length(val) > EGRESS_SECRET_MAX)
+                return nook_err_set(err, NOOK_E_INVALID,
+                        "secret '%s': 'value' must be a string of 1 to %d bytes", name, EGRESS_SECRET_MAX);
         const char *v = json_string_value(val);
         size_t vn = json_string_length(val);
         for (size_t i = 0; i < vn; i++)
                 if (v[i] == 0 || v[i] == '\r' || v[i] == '\n')
                         return nook_err_set(err, NOOK_E_INVALID,
-                                "secret '%s': the value holds a NUL, CR or LF byte, which cannot go into an HTTP header", name);
+                                "secret '%s': the value holds a NUL, CR or LF byte, which cannot go into an HTTP header",
+                                name);
         s->value = malloc(vn + 1);
         if (!s->value)
                 return nook_err_oom(err);
@@ -145,7 +151,8 @@ static int parse_secrets(json_t *a, egress_config *c, nook_error *err) {
                 for (size_t j = 0; j < i; j++)
                         if (strcmp(c->secrets[j].placeholder, c->secrets[i].placeholder) == 0 ||
                                 strcmp(c->secrets[j].name, c->secrets[i].name) == 0)
-                                return nook_err_set(err, NOOK_E_INVALID, "secret '%s' is listed twice or shares a placeholder",
+                                return nook_err_set(err, NOOK_E_INVALID,
+                                        "secret '%s' is listed twice or shares a placeholder",
                                         c->secrets[i].name);
         }
         return 0;
@@ -203,7 +210,8 @@ int egress_config_parse(const char *text, size_t n, egress_config **ret, nook_er
         json_t *root = json_loadb(text, n, JSON_REJECT_DUPLICATES, &jerr);
         if (!root || !json_is_object(root)) {
                 json_decref(root);
-                return nook_err_set(err, NOOK_E_INVALID, "the configuration is not a JSON object (%s)", root ? "" : jerr.text);
+                return nook_err_set(err, NOOK_E_INVALID, "the configuration is not a JSON object (%s)",
+                        root ? "" : jerr.text);
         }
         _cleanup_(egress_config_freep) egress_config *c = calloc(1, sizeof(*c));
         int r = c ? parse_top(root, c, err) : nook_err_oom(err);

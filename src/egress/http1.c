@@ -57,10 +57,9 @@ static int parse_fields(const char *p, const char *end, http1_head *h) {
                         ve--;
                 if (h->n_fields >= HTTP1_HEADERS_MAX)
                         return -E2BIG;
-                h->fields[h->n_fields++] = (http1_field){ .name = p,
-                        .name_len = (size_t)(colon - p),
-                        .value = v,
-                        .value_len = (size_t)(ve - v) };
+                h->fields[h->n_fields++] = (http1_field){
+                        .name = p, .name_len = (size_t)(colon - p), .value = v, .value_len = (size_t)(ve - v)
+                };
                 p = eol + 2;
         }
         return 0;
@@ -111,8 +110,8 @@ int http1_parse_response(const char *buf, size_t len, http1_head *h) {
         size_t n = (size_t)(eol - buf);
         if (n < 12 || buf[8] != ' ' || parse_version(buf, 8, &h->minor) < 0)
                 return -EBADMSG;
-        if (buf[9] < '1' || buf[9] > '5' || buf[10] < '0' || buf[10] > '9' || buf[11] < '0' || buf[11] > '9' ||
-                (n > 12 && buf[12] != ' '))
+        if (buf[9] < '1' || buf[9] > '5' || buf[10] < '0' || buf[10] > '9' || buf[11] < '0' ||
+                buf[11] > '9' || (n > 12 && buf[12] != ' '))
                 return -EBADMSG;
         for (const char *c = buf + 12; c < eol; c++)
                 if (((unsigned char)*c < 0x20 && *c != '\t') || *c == 0x7f)
@@ -248,7 +247,10 @@ int http1_parse_chunk_size(const char *line, size_t n, uint64_t *ret) {
         size_t i = 0;
         for (; i < n; i++) {
                 char c = line[i];
-                int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+                int d = c >= '0' && c <= '9'   ? c - '0'
+                        : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                        : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                               : -1;
                 if (d < 0)
                         break;
                 if (i >= 15)

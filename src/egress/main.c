@@ -169,7 +169,8 @@ static int setup(egress_config **cfg, egress_tls **tls, int lfds[2], nook_error 
                 return r;
         r = send_json(json_pack("{s:s}", "caCertPem", pem));
         if (r < 0)
-                return nook_err_set(err, NOOK_E_IO, "cannot send the CA to the supervisor: %s", strerror(-r));
+                return nook_err_set(
+                        err, NOOK_E_IO, "cannot send the CA to the supervisor: %s", strerror(-r));
         r = recv_listeners(lfds, err);
         if (r < 0)
                 return r;
@@ -190,7 +191,8 @@ int main(int argc, char **argv) {
         (void)prctl(PR_SET_PDEATHSIG, SIGKILL);
         (void)signal(SIGPIPE, SIG_IGN);
         if (argc != 1) {
-                fprintf(stderr, "nook-egress: takes no arguments; the supervisor starts it with fd 3 (see docs/design/egress.md)\n");
+                fprintf(stderr,
+                        "nook-egress: takes no arguments; the supervisor starts it with fd 3 (see docs/design/egress.md)\n");
                 return 2;
         }
         int r = setup(&cfg, &tls, lfds, &err);

@@ -100,7 +100,8 @@ static void log_path_set(const egress_config *cfg, req *q) {
                         ssize_t k = subst_match_at(cfg, q->target + i, n - i);
                         int w = snprintf(q->log_path + o, sizeof(q->log_path) - o, "[%s]",
                                 k >= 0 ? cfg->secrets[k].name : "placeholder");
-                        o = w > 0 && (size_t)w < sizeof(q->log_path) - o ? o + (size_t)w : sizeof(q->log_path) - 1;
+                        o = w > 0 && (size_t)w < sizeof(q->log_path) - o ? o + (size_t)w
+                                                                         : sizeof(q->log_path) - 1;
                         i += EGRESS_PH_LEN;
                         continue;
                 }
@@ -122,8 +123,9 @@ static int original_dst(conn *c, int fd) {
                 : getsockopt(fd, SOL_IP, SO_ORIGINAL_DST, &c->dst, &c->dst_len);
         if (r < 0)
                 return -errno;
-        const void *a = c->dst.ss_family == AF_INET6 ? (const void *)&((struct sockaddr_in6 *)&c->dst)->sin6_addr
-                                                      : (const void *)&((struct sockaddr_in *)&c->dst)->sin_addr;
+        const void *a = c->dst.ss_family == AF_INET6
+                ? (const void *)&((struct sockaddr_in6 *)&c->dst)->sin6_addr
+                : (const void *)&((struct sockaddr_in *)&c->dst)->sin_addr;
         c->dst_port = ntohs(c->dst.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&c->dst)->sin6_port
                                                          : ((struct sockaddr_in *)&c->dst)->sin_port);
         (void)inet_ntop(c->dst.ss_family, a, c->dst_text, sizeof(c->dst_text));
@@ -131,8 +133,9 @@ static int original_dst(conn *c, int fd) {
 }
 
 static const void *dst_addr(const conn *c) {
-        return c->dst.ss_family == AF_INET6 ? (const void *)&((const struct sockaddr_in6 *)&c->dst)->sin6_addr
-                                            : (const void *)&((const struct sockaddr_in *)&c->dst)->sin_addr;
+        return c->dst.ss_family == AF_INET6
+                ? (const void *)&((const struct sockaddr_in6 *)&c->dst)->sin6_addr
+                : (const void *)&((const struct sockaddr_in *)&c->dst)->sin_addr;
 }
 
 /* An address this host owns can be bound to; a remote one cannot (EADDRNOTAVAIL). */
@@ -157,8 +160,9 @@ static bool host_resolves_to_dst(const conn *c, const char *host) {
         bool found = false;
         size_t alen = c->dst.ss_family == AF_INET6 ? 16 : 4;
         for (struct addrinfo *i = res; i && !found; i = i->ai_next) {
-                const void *a = i->ai_family == AF_INET6 ? (const void *)&((struct sockaddr_in6 *)i->ai_addr)->sin6_addr
-                                                         : (const void *)&((struct sockaddr_in *)i->ai_addr)->sin_addr;
+                const void *a = i->ai_family == AF_INET6
+                        ? (const void *)&((struct sockaddr_in6 *)i->ai_addr)->sin6_addr
+                        : (const void *)&((struct sockaddr_in *)i->ai_addr)->sin_addr;
                 found = i->ai_family == c->dst.ss_family && memcmp(a, dst_addr(c), alen) == 0;
         }
         freeaddrinfo(res);
@@ -179,8 +183,8 @@ static int check_destination(conn *c, req *q) {
         }
         if (!host_resolves_to_dst(c, q->host)) {
                 (void)snprintf(q->reason, sizeof(q->reason),
-                        "refused: '%s' does not resolve to %s, the address the connection was made to", q->host,
-                        c->dst_text);
+                        "refused: '%s' does not resolve to %s, the address the connection was made to",
+                        q->host, c->dst_text);
                 return -EPERM;
         }
         (void)snprintf(c->verified_host, sizeof(c->verified_host), "%s", q->host);
@@ -211,7 +215,8 @@ static int parse_host(conn *c, const http1_head *h, req *q) {
         const http1_field *f = http1_find(h, "Host", &dup);
         nook_error e;
         if (!f || dup || f->value_len == 0 || f->value_len > EGRESS_HOST_MAX + 6) {
-                (void)snprintf(q->reason, sizeof(q->reason), "refused: the request needs exactly one Host header");
+                (void)snprintf(
+                        q->reason, sizeof(q->reason), "refused: the request needs exactly one Host header");
                 return -EBADMSG;
         }
         const char *colon = memchr(f->value, ':', f->value_len);
@@ -221,7 +226,8 @@ static int parse_host(conn *c, const http1_head *h, req *q) {
                 return -EBADMSG;
         }
         for (size_t i = 0; i < hn; i++)
-                q->host[i] = (char)((f->value[i] >= 'A' && f->value[i] <= 'Z') ? f->value[i] + 32 : f->value[i]);
+                q->host[i] =
+                        (char)((f->value[i] >= 'A' && f->value[i] <= 'Z') ? f->value[i] + 32 : f->value[i]);
         q->host[hn] = 0;
         if (hn > 0 && q->host[hn - 1] == '.')
                 q->host[hn - 1] = 0;
@@ -236,7 +242,8 @@ static int parse_host(conn *c, const http1_head *h, req *q) {
                 (void)snprintf(port, sizeof(port), "%u", c->dst_port);
                 if (pn != strlen(port) || memcmp(colon + 1, port, pn) != 0) {
                         (void)snprintf(q->reason, sizeof(q->reason),
-                                "refused: the Host header's port differs from the port connected to (%u)", c->dst_port);
+                                "refused: the Host header's port differs from the port connected to (%u)",
+                                c->dst_port);
                         return -EPERM;
                 }
         }
@@ -273,7 +280,8 @@ static int read_request_fields(conn *c, const http1_head *h, req *q) {
         q->expect_continue = ex && http1_value_has_token(ex->value, ex->value_len, "100-continue");
         q->is_head = strcmp(q->method, "HEAD") == 0;
         if (strcmp(q->method, "CONNECT") == 0) {
-                (void)snprintf(q->reason, sizeof(q->reason), "refused: CONNECT is not supported by the gateway");
+                (void)snprintf(
+                        q->reason, sizeof(q->reason), "refused: CONNECT is not supported by the gateway");
                 return -EBADMSG;
         }
         return 0;
@@ -302,8 +310,9 @@ static int check_request(conn *c, req *q) {
                 (void)snprintf(port, sizeof(port), ":%u", c->dst_port);
         (void)snprintf(q->reason, sizeof(q->reason), "denied %.64s %s://%.253s%.8s%.400s (%s)", q->method,
                 c->https ? "https" : "http", q->host, port, q->log_path,
-                egress_target_is_normal(q->target) ? "no --allow-http rule matches"
-                                                   : "the path has '.', '..' or encoded '/', '.', '\\' segments");
+                egress_target_is_normal(q->target)
+                        ? "no --allow-http rule matches"
+                        : "the path has '.', '..' or encoded '/', '.', '\\' segments");
         return -EACCES;
 }
 
@@ -357,7 +366,8 @@ static char *build_upstream_head(const http1_head *h, req *q, size_t *ret_len) {
                         (int)f->value_len, f->value);
         }
         if (o < cap)
-                o += (size_t)snprintf(out + o, cap - o, "%s\r\n", reframe ? "Transfer-Encoding: chunked\r\n" : "");
+                o += (size_t)snprintf(
+                        out + o, cap - o, "%s\r\n", reframe ? "Transfer-Encoding: chunked\r\n" : "");
         if (o >= cap) {
                 free(out);
                 return NULL;
@@ -386,7 +396,8 @@ static int connect_dst(conn *c) {
         struct pollfd p = { .fd = fd, .events = POLLOUT };
         int soerr = 0;
         socklen_t sl = sizeof(soerr);
-        if (poll(&p, 1, CONNECT_SECS * 1000) <= 0 || getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl) < 0 || soerr) {
+        if (poll(&p, 1, CONNECT_SECS * 1000) <= 0 || getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl) < 0 ||
+                soerr) {
                 close(fd);
                 return soerr ? -soerr : -ETIMEDOUT;
         }
@@ -407,8 +418,8 @@ static int upstream_open(conn *c, req *q) {
         upstream_close(c);
         int fd = connect_dst(c);
         if (fd < 0) {
-                (void)snprintf(q->reason, sizeof(q->reason), "cannot connect to %s (%s:%u): %s", q->host, c->dst_text,
-                        c->dst_port, strerror(-fd));
+                (void)snprintf(q->reason, sizeof(q->reason), "cannot connect to %s (%s:%u): %s", q->host,
+                        c->dst_text, c->dst_port, strerror(-fd));
                 return fd;
         }
         SSL *ssl = c->https ? egress_tls_upstream_ssl(c->ctx->tls, fd, q->host) : NULL;
@@ -454,8 +465,8 @@ static int body_emit(void *ud, const char *p, size_t n) {
 }
 
 /* n bytes from src through the substitution stream. */
-static int relay_span(egress_io *src, uint64_t n, subst_stream *st, body_out *o, uint64_t *count,
-        size_t *ret_blocked) {
+static int relay_span(
+        egress_io *src, uint64_t n, subst_stream *st, body_out *o, uint64_t *count, size_t *ret_blocked) {
         char buf[IO_BUF];
         while (n > 0) {
                 ssize_t k = egress_io_read(src, buf, n < sizeof(buf) ? (size_t)n : sizeof(buf));
@@ -599,7 +610,8 @@ static int relay_response(conn *c, req *q, bool *ret_close_up, bool *ret_close_g
                 if (r < 0)
                         return r;
                 if (h.status == 101) {
-                        (void)snprintf(q->reason, sizeof(q->reason), "the upstream switched protocols unasked");
+                        (void)snprintf(
+                                q->reason, sizeof(q->reason), "the upstream switched protocols unasked");
                         return -EPROTO;
                 }
                 if (egress_io_write(&c->guest, c->up.buf + c->up.start, h.head_len) < 0)
@@ -678,8 +690,8 @@ static int check_head_placeholders(conn *c, req *q, const http1_head *h) {
         size_t len = 0, blocked = 0;
         bool changed = false;
         char *out = NULL;
-        int r = subst_buffer(c->ctx->cfg, q->head_act, c->guest.buf + c->guest.start, h->head_len, &out, &len,
-                &blocked, &changed);
+        int r = subst_buffer(c->ctx->cfg, q->head_act, c->guest.buf + c->guest.start, h->head_len, &out,
+                &len, &blocked, &changed);
         if (out) {
                 explicit_bzero(out, len);
                 free(out);
@@ -728,7 +740,8 @@ static int handle_request(conn *c, req *q, const http1_head *h) {
                 upstream_close(c);
         if (r < 0) {
                 if (!q->reason[0])
-                        (void)snprintf(q->reason, sizeof(q->reason), "relaying the response failed: %s", strerror(-r));
+                        (void)snprintf(q->reason, sizeof(q->reason), "relaying the response failed: %s",
+                                strerror(-r));
                 if (q->audit.status == 0)
                         refuse(c, q, 502, "Bad Gateway", "error");
                 else
@@ -754,14 +767,18 @@ static int guest_tls(conn *c, int fd) {
                 n = recv(fd, &first, 1, MSG_PEEK);
         while (n < 0 && errno == EINTR);
         if (n != 1 || first != 0x16) {
-                audit_conn(NULL, n == 1 ? "refused: the connection to port 443 does not start with TLS" : "the guest closed before TLS");
+                audit_conn(NULL,
+                        n == 1 ? "refused: the connection to port 443 does not start with TLS"
+                               : "the guest closed before TLS");
                 return -EPROTO;
         }
         c->guest.ssl = egress_tls_guest_ssl(c->ctx->tls, fd);
         if (!c->guest.ssl || SSL_accept(c->guest.ssl) != 1) {
                 char why[300], reason[400];
                 egress_tls_describe_error(NULL, why, sizeof(why));
-                (void)snprintf(reason, sizeof(reason), "refused: the TLS handshake with the guest failed (it must name a host by SNI): %s", why);
+                (void)snprintf(reason, sizeof(reason),
+                        "refused: the TLS handshake with the guest failed (it must name a host by SNI): %s",
+                        why);
                 audit_conn(NULL, reason);
                 return -EPROTO;
         }
@@ -781,8 +798,11 @@ static void conn_loop(conn *c) {
                 if (r < 0) {
                         if (r == -EBADMSG || r == -E2BIG) {
                                 (void)snprintf(q.reason, sizeof(q.reason), "refused: %s",
-                                        r == -E2BIG ? "the request head is larger than 64 KiB" : "a malformed HTTP/1.1 request head");
-                                refuse(c, &q, r == -E2BIG ? 431 : 400, r == -E2BIG ? "Request Header Fields Too Large" : "Bad Request", "error");
+                                        r == -E2BIG ? "the request head is larger than 64 KiB"
+                                                    : "a malformed HTTP/1.1 request head");
+                                refuse(c, &q, r == -E2BIG ? 431 : 400,
+                                        r == -E2BIG ? "Request Header Fields Too Large" : "Bad Request",
+                                        "error");
                         }
                         return;
                 }
@@ -801,7 +821,8 @@ void egress_conn_run(const egress_ctx *ctx, int fd, bool https) {
                 return;
         }
         if (original_dst(&c, fd) < 0)
-                audit_conn(NULL, "refused: no original destination (the connection did not come through the redirect)");
+                audit_conn(NULL,
+                        "refused: no original destination (the connection did not come through the redirect)");
         else if (!https || guest_tls(&c, fd) == 0)
                 conn_loop(&c);
         upstream_close(&c);

@@ -37,5 +37,5 @@ typedef struct subst_stream {
 typedef int (*subst_emit_fn)(void *userdata, const char *p, size_t n);
 /* Feeds n bytes (n == 0 with final: flush the carry).  Returns 0, an emit error, or -EPERM
  * with *ret_blocked set. */
-int subst_stream_feed(subst_stream *st, const char *p, size_t n, bool final, subst_emit_fn emit, void *userdata,
-        size_t *ret_blocked);
+int subst_stream_feed(subst_stream *st, const char *p, size_t n, bool final, subst_emit_fn emit,
+        void *userdata, size_t *ret_blocked);

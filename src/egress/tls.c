@@ -6,6 +6,7 @@
 #include <openssl/x509v3.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -234,7 +235,12 @@ static int make_client_ctx(egress_tls *t, const char *extra_ca_pem, nook_error *
         t->client = SSL_CTX_new(TLS_client_method());
         if (!t->client || SSL_CTX_set_min_proto_version(t->client, TLS1_2_VERSION) != 1)
                 return ssl_fail(err, "Cannot make the upstream TLS context");
-        if (SSL_CTX_set_default_verify_paths(t->client) != 1)
+        /* The hashed directory is read per lookup; the bundle file would be parsed whole into
+         * memory now (~1 MiB), in every idle gateway.  SSL_CERT_DIR/SSL_CERT_FILE are honoured. */
+        const char *dir = getenv(X509_get_default_cert_dir_env());
+        const char *file = getenv(X509_get_default_cert_file_env());
+        if (SSL_CTX_load_verify_dir(t->client, dir ? dir : X509_get_default_cert_dir()) != 1 ||
+                (file && SSL_CTX_load_verify_file(t->client, file) != 1))
                 return ssl_fail(err, "Cannot load the host's CA store");
         if (extra_ca_pem) {
                 int r = add_extra_cas(t->client, extra_ca_pem, err);
@@ -290,7 +296,8 @@ SSL *egress_tls_upstream_ssl(egress_tls *t, int fd, const char *host) {
         SSL *s = SSL_new(t->client);
         if (!s)
                 return NULL;
-        if (SSL_set_fd(s, fd) != 1 || SSL_set_tlsext_host_name(s, host) != 1 || SSL_set1_host(s, host) != 1) {
+        if (SSL_set_fd(s, fd) != 1 || SSL_set_tlsext_host_name(s, host) != 1 ||
+                SSL_set1_host(s, host) != 1) {
                 SSL_free(s);
                 return NULL;
         }

@@ -53,7 +53,7 @@ typedef struct req {
         char log_path[512];
         http1_framing framing;
         uint64_t length;
-        bool is_head, close_after, expect_continue, body_subst, out_chunked;
+        bool is_head, close_after, expect_continue, body_subst, out_chunked, websocket;
         subst_action head_act[256], body_act[256];
         egress_audit_rec audit;
         char reason[1024];
@@ -279,6 +279,10 @@ static int read_request_fields(conn *c, const http1_head *h, req *q) {
         const http1_field *ex = http1_find(h, "Expect", NULL);
         q->expect_continue = ex && http1_value_has_token(ex->value, ex->value_len, "100-continue");
         q->is_head = strcmp(q->method, "HEAD") == 0;
+        const http1_field *up_f = http1_find(h, "Upgrade", NULL);
+        q->websocket = up_f && conn_f && http1_value_has_token(up_f->value, up_f->value_len, "websocket") &&
+                http1_value_has_token(conn_f->value, conn_f->value_len, "upgrade") &&
+                q->framing == HTTP1_BODY_NONE;
         if (strcmp(q->method, "CONNECT") == 0) {
                 (void)snprintf(
                         q->reason, sizeof(q->reason), "refused: CONNECT is not supported by the gateway");
@@ -340,7 +344,9 @@ static void reason_blocked(conn *c, req *q, size_t k) {
 
 /* ---- forwarding ---------------------------------------------------------------------------- */
 
-static bool is_hop_by_hop(const http1_field *f, bool reframe) {
+static bool is_hop_by_hop(const http1_field *f, bool reframe, bool websocket) {
+        if (websocket && http1_field_is(f, "Upgrade"))
+                return false;
         static const char *const hop[] = { "Connection", "Keep-Alive", "Proxy-Connection", "TE", "Upgrade",
                 "Expect", "Proxy-Authorization", "Trailer" };
         for (size_t i = 0; i < ELEMENTSOF(hop); i++)
@@ -360,7 +366,7 @@ static char *build_upstream_head(const http1_head *h, req *q, size_t *ret_len) {
         size_t o = (size_t)snprintf(out, cap, "%s %s HTTP/1.1\r\n", q->method, q->target);
         for (size_t i = 0; i < h->n_fields && o < cap; i++) {
                 const http1_field *f = &h->fields[i];
-                if (is_hop_by_hop(f, reframe))
+                if (is_hop_by_hop(f, reframe, q->websocket))
                         continue;
                 o += (size_t)snprintf(out + o, cap - o, "%.*s: %.*s\r\n", (int)f->name_len, f->name,
                         (int)f->value_len, f->value);
@@ -588,6 +594,52 @@ static int copy_until_close(conn *c, uint64_t *count) {
         }
 }
 
+/* ---- WebSocket ----------------------------------------------------------------------------- */
+
+/* Bytes already buffered on one side go first. */
+static int ws_flush(egress_io *from, egress_io *to, uint64_t *count) {
+        size_t n = from->end - from->start;
+        if (n == 0)
+                return 0;
+        if (egress_io_write(to, from->buf + from->start, n) < 0)
+                return -EIO;
+        from->start = from->end;
+        *count += n;
+        return 0;
+}
+
+static bool io_readable(const egress_io *io, short revents) {
+        return (io->ssl && SSL_pending(io->ssl) > 0) || (revents & (POLLIN | POLLHUP | POLLERR));
+}
+
+/* After a 101: frames both ways, unexamined (the checks were made on the upgrade request), until
+ * a side closes or both stay quiet for IDLE_SECS. */
+static int ws_relay(conn *c, req *q) {
+        char buf[IO_BUF];
+        if (ws_flush(&c->guest, &c->up, &q->audit.bytes_up) < 0 ||
+                ws_flush(&c->up, &c->guest, &q->audit.bytes_down) < 0)
+                return 0;
+        for (;;) {
+                struct pollfd p[2] = { { .fd = c->guest.fd, .events = POLLIN },
+                        { .fd = c->up.fd, .events = POLLIN } };
+                bool pending = io_readable(&c->guest, 0) || io_readable(&c->up, 0);
+                if (!pending && poll(p, 2, IDLE_SECS * 1000) <= 0)
+                        return 0;
+                egress_io *side[2] = { &c->guest, &c->up };
+                for (int i = 0; i < 2; i++) {
+                        if (!io_readable(side[i], p[i].revents))
+                                continue;
+                        ssize_t n = egress_io_read(side[i], buf, sizeof(buf));
+                        if (n <= 0 || egress_io_write(side[1 - i], buf, (size_t)n) < 0)
+                                return 0;
+                        if (i == 0)
+                                q->audit.bytes_up += (uint64_t)n;
+                        else
+                                q->audit.bytes_down += (uint64_t)n;
+                }
+        }
+}
+
 /* ---- the response -------------------------------------------------------------------------- */
 
 static int read_response_head(conn *c, http1_head *h) {
@@ -609,7 +661,7 @@ static int relay_response(conn *c, req *q, bool *ret_close_up, bool *ret_close_g
                 int r = read_response_head(c, &h);
                 if (r < 0)
                         return r;
-                if (h.status == 101) {
+                if (h.status == 101 && !q->websocket) {
                         (void)snprintf(
                                 q->reason, sizeof(q->reason), "the upstream switched protocols unasked");
                         return -EPROTO;
@@ -618,6 +670,12 @@ static int relay_response(conn *c, req *q, bool *ret_close_up, bool *ret_close_g
                         return -EIO;
                 q->audit.bytes_down += h.head_len;
                 q->audit.status = h.status;
+                if (h.status == 101) {
+                        egress_io_consume(&c->up, h.head_len);
+                        *ret_close_up = *ret_close_guest = true;
+                        q->audit.proto = "ws";
+                        return ws_relay(c, q);
+                }
                 if (h.status >= 200)
                         break;
                 egress_io_consume(&c->up, h.head_len);

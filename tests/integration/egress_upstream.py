@@ -5,6 +5,8 @@
 
 egress_upstream.py LOG ADDR PORT [CERT KEY]   (with CERT/KEY: HTTPS)
 """
+import base64
+import hashlib
 import http.server
 import json
 import ssl
@@ -35,7 +37,28 @@ class Handler(http.server.BaseHTTPRequestHandler):
         n = int(self.headers.get("Content-Length", "0"))
         return self.rfile.read(n) if n else b""
 
+    def _websocket(self):
+        """The handshake, then a raw echo of whatever arrives (enough to see bytes pass both ways)."""
+        key = self.headers["Sec-WebSocket-Key"] + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
+        self.send_response(101)
+        self.send_header("Upgrade", "websocket")
+        self.send_header("Connection", "Upgrade")
+        self.send_header("Sec-WebSocket-Accept", base64.b64encode(hashlib.sha1(key.encode()).digest()).decode())
+        self.end_headers()
+        self.wfile.flush()
+        while True:
+            data = self.connection.recv(4096)
+            if not data:
+                break
+            self.connection.sendall(data)
+        self.close_connection = True
+
     def _serve(self):
+        if self.headers.get("Upgrade", "").lower() == "websocket":
+            rec = {"line": self.requestline, "headers": [[k, v] for k, v in self.headers.items()], "body": ""}
+            with lock, open(log_path, "a") as f:
+                f.write(json.dumps(rec) + "\n")
+            return self._websocket()
         body = self._body()
         rec = {"line": self.requestline, "headers": [[k, v] for k, v in self.headers.items()],
                "body": body.decode("latin-1")}

@@ -4,7 +4,8 @@
 # supervisor's side of the fd-3 protocol; the gateway runs in a "gateway" netns wired to a
 # "public" netns with HTTPS upstreams (a test CA made here); curl runs in a "guest" netns whose
 # nftables nat output chain redirects ports 80/443 to the gateway's listeners, as the sandbox's
-# does.  No packet leaves the namespaces this file creates.
+# does.  No packet leaves the namespaces this file creates.  KEEP=1 copies the audit log to
+# /tmp/egress-audit.log for a look after a failure.
 #
 #   guest  (nkg$$)  a veth default route; nat output: tcp 80/443 -> the two listeners
 #   gw     (nkx$$)  198.51.100.1, 10.99.0.1; /etc/hosts: up.test, other.test -> .10,
@@ -37,8 +38,8 @@ egress_down() {
         done
         rm -rf "/etc/netns/$X" "$D"
 }
-trap 'egress_down; _tap_finish' EXIT
-plan 39
+trap '[[ -n ${KEEP:-} ]] && cp "$D/audit.log" /tmp/egress-audit.log; egress_down; _tap_finish' EXIT
+plan 43
 
 # ---- certificates: a test CA for the upstreams, and an unknown one for bad.test ----
 mkcert() { # NAME CA SANS...
@@ -194,6 +195,13 @@ is "$(grep -c '"line"' "$D/up.log")" 2 "two requests on one keep-alive connectio
 gc https://up.test/repos/chunked
 like "$out" "hello chunked world" "a chunked response is relayed"
 
+# ---- WebSocket: the upgrade is checked like any request, then bytes pass both ways ----
+out=$(ip netns exec "$G" python3 "$HERE/egress_wsclient.py" "$D/state/ca.pem" 198.51.100.10 up.test /repos/ws 2>&1)
+like "$out" "101" "a WebSocket upgrade to an allowed path: 101 from the upstream"
+like "$out" "hello-ws" "bytes are relayed both ways after the upgrade"
+out=$(ip netns exec "$G" python3 "$HERE/egress_wsclient.py" "$D/state/ca.pem" 198.51.100.10 up.test /ws 2>&1)
+like "$out" "403" "a WebSocket upgrade outside the rules: 403"
+
 # ---- the audit log ----
 sleep 0.2
 python3 - "$D/audit.log" <<'PY' && ok "every audit line has the contract's fields" || not_ok "audit fields" "$(head -5 "$D/audit.log")"
@@ -208,6 +216,7 @@ PY
 grep -q '"decision":"block".*"host":"other.test"\|"host":"other.test".*"decision":"block"' "$D/audit.log" &&
         ok "the blocked placeholder is logged with decision block" || not_ok "block logged" "$(cat "$D/audit.log")"
 grep -q '"rule":"GET https://up.test/repos/\*"' "$D/audit.log" && ok "allowed requests name their rule" || not_ok "rule logged"
+grep -q '"proto":"ws"' "$D/audit.log" && ok "the WebSocket session is logged with proto ws" || not_ok "ws logged"
 grep -q 'does not start with TLS' "$D/audit.log" && ok "the non-TLS connection is logged" || not_ok "non-TLS logged"
 leaks_found=""
 for f in "$D/audit.log" "$D/state/gateway.stderr" "/proc/$GW_PID/environ" "/proc/$GW_PID/cmdline"; do

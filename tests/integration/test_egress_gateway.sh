@@ -7,12 +7,9 @@
 # does.  No packet leaves the namespaces this file creates.  KEEP=1 copies the audit log to
 # /tmp/egress-audit.log for a look after a failure.
 #
-#   guest  (nkg$$)  a veth default route; nat output: tcp 80/443 -> the two listeners
-#   gw     (nkx$$)  198.51.100.1, 10.99.0.1; /etc/hosts: up.test, other.test -> .10,
-#                   bad.test -> .11, rebind.test -> 10.99.0.10
-#   public (nkp$$)  198.51.100.10 (up.test/other.test, HTTPS :443, HTTP :80),
-#                   198.51.100.11 (bad.test: a certificate of an unknown CA, :443), 10.99.0.10
+# The world (three netns, upstreams, certificates) is egress_world.sh's.
 . "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/egress_world.sh"
 
 EGRESS="$NOOK_BUILD_DIR/src/egress/nook-egress"
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -27,59 +24,11 @@ for t in ip nft curl openssl python3; do
         command -v $t >/dev/null || plan skip_all "$t is not installed (scripts/deps.sh installs it)"
 done
 
-G=nkg$$ X=nkx$$ P=nkp$$
 D=$(mktemp -d /tmp/nook-egress.XXXXXX)
-DRIVER_PID=""
-egress_down() {
-        [[ -n $DRIVER_PID ]] && kill "$DRIVER_PID" 2>/dev/null && wait "$DRIVER_PID" 2>/dev/null
-        for ns in "$G" "$X" "$P"; do
-                ip netns pids "$ns" 2>/dev/null | xargs -r kill -9 2>/dev/null
-                ip netns del "$ns" 2>/dev/null
-        done
-        rm -rf "/etc/netns/$X" "$D"
-}
-trap '[[ -n ${KEEP:-} ]] && cp "$D/audit.log" /tmp/egress-audit.log; egress_down; _tap_finish' EXIT
+G=$EG_G P=$EG_P
+trap '[[ -n ${KEEP:-} ]] && cp "$D/audit.log" /tmp/egress-audit.log; egress_world_down; _tap_finish' EXIT
 plan 43
-
-# ---- certificates: a test CA for the upstreams, and an unknown one for bad.test ----
-mkcert() { # NAME CA SANS...
-        local name=$1 ca=$2
-        shift 2
-        local san
-        san=$(printf 'DNS:%s,' "$@")
-        openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj "/CN=$1" \
-                -keyout "$D/$name.key" -out "$D/$name.crt" -CA "$D/$ca.crt" -CAkey "$D/$ca.key" \
-                -addext "subjectAltName=${san%,}" 2>/dev/null
-}
-for ca in testca unknownca; do
-        openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj "/CN=$ca" \
-                -keyout "$D/$ca.key" -out "$D/$ca.crt" 2>/dev/null || bail_out "openssl cannot make a CA"
-done
-mkcert up testca up.test other.test rebind.test
-mkcert bad unknownca bad.test
-
-# ---- the three namespaces ----
-ip netns add "$G" && ip netns add "$X" && ip netns add "$P" || bail_out "cannot make network namespaces"
-ip link add "${X}a" type veth peer name "${P}b" || bail_out "cannot make a veth pair"
-ip link set "${X}a" netns "$X" && ip link set "${P}b" netns "$P"
-for a in 198.51.100.1/24 10.99.0.1/24; do ip -n "$X" addr add $a dev "${X}a"; done
-for a in 198.51.100.10/24 198.51.100.11/24 10.99.0.10/24; do ip -n "$P" addr add $a dev "${P}b"; done
-for ns in "$G" "$X" "$P"; do ip -n "$ns" link set lo up; done
-ip -n "$X" link set "${X}a" up && ip -n "$P" link set "${P}b" up
-# the guest's default route (a veth pair inside it: nothing is behind it, the redirect takes all)
-ip -n "$G" link add g0 type veth peer name g1 && ip -n "$G" addr add 10.0.2.100/24 dev g0
-ip -n "$G" link set g0 up && ip -n "$G" link set g1 up && ip -n "$G" route add default dev g0
-mkdir -p "/etc/netns/$X"
-printf '198.51.100.10 up.test other.test\n198.51.100.11 bad.test\n10.99.0.10 rebind.test\n' >"/etc/netns/$X/hosts"
-
-up() { # LOG ADDR PORT [CERT KEY]: an upstream in the public netns (disowned: killed with the netns)
-        ip netns exec "$P" python3 "$HERE/egress_upstream.py" "$@" >/dev/null 2>>"$D/upstream.err" &
-        disown
-}
-up "$D/up.log" 198.51.100.10 443 "$D/up.crt" "$D/up.key"
-up "$D/up.log" 198.51.100.10 80
-up "$D/bad.log" 198.51.100.11 443 "$D/bad.crt" "$D/bad.key"
-up "$D/up.log" 10.99.0.10 443 "$D/up.crt" "$D/up.key"
+egress_world_up "$D" || bail_out "cannot build the egress test world"
 
 # ---- the gateway: secrets, rules, the test CA as extraCaPem ----
 SENTINEL="nook-sentinel-$(od -An -N12 -tx1 /dev/urandom | tr -d ' \n')"
@@ -97,21 +46,8 @@ json.dump({"sandbox": "egtest", "mode": "public",
            "extraCaPem": open(ca).read()}, open(out, "w"))
 PY
 chmod 600 "$D/config.json"
-mkdir -p "$D/state"
-python3 "$HERE/egress_driver.py" "$EGRESS" "$X" "$G" "$D/config.json" "$D/audit.log" "$D/state" &
-DRIVER_PID=$!
-wait_for 10 test -e "$D/state/ready" || { diag "$(cat "$D/state/error" "$D/state/gateway.stderr" 2>&1)"; bail_out "the gateway did not get ready"; }
-GW_PID=$(cat "$D/state/pid")
-read -r P80 P443 <"$D/state/ports"
-ip netns exec "$G" nft -f - <<EOF2 || bail_out "cannot install the redirect"
-table ip nat {
-        chain output {
-                type nat hook output priority -100;
-                ip daddr != 127.0.0.0/8 tcp dport 80 redirect to :$P80
-                ip daddr != 127.0.0.0/8 tcp dport 443 redirect to :$P443
-        }
-}
-EOF2
+egress_gateway_up "$EGRESS" "$D/config.json" || bail_out "the gateway did not get ready"
+GW_PID=$EG_GW_PID
 ok "the gateway speaks the fd-3 protocol: CA sent, listeners taken, ready"
 like "$(cat "$D/state/ca.pem")" "BEGIN CERTIFICATE" "the CA is PEM"
 openssl x509 -in "$D/state/ca.pem" -noout -text >"$D/ca.txt" 2>&1
@@ -127,7 +63,6 @@ gc() {
         status=$?
         err=$(cat "$D/curl.err")
 }
-wait_for 10 ip netns exec "$P" bash -c "exec 3<>/dev/tcp/198.51.100.10/443" 2>/dev/null
 
 # ---- secrets: substituted for a listed host, blocked elsewhere ----
 gc -H "Authorization: Bearer $PH" "https://up.test/repos/x?token=$PH"
@@ -228,7 +163,5 @@ is "$leaks_found" "" "no secret and no placeholder in the audit log, the gateway
 is "$(cat "/proc/$GW_PID/cmdline" | tr '\0' ' ')" "$EGRESS " "the gateway's argv is just its path"
 
 # ---- the gateway ends with its supervisor ----
-kill "$DRIVER_PID"
-wait "$DRIVER_PID" 2>/dev/null
-DRIVER_PID=""
+egress_gateway_stop
 wait_for 5 sh -c "! kill -0 $GW_PID 2>/dev/null" && ok "EOF on fd 3: the gateway exits" || not_ok "the gateway outlived fd 3"

@@ -114,7 +114,7 @@ static int parse_secret(json_t *o, egress_secret *s, nook_error *err) {
         if (!json_is_string(val) || json_string_length(val) == 0 ||
                 json_string_length(val) > EGRESS_SECRET_MAX)
                 return nook_err_set(err, NOOK_E_INVALID,
-                        "secret '%s': 'value' must be a string of 1 to %d bytes", name, EGRESS_SECRET_MAX);
+                        "secret '%s': 'value' must be a string of 1 to %zu bytes", name, EGRESS_SECRET_MAX);
         const char *v = json_string_value(val);
         size_t vn = json_string_length(val);
         for (size_t i = 0; i < vn; i++)

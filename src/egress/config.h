@@ -11,8 +11,8 @@
 
 #define EGRESS_PH_PREFIX "nook-ph-"
 #define EGRESS_PH_LEN 40 /* "nook-ph-" + 32 hex */
-#define EGRESS_SECRET_MAX (64 * 1024)
-#define EGRESS_CONFIG_MAX (1024 * 1024)
+#define EGRESS_SECRET_MAX ((size_t)64 * 1024)
+#define EGRESS_CONFIG_MAX ((size_t)1024 * 1024)
 
 typedef struct egress_secret {
         char *name;

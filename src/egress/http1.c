@@ -13,6 +13,7 @@ static bool is_tchar(char c) {
 /* Finds the end of the head (CRLF CRLF); a bare LF anywhere before it is an error. */
 static int find_head_end(const char *buf, size_t len, size_t *ret) {
         size_t max = len < HTTP1_HEAD_MAX ? len : HTTP1_HEAD_MAX;
+        // cppcheck-suppress knownConditionTrueFalse
         for (size_t i = 0; i < max; i++) {
                 if (buf[i] != '\n')
                         continue;

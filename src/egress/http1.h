@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define HTTP1_HEAD_MAX (64 * 1024)
+#define HTTP1_HEAD_MAX ((size_t)64 * 1024)
 #define HTTP1_HEADERS_MAX 128
 
 typedef struct http1_field {

@@ -33,7 +33,7 @@
 
 #define SUP_FD 3
 #define MAX_CONNS 512
-#define THREAD_STACK (256 * 1024)
+#define THREAD_STACK ((size_t)256 * 1024)
 
 static atomic_int active_conns;
 

@@ -113,7 +113,7 @@ static void log_path_set(const egress_config *cfg, req *q) {
 /* ---- the original destination ------------------------------------------------------------- */
 
 static int original_dst(conn *c, int fd) {
-        struct sockaddr_storage local;
+        struct sockaddr_storage local = { 0 };
         socklen_t len = sizeof(local);
         if (getsockname(fd, (struct sockaddr *)&local, &len) < 0)
                 return -errno;
@@ -203,8 +203,10 @@ static int read_request_head(conn *c, http1_head *h) {
                 ssize_t n = egress_io_fill(&c->guest);
                 if (n == -ENOBUFS)
                         return -E2BIG;
-                if (n <= 0)
-                        return c->guest.end == c->guest.start && n == 0 ? 0 : n == 0 ? -ECONNRESET : (int)n;
+                if (n < 0)
+                        return (int)n;
+                if (n == 0) /* EOF: clean between requests, a reset inside one */
+                        return c->guest.end == c->guest.start ? 0 : -ECONNRESET;
         }
 }
 
@@ -221,15 +223,17 @@ static int parse_host(conn *c, const http1_head *h, req *q) {
         }
         const char *colon = memchr(f->value, ':', f->value_len);
         size_t hn = colon ? (size_t)(colon - f->value) : f->value_len;
-        if (hn > EGRESS_HOST_MAX) {
-                (void)snprintf(q->reason, sizeof(q->reason), "refused: the Host header is too long");
+        // cppcheck-suppress knownConditionTrueFalse ; "Host: :80" has hn == 0
+        if (hn == 0 || hn > EGRESS_HOST_MAX) {
+                (void)snprintf(q->reason, sizeof(q->reason),
+                        "refused: the Host header has no host name or a too long one");
                 return -EBADMSG;
         }
         for (size_t i = 0; i < hn; i++)
                 q->host[i] =
                         (char)((f->value[i] >= 'A' && f->value[i] <= 'Z') ? f->value[i] + 32 : f->value[i]);
         q->host[hn] = 0;
-        if (hn > 0 && q->host[hn - 1] == '.')
+        if (q->host[hn - 1] == '.')
                 q->host[hn - 1] = 0;
         if (q->host[0] == '*' || egress_host_pattern_check(q->host, &e) < 0) {
                 q->host[0] = 0;
@@ -416,10 +420,19 @@ static int connect_dst(conn *c) {
         return fd;
 }
 
+/* An idle kept-alive upstream that is readable has closed (or sent bytes nobody asked for):
+ * it is not reused. */
+static bool upstream_stale(const conn *c) {
+        struct pollfd p = { .fd = c->up.fd, .events = POLLIN };
+        if (c->up.end > c->up.start || (c->up.ssl && SSL_pending(c->up.ssl) > 0))
+                return true;
+        return poll(&p, 1, 0) != 0;
+}
+
 /* The upstream for q->host at the verified original destination; reused while the host stays
  * the same. */
 static int upstream_open(conn *c, req *q) {
-        if (c->up_open && strcmp(c->up_host, q->host) == 0 && !c->up.eof)
+        if (c->up_open && strcmp(c->up_host, q->host) == 0 && !c->up.eof && !upstream_stale(c))
                 return 0;
         upstream_close(c);
         int fd = connect_dst(c);

@@ -17,8 +17,8 @@
 #include "util/macro.h"
 
 #define LEAF_CACHE_MAX 128
-#define LEAF_VALIDITY_SECS (24 * 3600)
-#define CA_VALIDITY_SECS (365 * 24 * 3600)
+#define LEAF_VALIDITY_SECS (24L * 3600)
+#define CA_VALIDITY_SECS (365L * 24 * 3600)
 
 typedef struct leaf {
         char *name;

@@ -512,6 +512,7 @@ bool net_addr_is_public(int family, const void *addr) {
                 return false;
         memcpy(c.addr, addr, family == AF_INET ? 4 : 16);
         if (family == AF_INET)
-                return !in_fixed(always4, ELEMENTSOF(always4), &c) && !in_fixed(private4, ELEMENTSOF(private4), &c);
+                return !in_fixed(always4, ELEMENTSOF(always4), &c) &&
+                        !in_fixed(private4, ELEMENTSOF(private4), &c);
         return !in_fixed(always6, ELEMENTSOF(always6), &c) && !in_fixed(private6, ELEMENTSOF(private6), &c);
 }

@@ -546,19 +546,27 @@ static int relay_request_body(conn *c, req *q, size_t *ret_blocked) {
         return 0;
 }
 
-/* Raw bytes from the upstream to the guest. */
+static int guest_emit(void *ud, const char *p, size_t n) {
+        return egress_io_write(ud, p, n);
+}
+
+/* n bytes from the upstream to the guest, an echoed secret value masked. */
 static int copy_span(conn *c, uint64_t n, uint64_t *count) {
         char buf[IO_BUF];
-        while (n > 0) {
+        redact_stream rs = { .c = c->ctx->cfg };
+        int r = 0;
+        while (n > 0 && r >= 0) {
                 ssize_t k = egress_io_read(&c->up, buf, n < sizeof(buf) ? (size_t)n : sizeof(buf));
-                if (k <= 0)
-                        return k == 0 ? -ECONNRESET : (int)k;
-                if (egress_io_write(&c->guest, buf, (size_t)k) < 0)
-                        return -EIO;
+                if (k <= 0) {
+                        r = k == 0 ? -ECONNRESET : (int)k;
+                        break;
+                }
                 *count += (uint64_t)k;
                 n -= (uint64_t)k;
+                r = redact_stream_feed(&rs, buf, (size_t)k, n == 0, guest_emit, &c->guest);
         }
-        return 0;
+        redact_stream_done(&rs);
+        return r < 0 ? (r == -ENOMEM ? r : -EIO) : 0;
 }
 
 static int copy_line(conn *c, char *line, size_t max, uint64_t *count) {
@@ -597,14 +605,17 @@ static int copy_chunked(conn *c, uint64_t *count) {
 
 static int copy_until_close(conn *c, uint64_t *count) {
         char buf[IO_BUF];
+        redact_stream rs = { .c = c->ctx->cfg };
+        int r;
         for (;;) {
                 ssize_t k = egress_io_read(&c->up, buf, sizeof(buf));
-                if (k <= 0)
-                        return (int)k;
-                if (egress_io_write(&c->guest, buf, (size_t)k) < 0)
-                        return -EIO;
+                r = redact_stream_feed(&rs, buf, k > 0 ? (size_t)k : 0, k <= 0, guest_emit, &c->guest);
+                if (k <= 0 || r < 0)
+                        break;
                 *count += (uint64_t)k;
         }
+        redact_stream_done(&rs);
+        return r < 0 ? -EIO : 0;
 }
 
 /* ---- WebSocket ----------------------------------------------------------------------------- */
@@ -679,6 +690,8 @@ static int relay_response(conn *c, req *q, bool *ret_close_up, bool *ret_close_g
                                 q->reason, sizeof(q->reason), "the upstream switched protocols unasked");
                         return -EPROTO;
                 }
+                /* masked in place: the head is consumed right after */
+                redact_buffer(c->ctx->cfg, c->up.buf + c->up.start, h.head_len);
                 if (egress_io_write(&c->guest, c->up.buf + c->up.start, h.head_len) < 0)
                         return -EIO;
                 q->audit.bytes_down += h.head_len;

@@ -137,3 +137,61 @@ int subst_stream_feed(subst_stream *st, const char *p, size_t n, bool final, sub
         free(joined);
         return r < 0 ? r : 0;
 }
+
+void redact_buffer(const egress_config *c, char *buf, size_t n) {
+        for (size_t i = 0; i < c->n_secrets; i++) {
+                const egress_secret *s = &c->secrets[i];
+                char *p = buf, *end = buf + n;
+                while ((size_t)(end - p) >= s->value_len) {
+                        char *hit = memmem(p, (size_t)(end - p), s->value, s->value_len);
+                        if (!hit)
+                                break;
+                        memset(hit, '*', s->value_len);
+                        p = hit + s->value_len;
+                }
+        }
+}
+
+static size_t longest_value(const egress_config *c) {
+        size_t m = 0;
+        for (size_t i = 0; i < c->n_secrets; i++)
+                if (c->secrets[i].value_len > m)
+                        m = c->secrets[i].value_len;
+        return m;
+}
+
+int redact_stream_feed(redact_stream *r, const char *p, size_t n, bool final, subst_emit_fn emit, void *ud) {
+        size_t hold_max = longest_value(r->c);
+        if (hold_max == 0)
+                return n > 0 ? emit(ud, p, n) : 0;
+        hold_max--;
+        size_t total = r->n + n;
+        char *joined = malloc(total + 1);
+        if (!joined)
+                return -ENOMEM;
+        if (r->n)
+                memcpy(joined, r->hold, r->n);
+        if (n)
+                memcpy(joined + r->n, p, n);
+        redact_buffer(r->c, joined, total);
+        size_t keep = final ? 0 : total < hold_max ? total : hold_max;
+        int ret = total - keep > 0 ? emit(ud, joined, total - keep) : 0;
+        if (keep > 0 && !r->hold)
+                r->hold = malloc(hold_max);
+        if (keep > 0 && !r->hold)
+                ret = -ENOMEM;
+        else if (keep > 0)
+                memcpy(r->hold, joined + total - keep, keep);
+        r->n = ret < 0 ? 0 : keep;
+        explicit_bzero(joined, total);
+        free(joined);
+        return ret;
+}
+
+void redact_stream_done(redact_stream *r) {
+        if (r->hold)
+                explicit_bzero(r->hold, r->n);
+        free(r->hold);
+        r->hold = NULL;
+        r->n = 0;
+}

@@ -39,3 +39,18 @@ typedef int (*subst_emit_fn)(void *userdata, const char *p, size_t n);
  * with *ret_blocked set. */
 int subst_stream_feed(subst_stream *st, const char *p, size_t n, bool final, subst_emit_fn emit,
         void *userdata, size_t *ret_blocked);
+
+/* The other direction: a real value an upstream sends back (an echo of headers, an error page)
+ * is masked with '*' of the same length, so lengths and chunk sizes stay right.  In place. */
+void redact_buffer(const egress_config *c, char *buf, size_t n);
+
+/* Streaming redaction: up to the longest value minus one byte is held back between feeds.
+ * final flushes (a value split across two chunks of a chunked body is not seen). */
+typedef struct redact_stream {
+        const egress_config *c;
+        char *hold;
+        size_t n;
+} redact_stream;
+int redact_stream_feed(
+        redact_stream *r, const char *p, size_t n, bool final, subst_emit_fn emit, void *userdata);
+void redact_stream_done(redact_stream *r);

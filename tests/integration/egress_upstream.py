@@ -83,6 +83,14 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.wfile.write(b"0\r\n\r\n")
             return
         out = ("upstream saw %s %s\n" % (self.command, self.path)).encode()
+        if "echo" in self.path:  # an upstream that reflects what it got (headers in a header and the body)
+            out += str(self.headers).encode()
+            self.send_response(200)
+            self.send_header("X-Echo-Authorization", self.headers.get("Authorization", ""))
+            self.send_header("Content-Length", str(len(out)))
+            self.end_headers()
+            self.wfile.write(out)
+            return
         self.send_response(200)
         self.send_header("Content-Type", "text/plain")
         self.send_header("Content-Length", str(len(out)))

@@ -27,7 +27,7 @@ done
 D=$(mktemp -d /tmp/nook-egress.XXXXXX)
 G=$EG_G P=$EG_P
 trap '[[ -n ${KEEP:-} ]] && cp "$D/audit.log" /tmp/egress-audit.log; egress_world_down; _tap_finish' EXIT
-plan 43
+plan 46
 egress_world_up "$D" || bail_out "cannot build the egress test world"
 
 # ---- the gateway: secrets, rules, the test CA as extraCaPem ----
@@ -71,6 +71,10 @@ like "$out" "upstream saw GET /repos/x" "the guest gets the upstream's body"
 grep -q "Bearer $SENTINEL" "$D/up.log" && ok "the upstream received the real secret in the header" || not_ok "the upstream received the real secret in the header" "$(cat "$D/up.log")"
 grep -q "token=$SENTINEL" "$D/up.log" && ok "and in the request line" || not_ok "and in the request line"
 grep -q "$PH" "$D/up.log" && not_ok "no placeholder reaches the listed upstream" || ok "no placeholder reaches the listed upstream"
+gc -i -H "Authorization: Bearer $PH" https://up.test/repos/echo
+like "$out" "X-Echo-Authorization: Bearer \*\*\*\*" "a secret the upstream echoes in a header comes back masked"
+like "$out" "Authorization: Bearer \*\*\*\*\*.*200" "and in the body, lengths kept (the response is complete)"
+[[ $out == *"$SENTINEL"* ]] && not_ok "the guest never sees the real value" || ok "the guest never sees the real value"
 leaf=$(ip netns exec "$G" sh -c "openssl s_client -connect 198.51.100.10:443 -servername up.test </dev/null 2>/dev/null | openssl x509 -noout -text")
 like "$leaf" "DNS:up.test" "the leaf made for the SNI has SAN = the name"
 

@@ -228,3 +228,23 @@ Test(egress_http, buffer_substitution_and_config_checks) {
                 cr_expect_null(strstr(err.msg, "v\r\n"), "the message never quotes a value");
         }
 }
+
+Test(egress_http, redaction_masks_echoed_values_across_splits) {
+        egress_config *c = cfg_new();
+        const char *in = "a SECRET-A b SECRET-SECRET-A c";
+        const char *want = "a ******** b SECRET-******** c";
+        size_t n = strlen(in);
+        for (size_t a = 0; a <= n; a++) {
+                redact_stream rs = { .c = c };
+                sink s = { .n = 0 };
+                cr_assert_eq(redact_stream_feed(&rs, in, a, false, sink_emit, &s), 0);
+                cr_assert_eq(redact_stream_feed(&rs, in + a, n - a, true, sink_emit, &s), 0);
+                redact_stream_done(&rs);
+                s.buf[s.n] = 0;
+                cr_assert_str_eq(s.buf, want, "split at %zu", a);
+        }
+        char head[] = "HTTP/1.1 200 OK\r\nX: SECRET-A\r\n\r\n";
+        redact_buffer(c, head, strlen(head));
+        cr_expect_str_eq(head, "HTTP/1.1 200 OK\r\nX: ********\r\n\r\n");
+        egress_config_free(c);
+}

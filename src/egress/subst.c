@@ -160,38 +160,45 @@ static size_t longest_value(const egress_config *c) {
         return m;
 }
 
+static int redact_reserve(redact_stream *r, size_t need) {
+        if (need <= r->cap)
+                return 0;
+        size_t cap = need < 32768 ? 32768 : need;
+        char *b = malloc(cap);
+        if (!b)
+                return -ENOMEM;
+        if (r->buf) {
+                memcpy(b, r->buf, r->n);
+                explicit_bzero(r->buf, r->cap);
+                free(r->buf);
+        }
+        r->buf = b;
+        r->cap = cap;
+        return 0;
+}
+
 int redact_stream_feed(redact_stream *r, const char *p, size_t n, bool final, subst_emit_fn emit, void *ud) {
         size_t hold_max = longest_value(r->c);
         if (hold_max == 0)
                 return n > 0 ? emit(ud, p, n) : 0;
         hold_max--;
-        size_t total = r->n + n;
-        char *joined = malloc(total + 1);
-        if (!joined)
+        if (redact_reserve(r, r->n + n) < 0)
                 return -ENOMEM;
-        if (r->n)
-                memcpy(joined, r->hold, r->n);
         if (n)
-                memcpy(joined + r->n, p, n);
-        redact_buffer(r->c, joined, total);
+                memcpy(r->buf + r->n, p, n);
+        size_t total = r->n + n;
+        redact_buffer(r->c, r->buf, total);
         size_t keep = final ? 0 : total < hold_max ? total : hold_max;
-        int ret = total - keep > 0 ? emit(ud, joined, total - keep) : 0;
-        if (keep > 0 && !r->hold)
-                r->hold = malloc(hold_max);
-        if (keep > 0 && !r->hold)
-                ret = -ENOMEM;
-        else if (keep > 0)
-                memcpy(r->hold, joined + total - keep, keep);
+        int ret = total > keep ? emit(ud, r->buf, total - keep) : 0;
+        memmove(r->buf, r->buf + total - keep, keep);
         r->n = ret < 0 ? 0 : keep;
-        explicit_bzero(joined, total);
-        free(joined);
         return ret;
 }
 
 void redact_stream_done(redact_stream *r) {
-        if (r->hold)
-                explicit_bzero(r->hold, r->n);
-        free(r->hold);
-        r->hold = NULL;
-        r->n = 0;
+        if (r->buf)
+                explicit_bzero(r->buf, r->cap);
+        free(r->buf);
+        r->buf = NULL;
+        r->n = r->cap = 0;
 }

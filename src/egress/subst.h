@@ -48,8 +48,8 @@ void redact_buffer(const egress_config *c, char *buf, size_t n);
  * final flushes (a value split across two chunks of a chunked body is not seen). */
 typedef struct redact_stream {
         const egress_config *c;
-        char *hold;
-        size_t n;
+        char *buf; /* the held-back tail, then the new bytes; kept between feeds */
+        size_t n, cap;
 } redact_stream;
 int redact_stream_feed(
         redact_stream *r, const char *p, size_t n, bool final, subst_emit_fn emit, void *userdata);

@@ -30,7 +30,9 @@ struct egress_tls {
         EVP_PKEY *ca_key, *leaf_key;
         X509 *ca;
         SSL_CTX *server, *client;
-        pthread_mutex_t lock;
+        pthread_mutex_t lock, ctx_lock;
+        bool ctx_ready;
+        STACK_OF(X509) * extra_cas;
         leaf cache[LEAF_CACHE_MAX];
         size_t n_cache, next_evict;
 };
@@ -42,12 +44,14 @@ egress_tls *egress_tls_free(egress_tls *t) {
                 free(t->cache[i].name);
                 X509_free(t->cache[i].cert);
         }
+        sk_X509_pop_free(t->extra_cas, X509_free);
         SSL_CTX_free(t->server);
         SSL_CTX_free(t->client);
         X509_free(t->ca);
         EVP_PKEY_free(t->ca_key);
         EVP_PKEY_free(t->leaf_key);
         pthread_mutex_destroy(&t->lock);
+        pthread_mutex_destroy(&t->ctx_lock);
         free(t);
         return NULL;
 }
@@ -206,32 +210,32 @@ static int make_server_ctx(egress_tls *t, nook_error *err) {
         return 0;
 }
 
-static int add_extra_cas(SSL_CTX *ctx, const char *pem, nook_error *err) {
+/* extraCaPem parsed at start (a bad one is an error then), added to the store later. */
+static int parse_extra_cas(egress_tls *t, const char *pem, nook_error *err) {
         BIO *bio = BIO_new_mem_buf(pem, -1);
-        X509_STORE *store = SSL_CTX_get_cert_store(ctx);
-        int n = 0;
-        if (!bio)
+        t->extra_cas = sk_X509_new_null();
+        if (!bio || !t->extra_cas) {
+                BIO_free(bio);
                 return nook_err_oom(err);
+        }
         for (;;) {
                 X509 *c = PEM_read_bio_X509(bio, NULL, NULL, NULL);
                 if (!c)
                         break;
-                int ok = X509_STORE_add_cert(store, c);
-                X509_free(c);
-                if (ok != 1) {
+                if (sk_X509_push(t->extra_cas, c) <= 0) {
+                        X509_free(c);
                         BIO_free(bio);
-                        return ssl_fail(err, "Cannot add a certificate of extraCaPem");
+                        return nook_err_oom(err);
                 }
-                n++;
         }
         BIO_free(bio);
         ERR_clear_error();
-        if (n == 0)
+        if (sk_X509_num(t->extra_cas) == 0)
                 return nook_err_set(err, NOOK_E_INVALID, "'extraCaPem' holds no PEM certificate");
         return 0;
 }
 
-static int make_client_ctx(egress_tls *t, const char *extra_ca_pem, nook_error *err) {
+static int make_client_ctx(egress_tls *t, nook_error *err) {
         t->client = SSL_CTX_new(TLS_client_method());
         if (!t->client || SSL_CTX_set_min_proto_version(t->client, TLS1_2_VERSION) != 1)
                 return ssl_fail(err, "Cannot make the upstream TLS context");
@@ -242,11 +246,10 @@ static int make_client_ctx(egress_tls *t, const char *extra_ca_pem, nook_error *
         if (SSL_CTX_load_verify_dir(t->client, dir ? dir : X509_get_default_cert_dir()) != 1 ||
                 (file && SSL_CTX_load_verify_file(t->client, file) != 1))
                 return ssl_fail(err, "Cannot load the host's CA store");
-        if (extra_ca_pem) {
-                int r = add_extra_cas(t->client, extra_ca_pem, err);
-                if (r < 0)
-                        return r;
-        }
+        X509_STORE *store = SSL_CTX_get_cert_store(t->client);
+        for (int i = 0; t->extra_cas && i < sk_X509_num(t->extra_cas); i++)
+                if (X509_STORE_add_cert(store, sk_X509_value(t->extra_cas, i)) != 1)
+                        return ssl_fail(err, "Cannot add a certificate of extraCaPem");
         SSL_CTX_set_verify(t->client, SSL_VERIFY_PEER, NULL);
         SSL_CTX_set_mode(t->client, SSL_MODE_RELEASE_BUFFERS);
         if (SSL_CTX_set_alpn_protos(t->client, (const unsigned char *)"\x08http/1.1", 9) != 0)
@@ -259,11 +262,10 @@ int egress_tls_new(const char *sandbox, const char *extra_ca_pem, egress_tls **r
         if (!t)
                 return nook_err_oom(err);
         pthread_mutex_init(&t->lock, NULL);
+        pthread_mutex_init(&t->ctx_lock, NULL);
         int r = make_ca(t, sandbox, err);
-        if (r >= 0)
-                r = make_server_ctx(t, err);
-        if (r >= 0)
-                r = make_client_ctx(t, extra_ca_pem, err);
+        if (r >= 0 && extra_ca_pem)
+                r = parse_extra_cas(t, extra_ca_pem, err);
         if (r < 0)
                 return r;
         *ret = TAKE_PTR(t);
@@ -283,7 +285,28 @@ int egress_tls_ca_pem(egress_tls *t, char **ret, nook_error *err) {
         return *ret ? 0 : nook_err_oom(err);
 }
 
+/* The two contexts are made on the first connection: OpenSSL's method and cipher caches they
+ * fill are most of an idle gateway's private memory. */
+static bool ensure_ctx(egress_tls *t) {
+        nook_error err;
+        pthread_mutex_lock(&t->ctx_lock);
+        if (!t->ctx_ready) {
+                if (make_server_ctx(t, &err) < 0 || make_client_ctx(t, &err) < 0) {
+                        fprintf(stderr, "nook-egress: %s\n", err.msg);
+                        SSL_CTX_free(t->server);
+                        SSL_CTX_free(t->client);
+                        t->server = t->client = NULL;
+                } else
+                        t->ctx_ready = true;
+        }
+        bool ready = t->ctx_ready;
+        pthread_mutex_unlock(&t->ctx_lock);
+        return ready;
+}
+
 SSL *egress_tls_guest_ssl(egress_tls *t, int fd) {
+        if (!ensure_ctx(t))
+                return NULL;
         SSL *s = SSL_new(t->server);
         if (s && SSL_set_fd(s, fd) != 1) {
                 SSL_free(s);
@@ -293,6 +316,8 @@ SSL *egress_tls_guest_ssl(egress_tls *t, int fd) {
 }
 
 SSL *egress_tls_upstream_ssl(egress_tls *t, int fd, const char *host) {
+        if (!ensure_ctx(t))
+                return NULL;
         SSL *s = SSL_new(t->client);
         if (!s)
                 return NULL;

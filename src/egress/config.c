@@ -22,6 +22,12 @@ static void config_install_wiping_allocator(void) {
         json_set_alloc_funcs(malloc, wiping_free);
 }
 
+void egress_config_wipe(egress_config *c) {
+        for (size_t i = 0; c && i < c->n_secrets; i++)
+                if (c->secrets[i].value)
+                        explicit_bzero(c->secrets[i].value, c->secrets[i].value_len);
+}
+
 egress_config *egress_config_free(egress_config *c) {
         if (!c)
                 return NULL;

@@ -37,6 +37,8 @@ typedef struct egress_config {
 /* Parses and checks the JSON text (n bytes, may hold NULs: refused). */
 int egress_config_parse(const char *text, size_t n, egress_config **ret, nook_error *err);
 egress_config *egress_config_free(egress_config *c);
+/* Zeroes every secret value in place, freeing nothing (threads may still hold pointers). */
+void egress_config_wipe(egress_config *c);
 /* True when s[0..] starts with a syntactically valid placeholder. */
 bool egress_is_placeholder(const char *s, size_t n);
 bool egress_secret_allows_host(const egress_secret *s, const char *host);

@@ -9,6 +9,7 @@
  * One thread per guest connection: blocking TLS and HTTP code reads top to bottom, and an idle
  * gateway is one thread in poll(). */
 #include <errno.h>
+#include <fcntl.h>
 #include <jansson.h>
 #include <malloc.h>
 #include <poll.h>
@@ -94,6 +95,12 @@ static int recv_listeners(int ret_fds[2], nook_error *err) {
                         close(ret_fds[i]);
                 return nook_err_set(err, NOOK_E_INVALID,
                         "the third message on fd 3 must be {\"listen\":[80,443]} with two listening sockets");
+        }
+        /* poll() said ready but the connection may be gone by accept(): never block there. */
+        for (int i = 0; i < 2; i++) {
+                int fl = fcntl(ret_fds[i], F_GETFL);
+                if (fl < 0 || fcntl(ret_fds[i], F_SETFL, fl | O_NONBLOCK) < 0)
+                        return nook_err_errno(err, NOOK_E_IO, "cannot make listener %d non-blocking", i);
         }
         return 0;
 }
@@ -224,7 +231,8 @@ int main(int argc, char **argv) {
         }
         egress_ctx ctx = { .cfg = cfg, .tls = tls };
         serve(&ctx, lfds);
-        /* Threads may still be relaying: the secrets are wiped and the process ends at once. */
-        egress_config_free(cfg);
+        /* Threads may still be relaying: the values are wiped in place (not freed under them)
+         * and the process ends at once. */
+        egress_config_wipe(cfg);
         _exit(0);
 }

@@ -27,7 +27,7 @@ done
 D=$(mktemp -d /tmp/nook-egress.XXXXXX)
 G=$EG_G P=$EG_P
 trap '[[ -n ${KEEP:-} ]] && cp "$D/audit.log" /tmp/egress-audit.log; egress_world_down; _tap_finish' EXIT
-plan 46
+plan 48
 egress_world_up "$D" || bail_out "cannot build the egress test world"
 
 # ---- the gateway: secrets, rules, the test CA as extraCaPem ----
@@ -165,6 +165,23 @@ for f in "$D/audit.log" "$D/state/gateway.stderr" "/proc/$GW_PID/environ" "/proc
 done
 is "$leaks_found" "" "no secret and no placeholder in the audit log, the gateway's stderr, environ or argv"
 is "$(cat "/proc/$GW_PID/cmdline" | tr '\0' ' ')" "$EGRESS " "the gateway's argv is just its path"
+
+# ---- a bad configuration: {"error": ...} naming the problem, and the gateway exits ----
+bad_config() { # CONFIG-JSON: what the gateway answers, then its exit status
+        python3 - "$EGRESS" "$1" <<'PY'
+import os, socket, subprocess, sys
+sup, gw = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+p = subprocess.Popen([sys.argv[1]], pass_fds=(gw.fileno(), 3), preexec_fn=lambda: os.dup2(gw.fileno(), 3),
+                     stderr=subprocess.DEVNULL)
+gw.close()
+socket.send_fds(sup, [sys.argv[2].encode()], [os.open("/dev/null", os.O_WRONLY)])
+print(sup.recv(65536).decode(), p.wait())
+PY
+}
+out=$(bad_config '{"sandbox":"x","mode":"public","secrets":[{"name":"A","placeholder":"'"$PH"'","value":"a\r\nX: y","hosts":["a.test"]}]}')
+like "$out" '"error":"secret .A.: the value holds a NUL, CR or LF byte.* 1$' "a secret value with CRLF is refused by name, exit 1"
+out=$(bad_config '{"sandbox":"x","mode":"public","allowHttp":["get https://a.test/"]}')
+like "$out" "Invalid --allow-http rule 'get https://a.test/'.*upper case" "a bad rule is refused naming it"
 
 # ---- the gateway ends with its supervisor ----
 egress_gateway_stop

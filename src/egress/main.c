@@ -170,8 +170,9 @@ static void serve(const egress_ctx *ctx, const int lfds[2]) {
         malloc_trim(0);
         page_out_file_mappings();
         for (;;) {
-                int n = poll(p, 3, -1);
-                if (n < 0 && errno == EINTR)
+                int n = poll(p, 3, 10 * 1000);
+                egress_pool_prune();
+                if (n == 0 || (n < 0 && errno == EINTR))
                         continue;
                 if (n < 0 || (p[0].revents & (POLLIN | POLLHUP | POLLERR)))
                         return;

@@ -5,11 +5,13 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "nook.h"
@@ -429,12 +431,105 @@ static bool upstream_stale(const conn *c) {
         return poll(&p, 1, 0) != 0;
 }
 
+/* ---- idle upstream connections, shared between guest connections ----------------------------- */
+
+#define POOL_MAX 8
+#define POOL_IDLE_SECS 30
+
+typedef struct pooled {
+        bool used, https;
+        egress_io io;
+        char host[EGRESS_HOST_MAX + 1];
+        struct sockaddr_storage dst;
+        socklen_t dst_len;
+        time_t since;
+} pooled;
+
+static pooled pool[POOL_MAX];
+static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static bool pool_key_is(const pooled *p, const conn *c, const char *host) {
+        return p->used && p->https == c->https && strcmp(p->host, host) == 0 && p->dst_len == c->dst_len &&
+                memcmp(&p->dst, &c->dst, c->dst_len) == 0;
+}
+
+/* A reusable upstream goes to the pool (the oldest entry makes room); c no longer owns it. */
+static void upstream_release(conn *c) {
+        if (!c->up_open || c->up.eof || upstream_stale(c)) {
+                upstream_close(c);
+                return;
+        }
+        pooled old = { 0 };
+        pthread_mutex_lock(&pool_lock);
+        size_t slot = 0;
+        for (size_t i = 0; i < POOL_MAX; i++) {
+                if (!pool[i].used) {
+                        slot = i;
+                        break;
+                }
+                if (pool[i].since < pool[slot].since)
+                        slot = i;
+        }
+        old = pool[slot];
+        pool[slot] = (pooled){ .used = true,
+                .https = c->https,
+                .io = c->up,
+                .dst = c->dst,
+                .dst_len = c->dst_len,
+                .since = time(NULL) };
+        (void)snprintf(pool[slot].host, sizeof(pool[slot].host), "%s", c->up_host);
+        pthread_mutex_unlock(&pool_lock);
+        if (old.used)
+                egress_io_done(&old.io);
+        c->up_open = false;
+        c->up_host[0] = 0;
+}
+
+/* An idle upstream for host at c's destination, if the pool has a live one. */
+static bool pool_take(conn *c, const char *host) {
+        bool found = false;
+        pthread_mutex_lock(&pool_lock);
+        for (size_t i = 0; i < POOL_MAX && !found; i++)
+                if (pool_key_is(&pool[i], c, host)) {
+                        c->up = pool[i].io;
+                        pool[i].used = false;
+                        found = true;
+                }
+        pthread_mutex_unlock(&pool_lock);
+        if (!found)
+                return false;
+        c->up_open = true;
+        (void)snprintf(c->up_host, sizeof(c->up_host), "%s", host);
+        if (upstream_stale(c)) {
+                upstream_close(c);
+                return false;
+        }
+        return true;
+}
+
+void egress_pool_prune(void) {
+        time_t now = time(NULL);
+        for (size_t i = 0; i < POOL_MAX; i++) {
+                pooled old = { 0 };
+                pthread_mutex_lock(&pool_lock);
+                if (pool[i].used && now - pool[i].since >= POOL_IDLE_SECS) {
+                        old = pool[i];
+                        pool[i].used = false;
+                }
+                pthread_mutex_unlock(&pool_lock);
+                if (old.used)
+                        egress_io_done(&old.io);
+        }
+}
+
 /* The upstream for q->host at the verified original destination; reused while the host stays
  * the same. */
 static int upstream_open(conn *c, req *q) {
         if (c->up_open && strcmp(c->up_host, q->host) == 0 && !c->up.eof && !upstream_stale(c))
                 return 0;
-        upstream_close(c);
+        upstream_release(c);
+        if (pool_take(c, q->host))
+                return 0;
         int fd = connect_dst(c);
         if (fd < 0) {
                 (void)snprintf(q->reason, sizeof(q->reason), "cannot connect to %s (%s:%u): %s", q->host,
@@ -909,6 +1004,6 @@ void egress_conn_run(const egress_ctx *ctx, int fd, bool https) {
                         "refused: no original destination (the connection did not come through the redirect)");
         else if (!https || guest_tls(&c, fd) == 0)
                 conn_loop(&c);
-        upstream_close(&c);
+        upstream_release(&c);
         egress_io_done(&c.guest);
 }

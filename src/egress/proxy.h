@@ -16,3 +16,5 @@ typedef struct egress_ctx {
 
 /* Takes fd.  https: the port-443 listener's connection. */
 void egress_conn_run(const egress_ctx *ctx, int fd, bool https);
+/* Closes pooled upstream connections idle for 30 s (the main loop calls it). */
+void egress_pool_prune(void);

@@ -61,7 +61,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return self._websocket()
         body = self._body()
         rec = {"line": self.requestline, "headers": [[k, v] for k, v in self.headers.items()],
-               "body": body.decode("latin-1")}
+               "body": body.decode("latin-1"), "peer": self.client_address[1]}
         with lock, open(log_path, "a") as f:
             f.write(json.dumps(rec) + "\n")
         if self.path.startswith("/big/"):

@@ -29,7 +29,7 @@ done
 D=$(mktemp -d /tmp/nook-egress.XXXXXX)
 G=$EG_G P=$EG_P
 trap '[[ -n ${KEEP:-} ]] && cp "$D/audit.log" /tmp/egress-audit.log; egress_world_down; _tap_finish' EXIT
-plan 48
+plan 49
 egress_world_up "$D" || bail_out "cannot build the egress test world"
 
 # ---- the gateway: secrets, rules, the test CA as extraCaPem ----
@@ -133,6 +133,11 @@ like "$out" "10.99.0.10 is not a public address" "a name resolving to a private 
 : >"$D/up.log"
 gc https://up.test/repos/1 https://up.test/repos/2
 is "$(grep -c '"line"' "$D/up.log")" 2 "two requests on one keep-alive connection both arrive"
+: >"$D/up.log"
+gc https://up.test/repos/pool1
+gc https://up.test/repos/pool2
+is "$(python3 -c "import json; print(len({json.loads(l)['peer'] for l in open('$D/up.log')}))")" 1 \
+        "two guest connections in a row share one pooled upstream connection"
 gc https://up.test/repos/chunked
 like "$out" "hello chunked world" "a chunked response is relayed"
 

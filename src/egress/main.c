@@ -144,18 +144,44 @@ static void accept_one(const egress_ctx *ctx, int lfd, bool https) {
 /* Idle, the gateway needs none of the library pages its start-up touched (CA generation,
  * relocations): they go back to the page cache and fault in again on the first connection.
  * Pages other processes map too are left alone by the kernel (MADV_PAGEOUT, Linux 5.4). */
+/* One /proc/self/maps line: "lo-hi perms offset dev inode path". */
+static bool parse_maps_line(
+        const char *line, unsigned long *ret_lo, unsigned long *ret_hi, bool *ret_file_ro) {
+        char *e;
+        unsigned long lo = strtoul(line, &e, 16);
+        if (*e != '-')
+                return false;
+        unsigned long hi = strtoul(e + 1, &e, 16);
+        if (*e != ' ' || strlen(e) < 6)
+                return false;
+        bool writable = e[2] == 'w';
+        /* skip perms, offset, dev: the inode is the fifth field */
+        for (int field = 0; field < 3; field++) {
+                e = strchr(e + 1, ' ');
+                if (!e)
+                        return false;
+        }
+        unsigned long ino = strtoul(e + 1, NULL, 10);
+        *ret_lo = lo;
+        *ret_hi = hi;
+        *ret_file_ro = ino != 0 && !writable;
+        return true;
+}
+
+/* Idle, the gateway needs none of the library pages its start-up touched (CA generation,
+ * relocations): they go back to the page cache and fault in again on the first connection.
+ * Pages other processes map too are left alone by the kernel (MADV_PAGEOUT, Linux 5.4). */
 static void page_out_file_mappings(void) {
         FILE *f = fopen("/proc/self/maps", "re");
         char line[512];
         if (!f)
                 return;
         while (fgets(line, sizeof(line), f)) {
-                unsigned long lo, hi, ino;
-                char perms[5];
-                if (sscanf(line, "%lx-%lx %4s %*s %*s %lu", &lo, &hi, perms, &ino) != 4 || ino == 0 ||
-                        perms[1] == 'w')
-                        continue;
-                (void)madvise((void *)lo, hi - lo, MADV_PAGEOUT);
+                unsigned long lo, hi;
+                bool file_ro;
+                if (parse_maps_line(line, &lo, &hi, &file_ro) && file_ro)
+                        (void)madvise(
+                                (void *)lo, hi - lo, MADV_PAGEOUT); // NOLINT(performance-no-int-to-ptr)
         }
         fclose(f);
 }

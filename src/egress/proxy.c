@@ -437,12 +437,12 @@ static bool upstream_stale(const conn *c) {
 #define POOL_IDLE_SECS 30
 
 typedef struct pooled {
-        bool used, https;
         egress_io io;
-        char host[EGRESS_HOST_MAX + 1];
         struct sockaddr_storage dst;
-        socklen_t dst_len;
         time_t since;
+        socklen_t dst_len;
+        bool used, https;
+        char host[EGRESS_HOST_MAX + 1];
 } pooled;
 
 static pooled pool[POOL_MAX];

@@ -138,9 +138,15 @@ int subst_stream_feed(subst_stream *st, const char *p, size_t n, bool final, sub
         return r < 0 ? r : 0;
 }
 
+/* Values shorter than this are not searched for in responses: masking every "abc" would
+ * corrupt downloads, and a value that short is not a credential worth the damage. */
+#define REDACT_MIN 8
+
 void redact_buffer(const egress_config *c, char *buf, size_t n) {
         for (size_t i = 0; i < c->n_secrets; i++) {
                 const egress_secret *s = &c->secrets[i];
+                if (s->value_len < REDACT_MIN)
+                        continue;
                 char *p = buf, *end = buf + n;
                 while ((size_t)(end - p) >= s->value_len) {
                         char *hit = memmem(p, (size_t)(end - p), s->value, s->value_len);
@@ -155,7 +161,7 @@ void redact_buffer(const egress_config *c, char *buf, size_t n) {
 static size_t longest_value(const egress_config *c) {
         size_t m = 0;
         for (size_t i = 0; i < c->n_secrets; i++)
-                if (c->secrets[i].value_len > m)
+                if (c->secrets[i].value_len > m && c->secrets[i].value_len >= REDACT_MIN)
                         m = c->secrets[i].value_len;
         return m;
 }

@@ -246,5 +246,8 @@ Test(egress_http, redaction_masks_echoed_values_across_splits) {
         char head[] = "HTTP/1.1 200 OK\r\nX: SECRET-A\r\n\r\n";
         redact_buffer(c, head, strlen(head));
         cr_expect_str_eq(head, "HTTP/1.1 200 OK\r\nX: ********\r\n\r\n");
+        char body[] = "B is a short value: B stays";
+        redact_buffer(c, body, strlen(body));
+        cr_expect_str_eq(body, "B is a short value: B stays", "values under 8 bytes are not masked");
         egress_config_free(c);
 }

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <openssl/err.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -992,6 +993,24 @@ static void conn_loop(conn *c) {
         }
 }
 
+/* After a refusal the guest may still be sending: closing with unread bytes would reset the
+ * connection and the guest could lose the answer.  So: close_notify, FIN, then read and drop
+ * what comes for up to a second (at most 1 MiB). */
+static void guest_close_gracefully(conn *c) {
+        char buf[IO_BUF];
+        if (c->guest.ssl)
+                (void)SSL_shutdown(c->guest.ssl);
+        ERR_clear_error();
+        (void)shutdown(c->guest.fd, SHUT_WR);
+        egress_set_timeouts(c->guest.fd, 1);
+        for (size_t total = 0; total < (1u << 20);) {
+                ssize_t n = read(c->guest.fd, buf, sizeof(buf));
+                if (n <= 0)
+                        break;
+                total += (size_t)n;
+        }
+}
+
 void egress_conn_run(const egress_ctx *ctx, int fd, bool https) {
         conn c = { .ctx = ctx, .https = https };
         egress_set_timeouts(fd, IO_SECS);
@@ -1005,5 +1024,6 @@ void egress_conn_run(const egress_ctx *ctx, int fd, bool https) {
         else if (!https || guest_tls(&c, fd) == 0)
                 conn_loop(&c);
         upstream_release(&c);
+        guest_close_gracefully(&c);
         egress_io_done(&c.guest);
 }

@@ -29,7 +29,7 @@ done
 D=$(mktemp -d /tmp/nook-egress.XXXXXX)
 G=$EG_G P=$EG_P
 trap '[[ -n ${KEEP:-} ]] && cp "$D/audit.log" /tmp/egress-audit.log; egress_world_down; _tap_finish' EXIT
-plan 49
+plan 56
 egress_world_up "$D" || bail_out "cannot build the egress test world"
 
 # ---- the gateway: secrets, rules, the test CA as extraCaPem ----
@@ -140,6 +140,19 @@ is "$(python3 -c "import json; print(len({json.loads(l)['peer'] for l in open('$
         "two guest connections in a row share one pooled upstream connection"
 gc https://up.test/repos/chunked
 like "$out" "hello chunked world" "a chunked response is relayed"
+
+# ---- hostile HTTP from the guest: refused, never forwarded ----
+raw() { ip netns exec "$G" python3 "$HERE/egress_rawclient.py" "$D/state/ca.pem" 198.51.100.10 up.test "$1" 2>&1; }
+: >"$D/up.log"
+like "$(raw 'POST /upload HTTP/1.1\r\nHost: up.test\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n')" \
+        "400" "Content-Length with Transfer-Encoding (smuggling): 400"
+like "$(raw 'GET /repos/x HTTP/1.1\nHost: up.test\n\n')" "400" "bare LF line ends: 400"
+like "$(raw 'GET /repos/x HTTP/1.1\r\nHost: up.test\r\n folded\r\n\r\n')" "400" "an obs-fold header: 400"
+like "$(raw "GET /repos/x HTTP/1.1\\r\\nHost: up.test\\r\\nX: $(head -c 70000 /dev/zero | tr '\0' a)\\r\\n\\r\\n")" "431" \
+        "a 70 KB head: 431"
+like "$(raw 'GET http://up.test/repos/x HTTP/1.1\r\nHost: up.test\r\n\r\n')" "400" "an absolute-form target: 400"
+like "$(raw 'GET /repos/x HTTP/1.1\r\nHost: up.test\r\nHost: other.test\r\n\r\n')" "400" "two Host headers: 400"
+[[ -s $D/up.log ]] && not_ok "none of them reached the upstream" "$(cat "$D/up.log")" || ok "none of them reached the upstream"
 
 # ---- WebSocket: the upgrade is checked like any request, then bytes pass both ways ----
 out=$(ip netns exec "$G" python3 "$HERE/egress_wsclient.py" "$D/state/ca.pem" 198.51.100.10 up.test /repos/ws 2>&1)

@@ -35,8 +35,9 @@ packages=(
         # install (issue 12): the deb stage builds and installs the package (dpkg-buildpackage,
         # debhelper's meson support, man -w); zsh and fish to test their completion scripts
         dpkg-dev debhelper fakeroot man-db bash-completion zsh fish
-        # egress gateway (src/egress, issue 14): OpenSSL 3 for TLS, the CA and leaf certificates
-        libssl-dev
+        # egress gateway (src/egress, issue 14): OpenSSL 3 for TLS, the CA and leaf certificates;
+        # nghttp2 for its HTTP/2 front
+        libssl-dev libnghttp2-dev
 )
 
 log() { [[ "${NOOK_DEPS_VERBOSE:-0}" == 1 ]] && echo "deps: $*" >&2 || true; }

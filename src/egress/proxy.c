@@ -45,6 +45,7 @@ typedef struct conn {
         const char *sni;
         char verified_host[EGRESS_HOST_MAX + 1];
         egress_io guest, up;
+        const char *proto; /* for the audit: http/1.1, or h2 for a stream bridged from h2.c */
         bool up_open;
         char up_host[EGRESS_HOST_MAX + 1];
 } conn;
@@ -115,6 +116,15 @@ static void log_path_set(const egress_config *cfg, req *q) {
 
 /* ---- the original destination ------------------------------------------------------------- */
 
+static void dst_describe(conn *c) {
+        const void *a = c->dst.ss_family == AF_INET6
+                ? (const void *)&((struct sockaddr_in6 *)&c->dst)->sin6_addr
+                : (const void *)&((struct sockaddr_in *)&c->dst)->sin_addr;
+        c->dst_port = ntohs(c->dst.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&c->dst)->sin6_port
+                                                         : ((struct sockaddr_in *)&c->dst)->sin_port);
+        (void)inet_ntop(c->dst.ss_family, a, c->dst_text, sizeof(c->dst_text));
+}
+
 static int original_dst(conn *c, int fd) {
         struct sockaddr_storage local = { 0 };
         socklen_t len = sizeof(local);
@@ -126,12 +136,7 @@ static int original_dst(conn *c, int fd) {
                 : getsockopt(fd, SOL_IP, SO_ORIGINAL_DST, &c->dst, &c->dst_len);
         if (r < 0)
                 return -errno;
-        const void *a = c->dst.ss_family == AF_INET6
-                ? (const void *)&((struct sockaddr_in6 *)&c->dst)->sin6_addr
-                : (const void *)&((struct sockaddr_in *)&c->dst)->sin_addr;
-        c->dst_port = ntohs(c->dst.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&c->dst)->sin6_port
-                                                         : ((struct sockaddr_in *)&c->dst)->sin_port);
-        (void)inet_ntop(c->dst.ss_family, a, c->dst_text, sizeof(c->dst_text));
+        dst_describe(c);
         return 0;
 }
 
@@ -969,7 +974,7 @@ static int guest_tls(conn *c, int fd) {
 static void conn_loop(conn *c) {
         for (;;) {
                 http1_head h;
-                req q = { .audit.proto = "http/1.1" };
+                req q = { .audit.proto = c->proto };
                 egress_set_timeouts(c->guest.fd, IDLE_SECS);
                 int r = read_request_head(c, &h);
                 if (r == 0)
@@ -1012,7 +1017,7 @@ static void guest_close_gracefully(conn *c) {
 }
 
 void egress_conn_run(const egress_ctx *ctx, int fd, bool https) {
-        conn c = { .ctx = ctx, .https = https };
+        conn c = { .ctx = ctx, .https = https, .proto = "http/1.1" };
         egress_set_timeouts(fd, IO_SECS);
         if (egress_io_init(&c.guest, fd, NULL, IO_BUF + HTTP1_HEAD_MAX) < 0) {
                 close(fd);
@@ -1021,9 +1026,27 @@ void egress_conn_run(const egress_ctx *ctx, int fd, bool https) {
         if (original_dst(&c, fd) < 0)
                 audit_conn(NULL,
                         "refused: no original destination (the connection did not come through the redirect)");
-        else if (!https || guest_tls(&c, fd) == 0)
+        else if (!https)
+                conn_loop(&c);
+        else if (guest_tls(&c, fd) == 0 && egress_tls_alpn_is_h2(c.guest.ssl))
+                egress_h2_serve(ctx, c.guest.ssl, fd, c.sni, &c.dst, c.dst_len);
+        else if (c.guest.ssl && c.sni)
                 conn_loop(&c);
         upstream_release(&c);
         guest_close_gracefully(&c);
+        egress_io_done(&c.guest);
+}
+
+void egress_conn_run_bridged(const egress_ctx *ctx, int fd, const char *sni,
+        const struct sockaddr_storage *dst, socklen_t dst_len) {
+        conn c = { .ctx = ctx, .https = true, .proto = "h2", .sni = sni, .dst = *dst, .dst_len = dst_len };
+        if (egress_io_init(&c.guest, fd, NULL, IO_BUF + HTTP1_HEAD_MAX) < 0) {
+                close(fd);
+                return;
+        }
+        egress_set_timeouts(fd, IO_SECS);
+        dst_describe(&c);
+        conn_loop(&c);
+        upstream_release(&c);
         egress_io_done(&c.guest);
 }

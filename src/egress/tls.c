@@ -190,9 +190,10 @@ static int sni_cb(SSL *ssl, int *alert, void *arg) {
 
 static int alpn_cb(SSL *ssl, const unsigned char **out, unsigned char *outlen, const unsigned char *in,
         unsigned inlen, void *arg) {
-        static const unsigned char h11[] = "\x08http/1.1";
+        static const unsigned char protos[] = "\x02h2\x08http/1.1";
         unsigned char *sel;
-        if (SSL_select_next_proto(&sel, outlen, h11, sizeof(h11) - 1, in, inlen) != OPENSSL_NPN_NEGOTIATED)
+        if (SSL_select_next_proto(&sel, outlen, protos, sizeof(protos) - 1, in, inlen) !=
+                OPENSSL_NPN_NEGOTIATED)
                 return SSL_TLSEXT_ERR_NOACK;
         *out = sel;
         return SSL_TLSEXT_ERR_OK;
@@ -327,6 +328,13 @@ SSL *egress_tls_upstream_ssl(egress_tls *t, int fd, const char *host) {
                 return NULL;
         }
         return s;
+}
+
+bool egress_tls_alpn_is_h2(SSL *ssl) {
+        const unsigned char *p = NULL;
+        unsigned n = 0;
+        SSL_get0_alpn_selected(ssl, &p, &n);
+        return n == 2 && memcmp(p, "h2", 2) == 0;
 }
 
 const char *egress_tls_sni(SSL *ssl) {

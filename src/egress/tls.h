@@ -5,6 +5,7 @@
 #pragma once
 
 #include <openssl/ssl.h>
+#include <stdbool.h>
 
 #include "nook.h"
 
@@ -18,6 +19,8 @@ int egress_tls_ca_pem(egress_tls *t, char **ret, nook_error *err);
 SSL *egress_tls_guest_ssl(egress_tls *t, int fd);
 /* A client SSL for an upstream socket, verifying host. */
 SSL *egress_tls_upstream_ssl(egress_tls *t, int fd, const char *host);
+/* The guest chose h2 by ALPN (offered first; http/1.1 else). */
+bool egress_tls_alpn_is_h2(SSL *ssl);
 /* The SNI the guest sent (NULL if none), after the handshake. */
 const char *egress_tls_sni(SSL *ssl);
 /* The last OpenSSL error plus the verify result, for a person. */

@@ -64,8 +64,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
                "body": body.decode("latin-1"), "peer": self.client_address[1]}
         with lock, open(log_path, "a") as f:
             f.write(json.dumps(rec) + "\n")
-        if self.path.startswith("/big/"):
-            n = int(self.path[5:])
+        if "/big/" in self.path:
+            n = int(self.path.rsplit("/", 1)[1])
             self.send_response(200)
             self.send_header("Content-Length", str(n))
             self.end_headers()

@@ -29,7 +29,7 @@ done
 D=$(mktemp -d /tmp/nook-egress.XXXXXX)
 G=$EG_G P=$EG_P
 trap '[[ -n ${KEEP:-} ]] && cp "$D/audit.log" /tmp/egress-audit.log; egress_world_down; _tap_finish' EXIT
-plan 56
+plan 65
 egress_world_up "$D" || bail_out "cannot build the egress test world"
 
 # ---- the gateway: secrets, rules, the test CA as extraCaPem ----
@@ -56,9 +56,10 @@ openssl x509 -in "$D/state/ca.pem" -noout -text >"$D/ca.txt" 2>&1
 like "$(cat "$D/ca.txt")" "prime256v1" "the CA key is EC P-256"
 like "$(cat "$D/ca.txt")" "CA:TRUE, pathlen:0" "the CA is a CA that signs only leaves"
 
-# gc: curl in the guest, trusting the gateway's CA; --resolve plays the guest's DNS.
+# gc: curl in the guest, trusting the gateway's CA; --resolve plays the guest's DNS.  HTTP/1.1
+# unless GC_HTTP=--http2 (curl would pick h2, which the gateway offers).
 gc() {
-        out=$(ip netns exec "$G" curl -sS -m 10 --cacert "$D/state/ca.pem" \
+        out=$(ip netns exec "$G" curl -sS -m 10 "${GC_HTTP:---http1.1}" --cacert "$D/state/ca.pem" \
                 --resolve up.test:443:198.51.100.10 --resolve other.test:443:198.51.100.10 \
                 --resolve up.test:80:198.51.100.10 --resolve bad.test:443:198.51.100.11 \
                 --resolve rebind.test:443:10.99.0.10 -w '\n%{http_code}' "$@" 2>"$D/curl.err")
@@ -140,6 +141,24 @@ is "$(python3 -c "import json; print(len({json.loads(l)['peer'] for l in open('$
         "two guest connections in a row share one pooled upstream connection"
 gc https://up.test/repos/chunked
 like "$out" "hello chunked world" "a chunked response is relayed"
+
+# ---- HTTP/2 from the guest (ALPN h2): the same checks per stream, HTTP/1.1 upstream ----
+: >"$D/up.log"
+GC_HTTP=--http2 gc -v -H "Authorization: Bearer $PH" https://up.test/repos/h2 https://up.test/repos/chunked
+like "$err" "ALPN: server accepted h2" "the gateway offers h2 and the guest takes it"
+like "$out" "upstream saw GET /repos/h2.*200.*hello chunked world.*200" "two streams on one h2 connection, a chunked answer included"
+grep -q "Bearer $SENTINEL" "$D/up.log" && ok "over h2 the listed upstream gets the real secret" || not_ok "h2 substitution" "$(cat "$D/up.log")"
+GC_HTTP=--http2 gc -H "X-Token: $PH" https://other.test/x
+is "${out##*$'\n'}" 403 "over h2 a placeholder to an unlisted host: 403"
+GC_HTTP=--http2 gc -X POST https://up.test/repos/x
+like "$out" "denied POST https://up.test/repos/x" "over h2 the rules deny with the 403 body"
+GC_HTTP=--http2 gc --data-binary "a=$PHB" https://up.test/upload
+grep -q "a=$BODYSECRET\"" "$D/up.log" && ok "over h2 a request body streams, substituted" || not_ok "h2 body" "$(tail -2 "$D/up.log")"
+GC_HTTP=--http2 gc -o /dev/null -w '%{size_download}' https://up.test/repos/big/3000000
+like "$out" "^3000000" "over h2 a 3 MB answer arrives whole (flow control)"
+GC_HTTP=--http2 gc -H "Host: other.test" https://up.test/repos/x
+like "$out" "differs from the TLS server name" "over h2 :authority != SNI is refused"
+grep -q '"proto":"h2"' "$D/audit.log" && ok "h2 requests are audited with proto h2" || not_ok "h2 audit"
 
 # ---- hostile HTTP from the guest: refused, never forwarded ----
 raw() { ip netns exec "$G" python3 "$HERE/egress_rawclient.py" "$D/state/ca.pem" 198.51.100.10 up.test "$1" 2>&1; }

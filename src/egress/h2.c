@@ -21,10 +21,10 @@
 #include "egress/io.h"
 #include "egress/proxy.h"
 
-#define H2_IDLE_SECS 60
+#define H2_IDLE_SECS 60L
 #define H2_MAX_STREAMS 64
-#define H2_RBUF_MAX (256 * 1024) /* answer bytes held per stream before its socket is left unread */
-#define H2_HEAD_MAX (64 * 1024)
+#define H2_RBUF_MAX ((size_t)256 * 1024) /* answer bytes held per stream before its socket is left unread */
+#define H2_HEAD_MAX ((size_t)64 * 1024)
 
 typedef enum chunk_state {
         CHUNK_SIZE,
@@ -176,7 +176,7 @@ static int start_stream(h2_conn *h, h2_stream *st, bool end_stream) {
         *a = (worker_arg){ .ctx = h->ctx, .fd = sv[1], .dst = *h->dst, .dst_len = h->dst_len };
         (void)snprintf(a->sni, sizeof(a->sni), "%s", h->sni);
         pthread_attr_init(&attr);
-        pthread_attr_setstacksize(&attr, 256 * 1024);
+        pthread_attr_setstacksize(&attr, (size_t)256 * 1024);
         pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
         int r = pthread_create(&t, &attr, worker, a);
         pthread_attr_destroy(&attr);

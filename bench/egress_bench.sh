@@ -37,8 +37,10 @@ mem() { # PID: "VmRSS RssAnon Pss" in KiB
 }
 read -r idle_rss idle_anon idle_pss < <(mem "$EG_GW_PID")
 
-via() { ip netns exec "$EG_G" curl -sS -o /dev/null --cacert "$D/state/ca.pem" --resolve up.test:443:198.51.100.10 "$@"; }
-direct() { ip netns exec "$EG_X" curl -sS -o /dev/null --cacert "$D/testca.crt" --resolve up.test:443:198.51.100.10 "$@"; }
+# HTTP/1.1 on both paths (the upstream speaks it); via_h2: the guest side in HTTP/2
+via() { ip netns exec "$EG_G" curl -sS -o /dev/null --http1.1 --cacert "$D/state/ca.pem" --resolve up.test:443:198.51.100.10 "$@"; }
+via_h2() { ip netns exec "$EG_G" curl -sS -o /dev/null --http2 --cacert "$D/state/ca.pem" --resolve up.test:443:198.51.100.10 "$@"; }
+direct() { ip netns exec "$EG_X" curl -sS -o /dev/null --http1.1 --cacert "$D/testca.crt" --resolve up.test:443:198.51.100.10 "$@"; }
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 small() { # via|direct
         local i
@@ -50,13 +52,15 @@ small_direct=$(small direct)
 bytes=$((MB * 1024 * 1024))
 big_via=$(via -w '%{speed_download}' "https://up.test/big/$bytes")
 big_direct=$(direct -w '%{speed_download}' "https://up.test/big/$bytes")
+big_h2=$(via_h2 -w '%{speed_download}' "https://up.test/big/$bytes")
 read -r busy_rss busy_anon busy_pss < <(mem "$EG_GW_PID")
 
-python3 - "$small_via" "$small_direct" "$big_via" "$big_direct" "$MB" <<'PY'
+python3 - "$small_via" "$small_direct" "$big_via" "$big_direct" "$MB" "$big_h2" <<'PY'
 import sys
-sv, sd, bv, bd, mb = map(float, sys.argv[1:6])
+sv, sd, bv, bd, mb, bh = map(float, sys.argv[1:7])
 print("small HTTPS request (median, new connection): via gateway %.2f ms, direct %.2f ms, ratio %.2fx (budget <= 1.3x)" % (sv * 1e3, sd * 1e3, sv / sd))
 print("%d MB download: via gateway %.0f MB/s, direct %.0f MB/s, %.0f %% of direct (budget >= 80 %%)" % (mb, bv / 1e6, bd / 1e6, 100 * bv / bd))
+print("%d MB download with h2 towards the gateway: %.0f MB/s, %.0f %% of direct" % (mb, bh / 1e6, 100 * bh / bd))
 PY
 echo "gateway memory idle: VmRSS $((idle_rss / 1024)).$(((idle_rss % 1024) * 10 / 1024)) MiB, RssAnon ${idle_anon} KiB, Pss ${idle_pss} KiB (budget <= 2 MiB)"
 echo "gateway memory after the traffic: VmRSS ${busy_rss} KiB, RssAnon ${busy_anon} KiB, Pss ${busy_pss} KiB"

@@ -41,6 +41,8 @@ static const cli_command commands[] = {
         { "volume", cmd_volume, "Named volumes: create, ls, rm" },
         { "image", cmd_image, "Images: pull, ls, inspect, rm, prune, import, export" },
         { "snapshot", cmd_snapshot, "Snapshots (disk state only): create, ls, inspect, rm, export, import" },
+        { "diff", cmd_diff, "Show a sandbox's workspace changes since create or its branch point" },
+        { "merge", cmd_merge, "Apply a branch's workspace changes onto another sandbox's workspace" },
         { "doctor", cmd_doctor, "Check what this host offers nook" },
         { "help", cmd_help, "Show this help, or a command's ('nook help COMMAND')" },
         { "version", cmd_version, "Print the versions of nook and libnook" },

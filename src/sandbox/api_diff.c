@@ -1,0 +1,230 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* nook_diff and nook_merge: thin wrappers over src/branch (manifest, diff, merge), which hold
+ * every rule; this file finds the sandboxes' folders and takes their locks. */
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "nook.h"
+#include "branch/diff.h"
+#include "branch/manifest.h"
+#include "branch/merge.h"
+#include "sandbox/baseline.h"
+#include "sandbox/ctx.h"
+#include "sandbox/state.h"
+#include "store/store.h"
+#include "util/error.h"
+#include "util/json.h"
+#include "util/macro.h"
+#include "util/name.h"
+#include "util/str.h"
+
+static int open_dir(const char *path, const char *what, int *ret, nook_error *err) {
+        int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+        if (fd < 0)
+                return nook_err_errno(err, errno == ENOENT ? NOOK_E_NOT_FOUND : NOOK_E_IO, "Cannot open %s '%s'", what,
+                        path);
+        *ret = fd;
+        return 0;
+}
+
+static int capture_one(int sfd, const char *tree, const char *file, nook_error *err) {
+        _cleanup_close_ int fd = -1;
+        _cleanup_(manifest_freep) manifest *m = NULL;
+        int r = open_dir(tree, "the tree", &fd, err);
+        if (r < 0)
+                return r;
+        r = manifest_capture(fd, /* hash= */ true, 0, &m, err);
+        if (r < 0)
+                return nook_err_wrap(err, "taking the baseline of '%s'", tree);
+        return manifest_save(m, sfd, file, err);
+}
+
+int sb_baseline_capture(const char *sdir, const char *wsdir, const char *upper, bool fresh_upper, nook_error *err) {
+        _cleanup_close_ int sfd = -1;
+        int r = open_dir(sdir, "the state folder", &sfd, err);
+        if (r < 0)
+                return r;
+        if (faccessat(sfd, MF_FILE_NAME, F_OK, AT_SYMLINK_NOFOLLOW) < 0 &&
+                (r = capture_one(sfd, wsdir, MF_FILE_NAME, err)) < 0)
+                return r;
+        if ((fresh_upper || faccessat(sfd, MF_ROOT_FILE_NAME, F_OK, AT_SYMLINK_NOFOLLOW) < 0) &&
+                (r = capture_one(sfd, upper, MF_ROOT_FILE_NAME, err)) < 0)
+                return r;
+        return 0;
+}
+
+/* The record must exist: diff and merge name sandboxes, not stray folders. */
+static int sandbox_exists(nook *n, const char *name, nook_error *err) {
+        store *st;
+        sandbox_rec rec = { 0 };
+        int r = name_validate("sandbox", name, err);
+        if (r < 0)
+                return r;
+        if ((r = ctx_store(n, &st, err)) < 0)
+                return r;
+        r = store_sandbox_get(st, name, &rec, err);
+        sandbox_rec_done(&rec);
+        return r;
+}
+
+/* The tree (workspace or writable layer) of name and its baseline. */
+static int open_tree(nook *n, const char *name, bool layer, int *ret_fd, manifest **ret_base, nook_error *err) {
+        _cleanup_free_ char *sdir = NULL, *wsdir = NULL, *upper = NULL;
+        _cleanup_close_ int sfd = -1, tfd = -1;
+        int r = ctx_sandbox_dir(n, name, &sdir, err);
+        if (r < 0 || (r = ctx_ws_dir(n, name, &wsdir, err)) < 0)
+                return r;
+        if (!(upper = strprintf("%s/upper", sdir)))
+                return nook_err_oom(err);
+        if ((r = open_dir(sdir, "the state folder", &sfd, err)) < 0 ||
+                (r = open_dir(layer ? upper : wsdir, layer ? "the writable layer" : "the workspace", &tfd, err)) < 0)
+                return r;
+        r = manifest_load(sfd, layer ? MF_ROOT_FILE_NAME : MF_FILE_NAME, ret_base, err);
+        if (r == -NOOK_E_NOT_FOUND)
+                return nook_err_set(err, NOOK_E_NOT_FOUND,
+                        "Sandbox '%s' has no baseline to compare with (it was created by a nook without diff, or "
+                        "its create failed); create it again after 'nook rm' to take one",
+                        name);
+        if (r < 0)
+                return r;
+        *ret_fd = TAKE_FD(tfd);
+        return 0;
+}
+
+/* The tree a diff's old content comes from: for a branch, its source's workspace (whose files
+ * still matching the baseline's hash are the branch point's).  Branch records (engineer
+ * `branch`, migration 005) are not in this tree yet: no source, -1.  The lead fills this in. */
+static int diff_reference_dir(nook *n, const char *name) {
+        (void)n;
+        (void)name;
+        return -1;
+}
+
+int nook_diff(nook *n, const char *name, unsigned flags, char **ret_json, nook_error *err) {
+        _cleanup_close_ int lock = -1, tfd = -1, ref = -1;
+        _cleanup_(json_decrefp) json_t *j = NULL;
+        manifest *base = NULL;
+        diff_result *d = NULL;
+        bool layer = flags & NOOK_DIFF_ROOT;
+        if (flags & ~(NOOK_DIFF_PATCH | NOOK_DIFF_ROOT))
+                return nook_err_set(err, NOOK_E_INVALID, "Unknown diff flags 0x%x", flags);
+        int r = sandbox_exists(n, name, err);
+        if (r < 0)
+                return r;
+        if ((r = sb_lock_how(n, name, LOCK_SH, &lock, err)) < 0)
+                return r;
+        if ((r = open_tree(n, name, layer, &tfd, &base, err)) < 0)
+                return r;
+        if ((r = diff_compute(tfd, base, &d, err)) < 0)
+                return nook_err_wrap(err, "comparing '%s' with its baseline", name);
+        ref = layer ? -1 : diff_reference_dir(n, name);
+        r = diff_to_json(d, tfd, ref, flags & NOOK_DIFF_PATCH, layer, &j, err);
+        diff_result_free(d);
+        if (r < 0)
+                return r;
+        if (json_object_set_new(j, "sandbox", json_string(name)) < 0 ||
+                json_object_set_new(j, "scope", json_string(layer ? "root" : "workspace")) < 0)
+                return nook_err_oom(err);
+        *ret_json = json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER);
+        return *ret_json ? 0 : nook_err_oom(err);
+}
+
+/* The target of a merge without "into": the branch's recorded source.  Branch records (engineer
+ * `branch`, migration 005) are not in this tree yet, so "into" is required; the lead fills this
+ * in from the record. */
+static int merge_default_target(nook *n, const char *branch, char **ret, nook_error *err) {
+        (void)n;
+        (void)ret;
+        return nook_err_set(err, NOOK_E_INVALID,
+                "Merging '%s' needs a target: pass --into TARGET (\"into\" in the API)", branch);
+}
+
+typedef struct merge_opts {
+        const char *into;
+        merge_strategy strategy;
+        bool dry_run;
+} merge_opts;
+
+static int merge_opts_parse(const char *text, json_t **ret_obj, merge_opts *ret, nook_error *err) {
+        static const char *const fields[] = { "into", "strategy", "dryRun", NULL };
+        _cleanup_(json_decrefp) json_t *o = NULL;
+        const char *strategy = NULL;
+        merge_opts m = { .strategy = MERGE_REFUSE };
+        int r = json_parse_object(text ? text : "{}", text ? strlen(text) : 2, &o, err);
+        if (r < 0 || (r = json_check_fields(o, fields, "merge options", err)) < 0 ||
+                (r = json_get_string(o, "into", false, &m.into, err)) < 0 ||
+                (r = json_get_string(o, "strategy", false, &strategy, err)) < 0 ||
+                (r = json_get_bool(o, "dryRun", false, &m.dry_run, err)) < 0)
+                return r;
+        if (strategy) {
+                m.strategy = merge_strategy_from_string(strategy);
+                if (m.strategy < 0)
+                        return nook_err_set(err, NOOK_E_INVALID,
+                                "Unknown merge strategy '%s': use refuse, ours or theirs", strategy);
+        }
+        *ret = m;
+        *ret_obj = TAKE_PTR(o);
+        return 0;
+}
+
+/* Both sandboxes' locks, shared (as a workspace write holds it: never during `nook rm`), taken in
+ * name order so two merges in opposite directions cannot deadlock. */
+static int lock_both(nook *n, const char *a, const char *b, int *ret_a, int *ret_b, nook_error *err) {
+        bool swap = strcmp(a, b) > 0;
+        int r = sb_lock_how(n, swap ? b : a, LOCK_SH, swap ? ret_b : ret_a, err);
+        if (r < 0)
+                return r;
+        return sb_lock_how(n, swap ? a : b, LOCK_SH, swap ? ret_a : ret_b, err);
+}
+
+int nook_merge(nook *n, const char *branch, const char *opts_json, char **ret_json, nook_error *err) {
+        _cleanup_(json_decrefp) json_t *opts = NULL;
+        _cleanup_free_ char *def = NULL, *text = NULL;
+        _cleanup_close_ int la = -1, lb = -1, bfd = -1, tfd = -1;
+        manifest *base = NULL;
+        merge_opts o;
+        int r = merge_opts_parse(opts_json, &opts, &o, err);
+        if (r < 0)
+                return r;
+        if ((r = sandbox_exists(n, branch, err)) < 0)
+                return r;
+        if (!o.into) {
+                if ((r = merge_default_target(n, branch, &def, err)) < 0)
+                        return r;
+                o.into = def;
+        }
+        if (streq(o.into, branch))
+                return nook_err_set(err, NOOK_E_INVALID, "Cannot merge '%s' into itself: name another sandbox", branch);
+        if ((r = sandbox_exists(n, o.into, err)) < 0)
+                return nook_err_wrap(err, "the merge target");
+        if ((r = lock_both(n, branch, o.into, &la, &lb, err)) < 0)
+                return r;
+        if ((r = open_tree(n, branch, false, &bfd, &base, err)) < 0)
+                return r;
+        _cleanup_free_ char *tws = NULL;
+        if ((r = ctx_ws_dir(n, o.into, &tws, err)) < 0 || (r = open_dir(tws, "the workspace", &tfd, err)) < 0) {
+                manifest_free(base);
+                return r;
+        }
+        r = merge_trees(bfd, base, tfd, o.strategy, o.dry_run, &text, err);
+        if (r < 0 && r != -NOOK_E_CONFLICT)
+                return nook_err_wrap(err, "merging '%s' into '%s'", branch, o.into);
+        /* add the names to the report, keeping r (NOOK_E_CONFLICT sets ret_json too) */
+        json_t *rep = text ? json_loads(text, 0, NULL) : NULL;
+        if (!rep || json_object_set_new(rep, "branch", json_string(branch)) < 0 ||
+                json_object_set_new(rep, "into", json_string(o.into)) < 0) {
+                json_decref(rep);
+                return nook_err_oom(err);
+        }
+        *ret_json = json_dumps(rep, JSON_COMPACT | JSON_PRESERVE_ORDER);
+        json_decref(rep);
+        if (!*ret_json)
+                return nook_err_oom(err);
+        return r;
+}

@@ -1,0 +1,13 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The baseline of a sandbox, captured by the create path (src/sandbox/api_diff.c). */
+#pragma once
+
+#include <stdbool.h>
+
+#include "nook.h"
+
+/* Captures the baseline manifests into the state folder sdir: the workspace's when sdir holds
+ * none yet (a re-create over a kept workspace keeps the first one; a branch's, taken when it is
+ * created over its copied workspace, is its branch point), and the writable layer's whenever
+ * the layer is new (fresh_upper) or has none. */
+int sb_baseline_capture(const char *sdir, const char *wsdir, const char *upper, bool fresh_upper, nook_error *err);

@@ -194,6 +194,8 @@ static int classify(merge_ctx *m, const diff_result *d, const diff_change *c, bo
         }
         const mf_entry *tp = exists ? &t : NULL;
         bool parent_new = false;
+        if (!parent_ok && !c->cur)
+                return 0; /* deleted in both: its directory is gone from the target too */
         if (!parent_ok) {
                 /* a parent the branch adds is made by an earlier step */
                 const char *slash = strrchr(e->path, '/');
@@ -235,6 +237,13 @@ static const mf_entry *op_entry(const op *o) {
 
 static void next_name(merge_ctx *m, char buf[64]) {
         (void)snprintf(buf, 64, ".nook-merge-%ld-%lu", (long)getpid(), m->counter++);
+}
+
+/* A name this merge made (staged or set aside). */
+static bool is_ours(const merge_ctx *m, const char *name) {
+        char prefix[64];
+        (void)snprintf(prefix, sizeof(prefix), ".nook-merge-%ld-", (long)getpid());
+        return m && startswith(name, prefix);
 }
 
 /* Sets mode on name in pfd without following a symlink (fchmod needs an fd that is not
@@ -405,8 +414,9 @@ static int delete_one(merge_ctx *m, op *o, nook_error *err) {
                 bool empty = true;
                 if (d) {
                         TAKE_FD(dfd);
+                        /* its entries deleted before it were set aside inside it: those go with it */
                         while ((de = readdir(d)))
-                                if (!streq(de->d_name, ".") && !streq(de->d_name, ".."))
+                                if (!streq(de->d_name, ".") && !streq(de->d_name, "..") && !is_ours(m, de->d_name))
                                         empty = false;
                         closedir(d);
                 }

@@ -178,7 +178,8 @@ int diff_compute(int dirfd, manifest *base, diff_result **ret, nook_error *err) 
 /* ---- unified diff through diffutils ---- */
 
 static int spawn_diff(int old_fd, int new_fd, const char *path, int out_fd, pid_t *ret_pid, nook_error *err) {
-        _cleanup_free_ char *la = strprintf("a/%s", path), *lb = strprintf("b/%s", path);
+        _cleanup_free_ char *la = old_fd >= 0 ? strprintf("a/%s", path) : strdup("/dev/null");
+        _cleanup_free_ char *lb = new_fd >= 0 ? strprintf("b/%s", path) : strdup("/dev/null");
         char *argv[] = { (char *)"diff", (char *)"-u", (char *)"--label", la, (char *)"--label", lb,
                 (char *)(old_fd >= 0 ? "/dev/fd/3" : "/dev/null"), (char *)(new_fd >= 0 ? "/dev/fd/4" : "/dev/null"),
                 NULL };
@@ -325,7 +326,7 @@ static int change_fill(json_t *o, const diff_change *c) {
         if (c->old && c->cur) {
                 if (c->kind == DIFF_TYPE)
                         r |= set_new(o, "oldType", json_string(mf_type_to_string(c->old->type)));
-                if (c->old->mode != c->cur->mode) {
+                if (c->old->mode != c->cur->mode && c->kind != DIFF_TYPE) {
                         _cleanup_free_ char *om = mode_str(c->old->mode);
                         r |= om ? set_new(o, "oldMode", json_string(om)) : -1;
                 }

@@ -25,6 +25,23 @@ static char kind_letter(const char *kind) {
         return '?';
 }
 
+/* A path on one line: a newline or tab in a name is written \\n or \\t (cli_print_safe
+ * keeps those, which suits messages but not one-path-per-line output). */
+static void print_path(FILE *f, const char *path) {
+        for (const char *p = path ? path : ""; *p; p++) {
+                if (*p == '\n')
+                        fputs("\\n", f);
+                else if (*p == '\t')
+                        fputs("\\t", f);
+                else if (*p == '\\')
+                        fputs("\\\\", f);
+                else {
+                        char one[2] = { *p, 0 };
+                        cli_print_safe(f, one);
+                }
+        }
+}
+
 static void print_change(json_t *c, bool patch) {
         const char *path = json_string_value(json_object_get(c, "path"));
         const char *kind = json_string_value(json_object_get(c, "kind"));
@@ -33,7 +50,7 @@ static void print_change(json_t *c, bool patch) {
         const char *type = json_string_value(json_object_get(c, "type"));
         const char *old_type = json_string_value(json_object_get(c, "oldType"));
         printf("%c ", kind_letter(kind));
-        cli_print_safe(stdout, path ? path : "");
+        print_path(stdout, path);
         if (old_type)
                 printf("  (%s -> %s)", old_type, type ? type : "?");
         if (old_mode)
@@ -114,14 +131,14 @@ static void print_merge(json_t *j) {
                 fprintf(merged || dry ? stdout : stderr, "CONFLICT (branch: %s, target: %s%s%s) ",
                         json_string_value(json_object_get(e, "branch")), json_string_value(json_object_get(e, "target")),
                         res ? ", " : "", res ? res : "");
-                cli_print_safe(merged || dry ? stdout : stderr, json_string_value(json_object_get(e, "path")));
+                print_path(merged || dry ? stdout : stderr, json_string_value(json_object_get(e, "path")));
                 fputc('\n', merged || dry ? stdout : stderr);
         }
         if (!merged && !dry)
                 return;
         json_array_foreach (json_object_get(j, "applied"), i, e) {
                 printf("%c ", kind_letter(json_string_value(json_object_get(e, "kind"))));
-                cli_print_safe(stdout, json_string_value(json_object_get(e, "path")));
+                print_path(stdout, json_string_value(json_object_get(e, "path")));
                 putchar('\n');
         }
         printf("%s %zu change(s) from '%s' into '%s'\n", dry ? "Would merge" : "Merged",

@@ -69,6 +69,7 @@ typedef struct merge_ctx {
         op *ops;
         size_t n_ops;
         unsigned long counter;
+        unsigned long steps; /* for the test hook */
         json_t *applied, *conflicts;
 } merge_ctx;
 
@@ -463,6 +464,17 @@ static void commit_one(merge_ctx *m, op *o) {
                 (void)path_rm_rf_at(pfd, o->aside, &ignore);
 }
 
+/* NOOK_TEST_MERGE_FAIL_AT=N makes the Nth step of phases 5-6 (from 1) fail, so tests see the
+ * undo.  Only compiled into builds with test hooks. */
+static int test_fail_step(merge_ctx *m, nook_error *err) {
+#ifdef NOOK_TEST_HOOKS
+        const char *e = secure_getenv("NOOK_TEST_MERGE_FAIL_AT");
+        if (e && strtoul(e, NULL, 10) == ++m->steps)
+                return nook_err_set(err, NOOK_E_IO, "Test hook: step %lu of the merge fails", m->steps);
+#endif
+        return 0;
+}
+
 /* Phases 4-7 over the ops to apply; on failure everything done is undone in reverse: the
  * deletions (made deepest first) from the shallowest, then the placements from the deepest. */
 static int apply(merge_ctx *m, nook_error *err) {
@@ -473,10 +485,10 @@ static int apply(merge_ctx *m, nook_error *err) {
                         r = 0; /* in a directory phase 5 makes */
         }
         for (size_t i = 0; r >= 0 && i < m->n_ops; i++)
-                if (m->ops[i].c->cur)
+                if (m->ops[i].c->cur && (r = test_fail_step(m, err)) >= 0)
                         r = place(m, &m->ops[i], err);
         for (size_t i = m->n_ops; r >= 0 && i > 0; i--)
-                if (!m->ops[i - 1].c->cur)
+                if (!m->ops[i - 1].c->cur && (r = test_fail_step(m, err)) >= 0)
                         r = delete_one(m, &m->ops[i - 1], err);
         if (r < 0) {
                 for (size_t i = 0; i < m->n_ops; i++)

@@ -12,7 +12,7 @@
 
 require_bin "$NOOK" "$NOOK_SUPERVISOR"
 command -v python3 >/dev/null || plan skip_all "python3 is needed to read the JSON"
-plan 67
+plan 75
 
 D=$(mktemp -d /var/tmp/nook-dm-test.XXXXXX)
 chmod 0755 "$D"
@@ -205,6 +205,20 @@ run_nook merge --strategy ours br --into t
 is "$status:$(cat "$tws/c")" "0:from-target" "ours keeps the target's version"
 run_nook merge --strategy theirs br --into t
 is "$status:$(cat "$tws/c"):$(cat "$tws/t-new")" "0:from-branch:both" "theirs takes the branch's version"
+
+# ---- a failure part way undoes every step ----------------------------------------------------
+g br 'cd /workspace && echo r2 > a && mkdir -p roll/back && echo x > roll/back/x && echo m > mode && rm c' >/dev/null
+# the steps: 1 a, 2 roll, 3 roll/back, 4 roll/back/x (placed in path order), 5 c (deletions last)
+before=$(tree_sum "$tws")
+for step in 1 2 4 5; do
+        NOOK_TEST_MERGE_FAIL_AT=$step run_nook merge --strategy theirs br --into t
+        if [[ $status == 1 && "$err" == *"step $step"* ]]; then
+                is "$(tree_sum "$tws")" "$before" "a merge failing at step $step leaves the target as it was"
+        else
+                skip "NOOK_TEST_MERGE_FAIL_AT needs a build with test hooks (status $status: $err)"
+        fi
+        is "$(leftovers "$tws")" "" "no staging leftovers after the failure at step $step"
+done
 
 # ---- hostile: the target's directory replaced by a symlink leading out --------------------------
 g br 'mkdir -p /workspace/d/sub && echo payload > /workspace/d/sub/planted' >/dev/null

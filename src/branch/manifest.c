@@ -236,6 +236,8 @@ static int capture_dir(int dfd, const char *rel, bool hash, size_t max, manifest
                 safe_close(dup);
                 return nook_err_errno(err, NOOK_E_IO, "Cannot list '%s'", *rel ? rel : ".");
         }
+        /* the duplicate shares dfd's offset: another walk of the same fd may have left it at the end */
+        rewinddir(d);
         int r = 0;
         struct dirent *de;
         while ((de = readdir(d))) {
@@ -408,7 +410,8 @@ static char *unescape(const char *s, size_t len) {
                         if (i + 2 >= len)
                                 return NULL;
                         int hi = hexval(s[i + 1]), lo = hexval(s[i + 2]);
-                        if (hi < 0 || lo < 0)
+                        /* uppercase only: one spelling per name, as manifest_format writes it */
+                        if (hi < 0 || lo < 0 || (s[i + 1] >= 'a' && s[i + 1] <= 'f') || (s[i + 2] >= 'a' && s[i + 2] <= 'f'))
                                 return NULL;
                         c = (unsigned char)(hi * 16 + lo);
                         if (c == 0 || !needs_escape(c))

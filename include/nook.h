@@ -396,7 +396,8 @@ NOOK_PUBLIC int nook_diff(nook *n, const char *name, unsigned flags, char **ret_
  * "parent"|"entries", "resolution": "refused"|"ours"|"theirs"|"skipped"}]}.
  * With conflicts and strategy refuse nothing changes and the result is NOOK_E_CONFLICT; then, as
  * the one exception to the ret_ rule, *ret_json is set too (the conflicts list). */
-NOOK_PUBLIC int nook_merge(nook *n, const char *branch, const char *opts_json, char **ret_json, nook_error *err);
+NOOK_PUBLIC int nook_merge(
+        nook *n, const char *branch, const char *opts_json, char **ret_json, nook_error *err);
 
 #ifdef __cplusplus
 }

@@ -124,8 +124,8 @@ static int compare_entry(int dirfd, const mf_entry *b, mf_entry *c, int *ret_kin
         return 0;
 }
 
-static int push_change(diff_result *d, diff_kind k, const mf_entry *o, const mf_entry *c, size_t *cap,
-        nook_error *err) {
+static int push_change(
+        diff_result *d, diff_kind k, const mf_entry *o, const mf_entry *c, size_t *cap, nook_error *err) {
         if (d->n == *cap) {
                 size_t ncap = *cap ? *cap * 2 : 32;
                 diff_change *nc = reallocarray(d->c, ncap, sizeof(*nc));
@@ -177,12 +177,13 @@ int diff_compute(int dirfd, manifest *base, diff_result **ret, nook_error *err) 
 
 /* ---- unified diff through diffutils ---- */
 
-static int spawn_diff(int old_fd, int new_fd, const char *path, int out_fd, pid_t *ret_pid, nook_error *err) {
+static int spawn_diff(
+        int old_fd, int new_fd, const char *path, int out_fd, pid_t *ret_pid, nook_error *err) {
         _cleanup_free_ char *la = old_fd >= 0 ? strprintf("a/%s", path) : strdup("/dev/null");
         _cleanup_free_ char *lb = new_fd >= 0 ? strprintf("b/%s", path) : strdup("/dev/null");
         char *argv[] = { (char *)"diff", (char *)"-u", (char *)"--label", la, (char *)"--label", lb,
-                (char *)(old_fd >= 0 ? "/dev/fd/3" : "/dev/null"), (char *)(new_fd >= 0 ? "/dev/fd/4" : "/dev/null"),
-                NULL };
+                (char *)(old_fd >= 0 ? "/dev/fd/3" : "/dev/null"),
+                (char *)(new_fd >= 0 ? "/dev/fd/4" : "/dev/null"), NULL };
         posix_spawn_file_actions_t fa;
         pid_t pid;
         if (!la || !lb)
@@ -275,7 +276,7 @@ static int set_new(json_t *o, const char *k, json_t *v) {
 }
 
 #define UNAVAILABLE                                                                                         \
-        "(old content unavailable: the baseline keeps each file's hash, not its content, and no copy\n"    \
+        "(old content unavailable: the baseline keeps each file's hash, not its content, and no copy\n"     \
         " of the baseline's version was found)\n"
 
 /* The old version of c's file: in old_dir when its content still has the baseline's hash. */
@@ -283,17 +284,20 @@ static int open_old(int old_dir, const diff_change *c, nook_error *err) {
         if (old_dir < 0 || !c->old || c->old->type != MF_TYPE_FILE || !c->old->has_hash)
                 return -1;
         mf_entry e = { .path = c->old->path, .type = MF_TYPE_FILE };
-        if (mf_entry_hash(old_dir, &e, err) < 0 || !e.has_hash || memcmp(e.hash, c->old->hash, MF_HASH_LEN) != 0)
+        if (mf_entry_hash(old_dir, &e, err) < 0 || !e.has_hash ||
+                memcmp(e.hash, c->old->hash, MF_HASH_LEN) != 0)
                 return -1;
         return mf_open_beneath(old_dir, c->old->path, O_RDONLY | O_NONBLOCK);
 }
 
 static int change_patch(const diff_change *c, int dirfd, int old_dir, char **ret, nook_error *err) {
-        bool old_file = c->old && c->old->type == MF_TYPE_FILE, new_file = c->cur && c->cur->type == MF_TYPE_FILE;
+        bool old_file = c->old && c->old->type == MF_TYPE_FILE,
+             new_file = c->cur && c->cur->type == MF_TYPE_FILE;
         *ret = NULL;
         if (c->kind == DIFF_MODE || c->kind == DIFF_TYPE || (!old_file && !new_file))
                 return 0;
-        _cleanup_close_ int nfd = new_file ? mf_open_beneath(dirfd, c->cur->path, O_RDONLY | O_NONBLOCK) : -1;
+        _cleanup_close_ int nfd =
+                new_file ? mf_open_beneath(dirfd, c->cur->path, O_RDONLY | O_NONBLOCK) : -1;
         _cleanup_close_ int ofd = old_file ? open_old(old_dir, c, err) : -1;
         if (old_file && ofd < 0) {
                 const char *p = c->old->path;
@@ -355,8 +359,8 @@ static int layer_marks(json_t *o, int dirfd, diff_change *c) {
                 (void)json_object_del(o, "oldMode");
                 (void)json_object_del(o, "mode");
                 return json_object_set_new(o, "kind", json_string("deleted")) |
-                       json_object_set_new(o, "type", json_string("whiteout")) |
-                       json_object_set_new(o, "whiteout", json_true());
+                        json_object_set_new(o, "type", json_string("whiteout")) |
+                        json_object_set_new(o, "whiteout", json_true());
         }
         if (!S_ISDIR(st.st_mode))
                 return 0;

@@ -56,8 +56,8 @@ int mf_entry_hash(int dirfd, mf_entry *e, nook_error *err);
  * matches the baseline hash: a branch's source), -1 for none.  layer: the tree is an overlay
  * upper directory: a character device 0/0 is a whiteout ("whiteout": true, kind "deleted") and
  * a directory marked opaque says so ("opaque": true). */
-int diff_to_json(const diff_result *d, int dirfd, int old_dir, bool patch, bool layer, json_t **ret,
-        nook_error *err);
+int diff_to_json(
+        const diff_result *d, int dirfd, int old_dir, bool patch, bool layer, json_t **ret, nook_error *err);
 /* A unified diff of two files (fd -1: empty, as /dev/null), labelled a/path and b/path, through
  * diffutils' `diff -u` (a Debian essential package); binary content gives "Binary files differ". */
 int diff_unified(int old_fd, int new_fd, const char *path, char **ret, nook_error *err);

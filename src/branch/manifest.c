@@ -32,10 +32,9 @@
 #define MF_MAGIC "nook-manifest 1\n"
 #define MF_DEFAULT_MAX_ENTRIES (10u * 1000 * 1000)
 
-static const char type_chars[_MF_TYPE_MAX] = { [MF_TYPE_FILE] = 'f',
-        [MF_TYPE_DIR] = 'd',
-        [MF_TYPE_SYMLINK] = 'l',
-        [MF_TYPE_OTHER] = 'o' };
+static const char type_chars[_MF_TYPE_MAX] = {
+        [MF_TYPE_FILE] = 'f', [MF_TYPE_DIR] = 'd', [MF_TYPE_SYMLINK] = 'l', [MF_TYPE_OTHER] = 'o'
+};
 static const char *const type_names[_MF_TYPE_MAX] = { [MF_TYPE_FILE] = "file",
         [MF_TYPE_DIR] = "dir",
         [MF_TYPE_SYMLINK] = "symlink",
@@ -293,7 +292,8 @@ int manifest_capture(int dirfd, bool hash, size_t max_entries, manifest **ret, n
                 if (fd == -EACCES)
                         continue; /* an unreadable directory: recorded, its content not */
                 if (fd < 0)
-                        return nook_err_errnum(err, NOOK_E_IO, -fd, "Cannot open the directory '%s'", m->e[i].path);
+                        return nook_err_errnum(
+                                err, NOOK_E_IO, -fd, "Cannot open the directory '%s'", m->e[i].path);
                 _cleanup_free_ char *rel = strdup(m->e[i].path);
                 if (!rel)
                         return nook_err_oom(err);
@@ -355,9 +355,10 @@ static int format_entry(buf *b, const mf_entry *e) {
         if (e->has_hash)
                 for (size_t i = 0; i < MF_HASH_LEN; i++)
                         (void)snprintf(hex + 2 * i, 3, "%02x", e->hash[i]);
-        int k = snprintf(head, sizeof(head), "%c %o %" PRIu32 " %" PRIu32 " %" PRIu64 " %" PRId64 " %" PRId64
-                                             " %" PRIu64 " %s ",
-                type_chars[e->type], e->mode, e->uid, e->gid, e->size, e->mtime_ns, e->ctime_ns, e->ino, hex);
+        int k = snprintf(head, sizeof(head),
+                "%c %o %" PRIu32 " %" PRIu32 " %" PRIu64 " %" PRId64 " %" PRId64 " %" PRIu64 " %s ",
+                type_chars[e->type], e->mode, e->uid, e->gid, e->size, e->mtime_ns, e->ctime_ns, e->ino,
+                hex);
         if (k < 0 || (size_t)k >= sizeof(head))
                 return -EINVAL;
         int r = buf_add(b, head, (size_t)k);
@@ -411,7 +412,8 @@ static char *unescape(const char *s, size_t len) {
                                 return NULL;
                         int hi = hexval(s[i + 1]), lo = hexval(s[i + 2]);
                         /* uppercase only: one spelling per name, as manifest_format writes it */
-                        if (hi < 0 || lo < 0 || (s[i + 1] >= 'a' && s[i + 1] <= 'f') || (s[i + 2] >= 'a' && s[i + 2] <= 'f'))
+                        if (hi < 0 || lo < 0 || (s[i + 1] >= 'a' && s[i + 1] <= 'f') ||
+                                (s[i + 2] >= 'a' && s[i + 2] <= 'f'))
                                 return NULL;
                         c = (unsigned char)(hi * 16 + lo);
                         if (c == 0 || !needs_escape(c))
@@ -546,11 +548,13 @@ int manifest_parse(const char *text, size_t len, manifest **ret, nook_error *err
         for (const char *p = text + ml, *end = text + len; p < end; line_no++) {
                 const char *nl = memchr(p, '\n', (size_t)(end - p));
                 if (!nl)
-                        return nook_err_set(err, NOOK_E_INVALID, "Manifest line %zu has no end of line", line_no + 1);
+                        return nook_err_set(
+                                err, NOOK_E_INVALID, "Manifest line %zu has no end of line", line_no + 1);
                 mf_entry e = { 0 };
                 if (!parse_line(p, (size_t)(nl - p), &e)) {
                         entry_done(&e);
-                        return nook_err_set(err, NOOK_E_INVALID, "Manifest line %zu is malformed", line_no + 1);
+                        return nook_err_set(
+                                err, NOOK_E_INVALID, "Manifest line %zu is malformed", line_no + 1);
                 }
                 if (m->n > 0 && strcmp(m->e[m->n - 1].path, e.path) >= 0) {
                         entry_done(&e);

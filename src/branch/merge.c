@@ -85,7 +85,8 @@ static int target_entry(merge_ctx *m, const char *path, mf_entry *ret, bool *ret
         if (pfd < 0) {
                 if (pfd == -ENOENT || pfd == -ENOTDIR || pfd == -ELOOP)
                         return 0;
-                return nook_err_errnum(err, NOOK_E_IO, -pfd, "Cannot open the directory of '%s' in the target", path);
+                return nook_err_errnum(
+                        err, NOOK_E_IO, -pfd, "Cannot open the directory of '%s' in the target", path);
         }
         if (fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
                 if (errno == ENOENT)
@@ -104,7 +105,8 @@ static int target_entry(merge_ctx *m, const char *path, mf_entry *ret, bool *ret
                 char buf[PATH_MAX + 1];
                 ssize_t k = readlinkat(pfd, name, buf, PATH_MAX);
                 if (k < 0)
-                        return nook_err_errno(err, NOOK_E_IO, "Cannot read the symlink '%s' in the target", path);
+                        return nook_err_errno(
+                                err, NOOK_E_IO, "Cannot read the symlink '%s' in the target", path);
                 ret->target = strndup(buf, (size_t)k);
                 if (!ret->target)
                         return nook_err_oom(err);
@@ -130,20 +132,21 @@ static int add_conflict(merge_ctx *m, const diff_change *c, const char *target, 
         const mf_entry *e = c->cur ? c->cur : c->old;
         /* a path whose directory the target removed cannot take the branch's version: skipped */
         const char *res = m->strategy == MERGE_REFUSE ? "refused"
-                          : streq(target, "parent") ? "skipped"
-                                                    : strategy_names[m->strategy];
-        json_t *o = json_pack("{s:s, s:s, s:s, s:s}", "path", e->path, "branch", diff_kind_to_string(c->kind),
-                "target", target, "resolution", res);
+                : streq(target, "parent")             ? "skipped"
+                                                      : strategy_names[m->strategy];
+        json_t *o = json_pack("{s:s, s:s, s:s, s:s}", "path", e->path, "branch",
+                diff_kind_to_string(c->kind), "target", target, "resolution", res);
         if (!o)
-                o = json_pack("{s:s, s:s, s:s}", "path", "(not UTF-8)", "branch", diff_kind_to_string(c->kind),
-                        "target", target);
+                o = json_pack("{s:s, s:s, s:s}", "path", "(not UTF-8)", "branch",
+                        diff_kind_to_string(c->kind), "target", target);
         if (!o || json_array_append_new(m->conflicts, o) < 0)
                 return nook_err_oom(err);
         return 0;
 }
 
 /* Whether the target directory path holds only names the branch deletes too. */
-static int dir_only_deleted(merge_ctx *m, const diff_result *d, const char *path, bool *ret, nook_error *err) {
+static int dir_only_deleted(
+        merge_ctx *m, const diff_result *d, const char *path, bool *ret, nook_error *err) {
         _cleanup_close_ int fd = mf_open_beneath(m->tfd, path, O_RDONLY | O_DIRECTORY);
         *ret = true;
         if (fd < 0)
@@ -172,7 +175,8 @@ static int dir_only_deleted(merge_ctx *m, const diff_result *d, const char *path
 }
 
 /* Decides one change: *ret_apply. */
-static int classify(merge_ctx *m, const diff_result *d, const diff_change *c, bool *ret_apply, nook_error *err) {
+static int classify(
+        merge_ctx *m, const diff_result *d, const diff_change *c, bool *ret_apply, nook_error *err) {
         const mf_entry *e = c->cur ? c->cur : c->old;
         mf_entry t = { 0 };
         bool exists, parent_ok;
@@ -290,9 +294,10 @@ static int stage_file(merge_ctx *m, int pfd, const char *tmp, const mf_entry *e,
         if (src < 0)
                 return nook_err_errnum(err, NOOK_E_IO, -src, "Cannot open '%s' in the branch", e->path);
         if (fstat(src, &st) < 0 || !S_ISREG(st.st_mode))
-                return nook_err_set(err, NOOK_E_STATE, "'%s' in the branch changed during the merge; merge again",
-                        e->path);
-        _cleanup_close_ int dst = openat(pfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+                return nook_err_set(err, NOOK_E_STATE,
+                        "'%s' in the branch changed during the merge; merge again", e->path);
+        _cleanup_close_ int dst =
+                openat(pfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
         if (dst < 0)
                 return nook_err_errno(err, NOOK_E_IO, "Cannot stage '%s' in the target", e->path);
         int r = copy_content(src, dst);
@@ -316,8 +321,8 @@ static int stage(merge_ctx *m, op *o, nook_error *err) {
         if (pfd == -ENOENT)
                 return -ENOENT;
         if (pfd < 0)
-                return nook_err_errnum(err, NOOK_E_IO, -pfd, "Cannot open the directory of '%s' in the target",
-                        e->path);
+                return nook_err_errnum(
+                        err, NOOK_E_IO, -pfd, "Cannot open the directory of '%s' in the target", e->path);
         next_name(m, o->tmp);
         if (e->type == MF_TYPE_SYMLINK) {
                 if (symlinkat(e->target, pfd, o->tmp) < 0)
@@ -332,13 +337,14 @@ static int stage(merge_ctx *m, op *o, nook_error *err) {
 static int set_aside(merge_ctx *m, op *o, int pfd, const char *name, nook_error *err) {
         next_name(m, o->aside);
         if (renameat2(pfd, name, pfd, o->aside, RENAME_NOREPLACE) < 0)
-                return nook_err_errno(err, NOOK_E_IO, "Cannot move '%s' aside in the target", op_entry(o)->path);
+                return nook_err_errno(
+                        err, NOOK_E_IO, "Cannot move '%s' aside in the target", op_entry(o)->path);
         o->has_aside = true;
         return 0;
 }
 
-static int place_dir(merge_ctx *m, op *o, int pfd, const char *name, const struct stat *t, bool exists,
-        nook_error *err) {
+static int place_dir(
+        merge_ctx *m, op *o, int pfd, const char *name, const struct stat *t, bool exists, nook_error *err) {
         const mf_entry *e = o->c->cur;
         int r;
         if (exists && S_ISDIR(t->st_mode)) {
@@ -352,7 +358,8 @@ static int place_dir(merge_ctx *m, op *o, int pfd, const char *name, const struc
         if (exists && (r = set_aside(m, o, pfd, name, err)) < 0)
                 return r;
         if (mkdirat(pfd, name, 0700) < 0)
-                return nook_err_errno(err, NOOK_E_IO, "Cannot make the directory '%s' in the target", e->path);
+                return nook_err_errno(
+                        err, NOOK_E_IO, "Cannot make the directory '%s' in the target", e->path);
         o->made = true;
         r = chmod_nofollow(pfd, name, e->mode);
         if (r < 0)
@@ -367,13 +374,14 @@ static int place(merge_ctx *m, op *o, nook_error *err) {
         struct stat t;
         int r = stage(m, o, err);
         if (r < 0)
-                return r == -ENOENT ? nook_err_set(err, NOOK_E_STATE,
-                                              "The directory of '%s' left the target during the merge", e->path)
-                                    : r;
+                return r == -ENOENT
+                        ? nook_err_set(err, NOOK_E_STATE,
+                                  "The directory of '%s' left the target during the merge", e->path)
+                        : r;
         _cleanup_close_ int pfd = mf_open_parent(m->tfd, e->path, &name);
         if (pfd < 0)
-                return nook_err_errnum(err, NOOK_E_IO, -pfd, "Cannot open the directory of '%s' in the target",
-                        e->path);
+                return nook_err_errnum(
+                        err, NOOK_E_IO, -pfd, "Cannot open the directory of '%s' in the target", e->path);
         bool exists = fstatat(pfd, name, &t, AT_SYMLINK_NOFOLLOW) == 0;
         if (e->type == MF_TYPE_DIR)
                 return place_dir(m, o, pfd, name, &t, exists, err);
@@ -417,7 +425,8 @@ static int delete_one(merge_ctx *m, op *o, nook_error *err) {
                         TAKE_FD(dfd);
                         /* its entries deleted before it were set aside inside it: those go with it */
                         while ((de = readdir(d)))
-                                if (!streq(de->d_name, ".") && !streq(de->d_name, "..") && !is_ours(m, de->d_name))
+                                if (!streq(de->d_name, ".") && !streq(de->d_name, "..") &&
+                                        !is_ours(m, de->d_name))
                                         empty = false;
                         closedir(d);
                 }
@@ -505,8 +514,8 @@ static int apply(merge_ctx *m, nook_error *err) {
 }
 
 static int report(merge_ctx *m, bool dry_run, bool merged, char **ret_json, nook_error *err) {
-        json_t *root = json_pack("{s:s, s:b, s:b, s:O, s:O}", "strategy", strategy_names[m->strategy], "dryRun",
-                dry_run, "merged", merged, "applied", m->applied, "conflicts", m->conflicts);
+        json_t *root = json_pack("{s:s, s:b, s:b, s:O, s:O}", "strategy", strategy_names[m->strategy],
+                "dryRun", dry_run, "merged", merged, "applied", m->applied, "conflicts", m->conflicts);
         if (!root)
                 return nook_err_oom(err);
         *ret_json = json_dumps(root, JSON_COMPACT | JSON_PRESERVE_ORDER);
@@ -524,8 +533,8 @@ static int add_applied(merge_ctx *m, const diff_change *c, nook_error *err) {
         return 0;
 }
 
-int merge_trees(int branch_fd, manifest *base, int target_fd, merge_strategy s, bool dry_run, char **ret_json,
-        nook_error *err) {
+int merge_trees(int branch_fd, manifest *base, int target_fd, merge_strategy s, bool dry_run,
+        char **ret_json, nook_error *err) {
         _cleanup_(diff_result_freep) diff_result *d = NULL;
         _cleanup_(json_decrefp) json_t *applied = json_array();
         _cleanup_(json_decrefp) json_t *conflicts = json_array();

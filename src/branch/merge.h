@@ -29,5 +29,5 @@ merge_strategy merge_strategy_from_string(const char *s);
 /* branch_fd, target_fd: the two trees' roots (O_RDONLY|O_DIRECTORY).  base: the branch's
  * baseline (taken over).  ret_json: the report (schema in docs/design/diff-merge.md), set on
  * success and on NOOK_E_CONFLICT (refuse with conflicts: nothing changed). */
-int merge_trees(int branch_fd, manifest *base, int target_fd, merge_strategy s, bool dry_run, char **ret_json,
-        nook_error *err);
+int merge_trees(int branch_fd, manifest *base, int target_fd, merge_strategy s, bool dry_run,
+        char **ret_json, nook_error *err);

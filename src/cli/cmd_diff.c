@@ -66,8 +66,9 @@ static void print_change(json_t *c, bool patch) {
 }
 
 int cmd_diff(int argc, char **argv) {
-        static const struct option opts[] = { { "json", no_argument, NULL, 'j' }, { "patch", no_argument, NULL, 'p' },
-                { "root", no_argument, NULL, 1001 }, { "help", no_argument, NULL, 'h' }, {} };
+        static const struct option opts[] = { { "json", no_argument, NULL, 'j' },
+                { "patch", no_argument, NULL, 'p' }, { "root", no_argument, NULL, 1001 },
+                { "help", no_argument, NULL, 'h' }, {} };
         unsigned flags = 0;
         nook *n = NULL;
         nook_error err = { 0 };
@@ -116,8 +117,7 @@ int cmd_diff(int argc, char **argv) {
                 return cli_fail_oom();
         json_t *ch;
         size_t i;
-        json_array_foreach (json_object_get(j, "changes"), i, ch)
-                print_change(ch, flags & NOOK_DIFF_PATCH);
+        json_array_foreach(json_object_get(j, "changes"), i, ch) print_change(ch, flags & NOOK_DIFF_PATCH);
         json_decref(j);
         return 0;
 }
@@ -125,24 +125,26 @@ int cmd_diff(int argc, char **argv) {
 static void print_merge(json_t *j) {
         json_t *e;
         size_t i;
-        bool dry = json_is_true(json_object_get(j, "dryRun")), merged = json_is_true(json_object_get(j, "merged"));
-        json_array_foreach (json_object_get(j, "conflicts"), i, e) {
+        bool dry = json_is_true(json_object_get(j, "dryRun")),
+             merged = json_is_true(json_object_get(j, "merged"));
+        json_array_foreach(json_object_get(j, "conflicts"), i, e) {
                 const char *res = json_string_value(json_object_get(e, "resolution"));
                 fprintf(merged || dry ? stdout : stderr, "CONFLICT (branch: %s, target: %s%s%s) ",
-                        json_string_value(json_object_get(e, "branch")), json_string_value(json_object_get(e, "target")),
-                        res ? ", " : "", res ? res : "");
+                        json_string_value(json_object_get(e, "branch")),
+                        json_string_value(json_object_get(e, "target")), res ? ", " : "", res ? res : "");
                 print_path(merged || dry ? stdout : stderr, json_string_value(json_object_get(e, "path")));
                 fputc('\n', merged || dry ? stdout : stderr);
         }
         if (!merged && !dry)
                 return;
-        json_array_foreach (json_object_get(j, "applied"), i, e) {
+        json_array_foreach(json_object_get(j, "applied"), i, e) {
                 printf("%c ", kind_letter(json_string_value(json_object_get(e, "kind"))));
                 print_path(stdout, json_string_value(json_object_get(e, "path")));
                 putchar('\n');
         }
         printf("%s %zu change(s) from '%s' into '%s'\n", dry ? "Would merge" : "Merged",
-                json_array_size(json_object_get(j, "applied")), json_string_value(json_object_get(j, "branch")),
+                json_array_size(json_object_get(j, "applied")),
+                json_string_value(json_object_get(j, "branch")),
                 json_string_value(json_object_get(j, "into")));
 }
 

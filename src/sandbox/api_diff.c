@@ -27,8 +27,8 @@
 static int open_dir(const char *path, const char *what, int *ret, nook_error *err) {
         int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
         if (fd < 0)
-                return nook_err_errno(err, errno == ENOENT ? NOOK_E_NOT_FOUND : NOOK_E_IO, "Cannot open %s '%s'", what,
-                        path);
+                return nook_err_errno(err, errno == ENOENT ? NOOK_E_NOT_FOUND : NOOK_E_IO,
+                        "Cannot open %s '%s'", what, path);
         *ret = fd;
         return 0;
 }
@@ -45,7 +45,8 @@ static int capture_one(int sfd, const char *tree, const char *file, nook_error *
         return manifest_save(m, sfd, file, err);
 }
 
-int sb_baseline_capture(const char *sdir, const char *wsdir, const char *upper, bool fresh_upper, nook_error *err) {
+int sb_baseline_capture(
+        const char *sdir, const char *wsdir, const char *upper, bool fresh_upper, nook_error *err) {
         _cleanup_close_ int sfd = -1;
         int r = open_dir(sdir, "the state folder", &sfd, err);
         if (r < 0)
@@ -74,7 +75,8 @@ static int sandbox_exists(nook *n, const char *name, nook_error *err) {
 }
 
 /* The tree (workspace or writable layer) of name and its baseline. */
-static int open_tree(nook *n, const char *name, bool layer, int *ret_fd, manifest **ret_base, nook_error *err) {
+static int open_tree(
+        nook *n, const char *name, bool layer, int *ret_fd, manifest **ret_base, nook_error *err) {
         _cleanup_free_ char *sdir = NULL, *wsdir = NULL, *upper = NULL;
         _cleanup_close_ int sfd = -1, tfd = -1;
         int r = ctx_sandbox_dir(n, name, &sdir, err);
@@ -83,7 +85,8 @@ static int open_tree(nook *n, const char *name, bool layer, int *ret_fd, manifes
         if (!(upper = strprintf("%s/upper", sdir)))
                 return nook_err_oom(err);
         if ((r = open_dir(sdir, "the state folder", &sfd, err)) < 0 ||
-                (r = open_dir(layer ? upper : wsdir, layer ? "the writable layer" : "the workspace", &tfd, err)) < 0)
+                (r = open_dir(layer ? upper : wsdir, layer ? "the writable layer" : "the workspace", &tfd,
+                         err)) < 0)
                 return r;
         r = manifest_load(sfd, layer ? MF_ROOT_FILE_NAME : MF_FILE_NAME, ret_base, err);
         if (r == -NOOK_E_NOT_FOUND)
@@ -200,7 +203,8 @@ int nook_merge(nook *n, const char *branch, const char *opts_json, char **ret_js
                 o.into = def;
         }
         if (streq(o.into, branch))
-                return nook_err_set(err, NOOK_E_INVALID, "Cannot merge '%s' into itself: name another sandbox", branch);
+                return nook_err_set(
+                        err, NOOK_E_INVALID, "Cannot merge '%s' into itself: name another sandbox", branch);
         if ((r = sandbox_exists(n, o.into, err)) < 0)
                 return nook_err_wrap(err, "the merge target");
         if ((r = lock_both(n, branch, o.into, &la, &lb, err)) < 0)
@@ -208,7 +212,8 @@ int nook_merge(nook *n, const char *branch, const char *opts_json, char **ret_js
         if ((r = open_tree(n, branch, false, &bfd, &base, err)) < 0)
                 return r;
         _cleanup_free_ char *tws = NULL;
-        if ((r = ctx_ws_dir(n, o.into, &tws, err)) < 0 || (r = open_dir(tws, "the workspace", &tfd, err)) < 0) {
+        if ((r = ctx_ws_dir(n, o.into, &tws, err)) < 0 ||
+                (r = open_dir(tws, "the workspace", &tfd, err)) < 0) {
                 manifest_free(base);
                 return r;
         }

@@ -10,4 +10,5 @@
  * none yet (a re-create over a kept workspace keeps the first one; a branch's, taken when it is
  * created over its copied workspace, is its branch point), and the writable layer's whenever
  * the layer is new (fresh_upper) or has none. */
-int sb_baseline_capture(const char *sdir, const char *wsdir, const char *upper, bool fresh_upper, nook_error *err);
+int sb_baseline_capture(
+        const char *sdir, const char *wsdir, const char *upper, bool fresh_upper, nook_error *err);

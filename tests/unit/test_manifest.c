@@ -52,9 +52,7 @@ Test(manifest, parses_what_it_formats) {
 
 Test(manifest, refuses_malformed) {
         static const char *const bad[] = {
-                "",
-                "nook-manifest 2\n",
-                "nook-manifest 1\nd 755 0 0 0 0 0 0 - a -", /* no end of line */
+                "", "nook-manifest 2\n", "nook-manifest 1\nd 755 0 0 0 0 0 0 - a -", /* no end of line */
                 "nook-manifest 1\nx 755 0 0 0 0 0 0 - a -\n", /* type */
                 "nook-manifest 1\nd 17755 0 0 0 0 0 0 - a -\n", /* mode above 07777 */
                 "nook-manifest 1\nd 758 0 0 0 0 0 0 - a -\n", /* not octal */
@@ -134,7 +132,8 @@ Test(manifest, capture_diff_merge) {
         snprintf(cmd, sizeof(cmd), "cp -a %s/. %s/", a, b);
         cr_assert_eq(system(cmd), 0);
 
-        int afd = open(a, O_RDONLY | O_DIRECTORY | O_CLOEXEC), bfd = open(b, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        int afd = open(a, O_RDONLY | O_DIRECTORY | O_CLOEXEC),
+            bfd = open(b, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         int sfd = open(state, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         manifest *m = NULL;
         cr_assert_eq(manifest_capture(bfd, true, 0, &m, &err), 0, "%s", err.msg);
@@ -166,7 +165,8 @@ Test(manifest, capture_diff_merge) {
         char *report = NULL;
         cr_assert_eq(manifest_load(sfd, MF_FILE_NAME, &m, &err), 0);
         cr_assert_eq(merge_trees(bfd, m, afd, MERGE_REFUSE, false, &report, &err), -NOOK_E_CONFLICT);
-        cr_assert(strstr(report, "\"path\":\"f\",\"branch\":\"modified\",\"target\":\"modified\""), "%s", report);
+        cr_assert(strstr(report, "\"path\":\"f\",\"branch\":\"modified\",\"target\":\"modified\""), "%s",
+                report);
         free(report);
         snprintf(p, sizeof(p), "%s/h", a);
         cr_assert_neq(access(p, F_OK), 0, "a refused merge adds nothing");

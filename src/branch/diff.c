@@ -244,9 +244,7 @@ int diff_unified(int old_fd, int new_fd, const char *path, char **ret, nook_erro
 
 /* ---- JSON ---- */
 
-/* A JSON string for bytes that may not be UTF-8: as is when valid, else escaped (every byte
- * >= 0x80 and '%' as %XX) with *ret_escaped set. */
-static json_t *json_bytes(const char *s, bool *ret_escaped) {
+json_t *diff_json_bytes(const char *s, bool *ret_escaped) {
         json_t *j = json_string(s);
         if (j)
                 return j;
@@ -265,6 +263,16 @@ static json_t *json_bytes(const char *s, bool *ret_escaped) {
         e[o] = '\0';
         *ret_escaped = true;
         return json_string(e);
+}
+
+int diff_json_set_path(json_t *o, const char *path) {
+        bool escaped = false;
+        json_t *j = diff_json_bytes(path, &escaped);
+        if (!j || json_object_set_new(o, "path", j) < 0)
+                return -1;
+        if (escaped && json_object_set_new(o, "pathEscaped", json_true()) < 0)
+                return -1;
+        return 0;
 }
 
 static char *mode_str(uint32_t m) {
@@ -317,16 +325,16 @@ static int change_fill(json_t *o, const diff_change *c) {
         int r = 0;
         if (!mode)
                 return -1;
-        r |= set_new(o, "path", json_bytes(now->path, &escaped));
-        if (escaped)
-                r |= json_object_set_new(o, "pathEscaped", json_true());
+        r |= diff_json_set_path(o, now->path);
         r |= set_new(o, "kind", json_string(diff_kind_to_string(c->kind)));
         r |= set_new(o, "type", json_string(mf_type_to_string(now->type)));
         r |= set_new(o, "mode", json_string(mode));
         if (now->type == MF_TYPE_FILE)
                 r |= set_new(o, "size", json_integer((json_int_t)now->size));
         if (now->type == MF_TYPE_SYMLINK)
-                r |= set_new(o, "target", json_bytes(now->target, &escaped));
+                r |= set_new(o, "target", diff_json_bytes(now->target, &escaped));
+        if (escaped)
+                r |= json_object_set_new(o, "targetEscaped", json_true());
         if (c->old && c->cur) {
                 if (c->kind == DIFF_TYPE)
                         r |= set_new(o, "oldType", json_string(mf_type_to_string(c->old->type)));
@@ -335,7 +343,7 @@ static int change_fill(json_t *o, const diff_change *c) {
                         r |= om ? set_new(o, "oldMode", json_string(om)) : -1;
                 }
                 if (c->old->type == MF_TYPE_SYMLINK && c->kind != DIFF_MODE)
-                        r |= set_new(o, "oldTarget", json_bytes(c->old->target, &escaped));
+                        r |= set_new(o, "oldTarget", diff_json_bytes(c->old->target, &escaped));
         }
         return r;
 }

@@ -58,6 +58,11 @@ int mf_entry_hash(int dirfd, mf_entry *e, nook_error *err);
  * a directory marked opaque says so ("opaque": true). */
 int diff_to_json(
         const diff_result *d, int dirfd, int old_dir, bool patch, bool layer, json_t **ret, nook_error *err);
+/* A JSON string for bytes that may not be UTF-8: as is when valid, else with every byte >= 0x80
+ * and '%' as %XX, and *ret_escaped set. */
+json_t *diff_json_bytes(const char *s, bool *ret_escaped);
+/* Sets "path" (and "pathEscaped": true when it had to be escaped) on o; -1 on failure. */
+int diff_json_set_path(json_t *o, const char *path);
 /* A unified diff of two files (fd -1: empty, as /dev/null), labelled a/path and b/path, through
  * diffutils' `diff -u` (a Debian essential package); binary content gives "Binary files differ". */
 int diff_unified(int old_fd, int new_fd, const char *path, char **ret, nook_error *err);

@@ -134,12 +134,11 @@ static int add_conflict(merge_ctx *m, const diff_change *c, const char *target, 
         const char *res = m->strategy == MERGE_REFUSE ? "refused"
                 : streq(target, "parent")             ? "skipped"
                                                       : strategy_names[m->strategy];
-        json_t *o = json_pack("{s:s, s:s, s:s, s:s}", "path", e->path, "branch",
-                diff_kind_to_string(c->kind), "target", target, "resolution", res);
-        if (!o)
-                o = json_pack("{s:s, s:s, s:s}", "path", "(not UTF-8)", "branch",
-                        diff_kind_to_string(c->kind), "target", target);
-        if (!o || json_array_append_new(m->conflicts, o) < 0)
+        json_t *o = json_object();
+        if (!o || json_array_append_new(m->conflicts, o) < 0 || diff_json_set_path(o, e->path) < 0 ||
+                json_object_set_new(o, "branch", json_string(diff_kind_to_string(c->kind))) < 0 ||
+                json_object_set_new(o, "target", json_string(target)) < 0 ||
+                json_object_set_new(o, "resolution", json_string(res)) < 0)
                 return nook_err_oom(err);
         return 0;
 }
@@ -216,7 +215,9 @@ static int classify(
         }
         if (!why && !mf_entry_same(tp, c->old) && !(parent_new && !tp && !c->old))
                 why = target_kind(c->old, tp);
-        if (!why && c->kind == DIFF_DELETED && c->old->type == MF_TYPE_DIR && tp) {
+        /* a directory the branch deletes or replaces must hold nothing else in the target */
+        if (!why && c->old && c->old->type == MF_TYPE_DIR && (!c->cur || c->cur->type != MF_TYPE_DIR) &&
+                tp && tp->type == MF_TYPE_DIR) {
                 bool only = true;
                 if ((r = dir_only_deleted(m, d, e->path, &only, err)) < 0) {
                         free(t.target);
@@ -525,10 +526,9 @@ static int report(merge_ctx *m, bool dry_run, bool merged, char **ret_json, nook
 
 static int add_applied(merge_ctx *m, const diff_change *c, nook_error *err) {
         const mf_entry *e = c->cur ? c->cur : c->old;
-        json_t *o = json_pack("{s:s, s:s}", "path", e->path, "kind", diff_kind_to_string(c->kind));
-        if (!o)
-                o = json_pack("{s:s, s:s}", "path", "(not UTF-8)", "kind", diff_kind_to_string(c->kind));
-        if (!o || json_array_append_new(m->applied, o) < 0)
+        json_t *o = json_object();
+        if (!o || json_array_append_new(m->applied, o) < 0 || diff_json_set_path(o, e->path) < 0 ||
+                json_object_set_new(o, "kind", json_string(diff_kind_to_string(c->kind))) < 0)
                 return nook_err_oom(err);
         return 0;
 }

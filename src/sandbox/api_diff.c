@@ -176,14 +176,18 @@ static int merge_opts_parse(const char *text, json_t **ret_obj, merge_opts *ret,
         return 0;
 }
 
-/* Both sandboxes' locks, shared (as a workspace write holds it: never during `nook rm`), taken in
- * name order so two merges in opposite directions cannot deadlock. */
-static int lock_both(nook *n, const char *a, const char *b, int *ret_a, int *ret_b, nook_error *err) {
-        bool swap = strcmp(a, b) > 0;
-        int r = sb_lock_how(n, swap ? b : a, LOCK_SH, swap ? ret_b : ret_a, err);
+/* The branch's lock shared (as a workspace write holds it: never during `nook rm`), the target's
+ * exclusive (no workspace write, stop, rm or other merge into it meanwhile; its guest may still
+ * write), taken in name order so two merges in opposite directions cannot deadlock. */
+static int lock_both(
+        nook *n, const char *branch, const char *target, int *ret_b, int *ret_t, nook_error *err) {
+        bool target_first = strcmp(target, branch) < 0;
+        int r = target_first ? sb_lock_how(n, target, LOCK_EX, ret_t, err)
+                             : sb_lock_how(n, branch, LOCK_SH, ret_b, err);
         if (r < 0)
                 return r;
-        return sb_lock_how(n, swap ? a : b, LOCK_SH, swap ? ret_a : ret_b, err);
+        return target_first ? sb_lock_how(n, branch, LOCK_SH, ret_b, err)
+                            : sb_lock_how(n, target, LOCK_EX, ret_t, err);
 }
 
 int nook_merge(nook *n, const char *branch, const char *opts_json, char **ret_json, nook_error *err) {

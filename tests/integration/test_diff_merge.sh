@@ -12,7 +12,7 @@
 
 require_bin "$NOOK" "$NOOK_SUPERVISOR"
 command -v python3 >/dev/null || plan skip_all "python3 is needed to read the JSON"
-plan 75
+plan 81
 
 D=$(mktemp -d /var/tmp/nook-dm-test.XXXXXX)
 chmod 0755 "$D"
@@ -230,5 +230,27 @@ like "$out" '"path":"d/sub/planted","branch":"added","target":"parent","resoluti
 check "nothing was written outside the workspace" test -z "$(ls -A "$D/outside")"
 is "$(leftovers "$tws")" "" "no staging leftovers after hostile merges"
 
-run_nook rm w t br
+# ---- a directory the branch replaces while the target added to it; a name that is not UTF-8 ------
+mkdir -p "$D/base2/x"
+printf 'x\n' >"$D/base2/x/f"
+for s in t2 br2; do
+        run_nook ws path $s
+        mkdir -p "$out" && cp -a "$D/base2/." "$out/" && chmod 0755 "$out"
+        run_nook create $s
+done
+g br2 'rm -rf /workspace/x && echo file > /workspace/x' >/dev/null
+g t2 'echo mine > /workspace/x/target-added' >/dev/null
+run_nook merge --json --strategy theirs br2 --into t2
+is "$status" 0 "merge --strategy theirs of a directory replaced by a file" || diag "$err"
+like "$out" '"path":"x","branch":"type","target":"entries","resolution":"theirs"' "the conflict says the target holds other entries"
+run_nook ws path t2
+check "theirs: the branch's file replaced the directory" test -f "$out/x"
+g br "printf 'latin1\n' > /workspace/\$(printf 'caf\\351')" >/dev/null
+run_nook diff --json br
+like "$out" '"path":"caf%E9","pathEscaped":true,"kind":"added"' "a name that is not UTF-8 is escaped in JSON, and says so"
+run_nook merge --strategy ours br --into t
+is "$status" 0 "merge --strategy ours with the name" || diag "$err"
+is "$(cat "$tws/$(printf 'caf\351')")" "latin1" "a name that is not UTF-8 is merged byte for byte"
+
+run_nook rm w t br t2 br2
 is "$status" 0 "rm the sandboxes" || diag "$err"

@@ -19,6 +19,7 @@
 #include "sandbox/state.h"
 #include "store/store.h"
 #include "util/error.h"
+#include "util/fd.h"
 #include "util/json.h"
 #include "util/macro.h"
 #include "util/name.h"
@@ -33,16 +34,35 @@ static int open_dir(const char *path, const char *what, int *ret, nook_error *er
         return 0;
 }
 
-static int capture_one(int sfd, const char *tree, const char *file, nook_error *err) {
+/* <file>.error: why the last capture of file failed, for diff to say (a create never fails for
+ * its baseline: diff and merge are refused for that sandbox instead). */
+static void note_failure(int sfd, const char *file, const nook_error *why) {
+        _cleanup_free_ char *name = strprintf("%s.error", file);
+        _cleanup_close_ int fd = -1;
+        if (!name)
+                return;
+        fd = openat(sfd, name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+        if (fd >= 0)
+                (void)fd_write_all(fd, why->msg, strlen(why->msg));
+}
+
+static void capture_one(int sfd, const char *tree, const char *file) {
         _cleanup_close_ int fd = -1;
         _cleanup_(manifest_freep) manifest *m = NULL;
-        int r = open_dir(tree, "the tree", &fd, err);
-        if (r < 0)
-                return r;
-        r = manifest_capture(fd, /* hash= */ true, 0, &m, err);
-        if (r < 0)
-                return nook_err_wrap(err, "taking the baseline of '%s'", tree);
-        return manifest_save(m, sfd, file, err);
+        _cleanup_free_ char *ename = strprintf("%s.error", file);
+        nook_error err = { 0 };
+        if (ename)
+                (void)unlinkat(sfd, ename, 0);
+        (void)unlinkat(sfd, file, 0);
+        int r = open_dir(tree, "the tree", &fd, &err);
+        if (r >= 0)
+                r = manifest_capture(fd, /* hash= */ true, 0, &m, &err);
+        if (r >= 0)
+                r = manifest_save(m, sfd, file, &err);
+        if (r < 0) {
+                (void)nook_err_wrap(&err, "taking the baseline of '%s'", tree);
+                note_failure(sfd, file, &err);
+        }
 }
 
 int sb_baseline_capture(
@@ -51,12 +71,10 @@ int sb_baseline_capture(
         int r = open_dir(sdir, "the state folder", &sfd, err);
         if (r < 0)
                 return r;
-        if (faccessat(sfd, MF_FILE_NAME, F_OK, AT_SYMLINK_NOFOLLOW) < 0 &&
-                (r = capture_one(sfd, wsdir, MF_FILE_NAME, err)) < 0)
-                return r;
-        if ((fresh_upper || faccessat(sfd, MF_ROOT_FILE_NAME, F_OK, AT_SYMLINK_NOFOLLOW) < 0) &&
-                (r = capture_one(sfd, upper, MF_ROOT_FILE_NAME, err)) < 0)
-                return r;
+        if (faccessat(sfd, MF_FILE_NAME, F_OK, AT_SYMLINK_NOFOLLOW) < 0)
+                capture_one(sfd, wsdir, MF_FILE_NAME);
+        if (fresh_upper || faccessat(sfd, MF_ROOT_FILE_NAME, F_OK, AT_SYMLINK_NOFOLLOW) < 0)
+                capture_one(sfd, upper, MF_ROOT_FILE_NAME);
         return 0;
 }
 
@@ -88,12 +106,21 @@ static int open_tree(
                 (r = open_dir(layer ? upper : wsdir, layer ? "the writable layer" : "the workspace", &tfd,
                          err)) < 0)
                 return r;
-        r = manifest_load(sfd, layer ? MF_ROOT_FILE_NAME : MF_FILE_NAME, ret_base, err);
-        if (r == -NOOK_E_NOT_FOUND)
+        const char *file = layer ? MF_ROOT_FILE_NAME : MF_FILE_NAME;
+        r = manifest_load(sfd, file, ret_base, err);
+        if (r == -NOOK_E_NOT_FOUND) {
+                _cleanup_free_ char *ename = strprintf("%s.error", file), *why = NULL;
+                _cleanup_close_ int efd = ename ? openat(sfd, ename, O_RDONLY | O_CLOEXEC | O_NOFOLLOW) : -1;
+                size_t len = 0;
+                nook_error ignore;
+                if (efd >= 0 && fd_read_to_end(efd, 400, &why, &len, &ignore) >= 0 && why)
+                        return nook_err_set(err, NOOK_E_NOT_FOUND,
+                                "Sandbox '%s' has no baseline to compare with: %s", name, why);
                 return nook_err_set(err, NOOK_E_NOT_FOUND,
-                        "Sandbox '%s' has no baseline to compare with (it was created by a nook without diff, or "
-                        "its create failed); create it again after 'nook rm' to take one",
+                        "Sandbox '%s' has no baseline to compare with (it was created by a nook without diff); "
+                        "create it again after 'nook rm' to take one",
                         name);
+        }
         if (r < 0)
                 return r;
         *ret_fd = TAKE_FD(tfd);

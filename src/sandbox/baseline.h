@@ -9,6 +9,9 @@
 /* Captures the baseline manifests into the state folder sdir: the workspace's when sdir holds
  * none yet (a re-create over a kept workspace keeps the first one; a branch's, taken when it is
  * created over its copied workspace, is its branch point), and the writable layer's whenever
- * the layer is new (fresh_upper) or has none. */
+ * the layer is new (fresh_upper) or has none.  A capture that fails (a tree over the bounds of
+ * manifest_capture, an I/O error) does not fail the create: the reason is kept beside the
+ * manifest's name (".error") and diff and merge of that sandbox say it.  Fails only when the
+ * state folder cannot be opened. */
 int sb_baseline_capture(
         const char *sdir, const char *wsdir, const char *upper, bool fresh_upper, nook_error *err);

@@ -12,7 +12,7 @@
 
 require_bin "$NOOK" "$NOOK_SUPERVISOR"
 command -v python3 >/dev/null || plan skip_all "python3 is needed to read the JSON"
-plan 81
+plan 84
 
 D=$(mktemp -d /var/tmp/nook-dm-test.XXXXXX)
 chmod 0755 "$D"
@@ -252,5 +252,15 @@ run_nook merge --strategy ours br --into t
 is "$status" 0 "merge --strategy ours with the name" || diag "$err"
 is "$(cat "$tws/$(printf 'caf\351')")" "latin1" "a name that is not UTF-8 is merged byte for byte"
 
-run_nook rm w t br t2 br2
+# ---- a workspace over the manifest's bounds: create works, diff says why it cannot ----------------
+run_nook ws path deep
+mkdir -p "$out"
+(cd "$out" && for i in $(seq 45); do mkdir "$(printf 'd%.0s' $(seq 100))" && cd "d$(printf 'd%.0s' $(seq 99))" || exit 1; done && echo x > leaf)
+run_nook create deep
+is "$status" 0 "create over a workspace with a path longer than 4096 bytes" || diag "$err"
+run_nook diff deep
+is "$status" 1 "diff of it fails"
+like "$err" "no baseline to compare with: .*longer than 4096 bytes" "the message says why there is no baseline"
+
+run_nook rm w t br t2 br2 deep
 is "$status" 0 "rm the sandboxes" || diag "$err"

@@ -30,7 +30,7 @@
 #include "util/str.h"
 
 #define MF_MAGIC "nook-manifest 1\n"
-#define MF_DEFAULT_MAX_ENTRIES (10u * 1000 * 1000)
+#define MF_DEFAULT_MAX_ENTRIES ((size_t)10 * 1000 * 1000)
 
 static const char type_chars[_MF_TYPE_MAX] = {
         [MF_TYPE_FILE] = 'f', [MF_TYPE_DIR] = 'd', [MF_TYPE_SYMLINK] = 'l', [MF_TYPE_OTHER] = 'o'
@@ -145,6 +145,16 @@ int mf_open_parent(int dirfd, const char *path, const char **ret_name) {
         return mf_open_beneath(dirfd, parent, O_PATH | O_DIRECTORY);
 }
 
+static int hexval(char c) {
+        if (c >= '0' && c <= '9')
+                return c - '0';
+        if (c >= 'a' && c <= 'f')
+                return c - 'a' + 10;
+        if (c >= 'A' && c <= 'F')
+                return c - 'A' + 10;
+        return -1;
+}
+
 int mf_hash_fd(int fd, uint8_t ret[MF_HASH_LEN], nook_error *err) {
         _cleanup_(image_hasher_freep) image_hasher *h = image_hasher_new();
         char hex[IMAGE_DIGEST_LEN + 1];
@@ -169,10 +179,10 @@ int mf_hash_fd(int fd, uint8_t ret[MF_HASH_LEN], nook_error *err) {
         image_hasher_final(h, hex);
         const char *x = image_digest_hex(hex);
         for (size_t i = 0; i < MF_HASH_LEN; i++) {
-                unsigned v;
-                if (sscanf(x + 2 * i, "%2x", &v) != 1)
+                int hi = hexval(x[2 * i]), lo = hexval(x[2 * i + 1]);
+                if (hi < 0 || lo < 0)
                         return nook_err_set(err, NOOK_E_INTERNAL, "Bad digest from the hasher");
-                ret[i] = (uint8_t)v;
+                ret[i] = (uint8_t)(hi * 16 + lo);
         }
         return 0;
 }
@@ -388,16 +398,6 @@ int manifest_format(const manifest *m, char **ret, size_t *ret_len, nook_error *
         return 0;
 }
 
-static int hexval(char c) {
-        if (c >= '0' && c <= '9')
-                return c - '0';
-        if (c >= 'a' && c <= 'f')
-                return c - 'a' + 10;
-        if (c >= 'A' && c <= 'F')
-                return c - 'A' + 10;
-        return -1;
-}
-
 /* Unescapes s[0..len) into a new string; NULL on a bad escape, an unescaped byte that must be
  * escaped, or a NUL byte. */
 static char *unescape(const char *s, size_t len) {
@@ -525,7 +525,7 @@ static bool parse_line(const char *line, size_t len, mf_entry *e) {
                 return false;
         bool dash = fl[10] == 1 && f[10][0] == '-';
         if (e->type == MF_TYPE_SYMLINK) {
-                if (fl[10] == 0 || fl[10] > 3 * PATH_MAX)
+                if (fl[10] == 0 || fl[10] > (size_t)3 * PATH_MAX)
                         return false;
                 /* A symlink's target field is always its target: "-" is read literally. */
                 e->target = unescape(f[10], fl[10]);

@@ -18,7 +18,7 @@
 
 #define MF_FILE_NAME "baseline.manifest"
 #define MF_ROOT_FILE_NAME "baseline-root.manifest"
-#define MF_HASH_LEN 32
+#define MF_HASH_LEN ((size_t)32)
 #define MF_MAX_PATH 4096
 
 typedef enum mf_type {

@@ -384,7 +384,8 @@ NOOK_PUBLIC int nook_snapshot_import(nook *n, const char *path, const char *name
 /* The changes since the baseline, as JSON sorted by path:
  * {"sandbox", "scope": "workspace"|"root", "changes": [{"path", "kind": "added"|"deleted"|
  * "modified"|"type"|"mode", "type", "mode", "size"?, "target"?, "oldType"?, "oldMode"?,
- * "oldTarget"?, "patch"?, "pathEscaped"?}], "summary": {"added": N, ...}}.
+ * "oldTarget"?, "patch"?, "pathEscaped"?, "targetEscaped"?, "whiteout"?, "opaque"?}],
+ * "summary": {"added": N, ...}}.
  * A sandbox created before baselines existed: NOOK_E_NOT_FOUND. */
 NOOK_PUBLIC int nook_diff(nook *n, const char *name, unsigned flags, char **ret_json, nook_error *err);
 

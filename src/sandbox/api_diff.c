@@ -158,10 +158,12 @@ int nook_diff(nook *n, const char *name, unsigned flags, char **ret_json, nook_e
         diff_result_free(d);
         if (r < 0)
                 return r;
-        if (json_object_set_new(j, "sandbox", json_string(name)) < 0 ||
-                json_object_set_new(j, "scope", json_string(layer ? "root" : "workspace")) < 0)
+        /* the names first, then what diff_to_json made */
+        _cleanup_(json_decrefp) json_t *out =
+                json_pack("{s:s, s:s}", "sandbox", name, "scope", layer ? "root" : "workspace");
+        if (!out || json_object_update(out, j) < 0)
                 return nook_err_oom(err);
-        *ret_json = json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER);
+        *ret_json = json_dumps(out, JSON_COMPACT | JSON_PRESERVE_ORDER);
         return *ret_json ? 0 : nook_err_oom(err);
 }
 
@@ -252,14 +254,11 @@ int nook_merge(nook *n, const char *branch, const char *opts_json, char **ret_js
         if (r < 0 && r != -NOOK_E_CONFLICT)
                 return nook_err_wrap(err, "merging '%s' into '%s'", branch, o.into);
         /* add the names to the report, keeping r (NOOK_E_CONFLICT sets ret_json too) */
-        json_t *rep = text ? json_loads(text, 0, NULL) : NULL;
-        if (!rep || json_object_set_new(rep, "branch", json_string(branch)) < 0 ||
-                json_object_set_new(rep, "into", json_string(o.into)) < 0) {
-                json_decref(rep);
+        _cleanup_(json_decrefp) json_t *rep = text ? json_loads(text, 0, NULL) : NULL;
+        _cleanup_(json_decrefp) json_t *out = json_pack("{s:s, s:s}", "branch", branch, "into", o.into);
+        if (!rep || !out || json_object_update(out, rep) < 0)
                 return nook_err_oom(err);
-        }
-        *ret_json = json_dumps(rep, JSON_COMPACT | JSON_PRESERVE_ORDER);
-        json_decref(rep);
+        *ret_json = json_dumps(out, JSON_COMPACT | JSON_PRESERVE_ORDER);
         if (!*ret_json)
                 return nook_err_oom(err);
         return r;

@@ -12,7 +12,7 @@
 
 require_bin "$NOOK" "$NOOK_SUPERVISOR"
 command -v python3 >/dev/null || plan skip_all "python3 is needed to read the JSON"
-plan 84
+plan 85
 
 D=$(mktemp -d /var/tmp/nook-dm-test.XXXXXX)
 chmod 0755 "$D"
@@ -185,6 +185,7 @@ is "$(readlink "$tws/evil-link")" "/etc/passwd" "a symlink leading out is copied
 is "$(cat "$tws/$(printf 'x\ny')")" "nl" "a name with a newline is merged"
 is "$(cat "$tws/t-only")" "t-only" "the target's own change stays"
 is "$(g t 'cat /workspace/a')" "A2" "the running target sees the merge"
+is "$(g t 'stat -c %u:%g /workspace/a /workspace/new/deep/n')" $'0:0\n0:0' "merged files belong to the target's root, as its own"
 is "$(leftovers "$tws")" "" "no staging leftovers"
 run_nook merge br --into t --json
 is "$(printf '%s' "$out" | kinds)" "" "merging again applies nothing (already the branch's)"

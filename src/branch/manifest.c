@@ -427,6 +427,19 @@ static char *unescape(const char *s, size_t len) {
         return TAKE_PTR(out);
 }
 
+char *mf_escape(const char *s) {
+        buf b = { 0 };
+        if (buf_add(&b, "", 0) < 0 || buf_add_escaped(&b, s) < 0) {
+                free(b.p);
+                return NULL;
+        }
+        return b.p;
+}
+
+char *mf_unescape(const char *s, size_t len) {
+        return unescape(s, len);
+}
+
 static bool parse_u64(const char *s, size_t len, uint64_t max, uint64_t *ret) {
         uint64_t v = 0;
         if (len == 0 || len > 20 || (len > 1 && s[0] == '0'))

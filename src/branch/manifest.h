@@ -80,6 +80,11 @@ int manifest_save(const manifest *m, int dirfd, const char *name, nook_error *er
 /* Reads dirfd/name (NOOK_E_NOT_FOUND when absent). */
 int manifest_load(int dirfd, const char *name, manifest **ret, nook_error *err);
 
+/* The format's escaping of one field (%XX for '%', bytes below 0x21 and 0x7f) and back; NULL on
+ * a bad escape or no memory. */
+char *mf_escape(const char *s);
+char *mf_unescape(const char *s, size_t len);
+
 /* True when a path from outside is one a manifest may hold: not empty, relative, no "", "." or
  * ".." segment, no NUL, at most MF_MAX_PATH bytes. */
 bool mf_path_valid(const char *path, size_t len);

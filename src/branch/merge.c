@@ -12,8 +12,10 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <jansson.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,7 +71,8 @@ typedef struct merge_ctx {
         op *ops;
         size_t n_ops;
         unsigned long counter;
-        unsigned long steps; /* for the test hook */
+        unsigned long steps; /* for the test hooks */
+        int jfd; /* the journal (-1: none) */
         json_t *applied, *conflicts;
 } merge_ctx;
 
@@ -252,6 +255,23 @@ static bool is_ours(const merge_ctx *m, const char *name) {
         return m && startswith(name, prefix);
 }
 
+/* Appends a journal record before the step it names (format in docs/design/diff-merge.md), so
+ * a merge killed part way is undone (or, once "commit" is written, finished) by merge_recover.
+ * No fsync: the journal is for a killed process, whose writes the page cache keeps. */
+static int jrec(merge_ctx *m, const char *verb, uint64_t ino, uint32_t mode, const char *path,
+        const char *name, nook_error *err) {
+        if (m->jfd < 0)
+                return 0;
+        _cleanup_free_ char *ep = mf_escape(path), *en = name ? mf_escape(name) : strdup("-");
+        _cleanup_free_ char *line =
+                ep && en ? strprintf("%s %" PRIu64 " %o %s %s\n", verb, ino, mode, ep, en) : NULL;
+        if (!line)
+                return nook_err_oom(err);
+        if (fd_write_all(m->jfd, line, strlen(line)) < 0)
+                return nook_err_errno(err, NOOK_E_IO, "Cannot write the merge journal");
+        return 0;
+}
+
 /* Sets mode on name in pfd without following a symlink (fchmod needs an fd that is not
  * O_PATH; /proc/self/fd of an O_PATH fd reaches the inode itself, as systemd's fchmod_opath). */
 static int chmod_nofollow(int pfd, const char *name, uint32_t mode) {
@@ -325,6 +345,9 @@ static int stage(merge_ctx *m, op *o, nook_error *err) {
                 return nook_err_errnum(
                         err, NOOK_E_IO, -pfd, "Cannot open the directory of '%s' in the target", e->path);
         next_name(m, o->tmp);
+        int r = jrec(m, "tmp", 0, 0, e->path, o->tmp, err);
+        if (r < 0)
+                return r;
         if (e->type == MF_TYPE_SYMLINK) {
                 if (symlinkat(e->target, pfd, o->tmp) < 0)
                         return nook_err_errno(err, NOOK_E_IO, "Cannot stage the symlink '%s'", e->path);
@@ -337,6 +360,9 @@ static int stage(merge_ctx *m, op *o, nook_error *err) {
 
 static int set_aside(merge_ctx *m, op *o, int pfd, const char *name, nook_error *err) {
         next_name(m, o->aside);
+        int r = jrec(m, "aside", 0, 0, op_entry(o)->path, o->aside, err);
+        if (r < 0)
+                return r;
         if (renameat2(pfd, name, pfd, o->aside, RENAME_NOREPLACE) < 0)
                 return nook_err_errno(
                         err, NOOK_E_IO, "Cannot move '%s' aside in the target", op_entry(o)->path);
@@ -350,6 +376,8 @@ static int place_dir(
         int r;
         if (exists && S_ISDIR(t->st_mode)) {
                 o->old_mode = t->st_mode & 07777;
+                if ((r = jrec(m, "chmod", 0, o->old_mode, e->path, NULL, err)) < 0)
+                        return r;
                 r = chmod_nofollow(pfd, name, e->mode);
                 if (r < 0)
                         return nook_err_errnum(err, NOOK_E_IO, -r, "Cannot set the mode of '%s'", e->path);
@@ -357,6 +385,8 @@ static int place_dir(
                 return 0;
         }
         if (exists && (r = set_aside(m, o, pfd, name, err)) < 0)
+                return r;
+        if ((r = jrec(m, "made", 0, 0, e->path, NULL, err)) < 0)
                 return r;
         if (mkdirat(pfd, name, 0700) < 0)
                 return nook_err_errno(
@@ -389,7 +419,11 @@ static int place(merge_ctx *m, op *o, nook_error *err) {
         if (o->c->kind == DIFF_MODE && exists && !S_ISDIR(t.st_mode)) {
                 /* the content is the same: the mode alone, not a copy */
                 o->old_mode = t.st_mode & 07777;
-                if (e->type != MF_TYPE_SYMLINK && (r = chmod_nofollow(pfd, name, e->mode)) < 0)
+                if (e->type == MF_TYPE_SYMLINK)
+                        return 0; /* a symlink's mode means nothing on Linux */
+                if ((r = jrec(m, "chmod", 0, o->old_mode, e->path, NULL, err)) < 0)
+                        return r;
+                if ((r = chmod_nofollow(pfd, name, e->mode)) < 0)
                         return nook_err_errnum(err, NOOK_E_IO, -r, "Cannot set the mode of '%s'", e->path);
                 o->chmodded = true;
                 return 0;
@@ -399,6 +433,11 @@ static int place(merge_ctx *m, op *o, nook_error *err) {
                         return r;
                 exists = false;
         }
+        struct stat staged;
+        if (fstatat(pfd, o->tmp, &staged, AT_SYMLINK_NOFOLLOW) < 0)
+                return nook_err_errno(err, NOOK_E_IO, "The staged copy of '%s' is gone", e->path);
+        if ((r = jrec(m, exists ? "exchanged" : "placed", staged.st_ino, 0, e->path, o->tmp, err)) < 0)
+                return r;
         if (renameat2(pfd, o->tmp, pfd, name, exists ? RENAME_EXCHANGE : RENAME_NOREPLACE) < 0)
                 return nook_err_errno(err, NOOK_E_IO, "Cannot move '%s' into place in the target", e->path);
         if (exists)
@@ -475,18 +514,42 @@ static void commit_one(merge_ctx *m, op *o) {
 }
 
 /* NOOK_TEST_MERGE_FAIL_AT=N makes the Nth step of phases 5-6 (from 1) fail, so tests see the
- * undo.  Only compiled into builds with test hooks. */
+ * undo; NOOK_TEST_MERGE_KILL_AT=N kills the process there (SIGKILL), so tests see the journal's
+ * recovery.  Only compiled into builds with test hooks. */
 static int test_fail_step(merge_ctx *m, nook_error *err) {
 #ifdef NOOK_TEST_HOOKS
         const char *e = secure_getenv("NOOK_TEST_MERGE_FAIL_AT");
-        if (e && strtoul(e, NULL, 10) == ++m->steps)
+        const char *k = secure_getenv("NOOK_TEST_MERGE_KILL_AT");
+        ++m->steps;
+        if (k && strtoul(k, NULL, 10) == m->steps)
+                (void)raise(SIGKILL);
+        if (e && strtoul(e, NULL, 10) == m->steps)
                 return nook_err_set(err, NOOK_E_IO, "Test hook: step %lu of the merge fails", m->steps);
 #endif
         return 0;
 }
 
-/* Phases 4-7 over the ops to apply; on failure everything done is undone in reverse: the
- * deletions (made deepest first) from the shallowest, then the placements from the deepest. */
+/* NOOK_TEST_MERGE_KILL_AT=commit: killed right after the journal says "commit". */
+static void test_kill_at_commit(void) {
+#ifdef NOOK_TEST_HOOKS
+        const char *k = secure_getenv("NOOK_TEST_MERGE_KILL_AT");
+        if (k && streq(k, "commit"))
+                (void)raise(SIGKILL);
+#endif
+}
+
+/* Undoes every step taken, in reverse: the deletions (made deepest first) from the shallowest,
+ * then the placements from the deepest. */
+static void undo_all(merge_ctx *m) {
+        for (size_t i = 0; i < m->n_ops; i++)
+                if (!m->ops[i].c->cur)
+                        undo_one(m, &m->ops[i]);
+        for (size_t i = m->n_ops; i > 0; i--)
+                if (m->ops[i - 1].c->cur)
+                        undo_one(m, &m->ops[i - 1]);
+}
+
+/* Phases 4-7 over the ops to apply; on failure everything done is undone. */
 static int apply(merge_ctx *m, nook_error *err) {
         int r = 0;
         for (size_t i = 0; r >= 0 && i < m->n_ops; i++) {
@@ -500,15 +563,13 @@ static int apply(merge_ctx *m, nook_error *err) {
         for (size_t i = m->n_ops; r >= 0 && i > 0; i--)
                 if (!m->ops[i - 1].c->cur && (r = test_fail_step(m, err)) >= 0)
                         r = delete_one(m, &m->ops[i - 1], err);
+        if (r >= 0)
+                r = jrec(m, "commit", 0, 0, ".", NULL, err);
         if (r < 0) {
-                for (size_t i = 0; i < m->n_ops; i++)
-                        if (!m->ops[i].c->cur)
-                                undo_one(m, &m->ops[i]);
-                for (size_t i = m->n_ops; i > 0; i--)
-                        if (m->ops[i - 1].c->cur)
-                                undo_one(m, &m->ops[i - 1]);
+                undo_all(m);
                 return r;
         }
+        test_kill_at_commit();
         for (size_t i = m->n_ops; i > 0; i--)
                 commit_one(m, &m->ops[i - 1]);
         return 0;
@@ -533,13 +594,13 @@ static int add_applied(merge_ctx *m, const diff_change *c, nook_error *err) {
         return 0;
 }
 
-int merge_trees(int branch_fd, manifest *base, int target_fd, merge_strategy s, bool dry_run,
+int merge_trees(int branch_fd, manifest *base, int target_fd, int journal_fd, merge_strategy s, bool dry_run,
         char **ret_json, nook_error *err) {
         _cleanup_(diff_result_freep) diff_result *d = NULL;
         _cleanup_(json_decrefp) json_t *applied = json_array();
         _cleanup_(json_decrefp) json_t *conflicts = json_array();
         _cleanup_free_ op *ops = NULL;
-        merge_ctx m = { .bfd = branch_fd, .tfd = target_fd, .strategy = s };
+        merge_ctx m = { .bfd = branch_fd, .tfd = target_fd, .strategy = s, .jfd = journal_fd };
         int r = diff_compute(branch_fd, base, &d, err);
         if (r < 0)
                 return nook_err_wrap(err, "comparing the branch with its baseline");
@@ -574,4 +635,145 @@ int merge_trees(int branch_fd, manifest *base, int target_fd, merge_strategy s, 
         if (!dry_run && (r = apply(&m, err)) < 0)
                 return nook_err_wrap(err, "merging (every step taken was undone)");
         return report(&m, dry_run, !dry_run, ret_json, err);
+}
+
+/* ---- recovery from the journal of a killed merge ---- */
+
+typedef struct jline {
+        char verb[16];
+        uint64_t ino;
+        uint32_t mode;
+        char *path, *name; /* name NULL for "-" */
+} jline;
+
+static void jlines_free(jline *l, size_t n) {
+        for (size_t i = 0; i < n; i++) {
+                free(l[i].path);
+                free(l[i].name);
+        }
+        free(l);
+}
+
+/* A decimal (base 10) or octal (base 8) number filling the whole field. */
+static bool jnum(const char *f, size_t len, int base, uint64_t max, uint64_t *ret) {
+        char buf[24];
+        char *end = NULL;
+        if (len == 0 || len >= sizeof(buf) || f[0] == '-' || f[0] == '+' || f[0] == ' ')
+                return false;
+        memcpy(buf, f, len);
+        buf[len] = '\0';
+        errno = 0;
+        unsigned long long v = strtoull(buf, &end, base);
+        if (errno != 0 || !end || *end != '\0' || v > max)
+                return false;
+        *ret = v;
+        return true;
+}
+
+/* One journal line (without '\n'): "<verb> <ino> <mode octal> <path> <name|->"; false when
+ * malformed. */
+static bool jline_parse(const char *s, size_t len, jline *ret) {
+        const char *f[5];
+        size_t fl[5], nf = 0;
+        const char *p = s, *end = s + len;
+        while (nf < 5) {
+                const char *sp = memchr(p, ' ', (size_t)(end - p));
+                f[nf] = p;
+                fl[nf++] = (size_t)((sp ? sp : end) - p);
+                if (!sp)
+                        break;
+                p = sp + 1;
+        }
+        uint64_t ino, mode;
+        if (nf != 5 || f[4] + fl[4] != end || fl[0] == 0 || fl[0] >= sizeof(ret->verb) ||
+                !jnum(f[1], fl[1], 10, UINT64_MAX, &ino) || !jnum(f[2], fl[2], 8, 07777, &mode))
+                return false;
+        memcpy(ret->verb, f[0], fl[0]);
+        ret->verb[fl[0]] = '\0';
+        ret->ino = ino;
+        ret->mode = (uint32_t)mode;
+        bool dash = fl[4] == 1 && f[4][0] == '-';
+        ret->path = mf_unescape(f[3], fl[3]);
+        ret->name = dash ? NULL : mf_unescape(f[4], fl[4]);
+        if (!ret->path || (!dash && !ret->name))
+                return false;
+        /* names are only ever our own staging names, one component */
+        return (streq(ret->path, ".") || mf_path_valid(ret->path, strlen(ret->path))) &&
+                (!ret->name || (startswith(ret->name, ".nook-merge-") && !strchr(ret->name, '/')));
+}
+
+/* Undoes one step (tolerant: a step recorded but not taken changes nothing). */
+static void recover_undo(int tfd, const jline *l) {
+        const char *base;
+        struct stat st;
+        _cleanup_close_ int pfd = mf_open_parent(tfd, l->path, &base);
+        if (pfd < 0)
+                return;
+        bool at_ino = fstatat(pfd, base, &st, AT_SYMLINK_NOFOLLOW) == 0 && st.st_ino == l->ino;
+        if (streq(l->verb, "chmod"))
+                (void)chmod_nofollow(pfd, base, l->mode);
+        else if (streq(l->verb, "exchanged") && at_ino && l->name)
+                (void)renameat2(pfd, l->name, pfd, base, RENAME_EXCHANGE);
+        else if (streq(l->verb, "placed") && at_ino)
+                (void)unlinkat(pfd, base, 0);
+        else if (streq(l->verb, "made"))
+                (void)unlinkat(pfd, base, AT_REMOVEDIR);
+        else if (streq(l->verb, "aside") && l->name)
+                (void)renameat2(pfd, l->name, pfd, base, RENAME_NOREPLACE);
+        else if (streq(l->verb, "tmp") && l->name)
+                (void)unlinkat(pfd, l->name, 0);
+}
+
+/* Finishes one step of a committed merge: what was set aside or replaced goes. */
+static void recover_finish(int tfd, const jline *l) {
+        const char *base;
+        nook_error ignore;
+        _cleanup_close_ int pfd = mf_open_parent(tfd, l->path, &base);
+        if (pfd < 0 || !l->name)
+                return;
+        if (streq(l->verb, "aside"))
+                (void)path_rm_rf_at(pfd, l->name, &ignore);
+        else if (streq(l->verb, "tmp") || streq(l->verb, "exchanged"))
+                (void)unlinkat(pfd, l->name, 0);
+}
+
+int merge_recover(int target_fd, const char *text, size_t len, nook_error *err) {
+        jline *l = NULL;
+        size_t n = 0, cap = 0;
+        bool committed = false;
+        for (const char *p = text, *end = text + len; p < end;) {
+                const char *nl = memchr(p, '\n', (size_t)(end - p));
+                if (!nl)
+                        break; /* a line cut by the kill: its step was not taken */
+                if (n == cap) {
+                        size_t ncap = cap ? cap * 2 : 64;
+                        jline *nl2 = reallocarray(l, ncap, sizeof(*l));
+                        if (!nl2) {
+                                jlines_free(l, n);
+                                return nook_err_oom(err);
+                        }
+                        l = nl2;
+                        cap = ncap;
+                }
+                l[n] = (jline){ 0 };
+                if (!jline_parse(p, (size_t)(nl - p), &l[n])) {
+                        free(l[n].path);
+                        free(l[n].name);
+                        jlines_free(l, n);
+                        return nook_err_set(err, NOOK_E_INVALID,
+                                "The journal of an interrupted merge is damaged at line %zu; nothing was undone",
+                                n + 1);
+                }
+                committed |= streq(l[n].verb, "commit");
+                n++;
+                p = nl + 1;
+        }
+        if (committed)
+                for (size_t i = 0; i < n; i++)
+                        recover_finish(target_fd, &l[i]);
+        else
+                for (size_t i = n; i > 0; i--)
+                        recover_undo(target_fd, &l[i - 1]);
+        jlines_free(l, n);
+        return committed ? 1 : 0;
 }

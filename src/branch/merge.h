@@ -11,6 +11,7 @@
 #pragma once
 
 #include <stdbool.h>
+#include <stddef.h>
 
 #include "nook.h"
 #include "branch/manifest.h"
@@ -27,7 +28,13 @@ const char *merge_strategy_to_string(merge_strategy s);
 merge_strategy merge_strategy_from_string(const char *s);
 
 /* branch_fd, target_fd: the two trees' roots (O_RDONLY|O_DIRECTORY).  base: the branch's
- * baseline (taken over).  ret_json: the report (schema in docs/design/diff-merge.md), set on
- * success and on NOOK_E_CONFLICT (refuse with conflicts: nothing changed). */
-int merge_trees(int branch_fd, manifest *base, int target_fd, merge_strategy s, bool dry_run,
+ * baseline (taken over).  journal_fd: an empty file the steps are journalled to before they are
+ * taken (-1: no journal), for merge_recover after a kill.  ret_json: the report (schema in
+ * docs/design/diff-merge.md), set on success and on NOOK_E_CONFLICT (refuse with conflicts:
+ * nothing changed). */
+int merge_trees(int branch_fd, manifest *base, int target_fd, int journal_fd, merge_strategy s, bool dry_run,
         char **ret_json, nook_error *err);
+/* After a merge was killed: its journal's steps undone in reverse, or, when it reached "commit",
+ * finished (what was set aside removed).  Returns 1 when it finished a committed merge, 0 when it
+ * undid one; a damaged journal is NOOK_E_INVALID and changes nothing. */
+int merge_recover(int target_fd, const char *text, size_t len, nook_error *err);

@@ -136,6 +136,55 @@ static int diff_reference_dir(nook *n, const char *name) {
         return -1;
 }
 
+#define JOURNAL_NAME "merge.journal"
+
+/* A merge into name that was killed left its journal in name's state folder: its steps are
+ * undone, or finished once it had committed (merge_recover).  The caller holds name's lock
+ * exclusively. */
+static int journal_recover_locked(nook *n, const char *name, nook_error *err) {
+        _cleanup_free_ char *sdir = NULL, *wsdir = NULL, *text = NULL;
+        _cleanup_close_ int sfd = -1, jfd = -1, tfd = -1;
+        size_t len = 0;
+        int r = ctx_sandbox_dir(n, name, &sdir, err);
+        if (r < 0 || (r = ctx_ws_dir(n, name, &wsdir, err)) < 0)
+                return r;
+        if ((r = open_dir(sdir, "the state folder", &sfd, err)) < 0)
+                return r;
+        jfd = openat(sfd, JOURNAL_NAME, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+        if (jfd < 0 && errno == ENOENT)
+                return 0;
+        if (jfd < 0)
+                return nook_err_errno(err, NOOK_E_IO, "Cannot open '%s/%s'", sdir, JOURNAL_NAME);
+        if ((r = fd_read_to_end(jfd, (size_t)1 << 31, &text, &len, err)) < 0 ||
+                (r = open_dir(wsdir, "the workspace", &tfd, err)) < 0)
+                return r;
+        r = merge_recover(tfd, text ? text : "", len, err);
+        if (r < 0)
+                return nook_err_wrap(err,
+                        "recovering the interrupted merge into '%s' (its journal: '%s/%s')", name, sdir,
+                        JOURNAL_NAME);
+        if (unlinkat(sfd, JOURNAL_NAME, 0) < 0)
+                return nook_err_errno(err, NOOK_E_IO, "Cannot remove '%s/%s'", sdir, JOURNAL_NAME);
+        return 0;
+}
+
+/* The same for callers that hold no lock: the lock is taken exclusively only when a journal is
+ * there. */
+static int journal_recover(nook *n, const char *name, nook_error *err) {
+        _cleanup_free_ char *sdir = NULL, *jp = NULL;
+        _cleanup_close_ int lock = -1;
+        int r = ctx_sandbox_dir(n, name, &sdir, err);
+        if (r < 0)
+                return r;
+        if (!(jp = strprintf("%s/%s", sdir, JOURNAL_NAME)))
+                return nook_err_oom(err);
+        if (access(jp, F_OK) < 0)
+                return 0;
+        if ((r = sb_lock_how(n, name, LOCK_EX, &lock, err)) < 0)
+                return r;
+        return journal_recover_locked(n, name, err);
+}
+
 int nook_diff(nook *n, const char *name, unsigned flags, char **ret_json, nook_error *err) {
         _cleanup_close_ int lock = -1, tfd = -1, ref = -1;
         _cleanup_(json_decrefp) json_t *j = NULL;
@@ -146,6 +195,8 @@ int nook_diff(nook *n, const char *name, unsigned flags, char **ret_json, nook_e
                 return nook_err_set(err, NOOK_E_INVALID, "Unknown diff flags 0x%x", flags);
         int r = sandbox_exists(n, name, err);
         if (r < 0)
+                return r;
+        if ((r = journal_recover(n, name, err)) < 0)
                 return r;
         if ((r = sb_lock_how(n, name, LOCK_SH, &lock, err)) < 0)
                 return r;
@@ -240,17 +291,31 @@ int nook_merge(nook *n, const char *branch, const char *opts_json, char **ret_js
                         err, NOOK_E_INVALID, "Cannot merge '%s' into itself: name another sandbox", branch);
         if ((r = sandbox_exists(n, o.into, err)) < 0)
                 return nook_err_wrap(err, "the merge target");
+        /* either tree may hold the leftovers of a killed merge into it */
+        if ((r = journal_recover(n, branch, err)) < 0)
+                return r;
         if ((r = lock_both(n, branch, o.into, &la, &lb, err)) < 0)
                 return r;
-        if ((r = open_tree(n, branch, false, &bfd, &base, err)) < 0)
+        if ((r = journal_recover_locked(n, o.into, err)) < 0)
                 return r;
-        _cleanup_free_ char *tws = NULL;
+        _cleanup_free_ char *tws = NULL, *tsdir = NULL;
+        _cleanup_close_ int tsfd = -1, jfd = -1;
         if ((r = ctx_ws_dir(n, o.into, &tws, err)) < 0 ||
-                (r = open_dir(tws, "the workspace", &tfd, err)) < 0) {
-                manifest_free(base);
+                (r = ctx_sandbox_dir(n, o.into, &tsdir, err)) < 0 ||
+                (r = open_dir(tws, "the workspace", &tfd, err)) < 0 ||
+                (r = open_dir(tsdir, "the state folder", &tsfd, err)) < 0)
                 return r;
+        if (!o.dry_run) {
+                jfd = openat(tsfd, JOURNAL_NAME,
+                        O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
+                if (jfd < 0)
+                        return nook_err_errno(err, NOOK_E_IO, "Cannot create '%s/%s'", tsdir, JOURNAL_NAME);
         }
-        r = merge_trees(bfd, base, tfd, o.strategy, o.dry_run, &text, err);
+        if ((r = open_tree(n, branch, false, &bfd, &base, err)) >= 0)
+                r = merge_trees(bfd, base, tfd, jfd, o.strategy, o.dry_run, &text, err);
+        /* done, or undone: the journal's job is over */
+        if (jfd >= 0)
+                (void)unlinkat(tsfd, JOURNAL_NAME, 0);
         if (r < 0 && r != -NOOK_E_CONFLICT)
                 return nook_err_wrap(err, "merging '%s' into '%s'", branch, o.into);
         /* add the names to the report, keeping r (NOOK_E_CONFLICT sets ret_json too) */

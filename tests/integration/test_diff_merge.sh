@@ -12,7 +12,7 @@
 
 require_bin "$NOOK" "$NOOK_SUPERVISOR"
 command -v python3 >/dev/null || plan skip_all "python3 is needed to read the JSON"
-plan 85
+plan 96
 
 D=$(mktemp -d /var/tmp/nook-dm-test.XXXXXX)
 chmod 0755 "$D"
@@ -220,6 +220,28 @@ for step in 1 2 4 5; do
         fi
         is "$(leftovers "$tws")" "" "no staging leftovers after the failure at step $step"
 done
+
+# ---- a merge killed part way: the next command undoes it, or finishes it once committed ---------
+journal="$NOOK_HOME/sandboxes/t/merge.journal"
+NOOK_TEST_MERGE_KILL_AT=3 run_nook merge --strategy theirs br --into t
+if [[ $status == 137 ]]; then
+        check "a killed merge leaves its journal" test -s "$journal"
+        isnt "$(tree_sum "$tws")" "$before" "and a half-applied target"
+        run_nook diff t
+        is "$status" 0 "the next diff of the target recovers" || diag "$err"
+        is "$(tree_sum "$tws")" "$before" "the killed merge was undone"
+        check "the journal is gone" test ! -e "$journal"
+        is "$(leftovers "$tws")" "" "no staging leftovers after the recovery"
+        NOOK_TEST_MERGE_KILL_AT=commit run_nook merge --strategy theirs br --into t
+        is "$status" 137 "a merge killed right after it committed"
+        run_nook merge --json --strategy theirs br --into t
+        is "$status:$(printf '%s' "$out" | kinds)" "0:" "the next merge finishes it, and finds nothing left to apply" || diag "$err"
+        is "$(cat "$tws/roll/back/x")" "x" "the committed merge's changes are there"
+        is "$(leftovers "$tws")" "" "no staging leftovers after finishing it"
+        check "the journal is gone" test ! -e "$journal"
+else
+        for i in $(seq 11); do skip "NOOK_TEST_MERGE_KILL_AT needs a build with test hooks (status $status)"; done
+fi
 
 # ---- hostile: the target's directory replaced by a symlink leading out --------------------------
 g br 'mkdir -p /workspace/d/sub && echo payload > /workspace/d/sub/planted' >/dev/null

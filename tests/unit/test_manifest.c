@@ -164,7 +164,7 @@ Test(manifest, capture_diff_merge) {
 
         char *report = NULL;
         cr_assert_eq(manifest_load(sfd, MF_FILE_NAME, &m, &err), 0);
-        cr_assert_eq(merge_trees(bfd, m, afd, MERGE_REFUSE, false, &report, &err), -NOOK_E_CONFLICT);
+        cr_assert_eq(merge_trees(bfd, m, afd, -1, MERGE_REFUSE, false, &report, &err), -NOOK_E_CONFLICT);
         cr_assert(strstr(report, "\"path\":\"f\",\"branch\":\"modified\",\"target\":\"modified\""), "%s",
                 report);
         free(report);
@@ -172,7 +172,7 @@ Test(manifest, capture_diff_merge) {
         cr_assert_neq(access(p, F_OK), 0, "a refused merge adds nothing");
 
         cr_assert_eq(manifest_load(sfd, MF_FILE_NAME, &m, &err), 0);
-        cr_assert_eq(merge_trees(bfd, m, afd, MERGE_OURS, false, &report, &err), 0, "%s", err.msg);
+        cr_assert_eq(merge_trees(bfd, m, afd, -1, MERGE_OURS, false, &report, &err), 0, "%s", err.msg);
         free(report);
         cr_assert_eq(access(p, F_OK), 0, "ours applies the other changes");
         snprintf(p, sizeof(p), "%s/g", a);
@@ -185,4 +185,32 @@ Test(manifest, capture_diff_merge) {
         (void)path_rm_rf(a, &err);
         (void)path_rm_rf(b, &err);
         (void)path_rm_rf(state, &err);
+}
+
+Test(manifest, merge_journal_refusals) {
+        _cleanup_free_ char *t = mktree();
+        nook_error err = { 0 };
+        int fd = open(t, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        put(t, "victim", "keep\n");
+        static const char *const bad[] = {
+                "bogus\n",
+                "aside 0 0 victim victim\n", /* a name that is not a staging name */
+                "aside 0 0 ../x .nook-merge-1-1\n",
+                "tmp 0 0 a .nook-merge-1-1/x\n",
+                "tmp 0 0 a%4 .nook-merge-1-1\n",
+        };
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+                cr_assert_eq(merge_recover(fd, bad[i], strlen(bad[i]), &err), -NOOK_E_INVALID,
+                        "accepted: %s", bad[i]);
+        /* a last line cut by the kill is a step not taken */
+        const char *cut = "placed 1 0 victim .nook-merge-1-1";
+        cr_assert_eq(merge_recover(fd, cut, strlen(cut), &err), 0, "%s", err.msg);
+        /* "placed" undoes only the inode it placed */
+        const char *other = "placed 1 0 victim .nook-merge-1-1\n";
+        cr_assert_eq(merge_recover(fd, other, strlen(other), &err), 0, "%s", err.msg);
+        char p[512];
+        snprintf(p, sizeof(p), "%s/victim", t);
+        cr_assert_eq(access(p, F_OK), 0, "a file of another inode is left alone");
+        close(fd);
+        (void)path_rm_rf(t, &err);
 }

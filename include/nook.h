@@ -396,7 +396,9 @@ NOOK_PUBLIC int nook_diff(nook *n, const char *name, unsigned flags, char **ret_
  * "conflicts": [{"path", "branch": KIND, "target": "added"|"deleted"|"modified"|"type"|"mode"|
  * "parent"|"entries", "resolution": "refused"|"ours"|"theirs"|"skipped"}]}.
  * With conflicts and strategy refuse nothing changes and the result is NOOK_E_CONFLICT; then, as
- * the one exception to the ret_ rule, *ret_json is set too (the conflicts list). */
+ * the one exception to the ret_ rule, *ret_json is set too (the conflicts list).  A merge that was
+ * killed part way is undone (or finished, once committed) by the next nook_diff or nook_merge of
+ * its target. */
 NOOK_PUBLIC int nook_merge(
         nook *n, const char *branch, const char *opts_json, char **ret_json, nook_error *err);
 

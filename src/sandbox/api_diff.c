@@ -25,6 +25,8 @@
 #include "util/name.h"
 #include "util/str.h"
 
+#define JOURNAL_NAME "merge.journal" /* in the target's state folder while a merge runs */
+
 static int open_dir(const char *path, const char *what, int *ret, nook_error *err) {
         int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
         if (fd < 0)
@@ -76,6 +78,16 @@ int sb_baseline_capture(
         if (fresh_upper || faccessat(sfd, MF_ROOT_FILE_NAME, F_OK, AT_SYMLINK_NOFOLLOW) < 0)
                 capture_one(sfd, upper, MF_ROOT_FILE_NAME);
         return 0;
+}
+
+void sb_baseline_forget(const char *sdir) {
+        static const char *const names[] = { MF_FILE_NAME, MF_FILE_NAME ".error", MF_ROOT_FILE_NAME,
+                MF_ROOT_FILE_NAME ".error", JOURNAL_NAME };
+        _cleanup_close_ int sfd = open(sdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+        if (sfd < 0)
+                return;
+        for (size_t i = 0; i < ELEMENTSOF(names); i++)
+                (void)unlinkat(sfd, names[i], 0);
 }
 
 /* The record must exist: diff and merge name sandboxes, not stray folders. */
@@ -135,8 +147,6 @@ static int diff_reference_dir(nook *n, const char *name) {
         (void)name;
         return -1;
 }
-
-#define JOURNAL_NAME "merge.journal"
 
 /* A merge into name that was killed left its journal in name's state folder: its steps are
  * undone, or finished once it had committed (merge_recover).  The caller holds name's lock

@@ -15,3 +15,8 @@
  * state folder cannot be opened. */
 int sb_baseline_capture(
         const char *sdir, const char *wsdir, const char *upper, bool fresh_upper, nook_error *err);
+
+/* Removes the baselines (and a merge journal) from the state folder sdir, so the next create
+ * takes new ones: for a branch whose state folder was copied from its source's, before its
+ * create (its baseline must be its branch point, not the source's create). */
+void sb_baseline_forget(const char *sdir);

@@ -176,6 +176,17 @@ static int dir_only_deleted(
         return 0;
 }
 
+static int op_cmp(const void *key, const void *elem) {
+        const op *o = elem;
+        return strcmp(key, o->c->cur ? o->c->cur->path : o->c->old->path);
+}
+
+/* Whether an op already planned (ops are planned in path order) makes a directory at path. */
+static bool op_makes_dir(const merge_ctx *m, const char *path) {
+        const op *o = m->n_ops ? bsearch(path, m->ops, m->n_ops, sizeof(*m->ops), op_cmp) : NULL;
+        return o && o->c->cur && o->c->cur->type == MF_TYPE_DIR;
+}
+
 /* Decides one change: *ret_apply. */
 static int classify(
         merge_ctx *m, const diff_result *d, const diff_change *c, bool *ret_apply, nook_error *err) {
@@ -204,11 +215,10 @@ static int classify(
         if (!parent_ok && !c->cur)
                 return 0; /* deleted in both: its directory is gone from the target too */
         if (!parent_ok) {
-                /* a parent the branch adds is made by an earlier step */
+                /* a directory an earlier step of this merge makes (added, or a file that became one) */
                 const char *slash = strrchr(e->path, '/');
                 _cleanup_free_ char *parent = slash ? strndup(e->path, (size_t)(slash - e->path)) : NULL;
-                const mf_entry *pc = parent ? manifest_find(d->cur, parent) : NULL;
-                parent_new = pc && pc->type == MF_TYPE_DIR && !manifest_find(d->base, parent);
+                parent_new = parent && op_makes_dir(m, parent);
                 if (!parent_new)
                         why = "parent";
         }
@@ -216,7 +226,7 @@ static int classify(
                 free(t.target);
                 return 0; /* already the branch's version */
         }
-        if (!why && !mf_entry_same(tp, c->old) && !(parent_new && !tp && !c->old))
+        if (!why && !mf_entry_same(tp, c->old))
                 why = target_kind(c->old, tp);
         /* a directory the branch deletes or replaces must hold nothing else in the target */
         if (!why && c->old && c->old->type == MF_TYPE_DIR && (!c->cur || c->cur->type != MF_TYPE_DIR) &&
@@ -339,8 +349,8 @@ static int stage(merge_ctx *m, op *o, nook_error *err) {
         if (o->has_tmp || !e || e->type == MF_TYPE_DIR)
                 return 0;
         _cleanup_close_ int pfd = mf_open_parent(m->tfd, e->path, &name);
-        if (pfd == -ENOENT)
-                return -ENOENT;
+        if (pfd == -ENOENT || pfd == -ENOTDIR)
+                return -ENOENT; /* a directory phase 5 makes (new, or in place of a file) */
         if (pfd < 0)
                 return nook_err_errnum(
                         err, NOOK_E_IO, -pfd, "Cannot open the directory of '%s' in the target", e->path);

@@ -349,7 +349,7 @@ static int stage(merge_ctx *m, op *o, nook_error *err) {
         if (o->has_tmp || !e || e->type == MF_TYPE_DIR)
                 return 0;
         _cleanup_close_ int pfd = mf_open_parent(m->tfd, e->path, &name);
-        if (pfd == -ENOENT || pfd == -ENOTDIR)
+        if (pfd == -ENOENT || pfd == -ENOTDIR || pfd == -ELOOP)
                 return -ENOENT; /* a directory phase 5 makes (new, or in place of a file) */
         if (pfd < 0)
                 return nook_err_errnum(

@@ -12,7 +12,7 @@
 
 require_bin "$NOOK" "$NOOK_SUPERVISOR"
 command -v python3 >/dev/null || plan skip_all "python3 is needed to read the JSON"
-plan 100
+plan 102
 
 D=$(mktemp -d /var/tmp/nook-dm-test.XXXXXX)
 chmod 0755 "$D"
@@ -257,6 +257,7 @@ is "$(leftovers "$tws")" "" "no staging leftovers after hostile merges"
 mkdir -p "$D/base2/x"
 printf 'x\n' >"$D/base2/x/f"
 printf 'y\n' >"$D/base2/y"
+ln -s x "$D/base2/sl"
 for s in t2 br2; do
         run_nook ws path $s
         mkdir -p "$out" && cp -a "$D/base2/." "$out/" && chmod 0755 "$out"
@@ -271,13 +272,15 @@ run_nook ws path t2
 t2ws=$out
 check "theirs: the branch's file replaced the directory" test -f "$t2ws/x"
 # a file that becomes a directory with content; a new directory whose name the target took for a file
-g br2 'cd /workspace && rm y && mkdir -p y/in nd && echo in > y/in/f && echo c > nd/child' >/dev/null
+g br2 'cd /workspace && rm y sl && mkdir -p y/in nd sl && echo in > y/in/f && echo c > nd/child && echo s > sl/s' >/dev/null
 g t2 'echo target-file > /workspace/nd' >/dev/null
 run_nook merge --json --strategy ours br2 --into t2
 is "$status" 0 "merge --strategy ours: file to directory, and a directory the target holds as a file" || diag "$err"
 like "$out" '"path":"nd","branch":"added","target":"added","resolution":"ours"' "the directory is a conflict, kept as the target's file"
 like "$out" '"path":"nd/child","branch":"added","target":"parent","resolution":"skipped"' "its content is skipped: no directory to put it in"
 is "$(cat "$t2ws/y/in/f"):$(cat "$t2ws/nd")" "in:target-file" "the file became the branch's directory; the target's file stays"
+check "a symlink that became a directory is a directory" test -d "$t2ws/sl" -a ! -L "$t2ws/sl" -a -f "$t2ws/sl/s"
+check "and nothing went through the old symlink" test ! -e "$t2ws/x/s"
 g br "printf 'latin1\n' > /workspace/\$(printf 'caf\\351')" >/dev/null
 run_nook diff --json br
 like "$out" '"path":"caf%E9","pathEscaped":true,"kind":"added"' "a name that is not UTF-8 is escaped in JSON, and says so"

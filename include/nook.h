@@ -34,6 +34,7 @@ typedef enum nook_errc {
         NOOK_E_NOMEM, /* out of memory */
         NOOK_E_BUSY, /* locked or in use */
         NOOK_E_INTERNAL, /* a bug in nook, or a protocol violation */
+        NOOK_E_CONFLICT, /* a merge found paths changed on both sides (nook_merge) */
         _NOOK_E_MAX,
 } nook_errc;
 
@@ -393,6 +394,33 @@ NOOK_PUBLIC int nook_resume(nook *n, const char *name, nook_error *err);
  * and branch point (inspect: "branchOf", "branchPoint"). */
 NOOK_PUBLIC int nook_branch(nook *n, const char *src, const char *name, unsigned count, unsigned flags,
         char **ret_json, nook_error *err);
+/* ---- diff and merge (docs/design/diff-merge.md) ----
+ * A sandbox's baseline is its workspace (and writable root layer) as they were when it was first
+ * created, or branched: a manifest of every path with its type, mode, owner, size, times and
+ * content hash, kept in its state folder until `nook rm`. */
+#define NOOK_DIFF_PATCH (1u << 0) /* add a unified diff ("patch") to each changed text file */
+#define NOOK_DIFF_ROOT (1u << 1) /* the writable root layer's changes, not the workspace's */
+
+/* The changes since the baseline, as JSON sorted by path:
+ * {"sandbox", "scope": "workspace"|"root", "changes": [{"path", "kind": "added"|"deleted"|
+ * "modified"|"type"|"mode", "type", "mode", "size"?, "target"?, "oldType"?, "oldMode"?,
+ * "oldTarget"?, "patch"?, "pathEscaped"?, "targetEscaped"?, "whiteout"?, "opaque"?}],
+ * "summary": {"added": N, ...}}.
+ * A sandbox created before baselines existed: NOOK_E_NOT_FOUND. */
+NOOK_PUBLIC int nook_diff(nook *n, const char *name, unsigned flags, char **ret_json, nook_error *err);
+
+/* Applies branch's workspace changes since its baseline onto a target's workspace (which may be
+ * running).  opts_json: {"into": TARGET, "strategy": "refuse"|"ours"|"theirs", "dryRun": bool},
+ * all optional but "into" until branch records name a default (merge_default_target).
+ * Result: {"branch", "into", "strategy", "dryRun", "merged", "applied": [{"path", "kind"}],
+ * "conflicts": [{"path", "branch": KIND, "target": "added"|"deleted"|"modified"|"type"|"mode"|
+ * "parent"|"entries", "resolution": "refused"|"ours"|"theirs"|"skipped"}]}.
+ * With conflicts and strategy refuse nothing changes and the result is NOOK_E_CONFLICT; then, as
+ * the one exception to the ret_ rule, *ret_json is set too (the conflicts list).  A merge that was
+ * killed part way is undone (or finished, once committed) by the next nook_diff or nook_merge of
+ * its target. */
+NOOK_PUBLIC int nook_merge(
+        nook *n, const char *branch, const char *opts_json, char **ret_json, nook_error *err);
 
 #ifdef __cplusplus
 }

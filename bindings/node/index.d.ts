@@ -5,7 +5,7 @@ import type { Readable, Writable } from "node:stream";
 /** libnook's error codes (nook_errc_to_string). */
 export type SandboxErrorCode =
   | "invalid" | "refused" | "not_found" | "exists" | "state" | "missing_feature"
-  | "timeout" | "io" | "nomem" | "busy" | "internal" | (string & {});
+  | "timeout" | "io" | "nomem" | "busy" | "internal" | "conflict" | (string & {});
 
 export declare class SandboxError extends Error {
   constructor(message: string, code: SandboxErrorCode, options?: { cause?: unknown });
@@ -14,6 +14,8 @@ export declare class SandboxError extends Error {
   code: SandboxErrorCode;
   /** The system call's errno, when the failure came from one. */
   errno?: number;
+  /** A merge refused for conflicts (code "conflict"): every conflicting path. */
+  conflicts?: MergeConflict[];
 }
 
 /** A setup file of the spec: text, or bytes as base64; mode 0..0o777. */
@@ -71,6 +73,56 @@ export interface SandboxSpec {
   scripts?: Record<string, string>;
   /** Files written into the root filesystem at create, by absolute guest path. */
   setupFiles?: Record<string, SetupFile>;
+}
+
+/** One change of nook_diff (docs/design/diff-merge.md). */
+export interface DiffChange {
+  /** Relative to the workspace (or the root layer); escaped as %XX when pathEscaped. */
+  path: string;
+  kind: "added" | "deleted" | "modified" | "type" | "mode";
+  type: "file" | "dir" | "symlink" | "other" | "whiteout";
+  /** Octal permission bits, "0644". */
+  mode?: string;
+  size?: number;
+  target?: string;
+  oldType?: string;
+  oldMode?: string;
+  oldTarget?: string;
+  patch?: string;
+  pathEscaped?: boolean;
+  whiteout?: boolean;
+  opaque?: boolean;
+}
+
+export interface DiffResult {
+  sandbox: string;
+  scope: "workspace" | "root";
+  changes: DiffChange[];
+  summary: { added: number; deleted: number; modified: number; type: number; mode: number };
+}
+
+export interface MergeOptions {
+  /** The target sandbox; default: the branch's source (required for a sandbox that is not a branch). */
+  into?: string;
+  strategy?: "refuse" | "ours" | "theirs";
+  dryRun?: boolean;
+}
+
+export interface MergeConflict {
+  path: string;
+  branch: DiffChange["kind"];
+  target: "added" | "deleted" | "modified" | "type" | "mode" | "parent" | "entries";
+  resolution: "refused" | "ours" | "theirs" | "skipped";
+}
+
+export interface MergeResult {
+  branch: string;
+  into: string;
+  strategy: "refuse" | "ours" | "theirs";
+  dryRun: boolean;
+  merged: boolean;
+  applied: Array<{ path: string; kind: DiffChange["kind"] }>;
+  conflicts: MergeConflict[];
 }
 
 /** libnook's snapshot JSON (nook.h, snapshots). */
@@ -188,6 +240,12 @@ export declare class Box {
   /** Freezes every process (cgroup freezer); exec rejects with code state until resume(). */
   pause(): Promise<void>;
   resume(): Promise<void>;
+  /** Workspace changes since create or the branch point (patch: unified diffs; root: the
+   * writable root layer instead). */
+  diff(options?: { patch?: boolean; root?: boolean }): Promise<DiffResult>;
+  /** This sandbox's workspace changes onto `into`'s; conflicts with strategy "refuse" (the
+   * default) reject with SandboxError code "conflict" and `.conflicts`, changing nothing. */
+  merge(options: MergeOptions): Promise<MergeResult>;
 }
 
 export declare class Sandboxes {

@@ -57,6 +57,8 @@ void cli_print_safe(FILE *f, const char *s);
 bool cli_split_target(const char *arg, char **ret_name, const char **ret_path);
 
 int cmd_create(int argc, char **argv);
+int cmd_diff(int argc, char **argv);
+int cmd_merge(int argc, char **argv);
 int cmd_start(int argc, char **argv);
 int cmd_stop(int argc, char **argv);
 int cmd_pause(int argc, char **argv);

@@ -44,6 +44,8 @@ static const cli_command commands[] = {
         { "pause", cmd_pause, "Freeze a running sandbox's processes (cgroup freezer)" },
         { "resume", cmd_resume, "Thaw a paused sandbox" },
         { "branch", cmd_branch, "New sandboxes from a sandbox's disk state and workspace (copy-on-write)" },
+        { "diff", cmd_diff, "Show a sandbox's workspace changes since create or its branch point" },
+        { "merge", cmd_merge, "Apply a branch's workspace changes onto another sandbox's workspace" },
         { "doctor", cmd_doctor, "Check what this host offers nook" },
         { "help", cmd_help, "Show this help, or a command's ('nook help COMMAND')" },
         { "version", cmd_version, "Print the versions of nook and libnook" },

@@ -22,6 +22,7 @@
 #include "nook.h"
 #include "config.h"
 #include "image/unpack.h"
+#include "sandbox/baseline.h"
 #include "sandbox/ctx.h"
 #include "sandbox/image.h"
 #include "sandbox/lifecycle.h"
@@ -389,6 +390,16 @@ static int lifeline_keep(nook *n, int fd, nook_error *err) {
         return 0;
 }
 
+/* The baseline diff and merge compare with (docs/design/diff-merge.md): taken once the
+ * workspace and the writable layer are complete and before the supervisor starts, so no guest
+ * write precedes it. */
+static int baseline_capture(const char *sdir, const char *wsdir, bool fresh_upper, nook_error *err) {
+        _cleanup_free_ char *upper = strprintf("%s/upper", sdir);
+        if (!upper)
+                return nook_err_oom(err);
+        return sb_baseline_capture(sdir, wsdir, upper, fresh_upper, err);
+}
+
 /* Creates (or re-creates over the same workspace) and starts; the caller holds the lock. */
 static int create_locked(nook *n, const char *name, const sb_spec *spec, unsigned flags, nook_error *err) {
         return sb_create_locked(n, name, spec, flags, NULL, err);
@@ -451,6 +462,8 @@ int sb_create_locked(nook *n, const char *name, const sb_spec *spec, unsigned fl
         if (r < 0)
                 goto out;
         r = prepare_state(n, name, spec, keep_upper, sdir, wsdir, &rec.image_digest, err);
+        if (r >= 0)
+                r = baseline_capture(sdir, wsdir, !keep_upper, err);
         pid_t pid = 0;
         bool spawned = r >= 0;
         int life[2] = { -1, -1 };

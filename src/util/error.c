@@ -20,6 +20,7 @@ static const char *const errc_table[_NOOK_E_MAX] = {
         [NOOK_E_NOMEM] = "nomem",
         [NOOK_E_BUSY] = "busy",
         [NOOK_E_INTERNAL] = "internal",
+        [NOOK_E_CONFLICT] = "conflict",
 };
 
 const char *nook_errc_to_string(nook_errc code) {

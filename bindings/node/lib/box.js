@@ -437,6 +437,45 @@ class Box {
     const flags = options.withWorkspace ? addon.SNAPSHOT_WITH_WORKSPACE : 0;
     return JSON.parse(await addon.snapshotCreate(this._sandboxes.home, this.name, name ?? null, flags));
   }
+
+  /**
+   * The workspace's changes since the baseline (create, or the branch point): resolves with
+   * libnook's diff object { sandbox, scope, changes: [{ path, kind, type, mode, ... }], summary }
+   * (docs/design/diff-merge.md).  { patch: true } adds a unified diff per changed text file;
+   * { root: true } lists the writable root layer's changes instead.
+   */
+  async diff(options = {}) {
+    if (options === null || typeof options !== "object")
+      throw new SandboxError("Invalid diff options: must be an object", "invalid");
+    const flags = (options.patch ? addon.DIFF_PATCH : 0) | (options.root ? addon.DIFF_ROOT : 0);
+    return JSON.parse(await addon.diff(this._sandboxes.home, this.name, flags));
+  }
+
+  /**
+   * Applies this sandbox's workspace changes since its baseline onto another sandbox's workspace:
+   * { into, strategy: "refuse" | "ours" | "theirs", dryRun }.  Resolves with the report
+   * { branch, into, strategy, dryRun, merged, applied, conflicts }.  With conflicts and strategy
+   * "refuse" nothing changes and it rejects with SandboxError code "conflict" whose
+   * .conflicts lists them.
+   */
+  async merge(options = {}) {
+    if (options === null || typeof options !== "object")
+      throw new SandboxError("Invalid merge options: must be an object", "invalid");
+    const o = {};
+    if (options.into !== undefined) o.into = options.into;
+    if (options.strategy !== undefined) o.strategy = options.strategy;
+    if (options.dryRun !== undefined) o.dryRun = options.dryRun;
+    try {
+      return JSON.parse(await addon.merge(this._sandboxes.home, this.name, JSON.stringify(o)));
+    } catch (e) {
+      if (e && typeof e.report === "string") {
+        const report = JSON.parse(e.report);
+        delete e.report;
+        e.conflicts = report.conflicts;
+      }
+      throw e;
+    }
+  }
 }
 
 module.exports = { Box, ExecProcess };

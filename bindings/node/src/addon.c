@@ -68,6 +68,8 @@ typedef enum op_kind {
         OP_PAUSE,
         OP_RESUME,
         OP_BRANCH,
+        OP_DIFF,
+        OP_MERGE,
 } op_kind;
 
 typedef struct op {
@@ -169,6 +171,12 @@ static void op_execute(napi_env env, void *data) {
         case OP_BRANCH: /* name: the source, text: the new name, num: the count (0: one) */
                 o->r = nook_branch(n, o->name, o->text, (unsigned)o->num, 0, &o->out_json, &o->err);
                 break;
+        case OP_DIFF:
+                o->r = nook_diff(n, o->name, (unsigned)o->num, &o->out_json, &o->err);
+                break;
+        case OP_MERGE:
+                o->r = nook_merge(n, o->name, o->text, &o->out_json, &o->err);
+                break;
         case OP_WS_WRITE:
         case OP_WS_READ:
         case OP_WS_MKDIR:
@@ -187,6 +195,8 @@ static napi_value op_result(napi_env env, op *o) {
         case OP_SNAP_LIST:
         case OP_SNAP_INSPECT:
         case OP_BRANCH:
+        case OP_DIFF:
+        case OP_MERGE:
                 return make_string(env, o->out_json ? o->out_json : "null");
         case OP_WS_OPEN: {
                 NAPI_OK(env, napi_create_external(env, o->out_ws, ws_finalize, NULL, &v));
@@ -224,6 +234,11 @@ static void op_complete(napi_env env, napi_status status, void *data) {
         }
         if (o->r < 0) {
                 v = make_error(env, &o->err);
+                /* a refused merge's report (nook_merge sets it with NOOK_E_CONFLICT): lib/box.js
+                 * turns it into err.conflicts */
+                napi_value rep = o->out_json && v ? make_string(env, o->out_json) : NULL;
+                if (rep)
+                        (void)napi_set_named_property(env, v, "report", rep);
                 if (v)
                         (void)napi_reject_deferred(env, o->deferred, v);
         } else if (o->kind == OP_WS_READ && o->out_len > COPY_BUFFER_MAX) {
@@ -283,7 +298,7 @@ static napi_value lifecycle_op(napi_env env, napi_callback_info info, op_kind ki
         napi_value argv[MAX_ARGS];
         NAPI_OK(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
         bool need_name = kind != OP_LIST && kind != OP_SNAP_LIST;
-        bool has_text = kind == OP_CREATE || kind == OP_SNAP_CREATE || kind == OP_BRANCH;
+        bool has_text = kind == OP_CREATE || kind == OP_SNAP_CREATE || kind == OP_BRANCH || kind == OP_MERGE;
         if (argc < (need_name ? 2u : 1u))
                 return throw_invalid(env, "Too few arguments");
         op *o = op_new(env, kind);
@@ -346,6 +361,14 @@ static napi_value js_ws_open(napi_env env, napi_callback_info info) {
 /* snapshotCreate(home, sandbox, name | null, flags) -> Promise<JSON string> */
 static napi_value js_snapshot_create(napi_env env, napi_callback_info info) {
         return lifecycle_op(env, info, OP_SNAP_CREATE, "nook.snapshotCreate");
+}
+/* diff(home, name, flags) -> Promise<JSON string> */
+static napi_value js_diff(napi_env env, napi_callback_info info) {
+        return lifecycle_op(env, info, OP_DIFF, "nook.diff");
+}
+/* merge(home, branch, optionsJSON) -> Promise<JSON string>; a conflict rejects with .report */
+static napi_value js_merge(napi_env env, napi_callback_info info) {
+        return lifecycle_op(env, info, OP_MERGE, "nook.merge");
 }
 static napi_value js_snapshot_list(napi_env env, napi_callback_info info) {
         return lifecycle_op(env, info, OP_SNAP_LIST, "nook.snapshotList");
@@ -584,6 +607,8 @@ static napi_value init(napi_env env, napi_value exports) {
                 { "execClosePipe", js_exec_close_pipe },
                 { "execClose", js_exec_close },
                 { "snapshotCreate", js_snapshot_create },
+                { "diff", js_diff },
+                { "merge", js_merge },
                 { "snapshotList", js_snapshot_list },
                 { "snapshotInspect", js_snapshot_inspect },
                 { "snapshotRemove", js_snapshot_remove },
@@ -598,6 +623,10 @@ static napi_value init(napi_env env, napi_value exports) {
         NAPI_OK(env, napi_set_named_property(env, exports, "CREATE_REPLACE", v));
         NAPI_OK(env, napi_create_uint32(env, NOOK_SNAPSHOT_WITH_WORKSPACE, &v));
         NAPI_OK(env, napi_set_named_property(env, exports, "SNAPSHOT_WITH_WORKSPACE", v));
+        NAPI_OK(env, napi_create_uint32(env, NOOK_DIFF_PATCH, &v));
+        NAPI_OK(env, napi_set_named_property(env, exports, "DIFF_PATCH", v));
+        NAPI_OK(env, napi_create_uint32(env, NOOK_DIFF_ROOT, &v));
+        NAPI_OK(env, napi_set_named_property(env, exports, "DIFF_ROOT", v));
         return exports;
 }
 

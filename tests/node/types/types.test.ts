@@ -10,6 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Sandboxes, SandboxError, parseSize, parseDuration, version } from "nook-sandbox";
 import type { Box, SandboxSpec, SandboxInfo, ExecResult, VolumeSpec, SnapshotInfo } from "nook-sandbox";
+import type { DiffResult, MergeResult, SandboxErrorCode } from "nook-sandbox";
 import { createNookSandboxProvider, NOOK_PROVIDER_ID } from "nook-sandbox/smithers";
 import type { NookSandboxProviderOptions } from "nook-sandbox/smithers";
 
@@ -136,4 +137,20 @@ test("the Smithers provider's option types match what it refuses", () => {
   assert.throws(() => createNookSandboxProvider({ sandboxes, cpus: "2" }), smithersInvalid);
   // @ts-expect-error workdir is a guest path
   assert.throws(() => createNookSandboxProvider({ sandboxes, workdir: 5 }), smithersInvalid);
+});
+
+test("diff and merge types match what the runtime returns and refuses", async () => {
+  const a = await sandboxes.create(name());
+  const b = await sandboxes.create(name());
+  await b.exec("echo x > /workspace/new-file");
+  const d: DiffResult = await b.diff({ patch: true });
+  assert.equal(d.changes[0]?.kind, "added");
+  const m: MergeResult = await b.merge({ into: a.name, strategy: "refuse", dryRun: true });
+  assert.equal(m.dryRun, true);
+  // @ts-expect-error the strategy is one of three
+  await assert.rejects(() => b.merge({ into: a.name, strategy: "mine" }), (err: unknown) => err instanceof SandboxError && err.code === "invalid");
+  const code: SandboxErrorCode = "conflict";
+  assert.equal(code, "conflict");
+  await sandboxes.remove(a.name);
+  await sandboxes.remove(b.name);
 });

@@ -646,13 +646,11 @@ static int init_become_root(bool rootless, nook_error *err) {
         return 0;
 }
 
-/* seccomp: the profile's program, prepared by the supervisor before the clone. */
+/* seccomp: the profile's program, prepared by the supervisor before the clone; the profile as
+ * the config parsed it. */
 static int init_security(const sup_config *c, const iso_seccomp_prog *seccomp, nook_error *err) {
-        iso_profile p = iso_profile_from_string(c->profile ? c->profile : "default");
-        int r;
-        if (p < 0)
-                return nook_err_set(err, NOOK_E_INVALID, "Unknown security profile '%s'", c->profile);
-        r = iso_caps_drop(p, err);
+        iso_profile p = c->sec_profile;
+        int r = iso_caps_drop(p, err);
         if (r < 0)
                 return r;
         r = iso_set_no_new_privs(err);

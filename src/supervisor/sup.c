@@ -134,11 +134,8 @@ static int start_init(sup *s, nook_error *err) {
         int sp[2] = { -1, -1 };
         int r;
         bool rootless = !iso_rootful();
-        iso_profile prof = iso_profile_from_string(s->cfg->profile ? s->cfg->profile : "default");
-        if (prof < 0)
-                return nook_err_set(err, NOOK_E_INVALID, "Unknown security profile '%s'", s->cfg->profile);
         _cleanup_free_ char *cache = s->cfg->home ? strprintf("%s/cache", s->cfg->home) : NULL;
-        r = iso_seccomp_prepare(prof, cache, &s->seccomp, err);
+        r = iso_seccomp_prepare(s->cfg->sec_profile, cache, &s->seccomp, err);
         if (r < 0)
                 return r;
         /* Before clone: the init inherits the detached idmapped mounts; ours go once it has them. */

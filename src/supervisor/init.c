@@ -680,6 +680,7 @@ static int open_rootfs(
                 .work_fd = -1,
                 .workspace_fd = -1,
                 .ro_binds = c->ro_binds,
+                .upper_volatile = c->ephemeral,
                 .rootless = rootless };
         if (idm->on) {
                 /* idmapped by the supervisor: detached mounts we attach in iso_rootfs_setup */

@@ -747,7 +747,7 @@ static void hide_cmdline(void) {
 }
 
 _Noreturn void init_main(int sock, const sup_config *c, bool rootless, const iso_seccomp_prog *seccomp,
-        const sup_idmaps *idm) {
+        const sup_idmaps *idm, const iso_cgroup_join *cgj) {
         nook_error err = { 0 };
         json_t *msg = NULL;
         iso_rootfs rfs;
@@ -765,8 +765,11 @@ _Noreturn void init_main(int sock, const sup_config *c, bool rootless, const iso
         json_decref(msg);
         if (!opened)
                 fail_to_supervisor(sock, &err);
-        /* The supervisor has put us in our cgroup by now: a cgroup namespace made here is rooted
-         * there, so the sandbox sees its own cgroup as "/". */
+        /* In our cgroup (joined here with the supervisor's files on v1, else put there by the
+         * supervisor before "maps"): a cgroup namespace made here is rooted there, so the sandbox
+         * sees its own cgroup as "/". */
+        if (iso_cgroup_join_self(cgj, &err) < 0)
+                fail_to_supervisor(sock, &err);
         if (unshare(CLONE_NEWCGROUP) < 0) {
                 (void)nook_err_errno(&err, NOOK_E_IO, "Cannot create the sandbox's cgroup namespace");
                 fail_to_supervisor(sock, &err);

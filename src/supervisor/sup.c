@@ -143,6 +143,10 @@ static int start_init(sup *s, nook_error *err) {
         r = sup_idmaps_prepare(s->cfg, &idm, err);
         if (r < 0)
                 return r;
+        /* v1: the init joins its cgroup itself, through files we open (cgroup.h says why) */
+        _cleanup_(iso_cgroup_join_done) iso_cgroup_join cgj = ISO_CGROUP_JOIN_INIT;
+        if (s->cg && (r = iso_cgroup_join_open(s->cg, &cgj, err)) < 0)
+                return nook_err_wrap(err, "moving the sandbox into its cgroup");
         if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0)
                 return nook_err_errno(err, NOOK_E_IO, "Cannot create the init socket");
         /* clone() as a fork with namespace flags: we are single-threaded (STYLE.md R12).  The
@@ -163,8 +167,10 @@ static int start_init(sup *s, nook_error *err) {
         }
         if (pid == 0) {
                 safe_close(sp[0]);
-                init_main(sp[1], s->cfg, rootless, &s->seccomp, &idm);
+                init_main(sp[1], s->cfg, rootless, &s->seccomp, &idm, &cgj);
         }
+        bool self_joined = cgj.n > 0; /* the init writes "0" to the files we opened */
+        iso_cgroup_join_done(&cgj);
         safe_close(sp[1]);
         s->init_pid = (pid_t)pid;
         s->init_sock = sp[0];
@@ -172,7 +178,7 @@ static int start_init(sup *s, nook_error *err) {
         r = iso_userns_write_maps(s->init_pid, s->cfg->id_base, err);
         if (r < 0)
                 return r;
-        if (s->cg && (r = iso_cgroup_attach(s->cg, s->init_pid, err)) < 0)
+        if (s->cg && !self_joined && (r = iso_cgroup_attach(s->cg, s->init_pid, err)) < 0)
                 return nook_err_wrap(err, "moving the sandbox into its cgroup");
         json_t *m = json_pack("{s:s}", "op", "maps");
         r = m ? proto_send(s->init_sock, m, NULL, 0) : -ENOMEM;

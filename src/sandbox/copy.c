@@ -395,11 +395,8 @@ static int cp_tar_entry(cp_sink *k, const cp_entry *e, nook_error *err) {
                 return nook_err_oom(err);
         }
         IMG(archive_entry_set_pathname)(ae, name);
-        IMG(archive_entry_set_filetype)
-        (ae,
-                e->type == S_IFDIR           ? AE_IFDIR
-                        : e->type == S_IFLNK ? AE_IFLNK
-                                             : AE_IFREG);
+        unsigned type = e->type == S_IFDIR ? AE_IFDIR : e->type == S_IFLNK ? AE_IFLNK : AE_IFREG;
+        IMG(archive_entry_set_filetype)(ae, type);
         IMG(archive_entry_set_perm)(ae, e->perm);
         IMG(archive_entry_set_uid)(ae, 0);
         IMG(archive_entry_set_gid)(ae, 0);

@@ -31,7 +31,7 @@
 #include "image/unpack.h"
 
 /* Changes whenever the table changes: libnook refuses a module of another build. */
-#define IMAGE_MODULE_ABI 1
+#define IMAGE_MODULE_ABI 1u
 
 #define IMAGE_MODULE_FUNCS(X)                                                                               \
         /* image store and pulls (image.h) */                                                               \

@@ -44,7 +44,9 @@ LD_DEBUG=files "$NOOK" image inspect no-such-image-xyz >/dev/null 2>"$NOOK_HOME/
 grep -qE 'file=[^ ]*libnook-image\.so.*generating link map' "$NOOK_HOME/ld.txt" &&
         grep -qE 'file=libarchive' "$NOOK_HOME/ld.txt" && ok "nook image inspect loads the image module and libarchive" ||
         not_ok "nook image inspect loads the image module and libarchive" "$(grep -E 'libnook|libarch' "$NOOK_HOME/ld.txt" | head -5)"
-# A missing module is a broken installation, said as such (not a crash without a word).
+# A missing module is a broken installation, said as such (not a crash without a word).  It
+# aborts on purpose: no core file.
+ulimit -c 0
 NOOK_IMAGE_MODULE=/nonexistent/libnook-image.so run_nook image inspect no-such-image-xyz
 [[ $status != 0 ]] && ok "a missing image module fails the command" || not_ok "a missing image module fails the command" "status 0"
 like "$err" "cannot load /nonexistent/libnook-image.so.*install the 'nook' package" "the error names the module and what to do"

@@ -143,10 +143,15 @@ static int start_init(sup *s, nook_error *err) {
         r = sup_idmaps_prepare(s->cfg, &idm, err);
         if (r < 0)
                 return r;
-        /* v1: the init joins its cgroup itself, through files we open (cgroup.h says why) */
+        /* v1, as real root: the init joins its cgroup itself, through files we open (cgroup.h
+         * says why).  Rootless (a delegated v1 folder may grant cgroup.procs but not tasks), or
+         * when a file cannot be opened: we attach it after the clone, as on v2. */
         _cleanup_(iso_cgroup_join_done) iso_cgroup_join cgj = ISO_CGROUP_JOIN_INIT;
-        if (s->cg && (r = iso_cgroup_join_open(s->cg, &cgj, err)) < 0)
-                return nook_err_wrap(err, "moving the sandbox into its cgroup");
+        if (s->cg && !rootless) {
+                nook_error jerr = { 0 };
+                if (iso_cgroup_join_open(s->cg, &cgj, &jerr) < 0)
+                        log_debug("the init joins no cgroup itself: %s; attaching it instead", jerr.msg);
+        }
         if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0)
                 return nook_err_errno(err, NOOK_E_IO, "Cannot create the init socket");
         /* clone() as a fork with namespace flags: we are single-threaded (STYLE.md R12).  The

@@ -128,6 +128,10 @@ The state folder (the same as \\-\\-home).
 .B NOOK_SUPERVISOR
 The nook\\-supervisor binary to start; by default the one installed with libnook
 (LIBEXECDIR/nook\\-supervisor), or the build tree's when nook runs from its build directory.
+.TP
+.B NOOK_IMAGE_MODULE
+libnook's image module (pulls, image archives, snapshots, hashing) to load; by default the one
+installed with libnook (LIBDIR/nook/libnook\\-image.so), or the build tree's.
 .SH FILES
 .TP
 .B /var/lib/nook

@@ -55,16 +55,3 @@ int image_digest_buf(const void *buf, size_t len, char out[IMAGE_DIGEST_LEN + 1]
         image_hasher_final(h, out);
         return 0;
 }
-
-bool image_digest_valid(const char *d) {
-        if (!d || !startswith(d, "sha256:") || strlen(d) != IMAGE_DIGEST_LEN)
-                return false;
-        for (const char *p = d + 7; *p; p++)
-                if (!((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f')))
-                        return false;
-        return true;
-}
-
-const char *image_digest_hex(const char *d) {
-        return d + 7;
-}

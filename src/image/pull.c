@@ -53,48 +53,6 @@ static inline void *mfree(void *p) {
         return NULL;
 }
 
-static const char *const pull_policy_table[_IMAGE_PULL_POLICY_MAX] = {
-        [IMAGE_PULL_ALWAYS] = "always",
-        [IMAGE_PULL_IF_MISSING] = "if-missing",
-        [IMAGE_PULL_NEVER] = "never",
-};
-
-const char *image_pull_policy_to_string(image_pull_policy p) {
-        return p >= 0 && p < _IMAGE_PULL_POLICY_MAX ? pull_policy_table[p] : NULL;
-}
-
-image_pull_policy image_pull_policy_from_string(const char *s) {
-        for (int i = 0; s && i < _IMAGE_PULL_POLICY_MAX; i++)
-                if (streq(s, pull_policy_table[i]))
-                        return (image_pull_policy)i;
-        return _IMAGE_PULL_POLICY_INVALID;
-}
-
-void image_pull_opts_from_env(image_pull_opts *o, char ***ret_insecure) {
-        char **l = NULL;
-        const char *e = secure_getenv("NOOK_INSECURE_REGISTRIES");
-        if (!o->reg.insecure && !isempty(e)) {
-                _cleanup_free_ char *copy = strdup(e);
-                char *save = NULL;
-                for (char *t = copy ? strtok_r(copy, ", ", &save) : NULL; t; t = strtok_r(NULL, ", ", &save))
-                        (void)strv_push(&l, t);
-                o->reg.insecure = (const char *const *)l;
-        }
-        const char *ca = secure_getenv("NOOK_REGISTRY_CA_FILE");
-        if (!o->reg.ca_file && !isempty(ca))
-                o->reg.ca_file = ca;
-        *ret_insecure = l;
-}
-
-void image_resolved_done(image_resolved *r) {
-        strv_free(r->lowers);
-        strv_free(r->env);
-        strv_free(r->cmd);
-        free(r->workdir);
-        free(r->user);
-        *r = (image_resolved){};
-}
-
 /* ---- store layout ----------------------------------------------------------------------------- */
 
 int image_store_init(image_store *s, const char *home, store *st, const unpack_opts *u, nook_error *err) {
@@ -117,12 +75,6 @@ int image_store_init(image_store *s, const char *home, store *st, const unpack_o
         }
         *s = n;
         return 0;
-}
-
-void image_store_done(image_store *s) {
-        free(s->root);
-        free(s->layers);
-        *s = (image_store){};
 }
 
 char *image_blob_path(const image_store *s, const char *digest) {

@@ -26,6 +26,7 @@
 
 enum { V1_CPU, V1_CPUACCT, V1_MEMORY, V1_PIDS, V1_FREEZER, _V1_MAX };
 static const char *const v1_names[_V1_MAX] = { "cpu", "cpuacct", "memory", "pids", "freezer" };
+_Static_assert(_V1_MAX <= ISO_CGROUP_JOIN_MAX, "iso_cgroup_join holds one fd per v1 controller");
 
 struct iso_cgroup {
         bool v2;
@@ -518,4 +519,39 @@ int iso_cgroup_freeze(iso_cgroup *cg, bool freeze, nook_error *err) {
         (void)iso_cgroup_freeze(cg, false, NULL);
         return nook_err_set(e, NOOK_E_TIMEOUT,
                 "Cannot pause: the sandbox's processes did not all stop within 2 s (one may be in an uninterruptible wait); it keeps running");
+}
+
+/* ---- joining without the global lock (cgroup.h) ------------------------------------------------ */
+
+int iso_cgroup_join_open(iso_cgroup *cg, iso_cgroup_join *ret, nook_error *err) {
+        *ret = (iso_cgroup_join)ISO_CGROUP_JOIN_INIT;
+        if (cg->v2)
+                return 0;
+        for (int i = 0; i < _V1_MAX; i++) {
+                if (!cg->v1[i])
+                        continue;
+                char p[PATH_MAX];
+                (void)snprintf(p, sizeof(p), "%s/tasks", cg->v1[i]);
+                int fd = open(p, O_WRONLY | O_CLOEXEC);
+                if (fd < 0) {
+                        int e = errno;
+                        iso_cgroup_join_done(ret);
+                        return nook_err_errnum(err, NOOK_E_IO, e, "Cannot open '%s'", p);
+                }
+                ret->fds[ret->n++] = fd;
+        }
+        return 0;
+}
+
+int iso_cgroup_join_self(const iso_cgroup_join *j, nook_error *err) {
+        for (size_t i = 0; i < j->n; i++)
+                if (write(j->fds[i], "0", 1) != 1)
+                        return nook_err_errno(err, NOOK_E_IO, "Cannot join the sandbox's cgroup");
+        return 0;
+}
+
+void iso_cgroup_join_done(iso_cgroup_join *j) {
+        for (size_t i = 0; i < j->n; i++)
+                safe_close(j->fds[i]);
+        j->n = 0;
 }

@@ -40,6 +40,25 @@ int iso_cgroup_create(
 int iso_cgroup_open(const char *home, const char *name, iso_cgroup **ret, nook_error *err);
 int iso_cgroup_attach(iso_cgroup *cg, pid_t pid, nook_error *err);
 int iso_cgroup_set_limits(iso_cgroup *cg, const iso_limits *l, nook_error *err);
+
+/* Joining a v1 cgroup without the global lock.  Writing a pid to cgroup.procs write-locks
+ * cgroup_threadgroup_rwsem, which waits for an RCU grace period: ~10 ms of every create on a
+ * small VM.  A thread that writes "0" (itself) to a v1 `tasks` file skips that lock; the kernel
+ * checks the permission of the opener, so the supervisor opens the files (as the host user that
+ * owns the cgroup) and its single-threaded init, which inherits them, writes "0" before it
+ * unshares its cgroup namespace.  v2 has no such file: there the supervisor attaches the init. */
+#define ISO_CGROUP_JOIN_MAX 8 /* at least one per v1 controller nook uses (cgroup.c checks) */
+typedef struct iso_cgroup_join {
+        int fds[ISO_CGROUP_JOIN_MAX];
+        size_t n; /* 0: nothing to join this way (v2, or no cgroup): iso_cgroup_attach instead */
+} iso_cgroup_join;
+#define ISO_CGROUP_JOIN_INIT                                                                                \
+        { .n = 0 }
+/* Opens each v1 controller's `tasks` file of cg; for a v2 cgroup leaves ret->n at 0. */
+int iso_cgroup_join_open(iso_cgroup *cg, iso_cgroup_join *ret, nook_error *err);
+/* Moves the calling thread (a single-threaded process: all of it) into the cgroup. */
+int iso_cgroup_join_self(const iso_cgroup_join *j, nook_error *err);
+void iso_cgroup_join_done(iso_cgroup_join *j);
 int iso_cgroup_read_stats(iso_cgroup *cg, iso_cgroup_stats *ret, nook_error *err);
 /* The OOM kill count alone (one file read: the supervisor asks at every exec). 0 when unknown. */
 uint64_t iso_cgroup_oom_kills(iso_cgroup *cg);

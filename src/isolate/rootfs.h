@@ -38,6 +38,8 @@ typedef struct iso_rootfs {
         int lower_fds[ISO_MAX_LOWERS]; /* image layers, topmost first */
         size_t n_lowers;
         int upper_fd, work_fd; /* per-sandbox writable layer; -1 with n_lowers == 1: read-only root */
+        bool upper_volatile; /* the upper layer is deleted at stop (ephemeral): overlayfs need
+                              * not sync it (the volatile option, Linux 5.10+; else ignored) */
         bool lowers_detached; /* lower_fds are detached idmapped mounts: attached under scratch */
         int workspace_fd;
         bool workspace_detached; /* workspace_fd is a detached idmapped mount (nosuid,nodev set) */

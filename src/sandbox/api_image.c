@@ -6,6 +6,7 @@
 
 #include "nook.h"
 #include "image/image.h"
+#include "image/module.h"
 #include "image/manifest.h"
 #include "image/transport.h"
 #include "isolate/userns.h"
@@ -113,7 +114,7 @@ int nook_image_pull(nook *n, const char *ref, const nook_pull_opts *o, char **re
                 .jobs = o->jobs };
         image_pull_opts_from_env(&po, &insecure);
         int r = sb_image_store(n, &s, err);
-        if (r < 0 || (r = image_pull(&s, ref, &po, &rec, err)) < 0)
+        if (r < 0 || (r = IMG(image_pull)(&s, ref, &po, &rec, err)) < 0)
                 return r;
         return ret_json ? dump(image_json(&rec), ret_json, err) : 0;
 }
@@ -136,7 +137,7 @@ int nook_image_inspect(nook *n, const char *ref, char **ret_json, nook_error *er
         _cleanup_(image_store_done) image_store s = {};
         _cleanup_(image_rec_done) image_rec rec = {};
         int r = sb_image_store(n, &s, err);
-        if (r < 0 || (r = image_lookup(&s, ref, &rec, err)) < 0)
+        if (r < 0 || (r = IMG(image_lookup)(&s, ref, &rec, err)) < 0)
                 return r;
         return dump(image_json(&rec), ret_json, err);
 }
@@ -145,7 +146,7 @@ int nook_image_remove(nook *n, const char *ref, nook_error *err) {
         _cleanup_free_ char *name = NULL;
         store *st;
         int r = ctx_store(n, &st, err);
-        if (r < 0 || (r = image_canonical(ref, &name, err)) < 0)
+        if (r < 0 || (r = IMG(image_canonical)(ref, &name, err)) < 0)
                 return r;
         r = store_image_remove(st, name, err);
         return r < 0 ? r : 0;
@@ -157,7 +158,7 @@ int nook_image_prune(nook *n, uint64_t *ret_freed, nook_error *err) {
         if (r < 0)
                 return r;
         sb_sweep_tmp(n); /* snapshots' too: a killed snapshot create leaves its folder there */
-        return image_store_gc(&s, ret_freed, err);
+        return IMG(image_store_gc)(&s, ret_freed, err);
 }
 
 void nook_image_import_opts_init(nook_image_import_opts *o) {
@@ -189,7 +190,7 @@ int nook_image_import(
                 .pull = { .progress = o->progress ? relay : NULL, .userdata = &pr, .jobs = o->jobs } };
         int r = format_parse(o->format, &io.format, err);
         if (r < 0 || (r = sb_image_store(n, &s, err)) < 0 ||
-                (r = image_import(&s, source, &io, &rec, err)) < 0)
+                (r = IMG(image_import)(&s, source, &io, &rec, err)) < 0)
                 return r;
         return ret_json ? dump(image_json(&rec), ret_json, err) : 0;
 }
@@ -201,5 +202,5 @@ int nook_image_export(
         int r = format_parse(o ? o->format : NULL, &eo.format, err);
         if (r < 0 || (r = sb_image_store(n, &s, err)) < 0)
                 return r;
-        return image_export(&s, ref, path, &eo, err);
+        return IMG(image_export)(&s, ref, path, &eo, err);
 }

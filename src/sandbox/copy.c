@@ -31,7 +31,7 @@
 #include <archive_entry.h>
 
 #include "nook.h"
-#include "image/archive_util.h"
+#include "image/module.h"
 #include "sandbox/copy.h"
 #include "util/error.h"
 #include "util/fd.h"
@@ -222,8 +222,8 @@ static int cp_stage_parent(cp_sink *k, char *path, bool create, const char **ret
 
 static int cp_data_to_fd(cp_sink *k, const cp_entry *e, int out) {
         for (;;) {
-                ssize_t n =
-                        e->fd >= 0 ? read(e->fd, k->buf, CP_BUF) : archive_read_data(e->ar, k->buf, CP_BUF);
+                ssize_t n = e->fd >= 0 ? read(e->fd, k->buf, CP_BUF)
+                                       : IMG(archive_read_data)(e->ar, k->buf, CP_BUF);
                 if (n < 0 && e->fd >= 0 && errno == EINTR)
                         continue;
                 if (n < 0)
@@ -386,31 +386,29 @@ static int cp_tree_fix_dirs(cp_sink *k, nook_error *err) {
 /* ---- tar sink ------------------------------------------------------------------------------ */
 
 static int cp_tar_entry(cp_sink *k, const cp_entry *e, nook_error *err) {
-        struct archive_entry *ae = archive_entry_new();
+        struct archive_entry *ae = IMG(archive_entry_new)();
         if (!ae)
                 return nook_err_oom(err);
         _cleanup_free_ char *name = e->type == S_IFDIR ? strprintf("%s/", e->path) : strdup(e->path);
         if (!name) {
-                archive_entry_free(ae);
+                IMG(archive_entry_free)(ae);
                 return nook_err_oom(err);
         }
-        archive_entry_set_pathname(ae, name);
-        archive_entry_set_filetype(ae,
-                e->type == S_IFDIR           ? AE_IFDIR
-                        : e->type == S_IFLNK ? AE_IFLNK
-                                             : AE_IFREG);
-        archive_entry_set_perm(ae, e->perm);
-        archive_entry_set_uid(ae, 0);
-        archive_entry_set_gid(ae, 0);
-        archive_entry_set_mtime(ae, e->mtime.tv_sec, e->mtime.tv_nsec);
-        archive_entry_set_size(ae, e->type == S_IFREG ? e->size : 0);
+        IMG(archive_entry_set_pathname)(ae, name);
+        unsigned type = e->type == S_IFDIR ? AE_IFDIR : e->type == S_IFLNK ? AE_IFLNK : AE_IFREG;
+        IMG(archive_entry_set_filetype)(ae, type);
+        IMG(archive_entry_set_perm)(ae, e->perm);
+        IMG(archive_entry_set_uid)(ae, 0);
+        IMG(archive_entry_set_gid)(ae, 0);
+        IMG(archive_entry_set_mtime)(ae, e->mtime.tv_sec, e->mtime.tv_nsec);
+        IMG(archive_entry_set_size)(ae, e->type == S_IFREG ? e->size : 0);
         if (e->type == S_IFLNK)
-                archive_entry_set_symlink(ae, e->link);
-        int rc = archive_write_header(k->ar, ae);
-        archive_entry_free(ae);
+                IMG(archive_entry_set_symlink)(ae, e->link);
+        int rc = IMG(archive_write_header)(k->ar, ae);
+        IMG(archive_entry_free)(ae);
         if (rc != ARCHIVE_OK)
                 return nook_err_set(err, NOOK_E_IO, "Cannot write the archive entry '%s': %s", e->path,
-                        archive_error_or(k->ar, "write error"));
+                        img_archive_error_or(k->ar, "write error"));
         for (int64_t left = e->type == S_IFREG ? e->size : 0; left > 0;) {
                 ssize_t n = read(e->fd, k->buf, (uint64_t)left < CP_BUF ? (size_t)left : CP_BUF);
                 if (n < 0 && errno == EINTR)
@@ -419,9 +417,9 @@ static int cp_tar_entry(cp_sink *k, const cp_entry *e, nook_error *err) {
                         return nook_err_errno(err, NOOK_E_IO, "Cannot read '%s'", e->path);
                 if (n == 0)
                         break; /* it shrank while we copied: libarchive pads the entry */
-                if (archive_write_data(k->ar, k->buf, (size_t)n) != n)
+                if (IMG(archive_write_data)(k->ar, k->buf, (size_t)n) != n)
                         return nook_err_set(err, NOOK_E_IO, "Cannot write the archive: %s",
-                                archive_error_or(k->ar, "write error"));
+                                img_archive_error_or(k->ar, "write error"));
                 left -= n;
         }
         return 0;
@@ -530,16 +528,16 @@ static int cp_walk_node(
 
 static int cp_tar_read_entry(cp_sink *k, struct archive *a, struct archive_entry *ae, nook_error *err) {
         _cleanup_free_ char *path = NULL, *hl = NULL;
-        const char *raw = archive_entry_pathname(ae);
+        const char *raw = IMG(archive_entry_pathname)(ae);
         int r = cp_entry_path_check(raw ? raw : "", &path, err);
         if (r < 0)
                 return r;
-        mode_t t = archive_entry_filetype(ae);
-        cp_entry e = { .path = path, .fd = -1, .ar = a, .perm = archive_entry_perm(ae) & 01777 };
-        e.mtime = (struct timespec){ .tv_sec = archive_entry_mtime(ae),
-                .tv_nsec = archive_entry_mtime_nsec(ae) };
-        if (archive_entry_hardlink(ae)) {
-                r = cp_entry_path_check(archive_entry_hardlink(ae), &hl, err);
+        mode_t t = IMG(archive_entry_filetype)(ae);
+        cp_entry e = { .path = path, .fd = -1, .ar = a, .perm = IMG(archive_entry_perm)(ae) & 01777 };
+        e.mtime = (struct timespec){ .tv_sec = IMG(archive_entry_mtime)(ae),
+                .tv_nsec = IMG(archive_entry_mtime_nsec)(ae) };
+        if (IMG(archive_entry_hardlink)(ae)) {
+                r = cp_entry_path_check(IMG(archive_entry_hardlink)(ae), &hl, err);
                 if (r < 0)
                         return r;
                 if (!hl[0] || !path[0])
@@ -558,7 +556,7 @@ static int cp_tar_read_entry(cp_sink *k, struct archive *a, struct archive_entry
                 e.type = S_IFREG;
         else if (t == AE_IFLNK) {
                 e.type = S_IFLNK;
-                e.link = archive_entry_symlink(ae);
+                e.link = IMG(archive_entry_symlink)(ae);
                 if (isempty(e.link))
                         return nook_err_set(
                                 err, NOOK_E_INVALID, "The symlink '%s' in the archive has no target", raw);
@@ -568,22 +566,22 @@ static int cp_tar_read_entry(cp_sink *k, struct archive *a, struct archive_entry
 }
 
 static int cp_from_tar(int fd, cp_sink *k, nook_error *err) {
-        _cleanup_(archive_read_freep) struct archive *a = archive_read_new();
+        _cleanup_(img_archive_read_freep) struct archive *a = IMG(archive_read_new)();
         struct archive_entry *ae;
         if (!a)
                 return nook_err_oom(err);
-        (void)archive_read_support_filter_all(a);
-        (void)archive_read_support_format_tar(a);
-        if (archive_read_open_fd(a, fd, CP_BUF) != ARCHIVE_OK)
+        (void)IMG(archive_read_support_filter_all)(a);
+        (void)IMG(archive_read_support_format_tar)(a);
+        if (IMG(archive_read_open_fd)(a, fd, CP_BUF) != ARCHIVE_OK)
                 return nook_err_set(err, NOOK_E_INVALID, "Cannot read a tar archive from the input: %s",
-                        archive_error_or(a, "not a tar archive"));
+                        img_archive_error_or(a, "not a tar archive"));
         for (;;) {
-                int rc = archive_read_next_header(a, &ae);
+                int rc = IMG(archive_read_next_header)(a, &ae);
                 if (rc == ARCHIVE_EOF)
                         return 0;
                 if (rc != ARCHIVE_OK && rc != ARCHIVE_WARN)
                         return nook_err_set(err, NOOK_E_INVALID, "Cannot read the tar archive: %s",
-                                archive_error_or(a, "not a tar archive"));
+                                img_archive_error_or(a, "not a tar archive"));
                 int r = cp_tar_read_entry(k, a, ae, err);
                 if (r < 0)
                         return r;
@@ -773,24 +771,24 @@ static int cp_tree_source(const cp_side *s, const cp_loc *l, const char *out, cp
 
 static int cp_to_tar(const cp_side *src, const cp_side *dst, nook_error *err) {
         _cleanup_(cp_loc_done) cp_loc l = { .dfd = -1 };
-        _cleanup_(archive_write_freep) struct archive *a = archive_write_new();
+        _cleanup_(img_archive_write_freep) struct archive *a = IMG(archive_write_new)();
         _cleanup_(cp_sink_done) cp_sink k = { .stage_fd = -1 };
         if (!a || !(k.buf = malloc(CP_BUF)))
                 return nook_err_oom(err);
         int r = cp_resolve(src, &l, err);
         if (r < 0)
                 return r;
-        if (archive_write_set_format_pax_restricted(a) != ARCHIVE_OK ||
-                archive_write_open_fd(a, dst->fd) != ARCHIVE_OK)
+        if (IMG(archive_write_set_format_pax_restricted)(a) != ARCHIVE_OK ||
+                IMG(archive_write_open_fd)(a, dst->fd) != ARCHIVE_OK)
                 return nook_err_set(
-                        err, NOOK_E_IO, "Cannot start the tar output: %s", archive_error_or(a, "error"));
+                        err, NOOK_E_IO, "Cannot start the tar output: %s", img_archive_error_or(a, "error"));
         k.ar = a;
         r = cp_tree_source(src, &l, l.contents ? "" : cp_src_name(src, &l), &k, err);
         if (r < 0)
                 return r;
-        if (archive_write_close(a) != ARCHIVE_OK)
+        if (IMG(archive_write_close)(a) != ARCHIVE_OK)
                 return nook_err_set(err, NOOK_E_IO, "Cannot finish the tar output: %s",
-                        archive_error_or(a, "write error"));
+                        img_archive_error_or(a, "write error"));
         return 0;
 }
 

@@ -7,6 +7,7 @@
 
 #include "nook.h"
 #include "image/digest.h"
+#include "image/module.h"
 #include "image/image.h"
 #include "sandbox/state.h"
 #include "sandbox/ctx.h"
@@ -42,13 +43,14 @@ static int registry_image(
         /* Which image the reference names (pulled first per the policy), then that image by its
          * digest: the digest recorded for the sandbox is the one its layers come from, even if
          * another pull moves the tag in between. */
-        r = policy == IMAGE_PULL_ALWAYS && !image_digest_valid(image) ? -NOOK_E_NOT_FOUND
-                                                                      : image_lookup(&s, image, &rec, err);
+        r = policy == IMAGE_PULL_ALWAYS && !image_digest_valid(image)
+                ? -NOOK_E_NOT_FOUND
+                : IMG(image_lookup)(&s, image, &rec, err);
         if (r == -NOOK_E_NOT_FOUND && policy != IMAGE_PULL_NEVER && !image_digest_valid(image)) {
                 image_rec_done(&rec);
-                r = image_pull(&s, image, &po, &rec, err);
+                r = IMG(image_pull)(&s, image, &po, &rec, err);
         }
-        if (r < 0 || (r = image_resolve(&s, rec.digest, IMAGE_PULL_NEVER, &po, &res, err)) < 0)
+        if (r < 0 || (r = IMG(image_resolve)(&s, rec.digest, IMAGE_PULL_NEVER, &po, &res, err)) < 0)
                 return r;
         sb_image img = { .digest = strdup(rec.digest) };
         if (!img.digest)

@@ -16,6 +16,7 @@
 
 #include "nook.h"
 #include "image/digest.h"
+#include "image/module.h"
 #include "image/image.h"
 #include "image/pack.h"
 #include "image/unpack.h"
@@ -97,7 +98,7 @@ int sb_snapshot_digest(json_t *content, char **ret, nook_error *err) {
         char d[IMAGE_DIGEST_LEN + 1];
         if (!text)
                 return nook_err_oom(err);
-        int r = image_digest_buf(text, strlen(text), d, err);
+        int r = IMG(image_digest_buf)(text, strlen(text), d, err);
         if (r < 0)
                 return r;
         *ret = strdup(d);
@@ -143,7 +144,7 @@ int sb_snapshot_unpack(
         _cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (dfd < 0)
                 return nook_err_errno(err, NOOK_E_IO, "Cannot open '%s'", dir);
-        return image_unpack_fd(fd, dfd, &u, ret_diff, err);
+        return IMG(image_unpack_fd)(fd, dfd, &u, ret_diff, err);
 }
 
 static const char *meta_str(json_t *meta, const char *a, const char *b) {
@@ -224,7 +225,7 @@ static int pack_to(const char *src, bool overlay, uid_t uid_base, gid_t gid_base
         if (out < 0)
                 return nook_err_errno(err, NOOK_E_IO, "Cannot create '%s'", tar);
         pack_opts o = { .overlay = overlay, .uid_base = uid_base, .gid_base = gid_base };
-        return image_pack_dir(dfd, &o, out, ret_digest, ret_size, err);
+        return IMG(image_pack_dir)(dfd, &o, out, ret_digest, ret_size, err);
 }
 
 /* The stored spec of a stopped sticky sandbox; anything else is refused saying what to do. */
@@ -267,7 +268,8 @@ static json_t *new_meta(nook *n, const char *sandbox, const sb_spec *spec, const
                 _cleanup_(image_store_done) image_store s = {};
                 _cleanup_(image_rec_done) image_rec rec = {};
                 nook_error ignore;
-                if (sb_image_store(n, &s, &ignore) >= 0 && image_lookup(&s, spec->image, &rec, &ignore) >= 0)
+                if (sb_image_store(n, &s, &ignore) >= 0 &&
+                        IMG(image_lookup)(&s, spec->image, &rec, &ignore) >= 0)
                         json_object_set_new(meta, "baseDigest", json_string(rec.digest));
         }
         return meta;
@@ -601,7 +603,7 @@ static int restore_workspace(nook *n, const char *digest, const char *wsdir, noo
         _cleanup_close_ int dfd = open(wsdir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (dfd < 0)
                 return nook_err_errno(err, NOOK_E_IO, "Cannot open '%s'", wsdir);
-        int r = image_unpack_fd(fd, dfd, &u, diff, err);
+        int r = IMG(image_unpack_fd)(fd, dfd, &u, diff, err);
         return r < 0 ? nook_err_wrap(err, "restoring the workspace of the snapshot") : 0;
 }
 

@@ -21,7 +21,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "image/archive_util.h"
+#include "image/module.h"
 #include "nook.h"
 #include "image/digest.h"
 #include "image/unpack.h"
@@ -59,19 +59,19 @@ static void progress_step(progress *p, uint64_t add, bool final) {
 
 static int add_member(struct archive *a, const char *name, int fd, uint64_t size, int64_t mtime, progress *p,
         nook_error *err) {
-        struct archive_entry *e = archive_entry_new();
+        struct archive_entry *e = IMG(archive_entry_new)();
         if (!e)
                 return nook_err_oom(err);
-        archive_entry_set_pathname(e, name);
-        archive_entry_set_filetype(e, AE_IFREG);
-        archive_entry_set_perm(e, 0644);
-        archive_entry_set_size(e, (la_int64_t)size);
-        archive_entry_set_mtime(e, mtime, 0);
-        int rc = archive_write_header(a, e);
-        archive_entry_free(e);
+        IMG(archive_entry_set_pathname)(e, name);
+        IMG(archive_entry_set_filetype)(e, AE_IFREG);
+        IMG(archive_entry_set_perm)(e, 0644);
+        IMG(archive_entry_set_size)(e, (la_int64_t)size);
+        IMG(archive_entry_set_mtime)(e, mtime, 0);
+        int rc = IMG(archive_write_header)(a, e);
+        IMG(archive_entry_free)(e);
         if (rc != ARCHIVE_OK)
                 return nook_err_set(err, NOOK_E_IO, "Cannot write '%s' into the export: %s", name,
-                        archive_error_or(a, "libarchive error"));
+                        img_archive_error_or(a, "libarchive error"));
         _cleanup_free_ char *buf = malloc(IO_BUF);
         if (!buf)
                 return nook_err_oom(err);
@@ -81,9 +81,9 @@ static int add_member(struct archive *a, const char *name, int fd, uint64_t size
                         continue;
                 if (k <= 0)
                         return nook_err_errno(err, NOOK_E_IO, "Cannot read the snapshot's '%s'", name);
-                if (archive_write_data(a, buf, (size_t)k) != k)
+                if (IMG(archive_write_data)(a, buf, (size_t)k) != k)
                         return nook_err_set(err, NOOK_E_IO, "Cannot write '%s' into the export: %s", name,
-                                archive_error_or(a, "libarchive error"));
+                                img_archive_error_or(a, "libarchive error"));
                 left -= (uint64_t)k;
                 progress_step(p, (uint64_t)k, false);
         }
@@ -103,18 +103,18 @@ static int add_file_member(
 }
 
 static int write_export(int fd, const char *dir, json_t *meta, progress *p, nook_error *err) {
-        _cleanup_(archive_write_freep) struct archive *a = archive_write_new();
+        _cleanup_(img_archive_write_freep) struct archive *a = IMG(archive_write_new)();
         _cleanup_free_ char *text = json_dumps(meta, JSON_COMPACT | JSON_SORT_KEYS);
         int64_t mtime = json_integer_value(json_object_get(meta, "createdAt"));
         bool ws = json_is_string(json_object_get(json_object_get(meta, "content"), "workspace"));
         int r;
         if (!a || !text)
                 return nook_err_oom(err);
-        if (archive_write_add_filter_zstd(a) != ARCHIVE_OK ||
-                archive_write_set_format_pax_restricted(a) != ARCHIVE_OK ||
-                archive_write_open_fd(a, fd) != ARCHIVE_OK)
+        if (IMG(archive_write_add_filter_zstd)(a) != ARCHIVE_OK ||
+                IMG(archive_write_set_format_pax_restricted)(a) != ARCHIVE_OK ||
+                IMG(archive_write_open_fd)(a, fd) != ARCHIVE_OK)
                 return nook_err_set(err, NOOK_E_MISSING_FEATURE, "Cannot write a zstd-compressed tar: %s",
-                        archive_error_or(a, "libarchive lacks zstd"));
+                        img_archive_error_or(a, "libarchive lacks zstd"));
         /* snapshot.json from memory: a pipe-free way is a memory fd */
         _cleanup_close_ int mfd = memfd_create("snapshot.json", MFD_CLOEXEC);
         if (mfd < 0 || fd_write_all(mfd, text, strlen(text)) < 0 || lseek(mfd, 0, SEEK_SET) < 0)
@@ -123,9 +123,9 @@ static int write_export(int fd, const char *dir, json_t *meta, progress *p, nook
                 (r = add_file_member(a, dir, "rootfs.tar", mtime, p, err)) < 0 ||
                 (ws && (r = add_file_member(a, dir, "workspace.tar", mtime, p, err)) < 0))
                 return r;
-        if (archive_write_close(a) != ARCHIVE_OK)
-                return nook_err_set(
-                        err, NOOK_E_IO, "Cannot finish the export: %s", archive_error_or(a, "write error"));
+        if (IMG(archive_write_close)(a) != ARCHIVE_OK)
+                return nook_err_set(err, NOOK_E_IO, "Cannot finish the export: %s",
+                        img_archive_error_or(a, "write error"));
         return 0;
 }
 
@@ -195,7 +195,7 @@ static la_ssize_t read_cb(struct archive *a, void *userdata, const void **buf) {
                 if (k < 0 && errno == EINTR)
                         continue;
                 if (k < 0) {
-                        archive_set_error(a, errno, "read error");
+                        IMG(archive_set_error)(a, errno, "read error");
                         return -1;
                 }
                 progress_step(rd->p, (uint64_t)k, false);
@@ -209,15 +209,16 @@ static int refuse_file(nook_error *err, const char *why) {
 }
 
 static int read_meta(struct archive *a, struct archive_entry *e, json_t **ret, nook_error *err) {
-        if (!streq(archive_entry_pathname(e), "snapshot.json") || archive_entry_filetype(e) != AE_IFREG)
+        if (!streq(IMG(archive_entry_pathname)(e), "snapshot.json") ||
+                IMG(archive_entry_filetype)(e) != AE_IFREG)
                 return refuse_file(err, "its first member must be snapshot.json");
-        if (archive_entry_size(e) <= 0 || archive_entry_size(e) > META_MAX)
+        if (IMG(archive_entry_size)(e) <= 0 || IMG(archive_entry_size)(e) > META_MAX)
                 return refuse_file(err, "snapshot.json is empty or too large");
-        size_t len = (size_t)archive_entry_size(e);
+        size_t len = (size_t)IMG(archive_entry_size)(e);
         _cleanup_free_ char *text = malloc(len + 1);
         if (!text)
                 return nook_err_oom(err);
-        if (archive_read_data(a, text, len) != (la_ssize_t)len)
+        if (IMG(archive_read_data)(a, text, len) != (la_ssize_t)len)
                 return refuse_file(err, "snapshot.json is truncated");
         text[len] = 0;
         json_t *m = json_loads(text, JSON_REJECT_DUPLICATES, NULL);
@@ -272,7 +273,7 @@ static int take_layer(nook *n, struct archive *a, const char *dir, const char *n
         const char *want, nook_error *err) {
         _cleanup_free_ char *path = strprintf("%s/%s", dir, name), *udir = NULL;
         _cleanup_free_ char *buf = malloc(IO_BUF);
-        _cleanup_(image_hasher_freep) image_hasher *h = image_hasher_new();
+        _cleanup_(img_image_hasher_freep) image_hasher *h = IMG(image_hasher_new)();
         char got[IMAGE_DIGEST_LEN + 1], diff[IMAGE_DIGEST_LEN + 1];
         la_ssize_t k;
         if (!path || !buf || !h)
@@ -280,16 +281,16 @@ static int take_layer(nook *n, struct archive *a, const char *dir, const char *n
         _cleanup_close_ int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
         if (fd < 0)
                 return nook_err_errno(err, NOOK_E_IO, "Cannot create '%s'", path);
-        while ((k = archive_read_data(a, buf, IO_BUF)) > 0) {
-                image_hasher_update(h, buf, (size_t)k);
+        while ((k = IMG(archive_read_data)(a, buf, IO_BUF)) > 0) {
+                IMG(image_hasher_update)(h, buf, (size_t)k);
                 if (fd_write_all(fd, buf, (size_t)k) < 0)
                         return nook_err_errno(err, NOOK_E_IO, "Cannot write '%s'", path);
         }
         if (k < 0)
                 return nook_err_set(err, NOOK_E_REFUSED,
                         "Refusing the snapshot file: '%s' is damaged or truncated: %s", name,
-                        archive_error_or(a, "read error"));
-        image_hasher_final(h, got);
+                        img_archive_error_or(a, "read error"));
+        IMG(image_hasher_final)(h, got);
         if (!streq(got, want))
                 return nook_err_set(err, NOOK_E_REFUSED,
                         "Refusing the snapshot file: '%s' does not match its digest (damaged or altered)",
@@ -309,7 +310,7 @@ static int take_layer(nook *n, struct archive *a, const char *dir, const char *n
 }
 
 static int read_import(nook *n, int fd, const char *tmp, progress *p, json_t **ret_meta, nook_error *err) {
-        _cleanup_(archive_read_freep) struct archive *a = archive_read_new();
+        _cleanup_(img_archive_read_freep) struct archive *a = IMG(archive_read_new)();
         _cleanup_free_ reader *rd = calloc(1, sizeof(*rd));
         struct archive_entry *e;
         json_t *m = NULL;
@@ -317,14 +318,14 @@ static int read_import(nook *n, int fd, const char *tmp, progress *p, json_t **r
         if (!a || !rd)
                 return nook_err_oom(err);
         *rd = (reader){ .fd = fd, .p = p };
-        (void)archive_read_support_filter_zstd(a);
-        (void)archive_read_support_format_tar(a);
-        if (archive_read_open(a, rd, NULL, read_cb, NULL) != ARCHIVE_OK)
+        (void)IMG(archive_read_support_filter_zstd)(a);
+        (void)IMG(archive_read_support_format_tar)(a);
+        if (IMG(archive_read_open)(a, rd, NULL, read_cb, NULL) != ARCHIVE_OK)
                 return refuse_file(err,
                         "it is not a complete zstd-compressed tar (truncated, damaged or another format)");
-        if ((rc = archive_read_next_header(a, &e)) != ARCHIVE_OK)
+        if ((rc = IMG(archive_read_next_header)(a, &e)) != ARCHIVE_OK)
                 return refuse_file(err, "it is empty, truncated or not a snapshot export");
-        if (archive_filter_code(a, 0) != ARCHIVE_FILTER_ZSTD)
+        if (IMG(archive_filter_code)(a, 0) != ARCHIVE_FILTER_ZSTD)
                 return refuse_file(err, "it is not zstd-compressed");
         if ((r = read_meta(a, e, &m, err)) < 0 || (r = check_content(m, err)) < 0)
                 goto fail;
@@ -332,9 +333,9 @@ static int read_import(nook *n, int fd, const char *tmp, progress *p, json_t **r
         const char *ws = json_string_value(json_object_get(c, "workspace"));
         const char *members[] = { "rootfs.tar", ws ? "workspace.tar" : NULL };
         for (size_t i = 0; i < ELEMENTSOF(members) && members[i]; i++) {
-                rc = archive_read_next_header(a, &e);
-                if (rc != ARCHIVE_OK || !streq(archive_entry_pathname(e), members[i]) ||
-                        archive_entry_filetype(e) != AE_IFREG) {
+                rc = IMG(archive_read_next_header)(a, &e);
+                if (rc != ARCHIVE_OK || !streq(IMG(archive_entry_pathname)(e), members[i]) ||
+                        IMG(archive_entry_filetype)(e) != AE_IFREG) {
                         r = nook_err_set(err, NOOK_E_REFUSED,
                                 "Refusing the snapshot file: member %zu must be '%s' (missing, truncated or out of order)",
                                 i + 2, members[i]);
@@ -345,7 +346,7 @@ static int read_import(nook *n, int fd, const char *tmp, progress *p, json_t **r
                 if (r < 0)
                         goto fail;
         }
-        if ((rc = archive_read_next_header(a, &e)) != ARCHIVE_EOF) {
+        if ((rc = IMG(archive_read_next_header)(a, &e)) != ARCHIVE_EOF) {
                 r = refuse_file(err,
                         rc == ARCHIVE_OK ? "it has an unexpected extra member"
                                          : "it is truncated or damaged");

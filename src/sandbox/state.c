@@ -21,6 +21,7 @@
 
 #include "nook.h"
 #include "image/unpack.h"
+#include "image/module.h"
 #include "isolate/cgroup.h"
 #include "isolate/userns.h"
 #include "sandbox/ctx.h"
@@ -404,5 +405,5 @@ int sb_image_store(nook *n, image_store *ret, nook_error *err) {
          * idmapped mounts show to each sandbox as its own range's.  Rootless (also root inside
          * `unshare -r`): by us, one id mapped. */
         unpack_opts u = { .rootless = !iso_rootful(), .id_base = n->img_uid };
-        return image_store_init(ret, n->home, st, &u, err);
+        return IMG(image_store_init)(ret, n->home, st, &u, err);
 }

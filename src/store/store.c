@@ -28,6 +28,8 @@
 
 /* How long one statement waits for another process's lock inside SQLite's busy handler. */
 #define STORE_BUSY_TIMEOUT_MS 10000
+/* WAL frames after which the closing writer checkpoints (store_wal_hook). */
+#define STORE_WAL_CHECKPOINT_FRAMES 128
 /* How long store_begin keeps retrying when SQLite gives up anyway (see begin_immediate). */
 #define STORE_BEGIN_DEADLINE_MS 30000
 
@@ -35,6 +37,7 @@ struct store {
         sqlite3 *db;
         char *path;
         unsigned tx_depth; /* 0: autocommit; 1: BEGIN; n > 1: SAVEPOINT nook_<n-1> */
+        int wal_frames; /* frames in the WAL after this connection's last commit; 0: none */
 };
 
 static uint64_t now_ms(void) {
@@ -412,6 +415,22 @@ static int db_file_create(const char *home, const char *path, nook_error *err) {
         return 0;
 }
 
+/* The first connection of a process (every CLI call: nothing keeps one open) rebuilds the WAL
+ * index by reading every frame the WAL holds, and a checkpoint by such a connection does not
+ * shorten the WAL for the next one (SQLite's automatic PASSIVE checkpoint leaves the frames; the
+ * next process's recovery reads them again).  With SQLite's default of 1000 pages every call
+ * read and checksummed up to 4 MiB (nook ls: 2.9 vs 2.0 ms CPU, 4.9 vs 2.4 ms wall against an
+ * empty WAL).  So the connection that commits past STORE_WAL_CHECKPOINT_FRAMES checkpoints with
+ * TRUNCATE when it closes: three fdatasync every ~10 create + remove (~15 pages each). */
+static int store_wal_hook(void *userdata, sqlite3 *db, const char *name, int frames) {
+        store *st = userdata;
+        st->wal_frames = frames;
+        /* What SQLite's own hook does, for a connection that lives long (a Node process). */
+        if (frames >= 1000)
+                (void)sqlite3_wal_checkpoint(db, name);
+        return SQLITE_OK;
+}
+
 static int store_configure(store *st, nook_error *err) {
         char mode[32];
         int r;
@@ -421,8 +440,7 @@ static int store_configure(store *st, nook_error *err) {
         (void)sqlite3_db_config(st->db, SQLITE_DBCONFIG_DEFENSIVE, 1, NULL);
         /* Most connections are one CLI call.  By default the last one to close checkpoints and
          * deletes the WAL, and the next write re-creates it: three fdatasync per command that
-         * writes (~4 ms here).  Keep the WAL and leave checkpoints to the automatic one (every
-         * 1000 pages, at a commit). */
+         * writes (~4 ms here).  Keep the WAL; store_free checkpoints it once it is long. */
         (void)sqlite3_db_config(st->db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, NULL);
         int persist_wal = 1;
         (void)sqlite3_file_control(st->db, "main", SQLITE_FCNTL_PERSIST_WAL, &persist_wal);
@@ -440,6 +458,8 @@ static int store_configure(store *st, nook_error *err) {
         r = store_exec(st, "PRAGMA foreign_keys = ON", "Cannot enable foreign keys", err);
         if (r < 0)
                 return r;
+        /* Instead of SQLite's automatic checkpoint: store_free's (store_wal_hook says why). */
+        (void)sqlite3_wal_hook(st->db, store_wal_hook, st);
         /* NORMAL is safe in WAL mode: a power cut may lose the last commits, never consistency. */
         return store_exec(st, "PRAGMA synchronous = NORMAL", "Cannot set synchronous mode", err);
 }
@@ -447,6 +467,11 @@ static int store_configure(store *st, nook_error *err) {
 store *store_free(store *st) {
         if (!st)
                 return NULL;
+        if (st->wal_frames >= STORE_WAL_CHECKPOINT_FRAMES) {
+                /* No waiting here: a busy database is checkpointed by a later close. */
+                (void)sqlite3_busy_timeout(st->db, 0);
+                (void)sqlite3_wal_checkpoint_v2(st->db, "main", SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL);
+        }
         /* close_v2: a statement leaked by a bug must not keep the handle half-open. */
         (void)sqlite3_close_v2(st->db);
         free(st->path);

@@ -151,6 +151,16 @@ int sup_config_from_file(const char *path, sup_config *ret, nook_error *err) {
                 sup_config_done(&c);
                 return r;
         }
+        /* Parsed here, once: the supervisor prepares its seccomp program and init drops
+         * capabilities and loads that program with this value. */
+        c.sec_profile = iso_profile_from_string(c.profile ? c.profile : "default");
+        if (c.sec_profile < 0) {
+                r = nook_err_set(
+                        err, NOOK_E_INVALID, "config: unknown security profile '%.100s'", c.profile);
+                json_decref(o);
+                sup_config_done(&c);
+                return r;
+        }
         c.max_duration_ms = (uint64_t)json_integer_value(json_object_get(o, "maxDurationMs"));
         c.idle_timeout_ms = (uint64_t)json_integer_value(json_object_get(o, "idleTimeoutMs"));
         c.ephemeral = json_is_true(json_object_get(o, "ephemeral"));

@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "nook.h"
+#include "isolate/seccomp.h"
 
 typedef struct sup_mount {
         char *type; /* "bind" | "tmpfs" */
@@ -27,6 +28,7 @@ typedef struct sup_config {
         char *workdir; /* default cwd of execs */
         char *user; /* default user of execs */
         char *profile; /* "default" | "restricted" */
+        iso_profile sec_profile; /* profile, parsed once when the config is read */
         char *network; /* "off" | "public" | "policy"; NULL = off */
         char **net_rules; /* policy: "allow|deny CIDR[:PORTS]", in order (net_rule_from_string) */
         char **net_domains; /* policy: "example.com", "*.example.com" */

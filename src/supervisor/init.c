@@ -646,13 +646,11 @@ static int init_become_root(bool rootless, nook_error *err) {
         return 0;
 }
 
-/* seccomp: the profile's program, prepared by the supervisor before the clone. */
+/* seccomp: the profile's program, prepared by the supervisor before the clone; the profile as
+ * the config parsed it. */
 static int init_security(const sup_config *c, const iso_seccomp_prog *seccomp, nook_error *err) {
-        iso_profile p = iso_profile_from_string(c->profile ? c->profile : "default");
-        int r;
-        if (p < 0)
-                return nook_err_set(err, NOOK_E_INVALID, "Unknown security profile '%s'", c->profile);
-        r = iso_caps_drop(p, err);
+        iso_profile p = c->sec_profile;
+        int r = iso_caps_drop(p, err);
         if (r < 0)
                 return r;
         r = iso_set_no_new_privs(err);
@@ -682,6 +680,7 @@ static int open_rootfs(
                 .work_fd = -1,
                 .workspace_fd = -1,
                 .ro_binds = c->ro_binds,
+                .upper_volatile = c->ephemeral,
                 .rootless = rootless };
         if (idm->on) {
                 /* idmapped by the supervisor: detached mounts we attach in iso_rootfs_setup */
@@ -748,7 +747,7 @@ static void hide_cmdline(void) {
 }
 
 _Noreturn void init_main(int sock, const sup_config *c, bool rootless, const iso_seccomp_prog *seccomp,
-        const sup_idmaps *idm) {
+        const sup_idmaps *idm, const iso_cgroup_join *cgj) {
         nook_error err = { 0 };
         json_t *msg = NULL;
         iso_rootfs rfs;
@@ -766,8 +765,11 @@ _Noreturn void init_main(int sock, const sup_config *c, bool rootless, const iso
         json_decref(msg);
         if (!opened)
                 fail_to_supervisor(sock, &err);
-        /* The supervisor has put us in our cgroup by now: a cgroup namespace made here is rooted
-         * there, so the sandbox sees its own cgroup as "/". */
+        /* In our cgroup (joined here with the supervisor's files on v1, else put there by the
+         * supervisor before "maps"): a cgroup namespace made here is rooted there, so the sandbox
+         * sees its own cgroup as "/". */
+        if (iso_cgroup_join_self(cgj, &err) < 0)
+                fail_to_supervisor(sock, &err);
         if (unshare(CLONE_NEWCGROUP) < 0) {
                 (void)nook_err_errno(&err, NOOK_E_IO, "Cannot create the sandbox's cgroup namespace");
                 fail_to_supervisor(sock, &err);

@@ -7,6 +7,7 @@
 #pragma once
 
 #include "isolate/rootfs.h"
+#include "isolate/cgroup.h"
 #include "isolate/seccomp.h"
 #include "supervisor/config.h"
 #include "supervisor/idmaps.h"
@@ -14,4 +15,4 @@
 /* Runs in the child of clone(); never returns.  rootless: the supervisor is not host root (the
  * child cannot tell: before its id maps exist every id reads as the overflow id). */
 _Noreturn void init_main(int sock, const sup_config *c, bool rootless, const iso_seccomp_prog *seccomp,
-        const sup_idmaps *idm);
+        const sup_idmaps *idm, const iso_cgroup_join *cgj);

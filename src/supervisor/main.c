@@ -13,6 +13,8 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
+#include <jansson.h>
+
 #include "nook.h"
 #include "supervisor/config.h"
 #include "supervisor/sup.h"
@@ -88,9 +90,16 @@ int main(int argc, char **argv) {
         _cleanup_free_ char *cfg_path = strprintf("%s/config.json", state_dir);
         if (!cfg_path || sup_config_from_file(cfg_path, &cfg, &err) < 0) {
                 fprintf(stderr, "nook-supervisor: %s\n", err.msg);
-                dprintf(ready_fd,
-                        "{\"ok\":false,\"code\":\"%s\",\"message\":\"Cannot read the sandbox config\"}\n",
-                        nook_errc_to_string(err.code ? err.code : NOOK_E_NOMEM));
+                /* the reason goes to the caller: a config it wrote that we refuse is its bug */
+                _cleanup_free_ char *msg = strprintf("Cannot read the sandbox config: %s", err.msg);
+                json_t *m = json_pack("{s:b, s:s, s:s}", "ok", 0, "code",
+                        nook_errc_to_string(err.code ? err.code : NOOK_E_NOMEM), "message",
+                        msg ? msg : "Cannot read the sandbox config");
+                _cleanup_free_ char *text = m ? json_dumps(m, JSON_COMPACT) : NULL;
+                json_decref(m);
+                dprintf(ready_fd, "%s\n",
+                        text ? text
+                             : "{\"ok\":false,\"code\":\"nomem\",\"message\":\"Cannot read the sandbox config\"}");
                 return 1;
         }
         int r = sup_run(&cfg, state_dir, ready_fd, lifeline_fd);

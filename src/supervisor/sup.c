@@ -136,11 +136,8 @@ static int start_init(sup *s, nook_error *err) {
         int sp[2] = { -1, -1 };
         int r;
         bool rootless = !iso_rootful();
-        iso_profile prof = iso_profile_from_string(s->cfg->profile ? s->cfg->profile : "default");
-        if (prof < 0)
-                return nook_err_set(err, NOOK_E_INVALID, "Unknown security profile '%s'", s->cfg->profile);
         _cleanup_free_ char *cache = s->cfg->home ? strprintf("%s/cache", s->cfg->home) : NULL;
-        r = iso_seccomp_prepare(prof, cache, &s->seccomp, err);
+        r = iso_seccomp_prepare(s->cfg->sec_profile, cache, &s->seccomp, err);
         if (r < 0)
                 return r;
         /* Before clone: the init inherits the detached idmapped mounts; ours go once it has them. */
@@ -148,6 +145,15 @@ static int start_init(sup *s, nook_error *err) {
         r = sup_idmaps_prepare(s->cfg, &idm, err);
         if (r < 0)
                 return r;
+        /* v1, as real root: the init joins its cgroup itself, through files we open (cgroup.h
+         * says why).  Rootless (a delegated v1 folder may grant cgroup.procs but not tasks), or
+         * when a file cannot be opened: we attach it after the clone, as on v2. */
+        _cleanup_(iso_cgroup_join_done) iso_cgroup_join cgj = ISO_CGROUP_JOIN_INIT;
+        if (s->cg && !rootless) {
+                nook_error jerr = { 0 };
+                if (iso_cgroup_join_open(s->cg, &cgj, &jerr) < 0)
+                        log_debug("the init joins no cgroup itself: %s; attaching it instead", jerr.msg);
+        }
         if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0)
                 return nook_err_errno(err, NOOK_E_IO, "Cannot create the init socket");
         /* clone() as a fork with namespace flags: we are single-threaded (STYLE.md R12).  The
@@ -168,8 +174,10 @@ static int start_init(sup *s, nook_error *err) {
         }
         if (pid == 0) {
                 safe_close(sp[0]);
-                init_main(sp[1], s->cfg, rootless, &s->seccomp, &idm);
+                init_main(sp[1], s->cfg, rootless, &s->seccomp, &idm, &cgj);
         }
+        bool self_joined = cgj.n > 0; /* the init writes "0" to the files we opened */
+        iso_cgroup_join_done(&cgj);
         safe_close(sp[1]);
         s->init_pid = (pid_t)pid;
         s->init_sock = sp[0];
@@ -177,7 +185,7 @@ static int start_init(sup *s, nook_error *err) {
         r = iso_userns_write_maps(s->init_pid, s->cfg->id_base, err);
         if (r < 0)
                 return r;
-        if (s->cg && (r = iso_cgroup_attach(s->cg, s->init_pid, err)) < 0)
+        if (s->cg && !self_joined && (r = iso_cgroup_attach(s->cg, s->init_pid, err)) < 0)
                 return nook_err_wrap(err, "moving the sandbox into its cgroup");
         json_t *m = json_pack("{s:s}", "op", "maps");
         r = m ? proto_send(s->init_sock, m, NULL, 0) : -ENOMEM;

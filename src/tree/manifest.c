@@ -24,6 +24,7 @@
 #include "nook.h"
 #include "tree/manifest.h"
 #include "image/digest.h"
+#include "image/module.h" /* SHA-256 through the image module: loaded on the first file hashed */
 #include "util/error.h"
 #include "util/fd.h"
 #include "util/macro.h"
@@ -156,7 +157,7 @@ static int hexval(char c) {
 }
 
 int mf_hash_fd(int fd, uint8_t ret[MF_HASH_LEN], nook_error *err) {
-        _cleanup_(image_hasher_freep) image_hasher *h = image_hasher_new();
+        _cleanup_(img_image_hasher_freep) image_hasher *h = IMG(image_hasher_new)();
         char hex[IMAGE_DIGEST_LEN + 1];
         char *b = malloc(1 << 16);
         if (!h || !b) {
@@ -173,10 +174,10 @@ int mf_hash_fd(int fd, uint8_t ret[MF_HASH_LEN], nook_error *err) {
                 }
                 if (k == 0)
                         break;
-                image_hasher_update(h, b, (size_t)k);
+                IMG(image_hasher_update)(h, b, (size_t)k);
         }
         free(b);
-        image_hasher_final(h, hex);
+        IMG(image_hasher_final)(h, hex);
         const char *x = image_digest_hex(hex);
         for (size_t i = 0; i < MF_HASH_LEN; i++) {
                 int hi = hexval(x[2 * i]), lo = hexval(x[2 * i + 1]);

@@ -4,7 +4,7 @@
 . "$(dirname "$0")/lib.sh"
 
 require_bin "$NOOK"
-plan 15
+plan 19
 
 run_nook --help
 is "$status" 0 "nook --help exits 0"
@@ -30,10 +30,23 @@ done
 is "$(find "$NOOK_HOME" -mindepth 1 -path "$NOOK_HOME/workspaces/*" 2>/dev/null)" "" \
         "refused names created no workspace"
 
-# libcurl, libarchive and libcrypto are loaded on first use only (util/dynlib.h): a command that
-# pulls nothing maps none of them (LD_DEBUG lists every object the dynamic linker loads).
+# libcurl, libarchive and libcrypto are linked by the image module, libnook-image.so, which
+# libnook loads on first use only (src/image/module.h): a command that pulls nothing maps none
+# of them (LD_DEBUG lists every object the dynamic linker loads).
 LD_DEBUG=files "$NOOK" ls >/dev/null 2>"$NOOK_HOME/ld.txt"
 is "$(grep -oE 'file=[^ ]*(libcurl|libarchive|libcrypto)[^ ]*' "$NOOK_HOME/ld.txt" | sort -u)" "" \
         "nook ls loads neither libcurl, libarchive nor libcrypto"
 grep -q "file=libsqlite3" "$NOOK_HOME/ld.txt" && ok "LD_DEBUG saw the libraries nook ls does load" ||
         not_ok "LD_DEBUG saw the libraries nook ls does load" "$(head -5 "$NOOK_HOME/ld.txt")"
+is "$(grep -oE 'file=[^ ]*libnook-image[^ ]*' "$NOOK_HOME/ld.txt" | sort -u)" "" "nook ls does not load the image module"
+# A command that needs the image store loads the module, and with it libarchive.
+LD_DEBUG=files "$NOOK" image inspect no-such-image-xyz >/dev/null 2>"$NOOK_HOME/ld.txt"
+grep -qE 'file=[^ ]*libnook-image\.so.*generating link map' "$NOOK_HOME/ld.txt" &&
+        grep -qE 'file=libarchive' "$NOOK_HOME/ld.txt" && ok "nook image inspect loads the image module and libarchive" ||
+        not_ok "nook image inspect loads the image module and libarchive" "$(grep -E 'libnook|libarch' "$NOOK_HOME/ld.txt" | head -5)"
+# A missing module is a broken installation, said as such (not a crash without a word).  It
+# aborts on purpose: no core file.
+ulimit -c 0
+NOOK_IMAGE_MODULE=/nonexistent/libnook-image.so run_nook image inspect no-such-image-xyz
+[[ $status != 0 ]] && ok "a missing image module fails the command" || not_ok "a missing image module fails the command" "status 0"
+like "$err" "cannot load /nonexistent/libnook-image.so.*install the 'nook' package" "the error names the module and what to do"

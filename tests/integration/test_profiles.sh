@@ -8,7 +8,7 @@
 . "$(dirname "$0")/lib.sh"
 
 require_bin "$NOOK" "$NOOK_PROBE"
-plan 118
+plan 121
 
 # Capability masks (linux/capability.h bit numbers):
 #   default    CHOWN 0 DAC_OVERRIDE 1 FOWNER 3 FSETID 4 KILL 5 SETGID 6 SETUID 7 SETPCAP 8
@@ -109,3 +109,19 @@ for prof in default restricted; do
         done
         run_nook rm "$sb"
 done
+
+# The supervisor parses the profile once, when it reads its config, and refuses one it does not
+# know there (init uses the parsed value).  A supervisor wrapper rewrites the config libnook wrote.
+fake=$(mktemp /var/tmp/nook-fake-sup.XXXXXX)
+cat >"$fake" <<SH
+#!/bin/sh
+# nook-supervisor --state DIR ...: the real one, over a config naming a profile nobody knows
+jq -c '.profile = "bogus"' "\$2/config.json" >"\$2/config.json.new" && mv "\$2/config.json.new" "\$2/config.json"
+exec "$NOOK_SUPERVISOR" "\$@"
+SH
+chmod 0755 "$fake"
+NOOK_SUPERVISOR=$fake run_nook create badprof
+isnt "$status" 0 "a config with an unknown security profile fails the create"
+like "$err" "unknown security profile 'bogus'" "the create's error names the unknown profile"
+is "$(ls -A "$NOOK_HOME/sandboxes" 2>/dev/null)" "" "the refused create leaves no state"
+rm -f "$fake"

@@ -63,6 +63,10 @@ else
         echo "Bail out! cannot go on without the package"
         exit 1
 fi
+if grep -q "building libnook" "$tmp/install.log"; then
+        check "the bundled build puts the image module beside libnook" \
+                test -f "$app/node_modules/nook-sandbox/build/libnook-image.so"
+fi
 size=$(du -sk "$app/node_modules" | cut -f1)
 check "node_modules is at most 10 MB (${size} KiB)" test "$size" -le 10240
 

@@ -99,6 +99,33 @@ Test(store, open_creates_private_wal_db_at_latest_version) {
         sqlite3_close(db);
 }
 
+/* Every CLI call is a first connection, which reads the whole WAL since the last checkpoint to
+ * rebuild its index: nook checkpoints every 128 pages (SQLite's default is 1000).  100 write
+ * calls of a few pages each stay under 1000 frames, so without that setting the WAL would hold
+ * them all. */
+Test(store, wal_is_checkpointed_every_128_pages) {
+        char name[32];
+        for (int i = 0; i < 100; i++) {
+                store *st = open_ok();
+                (void)snprintf(name, sizeof(name), "wal-%03d", i);
+                insert_ok(st, name, (const char *const[]){ "team=a", "tier=b", NULL });
+                store_free(st);
+        }
+        _cleanup_free_ char *p = strprintf("%s/nook.db", home);
+        sqlite3 *db = NULL;
+        sqlite3_stmt *s = NULL;
+        cr_assert_eq(sqlite3_open(p, &db), SQLITE_OK);
+        /* PASSIVE with a busy result of 0: the second column is the WAL's frame count. */
+        cr_assert_eq(sqlite3_prepare_v2(db, "PRAGMA wal_checkpoint(PASSIVE)", -1, &s, NULL), SQLITE_OK);
+        cr_assert_eq(sqlite3_step(s), SQLITE_ROW);
+        int frames = sqlite3_column_int(s, 1);
+        sqlite3_finalize(s);
+        sqlite3_close(db);
+        cr_assert(frames > 0, "the WAL is in use (frames %d)", frames);
+        cr_assert(frames <= 160,
+                "the WAL holds %d frames, more than one checkpoint interval (128) and a commit", frames);
+}
+
 Test(store, migrations_applied_once_and_reopen_keeps_data) {
         store *st = open_ok();
         insert_ok(st, "keep", (const char *const[]){ "team=a", NULL });

@@ -5,9 +5,10 @@
 //
 //   1. libnook installed on the machine (`pkg-config nook`, at least this package's version):
 //      the addon links it, and that libnook finds its own nook-supervisor (libexec).
-//   2. else: libnook.so and nook-supervisor are built from the C sources shipped in native/
-//      (Meson + Ninja, only those two targets) and copied into build/ beside the addon, which
-//      finds libnook through its rpath ($ORIGIN); libnook finds nook-supervisor beside itself.
+//   2. else: libnook.so, its image module libnook-image.so and nook-supervisor are built from the
+//      C sources shipped in native/ (Meson + Ninja, only those three targets) and copied into
+//      build/ beside the addon, which finds libnook through its rpath ($ORIGIN); libnook finds
+//      nook-supervisor and libnook-image.so beside itself.
 //
 // The addon itself is one or a few C files compiled with $CC (default cc) against the N-API
 // headers shipped in native/node-api: no node-gyp, no header download, no environment variable.
@@ -94,15 +95,17 @@ function checkBuildDeps() {
     );
 }
 
-/** Builds libnook.so and nook-supervisor from native/ into dest; returns the addon's link flags. */
+/** Builds libnook.so, libnook-image.so and nook-supervisor from native/ into dest; returns the addon's link flags. */
 function bundledNook(dest) {
   checkBuildDeps();
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "nook-sandbox-build-"));
   try {
     say("building libnook and nook-supervisor from the bundled sources (Meson)...");
     run("meson", ["setup", tmp, native, "--buildtype=release", "-Dtests=false", "-Dnode=false", "-Dtest_hooks=false", "-Dwerror=false"]);
-    run("ninja", ["-C", tmp, `libnook.so.${version}`, "src/supervisor/nook-supervisor"]);
+    run("ninja", ["-C", tmp, `libnook.so.${version}`, "src/image/libnook-image.so", "src/supervisor/nook-supervisor"]);
     fs.copyFileSync(path.join(tmp, `libnook.so.${version}`), path.join(dest, "libnook.so.0"));
+    // the image module (pulls, archives, hashing), which libnook loads from beside itself
+    fs.copyFileSync(path.join(tmp, "src", "image", "libnook-image.so"), path.join(dest, "libnook-image.so"));
     fs.copyFileSync(path.join(tmp, "src", "supervisor", "nook-supervisor"), path.join(dest, "nook-supervisor"));
     fs.chmodSync(path.join(dest, "nook-supervisor"), 0o755);
   } finally {

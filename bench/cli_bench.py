@@ -1,0 +1,215 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""Whole processes, side by side (bench/README.md, section cli-bench).
+
+Each row is one command started with posix_spawn and reaped with wait4: wall time, CPU time
+(user + system of the process and every descendant it waited for) and minor page faults.  The
+rows run interleaved, rotating the order each round, so the machine's load hits all alike.
+Numbers are printed, never asserted.
+
+    bench/cli_bench.py BUILD_DIR [--rounds N] [--slow-rounds N]
+
+Peers, each skipped with a message when it is missing or cannot run here:
+    bwrap           the brief's args (as bench-sandbox), and --ro-bind ROOTFS /
+    podman          --runtime runc run --rm --rootfs ROOTFS true (cgroupfs, nofile/nproc ulimits)
+    crun            crun run on an OCI bundle of ROOTFS
+    podman+nook-oci podman --runtime BUILD/src/oci/nook-oci, when that program is built
+"""
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+
+def run_once(argv, env):
+    t0 = time.perf_counter()
+    pid = os.posix_spawn(argv[0], argv, env, file_actions=[
+        (os.POSIX_SPAWN_OPEN, 0, "/dev/null", os.O_RDONLY, 0),
+        (os.POSIX_SPAWN_OPEN, 1, "/dev/null", os.O_WRONLY, 0),
+        (os.POSIX_SPAWN_OPEN, 2, "/dev/null", os.O_WRONLY, 0)])
+    _, status, ru = os.wait4(pid, 0)
+    wall = time.perf_counter() - t0
+    if os.waitstatus_to_exitcode(status) != 0:
+        return None
+    return wall * 1e3, (ru.ru_utime + ru.ru_stime) * 1e3, ru.ru_minflt
+
+
+def works(argv, env):
+    r = subprocess.run(argv, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120)
+    return r.returncode == 0, (r.stderr or r.stdout).strip().splitlines()[-1:] or [""]
+
+
+def libs_of(path):
+    out = subprocess.run(["ldd", path], capture_output=True, text=True).stdout
+    libs = []
+    for line in out.splitlines():
+        parts = line.split()
+        for p in parts:
+            if p.startswith("/"):
+                libs.append(p)
+    return libs
+
+
+def make_rootfs(root):
+    """/usr/bin/true with its libraries, /bin -> usr/bin: the plain rootfs bench-sandbox uses."""
+    for d in ("usr/bin", "proc", "dev", "sys", "tmp", "etc", "workspace"):
+        os.makedirs(os.path.join(root, d), exist_ok=True)
+    os.symlink("usr/bin", os.path.join(root, "bin"))
+    true = os.path.realpath("/usr/bin/true")
+    shutil.copy2(true, os.path.join(root, "usr/bin/true"))
+    for lib in libs_of(true):
+        dest = os.path.join(root, lib.lstrip("/"))
+        os.makedirs(os.path.dirname(dest), exist_ok=True)
+        shutil.copy2(os.path.realpath(lib), dest)
+
+
+def make_bundle(bundle, rootfs_src):
+    shutil.copytree(rootfs_src, os.path.join(bundle, "rootfs"), symlinks=True)
+    r = subprocess.run(["crun", "spec"], cwd=bundle, capture_output=True, text=True)
+    if r.returncode != 0:
+        return False
+    import json
+    path = os.path.join(bundle, "config.json")
+    with open(path) as f:
+        spec = json.load(f)
+    spec["process"]["args"] = ["/usr/bin/true"]
+    spec["process"]["terminal"] = False
+    spec["root"] = {"path": "rootfs", "readonly": True}
+    with open(path, "w") as f:
+        json.dump(spec, f)
+    return True
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("build")
+    ap.add_argument("--rounds", type=int, default=30)
+    ap.add_argument("--slow-rounds", type=int, default=8, help="rounds of the podman/crun rows")
+    a = ap.parse_args()
+    build = os.path.abspath(a.build)
+    nook = os.path.join(build, "src/cli/nook")
+    tmp = tempfile.mkdtemp(prefix="nook-cli-bench.", dir="/var/tmp")
+    home = os.path.join(tmp, "home")
+    os.mkdir(home, 0o700)
+    env = dict(os.environ, NOOK_HOME=home)
+    env.pop("NOOK_SUPERVISOR", None)
+    rootfs = os.path.join(tmp, "rootfs")
+    make_rootfs(rootfs)
+    ws = os.path.join(tmp, "ws")
+    os.mkdir(ws)
+    bwrap = shutil.which("bwrap")
+    rows = [("host posix_spawn /bin/true", ["/bin/true"], False),
+            ("nook --version", [nook, "--version"], False),
+            ("nook ls", [nook, "ls"], False),
+            ("nook run -- true (host image)", [nook, "run", "--", "true"], False),
+            ("nook run --image ROOTFS -- true", [nook, "run", "--image", rootfs, "--", "/usr/bin/true"], False)]
+    if bwrap:
+        rows.append(("bwrap (brief args) true", [bwrap, "--unshare-all", "--die-with-parent", "--ro-bind", "/usr", "/usr",
+                     "--symlink", "usr/bin", "/bin", "--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64",
+                     "--proc", "/proc", "--dev", "/dev", "--bind", ws, "/workspace", "true"], False))
+        rows.append(("bwrap --ro-bind ROOTFS / true", [bwrap, "--unshare-all", "--die-with-parent", "--ro-bind", rootfs, "/",
+                     "--proc", "/proc", "--dev", "/dev", "/usr/bin/true"], False))
+    else:
+        print("  skipped bwrap: not installed (apt-get install -y bubblewrap)")
+    podman = shutil.which("podman")
+    pod_base = None
+    if podman:
+        pod_base = [podman, "--cgroup-manager", "cgroupfs", "--runtime", "runc", "run", "--rm",
+                    "--ulimit", "nofile=1024:1024", "--ulimit", "nproc=4096:4096", "--network", "none"]
+        prootfs = os.path.join(tmp, "podman-rootfs")
+        shutil.copytree(rootfs, prootfs, symlinks=True)
+        argv = pod_base + ["--rootfs", prootfs, "/usr/bin/true"]
+        ok, why = works(argv, env)
+        if ok:
+            rows.append(("podman --runtime runc run --rm --rootfs", argv, True))
+        else:
+            print(f"  skipped podman: a trial run failed: {why[0][:160]}")
+    else:
+        print("  skipped podman: not installed")
+    crun = shutil.which("crun")
+    if crun:
+        bundle = os.path.join(tmp, "bundle")
+        os.mkdir(bundle)
+        if make_bundle(bundle, rootfs):
+            cid = [0]
+
+            def crun_argv():
+                cid[0] += 1
+                return [crun, "run", "-b", bundle, f"nook-bench-{os.getpid()}-{cid[0]}"]
+            ok, why = works(crun_argv(), env)
+            if ok:
+                rows.append(("crun run (OCI bundle of ROOTFS)", crun_argv, True))
+            else:
+                print(f"  skipped crun: a trial run failed here: {why[0][:160]}")
+        else:
+            print("  skipped crun: crun spec failed")
+    else:
+        print("  skipped crun: not installed")
+    oci = os.path.join(build, "src/oci/nook-oci")
+    if not os.access(oci, os.X_OK):
+        for alt in ("build", "build-test"):
+            p = os.path.join(os.path.dirname(build), alt, "src/oci/nook-oci")
+            if os.access(p, os.X_OK):
+                oci = p
+                break
+    if podman and pod_base and os.access(oci, os.X_OK):
+        orootfs = os.path.join(tmp, "oci-rootfs")
+        shutil.copytree(rootfs, orootfs, symlinks=True)
+        argv = pod_base[:]
+        argv[argv.index("runc")] = oci
+        argv += ["--rootfs", orootfs, "/usr/bin/true"]
+        ok, why = works(argv, env)
+        if ok:
+            rows.append(("podman --runtime nook-oci run --rm --rootfs", argv, True))
+        else:
+            print(f"  skipped podman through nook-oci: a trial run failed: {why[0][:160]}")
+    else:
+        print("  skipped podman through nook-oci: nook-oci is not built (src/oci/nook-oci)")
+
+    res = {name: [] for name, _, _ in rows}
+    fails = {name: 0 for name, _, _ in rows}
+    for r in range(a.rounds):
+        order = rows[r % len(rows):] + rows[:r % len(rows)]
+        for name, argv, slow in order:
+            if slow and r >= a.slow_rounds:
+                continue
+            v = run_once(argv() if callable(argv) else argv, env)
+            if v is None:
+                fails[name] += 1
+            else:
+                res[name].append(v)
+    print(f"  {'what (median of N)':46} {'N':>3} {'wall ms':>9} {'CPU ms':>8} {'minflt':>7}")
+    med = {}
+    for name, _, _ in rows:
+        v = res[name]
+        if not v:
+            print(f"  {name:46} all {fails[name]} runs failed")
+            continue
+        m = tuple(statistics.median(x[i] for x in v) for i in range(3))
+        med[name] = m
+        extra = f"  ({fails[name]} failed)" if fails[name] else ""
+        print(f"  {name:46} {len(v):3d} {m[0]:9.2f} {m[1]:8.2f} {m[2]:7.0f}{extra}")
+
+    def ratio(a_, b_, what, budget=""):
+        if a_ in med and b_ in med:
+            w = med[a_][0] / med[b_][0]
+            c = med[a_][1] / med[b_][1] if med[b_][1] > 0 else float("nan")
+            print(f"  {what:60} wall {w:5.2f}x  CPU {c:5.2f}x  {budget}")
+    print()
+    ratio("nook run -- true (host image)", "bwrap (brief args) true", "nook run / bwrap (host image)",
+          "budget <= 2x wall, <= 3x CPU")
+    ratio("nook run --image ROOTFS -- true", "bwrap --ro-bind ROOTFS / true", "nook run / bwrap (rootfs dir)")
+    ratio("nook run -- true (host image)", "podman --runtime runc run --rm --rootfs", "nook run / podman+runc")
+    ratio("nook run -- true (host image)", "crun run (OCI bundle of ROOTFS)", "nook run / crun run")
+    ratio("podman --runtime nook-oci run --rm --rootfs", "podman --runtime runc run --rm --rootfs",
+          "podman: nook-oci / runc")
+    shutil.rmtree(tmp, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

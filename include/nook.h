@@ -373,6 +373,16 @@ NOOK_PUBLIC int nook_snapshot_export(nook *n, const char *snap, const char *path
 NOOK_PUBLIC int nook_snapshot_import(nook *n, const char *path, const char *name, nook_progress_fn progress,
         void *userdata, char **ret_json, nook_error *err);
 
+/* ---- memory checkpoints (CRIU) --------------------------------------------------------------- */
+
+/* Keep the sandbox running after its memory is written. */
+#define NOOK_CHECKPOINT_LEAVE_RUNNING 1u
+/* Checkpoints a running sandbox's processes with CRIU.  No host can today: after the request is
+ * checked (name, flags: NOOK_E_INVALID; no such sandbox: NOOK_E_NOT_FOUND; not running:
+ * NOOK_E_STATE) it is refused with NOOK_E_MISSING_FEATURE, and the message names the cause found
+ * on this host, the same sentence `nook doctor` prints (docs/design/checkpoint.md). */
+NOOK_PUBLIC int nook_checkpoint(nook *n, const char *name, unsigned flags, nook_error *err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -10,6 +10,7 @@
 
 #include "nook.h"
 #include "config.h"
+#include "isolate/checkpoint.h"
 #include "isolate/host_caps.h"
 #include "isolate/idmap.h"
 #include "isolate/userns.h"
@@ -155,6 +156,16 @@ static void identity_rows(json_t *checks) {
                                 : "Linux >= 5.19 with a state folder on ext4, xfs, btrfs or tmpfs (6.3+), not shared"));
 }
 
+/* Memory checkpoints (nook checkpoint): never ok today; the detail is the cause on this host,
+ * the same sentence nook_checkpoint's refusal carries. */
+static void checkpoint_row(json_t *checks) {
+        char why[400];
+        bool ok = iso_checkpoint_supported(why, sizeof(why));
+        json_array_append_new(checks,
+                json_pack("{s:s, s:b, s:b, s:s}", "name", "memory checkpoints", "ok", ok, "required", false,
+                        "detail", why));
+}
+
 int nook_doctor(char **ret_json, nook_error *err) {
         host_caps c;
         host_cap_row rows[HOST_CAPS_ROWS_MAX];
@@ -173,6 +184,7 @@ int nook_doctor(char **ret_json, nook_error *err) {
                                 rows[i].ok ? NULL : rows[i].fix));
         }
         identity_rows(checks);
+        checkpoint_row(checks);
         json_t *o = json_pack("{s:b, s:s, s:b, s:o}", "ok", ok, "kernel", c.kernel, "rootless", c.rootless,
                 "checks", checks);
         char *t = o ? json_dumps(o, JSON_COMPACT) : NULL;

@@ -131,39 +131,51 @@ static bool criu_version(const char *out, unsigned *ret_major, unsigned *ret_min
         return v && sscanf(v, "Version: %u.%u", ret_major, ret_minor) == 2;
 }
 
-bool iso_checkpoint_supported(char *why, size_t len) {
+#define FIX_INSTALL "install the 'criu' package, or set NOOK_CRIU to a criu binary"
+#define FIX_NOOK                                                                                            \
+        "none yet: nook's init would have to be exec'd inside the sandbox and reach the supervisor "        \
+        "through a socket CRIU can dump (docs/design/checkpoint.md)"
+
+/* Fills why with the first cause that applies and returns what would remove it. */
+static const char *checkpoint_probe(char *why, size_t len) {
         char criu[256], out[4096];
         unsigned major, minor;
 
         if (!iso_criu_find(criu, sizeof(criu))) {
-                (void)snprintf(
-                        why, len, "CRIU is not installed (install the 'criu' package, or set NOOK_CRIU)");
-                return false;
+                (void)snprintf(why, len, "CRIU is not installed");
+                return FIX_INSTALL;
         }
         int r = criu_run(criu, "--version", out, sizeof(out));
         if (r != 0 || !criu_version(out, &major, &minor)) {
-                (void)snprintf(why, len, "'%s --version' did not report a version (%s)", criu,
-                        r < 0 ? strerror(-r) : "unexpected output");
-                return false;
+                (void)snprintf(why, len, "'%s --version' did not report a version", criu);
+                return FIX_INSTALL;
         }
         if (kernel_has_vvar_vclock() && (major < 4 || (major == 4 && minor < 1))) {
                 (void)snprintf(why, len,
-                        "CRIU %u.%u cannot run on this kernel: Linux 6.13+ splits the vDSO's data into [vvar] and "
-                        "[vvar_vclock], and CRIU before 4.1 fails its start-up probe ('vdso: Unexpected rt vDSO "
-                        "area bounds') before any dump or restore; install CRIU >= 4.1",
+                        "CRIU %u.%u cannot run on this kernel: Linux 6.13+ splits the vDSO's data into [vvar] "
+                        "and [vvar_vclock], and CRIU before 4.1 fails its start-up probe ('vdso: Unexpected rt "
+                        "vDSO area bounds') before any dump or restore",
                         major, minor);
-                return false;
+                return "CRIU >= 4.1 (not in Debian 12) gets past this step; then nook's own limit applies "
+                       "(docs/design/checkpoint.md)";
         }
         if (!iso_rootful()) {
                 (void)snprintf(why, len,
-                        "rootless: CRIU needs CAP_SYS_ADMIN or CAP_CHECKPOINT_RESTORE in the host's user namespace to "
-                        "dump another user namespace; run nook as root");
-                return false;
+                        "rootless: CRIU needs CAP_SYS_ADMIN or CAP_CHECKPOINT_RESTORE in the host's user "
+                        "namespace to dump another user namespace");
+                return "run nook as root";
         }
         (void)snprintf(why, len,
-                "CRIU %u.%u cannot dump a nook sandbox: its init is a clone of the host's "
-                "nook-supervisor (not exec'd, not dumpable from the sandbox's user namespace) and holds its "
-                "control socket in the host's network namespace (docs/design/checkpoint.md)",
+                "CRIU %u.%u cannot dump a nook sandbox: its init is a clone of the host's nook-supervisor "
+                "(not exec'd, not dumpable from the sandbox's user namespace) and holds its control socket in "
+                "the host's network namespace",
                 major, minor);
+        return FIX_NOOK;
+}
+
+bool iso_checkpoint_supported(char *why, size_t len, const char **ret_fix) {
+        const char *fix = checkpoint_probe(why, len);
+        if (ret_fix)
+                *ret_fix = fix;
         return false;
 }

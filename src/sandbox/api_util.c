@@ -160,10 +160,11 @@ static void identity_rows(json_t *checks) {
  * the same sentence nook_checkpoint's refusal carries. */
 static void checkpoint_row(json_t *checks) {
         char why[400];
-        bool ok = iso_checkpoint_supported(why, sizeof(why));
+        const char *fix = NULL;
+        bool ok = iso_checkpoint_supported(why, sizeof(why), &fix);
         json_array_append_new(checks,
-                json_pack("{s:s, s:b, s:b, s:s}", "name", "memory checkpoints", "ok", ok, "required", false,
-                        "detail", why));
+                json_pack("{s:s, s:b, s:b, s:s, s:s?}", "name", "memory checkpoints", "ok", ok, "required",
+                        false, "detail", why, "fix", ok ? NULL : fix));
 }
 
 int nook_doctor(char **ret_json, nook_error *err) {

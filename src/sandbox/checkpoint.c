@@ -14,6 +14,7 @@
 int nook_checkpoint(nook *n, const char *name, unsigned flags, nook_error *err) {
         sandbox_rec rec = { 0 };
         char why[400];
+        const char *fix = NULL;
 
         if (flags & ~NOOK_CHECKPOINT_LEAVE_RUNNING)
                 return nook_err_set(err, NOOK_E_INVALID, "Unknown checkpoint flags 0x%x", flags);
@@ -21,9 +22,10 @@ int nook_checkpoint(nook *n, const char *name, unsigned flags, nook_error *err) 
         sandbox_rec_done(&rec);
         if (r < 0)
                 return nook_err_wrap(err, "checkpointing sandbox '%s'", name);
-        if (!iso_checkpoint_supported(why, sizeof(why)))
+        if (!iso_checkpoint_supported(why, sizeof(why), &fix))
                 return nook_err_set(err, NOOK_E_MISSING_FEATURE,
-                        "Cannot checkpoint sandbox '%s': memory checkpoints are unavailable on this host: %s",
-                        name, why);
+                        "Cannot checkpoint sandbox '%s': memory checkpoints are unavailable on this host: %s; "
+                        "fix: %s",
+                        name, why, fix);
         return nook_err_set(err, NOOK_E_INTERNAL, "Cannot checkpoint sandbox '%s': not implemented", name);
 }

@@ -257,8 +257,12 @@ NOOK_PUBLIC int nook_exec_wait_started(nook_exec *e, nook_error *err);
  * Call it whenever that descriptor is readable.  Returns 1 with *ret filled once the command has
  * ended (detached: once it started), 0 while it still runs, or <0 when the connection failed. */
 NOOK_PUBLIC int nook_exec_process(nook_exec *e, nook_exec_result *ret, nook_error *err);
-/* Waits for the command to end. */
+/* Waits for the command to end.  Detached: until it started, or ended because it could not start
+ * (then nook_exec_start_error() says why). */
 NOOK_PUBLIC int nook_exec_wait(nook_exec *e, nook_exec_result *ret, nook_error *err);
+/* Why the command could not start ("cannot run 'x': No such file or directory"; the same line,
+ * after "nook: ", is on its stderr), or NULL when it started or has not ended yet. */
+NOOK_PUBLIC const char *nook_exec_start_error(const nook_exec *e);
 /* Kills the command's whole process tree. */
 NOOK_PUBLIC int nook_exec_cancel(nook_exec *e, nook_error *err);
 NOOK_PUBLIC int nook_exec_signal(nook_exec *e, int sig, nook_error *err);

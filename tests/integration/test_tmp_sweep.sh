@@ -3,12 +3,13 @@
 # Temporaries a killed process leaves are swept once their owner is gone, never while it lives
 # (owner locks, util/tmpdir.c): a `nook cp` killed while it extracts leaves a ".nook-cp-*" stage,
 # removed by the next copy into the same folder; a pull killed while it unpacks leaves
-# images/layers/<mode>/.tmp-*, removed by the next reconcile (`nook ls`).  A live owner's stage
+# images/layers/<mode>/.tmp-*, removed by the next reconcile (`nook ls`); a killed `ws write`
+# leaves nothing at all.  A live owner's stage
 # and anything not named like ours stay; a symlink named like ours is never followed.
 . "$(dirname "$0")/lib.sh"
 
 require_bin "$NOOK"
-plan 11
+plan 13
 
 # hold_lock DIR: one process (this one, after exec) holds an flock on DIR, as an owner does.
 hold_lock() {
@@ -53,6 +54,22 @@ check "a live cp's stage stays" test -d "$ws/in/.nook-cp-live"
 check "a symlink named like a stage is not followed" test -f "$outside/file" -a -L "$ws/in/.nook-cp-link"
 kill "$holder" 2>/dev/null
 wait "$holder" 2>/dev/null
+
+# A ws write killed half-way leaves nothing: it writes an unnamed file (O_TMPFILE) and links it
+# in only when complete.
+wfifo=$NOOK_HOME/ws.fifo
+mkfifo "$wfifo"
+"$NOOK" ws write s1 /in/big <"$wfifo" 2>/dev/null &
+w_pid=$!
+exec 4>"$wfifo"
+head -c 200000 /dev/zero >&4
+sleep 0.5
+kill -9 "$w_pid"
+wait "$w_pid" 2>/dev/null
+exec 4>&-
+is "$(cd "$ws/in" && ls -A | grep -c -e '^big$' -e '^\.nook-tmp-')" 0 "a killed ws write leaves neither the file nor a temporary"
+echo v1 | "$NOOK" ws write s1 /in/f && echo v2 | "$NOOK" ws write s1 /in/f
+is "$(cat "$ws/in/f")|$(cd "$ws/in" && ls -A | grep -c '^\.nook-tmp-')" "v2|0" "a replacing ws write leaves no temporary"
 
 # A pull killed while unpacking: layers/<mode>/.tmp-* (made owner-locked by image/pull.c).
 if nook_rootful; then mode=rootful; else mode=rootless; fi

@@ -17,6 +17,7 @@
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/signalfd.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -67,9 +68,22 @@ _Noreturn static void fail_to_supervisor(int sock, const nook_error *e) {
 
 /* Looks name up in the sandbox's /etc/passwd or /etc/group (field 3 is the id).  We parse the
  * files ourselves: the image's libc and NSS modules are not ours to load. */
+/* The guest owns /etc/passwd and /etc/group: only a regular file is read (a FIFO there would
+ * block the helper, and with it the exec's "started"). */
+static FILE *open_db(const char *file) {
+        struct stat st;
+        int fd = open(file, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+        if (fd < 0)
+                return NULL;
+        FILE *f = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? fdopen(fd, "r") : NULL;
+        if (!f)
+                safe_close(fd);
+        return f;
+}
+
 static int lookup_id(const char *file, const char *name, unsigned *ret_id, unsigned *ret_gid, char *home,
         size_t home_len) {
-        FILE *f = fopen(file, "re");
+        FILE *f = open_db(file);
         char line[1024];
         if (!f)
                 return -ENOENT;
@@ -123,7 +137,7 @@ static int resolve_user(const char *user, unsigned *uid, unsigned *gid, char *ho
                 char name[256];
                 *gid = *uid;
                 /* find the home of a numeric uid, best effort */
-                FILE *f = fopen("/etc/passwd", "re");
+                FILE *f = open_db("/etc/passwd");
                 if (f) {
                         char line[1024];
                         while (fgets(line, sizeof(line), f)) {

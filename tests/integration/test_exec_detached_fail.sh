@@ -7,7 +7,7 @@
 . "$(dirname "$0")/lib.sh"
 
 require_bin "$NOOK"
-plan 18
+plan 21
 
 run_nook create d1
 is "$status" 0 "create d1"
@@ -58,5 +58,13 @@ else
         skip "script(1) is not installed: no terminal to test exec -t with"
         skip "script(1) is not installed"
 fi
+
+# The guest owns /etc/passwd: a FIFO there neither hangs an exec nor its "started".
+run_nook exec d1 -- sh -c 'rm -f /etc/passwd && mkfifo /etc/passwd'
+is "$status" 0 "the guest replaces /etc/passwd with a FIFO"
+NOOK_TEST_TIMEOUT=15 run_nook exec -d d1 -- true
+is "$status" 0 "exec -d still starts (the FIFO is not read)"
+NOOK_TEST_TIMEOUT=15 run_nook exec -u nosuchuser d1 -- true
+like "$status|$err" "^126\|nook: no user 'nosuchuser'" "a user lookup is refused, not hung"
 
 run_nook rm d1

@@ -6,7 +6,7 @@
 . "$(dirname "$0")/lib.sh"
 
 require_bin "$NOOK"
-plan 8
+plan 10
 
 run_nook create c1 --sticky
 is "$status" 0 "create c1"
@@ -21,6 +21,8 @@ run_nook cat c1:/etc/os-release
 like "$status|$err" "^1\|.*in the workspace: '/etc/os-release'" "a root filesystem path is not reached: the error says 'in the workspace'"
 run_nook cat --help
 like "$out" "nook cp NAME:/etc/x -" "--help points to nook cp for root filesystem files"
+expect_fail 2 "an unknown option" cat --bogus
+like "$err" "unknown option '--bogus'" "the usage error names the option"
 run_nook cat c1:/../../etc/passwd
 is "$status" 1 "a path with .. is refused"
 like "$err" "outside the workspace" "the refusal says why"

@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -30,14 +31,19 @@
 #include "util/proc.h"
 #include "util/str.h"
 
-#define CRIU_RUN_TIMEOUT_MS 10000
+#define CRIU_RUN_TIMEOUT_MS 5000
 
 extern char **environ;
+
+static bool is_executable_file(const char *p) {
+        struct stat st;
+        return stat(p, &st) == 0 && S_ISREG(st.st_mode) && access(p, X_OK) == 0;
+}
 
 bool iso_criu_find(char *out, size_t len) {
         const char *e = secure_getenv("NOOK_CRIU");
         if (e && *e) {
-                if (access(e, X_OK) < 0)
+                if (!is_executable_file(e))
                         return false;
                 (void)snprintf(out, len, "%s", e);
                 return true;
@@ -47,7 +53,7 @@ bool iso_criu_find(char *out, size_t len) {
         for (size_t i = 0; i < ELEMENTSOF(dirs); i++) {
                 char p[256];
                 (void)snprintf(p, sizeof(p), "%s/criu", dirs[i]);
-                if (access(p, X_OK) == 0) {
+                if (is_executable_file(p)) {
                         (void)snprintf(out, len, "%s", p);
                         return true;
                 }
@@ -56,9 +62,8 @@ bool iso_criu_find(char *out, size_t len) {
 }
 
 /* Reads what the child writes until EOF or the deadline; returns false on timeout. */
-static bool read_until_eof(int fd, char *out, size_t len) {
+static bool read_until_eof(int fd, char *out, size_t len, uint64_t deadline) {
         size_t n = 0;
-        uint64_t deadline = now_ms() + CRIU_RUN_TIMEOUT_MS;
         for (;;) {
                 uint64_t now = now_ms();
                 if (now >= deadline)
@@ -103,12 +108,23 @@ static int criu_run(const char *criu, const char *arg, char *out, size_t len) {
         if (r != 0)
                 return -r;
         _cleanup_pid_kill_ pid_t child = pid;
-        if (!read_until_eof(rfd, out, len))
+        uint64_t deadline = now_ms() + CRIU_RUN_TIMEOUT_MS;
+        if (!read_until_eof(rfd, out, len, deadline))
                 return -ETIMEDOUT; /* killed and reaped by the cleanup */
+        /* EOF: it has exited, or closed its output and runs on (then it is killed at the
+         * deadline, by the cleanup) */
         int status;
-        r = pid_wait(TAKE_PID(child), &status);
-        if (r < 0)
-                return r;
+        for (;;) {
+                pid_t p = waitpid(child, &status, WNOHANG);
+                if (p == child)
+                        break;
+                if (p < 0 && errno != EINTR)
+                        return -errno;
+                if (now_ms() >= deadline)
+                        return -ETIMEDOUT;
+                (void)usleep(2000);
+        }
+        TAKE_PID(child);
         return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
@@ -141,6 +157,11 @@ static const char *checkpoint_probe(char *why, size_t len) {
         char criu[256], out[4096];
         unsigned major, minor;
 
+        const char *env = secure_getenv("NOOK_CRIU");
+        if (env && *env && !is_executable_file(env)) {
+                (void)snprintf(why, len, "NOOK_CRIU names '%s', which is not an executable file", env);
+                return "point NOOK_CRIU at a criu binary, or unset it";
+        }
         if (!iso_criu_find(criu, sizeof(criu))) {
                 (void)snprintf(why, len, "CRIU is not installed");
                 return FIX_INSTALL;

@@ -9,7 +9,7 @@
 . "$(dirname "$0")/lib.sh"
 
 require_bin "$NOOK"
-plan 35
+plan 42
 
 # The criu nook would use (isolate/checkpoint.c:iso_criu_find), or nothing.
 host_criu() {
@@ -24,7 +24,8 @@ host_criu() {
         return 0
 }
 
-# expected_cause CRIU: the start of the sentence nook must give on this host with that CRIU.
+# expected_cause CRIU: the start of the sentence nook must give on this host with that CRIU
+# (with the real one: "not installed" where there is none; NOOK_CRIU cases are tested apart).
 expected_cause() {
         local criu=$1 ver major minor
         [[ -z $criu ]] && echo "CRIU is not installed" && return
@@ -93,7 +94,13 @@ else
 fi
 
 # Every cause, through fake criu binaries.
-NOOK_CRIU=$fake/none refused_with "no criu" "CRIU is not installed" c1
+NOOK_CRIU=$fake/none refused_with "NOOK_CRIU names nothing" \
+        "NOOK_CRIU names '$fake/none', which is not an executable file" c1
+NOOK_CRIU=$fake refused_with "NOOK_CRIU names a directory" "which is not an executable file" c1
+printf '#!/bin/sh\nexec 1>&- 2>&-\nexec sleep 31.7\n' >"$fake/hang" && chmod 0755 "$fake/hang"
+start=$(date +%s)
+NOOK_CRIU=$fake/hang refused_with "a criu that never answers" "did not report a version" c1
+is "$(($(date +%s) - start <= 8))|$(pgrep -fc 'sleep 31.7')" "1|0" "it is given up on after 5 s, and killed"
 NOOK_CRIU=$(fake_criu garbage "criu, some version") refused_with "criu without a version" \
         "did not report a version" c1
 f42=$(fake_criu v42 "Version: 4.2")

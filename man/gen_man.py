@@ -128,6 +128,10 @@ The state folder (the same as \\-\\-home).
 .B NOOK_SUPERVISOR
 The nook\\-supervisor binary to start; by default the one installed with libnook
 (LIBEXECDIR/nook\\-supervisor), or the build tree's when nook runs from its build directory.
+.TP
+.B NOOK_CRIU
+The criu binary \\fBnook checkpoint\\fR and \\fBnook doctor\\fR probe; by default criu in
+/usr/local/sbin, /usr/sbin, /sbin, /usr/local/bin or /usr/bin.
 .SH FILES
 .TP
 .B /var/lib/nook

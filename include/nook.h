@@ -258,8 +258,12 @@ NOOK_PUBLIC int nook_exec_wait_started(nook_exec *e, nook_error *err);
  * Call it whenever that descriptor is readable.  Returns 1 with *ret filled once the command has
  * ended (detached: once it started), 0 while it still runs, or <0 when the connection failed. */
 NOOK_PUBLIC int nook_exec_process(nook_exec *e, nook_exec_result *ret, nook_error *err);
-/* Waits for the command to end. */
+/* Waits for the command to end.  Detached: until it started, or ended because it could not start
+ * (then nook_exec_start_error() says why). */
 NOOK_PUBLIC int nook_exec_wait(nook_exec *e, nook_exec_result *ret, nook_error *err);
+/* Why the command could not start ("cannot run 'x': No such file or directory"; the same line,
+ * after "nook: ", is on its stderr), or NULL when it started or has not ended yet. */
+NOOK_PUBLIC const char *nook_exec_start_error(const nook_exec *e);
 /* Kills the command's whole process tree. */
 NOOK_PUBLIC int nook_exec_cancel(nook_exec *e, nook_error *err);
 NOOK_PUBLIC int nook_exec_signal(nook_exec *e, int sig, nook_error *err);
@@ -411,7 +415,7 @@ NOOK_PUBLIC int nook_diff(nook *n, const char *name, unsigned flags, char **ret_
 
 /* Applies branch's workspace changes since its baseline onto a target's workspace (which may be
  * running).  opts_json: {"into": TARGET, "strategy": "refuse"|"ours"|"theirs", "dryRun": bool},
- * all optional but "into" until branch records name a default (merge_default_target).
+ * all optional ("into" defaults to a branch's recorded source).
  * Result: {"branch", "into", "strategy", "dryRun", "merged", "applied": [{"path", "kind"}],
  * "conflicts": [{"path", "branch": KIND, "target": "added"|"deleted"|"modified"|"type"|"mode"|
  * "parent"|"entries", "resolution": "refused"|"ours"|"theirs"|"skipped"}]}.
@@ -421,6 +425,15 @@ NOOK_PUBLIC int nook_diff(nook *n, const char *name, unsigned flags, char **ret_
  * its target. */
 NOOK_PUBLIC int nook_merge(
         nook *n, const char *branch, const char *opts_json, char **ret_json, nook_error *err);
+/* ---- memory checkpoints (CRIU) --------------------------------------------------------------- */
+
+/* Keep the sandbox running after its memory is written. */
+#define NOOK_CHECKPOINT_LEAVE_RUNNING 1u
+/* Checkpoints a running sandbox's processes with CRIU.  No host can today: after the request is
+ * checked (name, flags: NOOK_E_INVALID; no such sandbox: NOOK_E_NOT_FOUND; not running:
+ * NOOK_E_STATE) it is refused with NOOK_E_MISSING_FEATURE, and the message names the cause found
+ * on this host, the same sentence `nook doctor` prints (docs/design/checkpoint.md). */
+NOOK_PUBLIC int nook_checkpoint(nook *n, const char *name, unsigned flags, nook_error *err);
 
 #ifdef __cplusplus
 }

@@ -25,6 +25,7 @@
 #include "nook.h"
 #include "branch/branch.h"
 #include "branch/copytree.h"
+#include "isolate/checkpoint.h"
 #include "isolate/userns.h"
 #include "sandbox/ctx.h"
 #include "sandbox/lifecycle.h"
@@ -302,9 +303,14 @@ int nook_branch(nook *n, const char *src, const char *name, unsigned count, unsi
         nook_error *err) {
         _cleanup_(job_done) branch_job j = { .n = n, .src = src, .src_lock = -1, .hold = -1 };
         int r;
-        if (flags & NOOK_BRANCH_MEMORY)
-                return nook_err_set(err, NOOK_E_MISSING_FEATURE,
-                        "memory branches need CRIU checkpoint support; see `nook doctor`");
+        if (flags & NOOK_BRANCH_MEMORY) {
+                /* the same cause nook checkpoint and nook doctor name (docs/design/checkpoint.md) */
+                char why[400];
+                if (!iso_checkpoint_supported(why, sizeof(why), NULL))
+                        return nook_err_set(err, NOOK_E_MISSING_FEATURE,
+                                "Cannot branch with memory: %s; see 'nook doctor'", why);
+                return nook_err_set(err, NOOK_E_MISSING_FEATURE, "Memory branches are not in nook yet");
+        }
         if (flags)
                 return nook_err_set(err, NOOK_E_INVALID, "Unknown branch flags 0x%x", flags);
         if (!src || !name)

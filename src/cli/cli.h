@@ -83,6 +83,7 @@ int cmd_snapshot(int argc, char **argv);
 int cmd_ps(int argc, char **argv);
 int cmd_help(int argc, char **argv);
 int cmd_version(int argc, char **argv);
+int cmd_checkpoint(int argc, char **argv);
 
 /* The command table (main.c), and the hidden commands that describe it (cmd_complete.c). */
 extern const cli_command *const cli_commands;

@@ -54,6 +54,7 @@ static const group_doc groups[] = {
         { "inspect", KIND_SANDBOX, false, { { NULL } } },
         { "logs", KIND_SANDBOX, false, { { NULL } } },
         { "stats", KIND_SANDBOX, false, { { NULL } } },
+        { "checkpoint", KIND_SANDBOX, false, { { NULL } } },
         { "update", KIND_SANDBOX, false, { { NULL } } },
         { "cp", KIND_TARGET, false, { { NULL } } },
         { "cat", KIND_TARGET, false, { { NULL } } },

@@ -237,6 +237,10 @@ static int pending_signal(void) {
 static int wait_forwarding(nook_exec *e, nook_exec_result *res, nook_error *err) {
         int r = nook_exec_wait_started(e, err);
         while (r >= 0) {
+                /* ended already (a command that could not start ends without starting) */
+                r = nook_exec_process(e, res, err);
+                if (r != 0)
+                        return r < 0 ? r : 0;
                 struct pollfd p[2] = { { .fd = nook_exec_fd(e), .events = POLLIN },
                         { .fd = sig_pipe[0], .events = POLLIN } };
                 forward_signals(e);
@@ -275,6 +279,8 @@ static void copy_some(int from, int to, bool *open_flag) {
  * SIGWINCH, and the pty's remaining output drained at the end. */
 static int tty_relay(nook_exec *e, nook_exec_result *res, nook_error *err) {
         int master = nook_exec_tty_fd(e);
+        if (master < 0) /* it could not start: no terminal came, the result did */
+                return nook_exec_wait(e, res, err);
         struct termios saved, raw;
         bool have_tty = tcgetattr(0, &saved) == 0;
         if (have_tty) {
@@ -345,19 +351,30 @@ static int exec_status(const nook_exec_result *res) {
 }
 
 /* Detached: started, nothing printed (as docker exec -d); its output goes to the sandbox's log.
+ * A command that cannot start fails as in the foreground (127 for a missing binary).
  * With stop_sandbox (run -d) the sandbox stops when the command ends. */
 static int run_detached(nook *n, const char *name, nook_exec_opts *o, bool stop_sandbox) {
         nook_exec *e = NULL;
         nook_error err = { 0 };
         o->stdout_fd = o->stderr_fd = -1;
         o->stop_sandbox_when_done = stop_sandbox;
-        if (nook_exec_start(n, name, o, &e, &err) < 0 || nook_exec_wait(e, NULL, &err) < 0) {
+        nook_exec_result res = { 0 };
+        if (nook_exec_start(n, name, o, &e, &err) < 0 || nook_exec_wait(e, &res, &err) < 0) {
                 nook_exec_free(e);
                 cli_fail(&err);
                 return CLI_EXIT_EXEC_FAILED;
         }
+        /* It could not start: the same message and status as in the foreground (there it is
+         * the command's own stderr; detached, that is the sandbox's log) */
+        const char *why = nook_exec_start_error(e);
+        int status = why ? exec_status(&res) : 0;
+        if (why) {
+                fputs("nook: ", stderr);
+                cli_print_safe(stderr, why);
+                fputc('\n', stderr);
+        }
         nook_exec_free(e);
-        return 0;
+        return status;
 }
 
 static int run_exec(nook *n, const char *name, exec_args *a, char **argv) {
@@ -388,6 +405,13 @@ static int run_exec(nook *n, const char *name, exec_args *a, char **argv) {
                 r = nook_exec_start(n, name, &o, &e, &err);
                 if (r >= 0)
                         r = wait_forwarding(e, &res, &err);
+        }
+        /* With a terminal the reason went to the pty, which never reached us: say it here */
+        const char *why = r >= 0 && a->tty ? nook_exec_start_error(e) : NULL;
+        if (why) {
+                fputs("nook: ", stderr);
+                cli_print_safe(stderr, why);
+                fputc('\n', stderr);
         }
         nook_exec_free(e);
         if (r < 0) {

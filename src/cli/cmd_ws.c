@@ -283,10 +283,17 @@ int cmd_cp(int argc, char **argv) {
 }
 
 int cmd_cat(int argc, char **argv) {
-        if (argc != 2 || argv[1][0] == '-') {
-                if (argc == 2)
-                        printf("Usage: nook cat NAME:PATH\n");
-                return argc == 2 ? 0 : cli_usage_error("cat", "expected NAME:PATH");
+        bool help = argc == 2 && (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0);
+        if (argc == 2 && !help && argv[1][0] == '-')
+                return cli_usage_error("cat", "unknown option '%s'", argv[1]);
+        if (argc != 2 || help) {
+                if (help)
+                        printf("Usage: nook cat NAME:PATH\n\n"
+                               "Print a file of NAME's workspace. PATH is a workspace path: '/src/x', 'src/x' and\n"
+                               "'/workspace/src/x' are the same file, and the sandbox need not run. Unlike 'nook cp',\n"
+                               "no path reaches the sandbox's root filesystem ('/etc/x' is '/workspace/etc/x'): use\n"
+                               "'nook cp NAME:/etc/x -' (a tar) or 'nook exec NAME -- cat /etc/x' for those.\n");
+                return help ? 0 : cli_usage_error("cat", "expected NAME:PATH");
         }
         char *name = NULL;
         const char *path;

@@ -46,6 +46,8 @@ static const cli_command commands[] = {
         { "branch", cmd_branch, "New sandboxes from a sandbox's disk state and workspace (copy-on-write)" },
         { "diff", cmd_diff, "Show a sandbox's workspace changes since create or its branch point" },
         { "merge", cmd_merge, "Apply a branch's workspace changes onto another sandbox's workspace" },
+        { "checkpoint", cmd_checkpoint,
+                "Checkpoint a running sandbox's memory (CRIU; refused, naming why)" },
         { "doctor", cmd_doctor, "Check what this host offers nook" },
         { "help", cmd_help, "Show this help, or a command's ('nook help COMMAND')" },
         { "version", cmd_version, "Print the versions of nook and libnook" },
@@ -99,6 +101,20 @@ void cli_human_bytes(uint64_t b, char *out, size_t n) {
         snprintf(out, n, i ? "%.1f%s" : "%.0f%s", v, u[i]);
 }
 
+/* --json anywhere before "--" makes errors JSON, even where parsing stopped before reaching it
+ * (a bad option first, or after a "+" command's first argument): `nook ls --bogus --json`. */
+static bool arg_json_errors;
+
+static bool json_errors(void) {
+        return arg_json || arg_json_errors;
+}
+
+static void scan_json_errors(int argc, char **argv) {
+        for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
+                if (strcmp(argv[i], "--json") == 0)
+                        arg_json_errors = true;
+}
+
 /* --json: {"error": {"code": CODE, "message": MSG}} on one line of stderr.  A message quoting
  * bytes that are not UTF-8 (a hostile argument) has them as '?': JSON strings are UTF-8. */
 static void print_json_error(const char *code, const char *msg) {
@@ -120,7 +136,7 @@ static void print_json_error(const char *code, const char *msg) {
 }
 
 int cli_fail(const nook_error *err) {
-        if (arg_json) {
+        if (json_errors()) {
                 print_json_error(nook_errc_to_string(err->code), err->msg);
                 return CLI_EXIT_ERROR;
         }
@@ -144,7 +160,7 @@ int cli_usage_error(const char *cmd, const char *fmt, ...) {
         va_end(ap);
         if (strcmp(fmt, "unknown option") == 0 && opt_problem[0])
                 snprintf(buf, sizeof(buf), "%s", opt_problem);
-        if (arg_json) {
+        if (json_errors()) {
                 char full[600];
                 snprintf(full, sizeof(full), "nook %s: %s", cmd, buf);
                 print_json_error("usage", full);
@@ -271,7 +287,7 @@ static int unknown_command(const char *name) {
                 snprintf(msg, sizeof(msg), "unknown command '%.200s'. Did you mean '%s'?", name, s);
         else
                 snprintf(msg, sizeof(msg), "unknown command '%.200s'", name);
-        if (arg_json) {
+        if (json_errors()) {
                 print_json_error("usage", msg);
                 return CLI_EXIT_USAGE;
         }
@@ -343,6 +359,7 @@ int main(int argc, char **argv) {
         };
         int c;
         opterr = 0;
+        scan_json_errors(argc, argv);
         /* "+": stop at the command name; each command parses its own options */
         while ((c = getopt_long(argc, argv, "+h", opts, NULL)) >= 0) {
                 switch (c) {
@@ -365,6 +382,10 @@ int main(int argc, char **argv) {
                         return 0;
                 default:
                         note_bad_option(argv, "+h", opts);
+                        if (json_errors()) {
+                                print_json_error("usage", opt_problem);
+                                return CLI_EXIT_USAGE;
+                        }
                         fputs("nook: ", stderr);
                         cli_print_safe(stderr, opt_problem);
                         fputc('\n', stderr);

@@ -124,5 +124,8 @@ int image_store_hold(image_store *s, int *ret_lock, nook_error *err);
  * *ret_lock is an O_DIRECTORY fd of it holding its owner lock (util/tmpdir.h): keep it open
  * while working there, or image_store_sweep_tmp takes the directory for a killed process's. */
 int image_store_tmpdir(image_store *s, const char *prefix, char **ret_path, int *ret_lock, nook_error *err);
-/* Removes what images/tmp holds that no live process owns (a killed pull or import's). */
+/* Layers being unpacked: layers/<mode>/.tmp-<diff id tail>-XXXXXX, owner-locked. */
+#define IMAGE_LAYER_TMP_PREFIX ".tmp-"
+/* Removes what images/tmp holds, and the layers being unpacked, that no live process owns (a
+ * killed pull or import's). */
 void image_store_sweep_tmp(const image_store *s);

@@ -185,13 +185,16 @@ static int fetch_blob(pull_ctx *c, layer_job *j, const char *dst, nook_error *er
 }
 
 static int unpack_layer(pull_ctx *c, layer_job *j, const char *blob, const char *dst, nook_error *err) {
-        _cleanup_free_ char *tmp =
-                strprintf("%s/.tmp-%s-XXXXXX", c->s->layers, image_digest_hex(j->diff_id) + 56);
+        _cleanup_free_ char *tmp = strprintf(
+                "%s/" IMAGE_LAYER_TMP_PREFIX "%s-XXXXXX", c->s->layers, image_digest_hex(j->diff_id) + 56);
         char diff_id[IMAGE_DIGEST_LEN + 1];
+        _cleanup_close_ int tmp_lock = -1;
         if (!tmp)
                 return nook_err_oom(err);
-        if (!mkdtemp(tmp))
-                return nook_err_errno(err, NOOK_E_IO, "Cannot create a directory in '%s'", c->s->layers);
+        /* locked while we unpack: a sweep (reconcile, image prune) removes only a killed pull's */
+        int r0 = tmpdir_owned_new(tmp, &tmp_lock, err);
+        if (r0 < 0)
+                return nook_err_wrap(err, "unpacking into '%s'", c->s->layers);
         atomic_store(&j->state, IMAGE_LAYER_UNPACKING);
         _cleanup_close_ int bfd = open(blob, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
         _cleanup_close_ int dfd = open(tmp, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
@@ -354,6 +357,8 @@ void image_store_sweep_tmp(const image_store *s) {
         _cleanup_free_ char *dir = strprintf("%s/tmp", s->root);
         if (dir)
                 (void)tmp_sweep(dir, image_rm_tree);
+        /* layers a killed pull was unpacking (unpack_layer) */
+        (void)tmp_sweep_prefix(s->layers, IMAGE_LAYER_TMP_PREFIX, image_rm_tree);
 }
 
 int image_blob_copy(int in_fd, const char *digest, uint64_t size, const char *what, int out_fd,

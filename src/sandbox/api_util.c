@@ -11,6 +11,7 @@
 #include "nook.h"
 #include "isolate/cgroup.h"
 #include "config.h"
+#include "isolate/checkpoint.h"
 #include "isolate/host_caps.h"
 #include "isolate/idmap.h"
 #include "isolate/userns.h"
@@ -170,6 +171,17 @@ static void pause_row(json_t *checks) {
                            : "run as root, or delegate a cgroup v2 subtree to this user (systemd: Delegate=yes); a stopped sandbox can still be branched"));
 }
 
+/* Memory checkpoints (nook checkpoint): never ok today; the detail is the cause on this host,
+ * the same sentence nook_checkpoint's refusal carries. */
+static void checkpoint_row(json_t *checks) {
+        char why[400];
+        const char *fix = NULL;
+        bool ok = iso_checkpoint_supported(why, sizeof(why), &fix);
+        json_array_append_new(checks,
+                json_pack("{s:s, s:b, s:b, s:s, s:s?}", "name", "memory checkpoints", "ok", ok, "required",
+                        false, "detail", why, "fix", ok ? NULL : fix));
+}
+
 int nook_doctor(char **ret_json, nook_error *err) {
         host_caps c;
         host_cap_row rows[HOST_CAPS_ROWS_MAX];
@@ -189,6 +201,7 @@ int nook_doctor(char **ret_json, nook_error *err) {
         }
         identity_rows(checks);
         pause_row(checks);
+        checkpoint_row(checks);
         json_t *o = json_pack("{s:b, s:s, s:b, s:o}", "ok", ok, "kernel", c.kernel, "rootless", c.rootless,
                 "checks", checks);
         char *t = o ? json_dumps(o, JSON_COMPACT) : NULL;

@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/fsuid.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
@@ -38,6 +39,7 @@
 #include "util/macro.h"
 #include "util/path.h"
 #include "util/str.h"
+#include "util/tmpdir.h"
 #include "workspace/ws.h"
 
 #define CP_BUF ((size_t)128 * 1024)
@@ -869,6 +871,9 @@ static int cp_pick_target(const cp_side *d, const char *src_name, bool src_dir, 
 static int cp_make_stage(
         const cp_side *d, int dfd, char *ret_name, size_t size, int *ret_fd, nook_error *err) {
         static uint64_t counter;
+        /* A killed cp's stage next to this target: its owner lock died with it (ours is taken
+         * below and held until the stage is placed or removed). */
+        (void)tmp_sweep_at(dfd, CP_STAGE_PREFIX, path_rm_rf_at);
         for (int i = 0; i < 64; i++) {
                 uint64_t c = __atomic_fetch_add(&counter, 1, __ATOMIC_RELAXED);
                 (void)snprintf(ret_name, size, CP_STAGE_PREFIX "%d-%" PRIu64, (int)getpid(), c);
@@ -881,6 +886,13 @@ static int cp_make_stage(
                 int fd = openat(dfd, ret_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
                 if (fd < 0)
                         return nook_err_errno(err, NOOK_E_IO, "Cannot open the staging directory");
+                /* A concurrent cp's sweep may have taken it between mkdirat and flock, and removed
+                 * it: then it is unlinked (or locked), and we make another. */
+                struct stat st;
+                if (flock(fd, LOCK_EX | LOCK_NB) < 0 || fstat(fd, &st) < 0 || st.st_nlink == 0) {
+                        safe_close(fd);
+                        continue;
+                }
                 *ret_fd = fd;
                 return 0;
         }

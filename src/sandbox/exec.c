@@ -26,6 +26,7 @@ struct nook_exec {
         int pid;
         bool done, detach;
         nook_exec_result result;
+        char start_error[256]; /* why the command could not start, or "" */
 };
 
 static int exec_wait_started(nook_exec *e, nook_error *err);
@@ -148,6 +149,8 @@ int nook_exec_fd(const nook_exec *e) {
 static void fill_result(nook_exec *e, json_t *m) {
         int st = (int)json_integer_value(json_object_get(m, "status"));
         const char *reason = json_string_value(json_object_get(m, "reason"));
+        const char *why = json_string_value(json_object_get(m, "error"));
+        (void)snprintf(e->start_error, sizeof(e->start_error), "%s", why ? why : "");
         e->result = (nook_exec_result){ 0 };
         if (WIFSIGNALED(st)) {
                 e->result.exit_code = -1;
@@ -194,6 +197,10 @@ static int exec_wait_started(nook_exec *e, nook_error *err) {
                         return r;
         }
         return 0;
+}
+
+const char *nook_exec_start_error(const nook_exec *e) {
+        return e->start_error[0] ? e->start_error : NULL;
 }
 
 int nook_exec_wait_started(nook_exec *e, nook_error *err) {

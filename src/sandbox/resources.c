@@ -15,7 +15,7 @@
 #include "util/macro.h"
 #include "util/name.h"
 
-static int running_rec(nook *n, const char *name, sandbox_rec *rec, nook_error *err) {
+int sb_running_rec(nook *n, const char *name, sandbox_rec *rec, nook_error *err) {
         store *st;
         int r = name_validate("sandbox", name, err);
         if (r < 0 || (r = ctx_store(n, &st, err)) < 0)
@@ -38,7 +38,7 @@ int nook_sandbox_stats(nook *n, const char *name, char **ret_json, nook_error *e
         sandbox_rec rec = { 0 };
         iso_cgroup *cg = NULL;
         iso_cgroup_stats s;
-        int r = running_rec(n, name, &rec, err);
+        int r = sb_running_rec(n, name, &rec, err);
         sandbox_rec_done(&rec);
         if (r < 0 || (r = iso_cgroup_open(n->home, name, &cg, err)) < 0)
                 return r;
@@ -65,7 +65,7 @@ int nook_sandbox_update(nook *n, const char *name, const char *update_json, nook
         sb_spec spec = { 0 }, upd = { 0 };
         iso_cgroup *cg = NULL;
         store *st;
-        int r = running_rec(n, name, &rec, err);
+        int r = sb_running_rec(n, name, &rec, err);
         if (r < 0)
                 goto out;
         /* The update is parsed by the spec parser: the same units and checks as at create. */

@@ -392,6 +392,11 @@ void sb_sweep_tmp(nook *n) {
                 (void)tmp_sweep(snap, image_rm_tree);
         if (img)
                 (void)tmp_sweep(img, image_rm_tree);
+        /* layers a killed pull was unpacking, in this process's mode (the other is not ours) */
+        _cleanup_free_ char *layers =
+                strprintf("%s/images/layers/%s", n->home, iso_rootful() ? "rootful" : "rootless");
+        if (layers)
+                (void)tmp_sweep_prefix(layers, IMAGE_LAYER_TMP_PREFIX, image_rm_tree);
 }
 
 /* ---- images ------------------------------------------------------------------------------------ */

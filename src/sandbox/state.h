@@ -49,3 +49,7 @@ void sb_sweep_tmp(nook *n);
 
 /* The image store of a nook handle, for this process's mode (rootful or rootless). */
 int sb_image_store(nook *n, image_store *ret, nook_error *err);
+
+/* The record of sandbox name, reconciled; NOOK_E_STATE unless it is running (stats, update,
+ * checkpoint). */
+int sb_running_rec(nook *n, const char *name, sandbox_rec *rec, nook_error *err);

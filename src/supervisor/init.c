@@ -17,6 +17,7 @@
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/signalfd.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -37,9 +38,21 @@
 typedef struct init_exec {
         uint64_t id;
         pid_t helper;
-        int status_fd; /* read end: the helper writes the command's wait status here */
-        bool reported;
+        int status_fd; /* read end: the helper writes helper_rec records here */
+        int master; /* with a terminal: the pty master, sent with "started" */
+        bool started, reported;
 } init_exec;
+
+/* What a helper writes on its status pipe (one write each, under PIPE_BUF: never torn): first
+ * HELPER_STARTED once the command runs, then HELPER_EXITED with its wait status.  A command that
+ * could not start gets only HELPER_EXITED, with why, so init reports "exited" (with the reason)
+ * instead of "started": a detached exec learns it failed, as a foreground one does. */
+enum { HELPER_STARTED = 1, HELPER_EXITED = 2 };
+typedef struct helper_rec {
+        int kind;
+        int status;
+        char why[200];
+} helper_rec;
 
 static init_exec execs[MAX_EXECS];
 static size_t n_execs;
@@ -55,9 +68,22 @@ _Noreturn static void fail_to_supervisor(int sock, const nook_error *e) {
 
 /* Looks name up in the sandbox's /etc/passwd or /etc/group (field 3 is the id).  We parse the
  * files ourselves: the image's libc and NSS modules are not ours to load. */
+/* The guest owns /etc/passwd and /etc/group: only a regular file is read (a FIFO there would
+ * block the helper, and with it the exec's "started"). */
+static FILE *open_db(const char *file) {
+        struct stat st;
+        int fd = open(file, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+        if (fd < 0)
+                return NULL;
+        FILE *f = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? fdopen(fd, "r") : NULL;
+        if (!f)
+                safe_close(fd);
+        return f;
+}
+
 static int lookup_id(const char *file, const char *name, unsigned *ret_id, unsigned *ret_gid, char *home,
         size_t home_len) {
-        FILE *f = fopen(file, "re");
+        FILE *f = open_db(file);
         char line[1024];
         if (!f)
                 return -ENOENT;
@@ -111,7 +137,7 @@ static int resolve_user(const char *user, unsigned *uid, unsigned *gid, char *ho
                 char name[256];
                 *gid = *uid;
                 /* find the home of a numeric uid, best effort */
-                FILE *f = fopen("/etc/passwd", "re");
+                FILE *f = open_db("/etc/passwd");
                 if (f) {
                         char line[1024];
                         while (fgets(line, sizeof(line), f)) {
@@ -298,15 +324,27 @@ __attribute__((no_sanitize("address"))) static int spawn_child(void *arg) {
         SPAWN_FAIL(a, "run");
 }
 
-/* Starts the command; 0 and its pid, or the wait status to report when it could not start (the
- * reason was written to its stderr). */
-static pid_t spawn_command(exec_req *req, const int fds[3], int *ret_status) {
+/* The message for a child that failed a step (a->step set). */
+static void spawn_step_why(const spawn_args *a, const exec_req *req, char *why, size_t len) {
+        if (streq(a->step, "switch user"))
+                (void)snprintf(why, len,
+                        "cannot switch to user '%s' (%u:%u): %s; rootless sandboxes without a /etc/subuid range only map root",
+                        req->user, a->uid, a->gid, strerror(a->err));
+        else if (streq(a->step, "change directory"))
+                (void)snprintf(why, len, "cannot change to directory '%s': %s", req->cwd, strerror(a->err));
+        else if (streq(a->step, "run"))
+                (void)snprintf(why, len, "cannot run '%s': %s", req->argv[0], strerror(a->err));
+        else
+                (void)snprintf(why, len, "cannot %s for '%s': %s", a->step, req->argv[0], strerror(a->err));
+}
+
+/* spawn_command without the report on stderr. */
+static pid_t spawn_command_try(exec_req *req, const int fds[3], int *ret_status, char *why, size_t len) {
         spawn_args a = { .req = req, .in = fds[0], .out = fds[1], .errfd = fds[2] };
         char home[256];
-        int errfd = fds[2] >= 0 ? fds[2] : fds[1];
 
         if (resolve_user(req->user, &a.uid, &a.gid, home, sizeof(home)) < 0) {
-                dprintf(errfd, "nook: no user '%s' in this sandbox's /etc/passwd\n", req->user);
+                (void)snprintf(why, len, "no user '%s' in this sandbox's /etc/passwd", req->user);
                 *ret_status = 126 << 8;
                 return -1;
         }
@@ -324,37 +362,41 @@ static pid_t spawn_command(exec_req *req, const int fds[3], int *ret_status) {
         char *stack =
                 mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
         if (stack == MAP_FAILED || mprotect(stack, page, PROT_NONE) < 0) {
-                dprintf(errfd, "nook: cannot start '%s': no memory for its stack\n", req->argv[0]);
+                (void)snprintf(why, len, "cannot start '%s': no memory for its stack", req->argv[0]);
                 *ret_status = 126 << 8;
                 return -1;
         }
         pid_t pid = clone(spawn_child, stack + size, CLONE_VM | CLONE_VFORK | SIGCHLD, &a);
         (void)munmap(stack, size); /* CLONE_VFORK: the child has exec'd or exited */
         if (pid < 0) {
-                dprintf(errfd, "nook: cannot start '%s': %s\n", req->argv[0], strerror(errno));
+                (void)snprintf(why, len, "cannot start '%s': %s", req->argv[0], strerror(errno));
                 *ret_status = 126 << 8;
                 return -1;
         }
-        /* CLONE_VFORK: the child has exec'd or exited by now. */
+        /* CLONE_VFORK: the child has exec'd or exited by now; one that failed a step has exited. */
         if (a.step) {
-                if (streq(a.step, "switch user"))
-                        dprintf(errfd,
-                                "nook: cannot switch to user '%s' (%u:%u): %s; rootless sandboxes without a /etc/subuid range only map root\n",
-                                req->user, a.uid, a.gid, strerror(a.err));
-                else if (streq(a.step, "change directory"))
-                        dprintf(errfd, "nook: cannot change to directory '%s': %s\n", req->cwd,
-                                strerror(a.err));
-                else if (streq(a.step, "run"))
-                        dprintf(errfd, "nook: cannot run '%s': %s\n", req->argv[0], strerror(a.err));
-                else
-                        dprintf(errfd, "nook: cannot %s for '%s': %s\n", a.step, req->argv[0],
-                                strerror(a.err));
+                spawn_step_why(&a, req, why, len);
+                if (pid_wait(pid, ret_status) < 0)
+                        *ret_status = 126 << 8;
+                return -1;
         }
         return pid;
 }
 
-/* The helper: child subreaper between init and the command.  Reports the command's wait status
- * on status_fd as soon as it exits, then keeps reaping whatever the command left running. */
+/* Starts the command: its pid, or -1 with the wait status to report and why it could not start
+ * (also written to its stderr, as "nook: WHY"). */
+static pid_t spawn_command(exec_req *req, const int fds[3], int *ret_status, char *why, size_t len) {
+        pid_t pid = spawn_command_try(req, fds, ret_status, why, len);
+        if (pid < 0) {
+                int errfd = fds[2] >= 0 ? fds[2] : fds[1];
+                dprintf(errfd, "nook: %s\n", why);
+        }
+        return pid;
+}
+
+/* The helper: child subreaper between init and the command.  Reports on status_fd that the
+ * command started (or why it could not), its wait status as soon as it exits, then keeps reaping
+ * whatever the command left running. */
 _Noreturn static void helper_main(exec_req *req, int fds[3], int status_fd) {
         sigset_t set;
 
@@ -365,13 +407,17 @@ _Noreturn static void helper_main(exec_req *req, int fds[3], int status_fd) {
 
         bool cmd_done = false;
         int cmd_status = 0;
-        pid_t cmd = spawn_command(req, fds, &cmd_status); /* it unblocks every signal */
+        helper_rec rec = { .kind = HELPER_EXITED };
+        pid_t cmd = spawn_command(
+                req, fds, &rec.status, rec.why, sizeof(rec.why)); /* it unblocks every signal */
         for (int i = 0; i < 3; i++)
                 fds[i] = safe_close(fds[i]);
         if (cmd < 0) {
-                (void)fd_write_all(status_fd, &cmd_status, sizeof(cmd_status));
+                (void)fd_write_all(status_fd, &rec, sizeof(rec));
                 _exit(0);
         }
+        rec = (helper_rec){ .kind = HELPER_STARTED };
+        (void)fd_write_all(status_fd, &rec, sizeof(rec));
         for (;;) {
                 siginfo_t si;
                 int sig = sigwaitinfo(&set, &si);
@@ -383,7 +429,8 @@ _Noreturn static void helper_main(exec_req *req, int fds[3], int status_fd) {
                         (void)kill(cmd, sig);
                 reap_children(cmd, &cmd_status, &cmd_done);
                 if (cmd_done && status_fd >= 0) {
-                        (void)fd_write_all(status_fd, &cmd_status, sizeof(cmd_status));
+                        rec = (helper_rec){ .kind = HELPER_EXITED, .status = cmd_status };
+                        (void)fd_write_all(status_fd, &rec, sizeof(rec));
                         status_fd = safe_close(status_fd);
                 }
                 if (cmd_done && waitpid(-1, NULL, WNOHANG) < 0 && errno == ECHILD)
@@ -490,9 +537,10 @@ static void init_start_exec(int sock, json_t *msg, int fds[3]) {
                 init_report(sock, "exited", id, 126 << 8, "status");
                 return;
         }
-        execs[n_execs++] = (init_exec){ .id = id, .helper = helper, .status_fd = pipefd[0] };
-        init_report_fd(sock, "started", id, helper, "pid", master);
-        safe_close(master);
+        /* "started" waits for the helper's HELPER_STARTED: a command that cannot start is
+         * reported "exited" with its reason instead */
+        execs[n_execs++] =
+                (init_exec){ .id = id, .helper = helper, .status_fd = pipefd[0], .master = master };
 }
 
 static init_exec *find_exec(uint64_t id) {
@@ -504,16 +552,37 @@ static init_exec *find_exec(uint64_t id) {
 
 static void remove_exec(init_exec *e) {
         e->status_fd = safe_close(e->status_fd);
+        e->master = safe_close(e->master);
         *e = execs[--n_execs];
 }
 
-/* A status arrived from a helper (or it died without one). */
-static void init_exec_finished(int sock, init_exec *e, int status) {
+/* The command ended, could not start (why), or its helper died without a word (why NULL). */
+static void init_exec_finished(int sock, init_exec *e, int status, const char *why) {
         if (!e->reported) {
                 e->reported = true;
-                init_report(sock, "exited", e->id, status, "status");
+                json_t *m = json_pack("{s:s, s:I, s:I, s:s?}", "op", "exited", "id", (json_int_t)e->id,
+                        "status", (json_int_t)status, "error", !e->started && why && *why ? why : NULL);
+                if (m)
+                        (void)proto_send(sock, m, NULL, 0);
+                json_decref(m);
         }
         e->status_fd = safe_close(e->status_fd);
+        e->master = safe_close(e->master);
+}
+
+/* Reads one record from a helper; false at EOF (or a short read: the helper died). */
+static bool init_exec_read(int sock, init_exec *e) {
+        helper_rec rec;
+        if (e->status_fd < 0 || fd_read_all(e->status_fd, &rec, sizeof(rec)) != (ssize_t)sizeof(rec))
+                return false;
+        rec.why[sizeof(rec.why) - 1] = 0;
+        if (rec.kind == HELPER_STARTED && !e->started) {
+                e->started = true;
+                init_report_fd(sock, "started", e->id, e->helper, "pid", e->master);
+                e->master = safe_close(e->master);
+        } else if (rec.kind == HELPER_EXITED)
+                init_exec_finished(sock, e, rec.status, rec.why);
+        return true;
 }
 
 _Noreturn static void init_stop(uint64_t timeout_ms) {
@@ -594,11 +663,7 @@ _Noreturn static void init_loop(int sock) {
                         if (pfd[2 + i].fd < 0 || pfd[2 + i].fd != execs[i].status_fd ||
                                 !(pfd[2 + i].revents & (POLLIN | POLLHUP)))
                                 continue;
-                        int st;
-                        ssize_t k = fd_read_all(execs[i].status_fd, &st, sizeof(st));
-                        if (k == (ssize_t)sizeof(st))
-                                init_exec_finished(sock, &execs[i], st);
-                        else
+                        if (!init_exec_read(sock, &execs[i]))
                                 execs[i].status_fd = safe_close(execs[i].status_fd);
                 }
                 if (pfd[1].revents & POLLIN) {
@@ -616,15 +681,12 @@ _Noreturn static void init_loop(int sock) {
                         for (size_t i = 0; i < n_execs; i++) {
                                 if (execs[i].helper != p)
                                         continue;
-                                /* The helper wrote the command's status before it exited: prefer
-                                 * that over the helper's own status.  Its write end is closed now,
-                                 * so this read cannot block. */
-                                int cst;
-                                if (execs[i].status_fd >= 0 &&
-                                        fd_read_all(execs[i].status_fd, &cst, sizeof(cst)) ==
-                                                (ssize_t)sizeof(cst))
-                                        st = cst;
-                                init_exec_finished(sock, &execs[i], st);
+                                /* What the helper wrote before it exited (started, the command's
+                                 * status) comes first; its own status only if it said nothing.  Its
+                                 * write end is closed now, so these reads cannot block. */
+                                while (!execs[i].reported && init_exec_read(sock, &execs[i]))
+                                        ;
+                                init_exec_finished(sock, &execs[i], st, NULL);
                                 remove_exec(&execs[i]);
                                 break;
                         }

@@ -564,9 +564,11 @@ static void handle_init(sup *s) {
                         if (!c->reason && WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL &&
                                 oom_kills(s) > c->oom_kills_at_start)
                                 c->reason = "oom";
+                        /* error: the command could not start (init's words; no "started" came) */
                         client_send(c,
-                                json_pack("{s:s, s:I, s:I, s:s}", "op", "exited", "id", id, "status", st,
-                                        "reason", c->reason ? c->reason : "exited"));
+                                json_pack("{s:s, s:I, s:I, s:s, s:s?}", "op", "exited", "id", id, "status",
+                                        st, "reason", c->reason ? c->reason : "exited", "error",
+                                        json_string_value(json_object_get(msg, "error"))));
                 } else if (s->detached_running > 0)
                         s->detached_running--;
                 s->last_activity_ms = now_ms();

@@ -10,6 +10,7 @@
 
 #include "nook.h"
 #include "util/error.h"
+#include "util/str.h"
 #include "util/fd.h"
 #include "util/macro.h"
 #include "util/tmpdir.h"
@@ -73,7 +74,19 @@ int tmpfile_owned_new(char *template, int *ret_fd, nook_error *err) {
 }
 
 int tmp_sweep(const char *dir, tmp_remove_fn rm) {
+        return tmp_sweep_prefix(dir, NULL, rm);
+}
+
+int tmp_sweep_prefix(const char *dir, const char *prefix, tmp_remove_fn rm) {
         _cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+        if (dfd < 0)
+                return 0;
+        return tmp_sweep_at(dfd, prefix, rm);
+}
+
+int tmp_sweep_at(int dirfd, const char *prefix, tmp_remove_fn rm) {
+        /* dirfd may be O_PATH (no getdents): reopen it for reading */
+        _cleanup_close_ int dfd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (dfd < 0)
                 return 0;
         int lfd = fcntl(dfd, F_DUPFD_CLOEXEC, 3);
@@ -85,7 +98,8 @@ int tmp_sweep(const char *dir, tmp_remove_fn rm) {
         int n = 0;
         struct dirent *de;
         while ((de = readdir(d))) {
-                if (streq(de->d_name, ".") || streq(de->d_name, ".."))
+                if (streq(de->d_name, ".") || streq(de->d_name, "..") ||
+                        (prefix && !startswith(de->d_name, prefix)))
                         continue;
                 _cleanup_close_ int fd =
                         openat(dfd, de->d_name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);

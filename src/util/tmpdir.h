@@ -21,3 +21,7 @@ typedef int (*tmp_remove_fn)(int dirfd, const char *name, nook_error *err);
  * is locked without waiting and, once held, removed with rm.  Entries with a live owner stay.
  * Returns the number removed; failures are ignored (a sweep never fails its caller). */
 int tmp_sweep(const char *dir, tmp_remove_fn rm);
+/* The same for the entries whose name starts with prefix (a folder that also holds other things). */
+int tmp_sweep_prefix(const char *dir, const char *prefix, tmp_remove_fn rm);
+/* The same in the folder dirfd (prefix NULL: every entry). */
+int tmp_sweep_at(int dirfd, const char *prefix, tmp_remove_fn rm);

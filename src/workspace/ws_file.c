@@ -46,7 +46,10 @@ static void ws_tmp_pid_refresh(void) {
         __atomic_store_n(&ws_tmp_pid, getpid(), __ATOMIC_RELAXED);
 }
 
+static bool ws_tmp_proc; /* /proc/self/fd is there: unnamed temporaries can be linked */
+
 static void ws_tmp_init(void) {
+        ws_tmp_proc = access("/proc/self/fd", X_OK) == 0;
         ws_tmp_pid_refresh();
         (void)pthread_atfork(NULL, NULL, ws_tmp_pid_refresh);
 }
@@ -149,13 +152,43 @@ static int ws_parent(ws *w, char *rel, const char *path, bool create, ws_parent_
         return 0;
 }
 
+static void ws_tmp_name(char *ret_name, size_t name_size) {
+        uint64_t c = __atomic_fetch_add(&ws_tmp_counter, 1, __ATOMIC_RELAXED);
+        (void)snprintf(ret_name, name_size, WS_TMP_PREFIX "%d-%" PRIu64,
+                (int)__atomic_load_n(&ws_tmp_pid, __ATOMIC_RELAXED), c);
+}
+
+/* An unnamed file (O_TMPFILE) in dfd: a write killed half-way leaves nothing behind, where a
+ * named temporary would stay in the workspace.  -1 where the filesystem has no O_TMPFILE or
+ * /proc is not mounted (ws_tmp_link names the file through /proc/self/fd). */
+static int ws_tmp_unnamed(ws *w, int dfd, mode_t mode) {
+        if (!ws_tmp_proc)
+                return -1;
+        int fd = openat(dfd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, mode);
+        if (fd >= 0 && ws_chown_fd(w, fd) < 0)
+                fd = safe_close(fd);
+        return fd;
+}
+
+/* Gives the unnamed file fd the name name in dfd (linkat fails with EEXIST if it is taken). */
+static int ws_tmp_link(int fd, int dfd, const char *name) {
+        char p[64];
+        (void)snprintf(p, sizeof(p), "/proc/self/fd/%d", fd);
+        return linkat(AT_FDCWD, p, dfd, name, AT_SYMLINK_FOLLOW) < 0 ? -errno : 0;
+}
+
+/* The temporary a write goes to: unnamed (*ret_name "") where it can be, else named. */
 static int ws_tmp_create(
         ws *w, int dfd, mode_t mode, char *ret_name, size_t name_size, int *ret_fd, nook_error *err) {
         (void)pthread_once(&ws_tmp_once, ws_tmp_init);
+        int ufd = ws_tmp_unnamed(w, dfd, mode);
+        if (ufd >= 0) {
+                ret_name[0] = 0;
+                *ret_fd = ufd;
+                return 0;
+        }
         for (int i = 0; i < WS_TMP_ATTEMPTS; i++) {
-                uint64_t c = __atomic_fetch_add(&ws_tmp_counter, 1, __ATOMIC_RELAXED);
-                (void)snprintf(ret_name, name_size, WS_TMP_PREFIX "%d-%" PRIu64,
-                        (int)__atomic_load_n(&ws_tmp_pid, __ATOMIC_RELAXED), c);
+                ws_tmp_name(ret_name, name_size);
                 int fd = openat(dfd, ret_name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
                 if (fd < 0 && errno == EEXIST)
                         continue;
@@ -193,6 +226,24 @@ static int ws_copy_fd(int out, int in) {
         }
 }
 
+/* Puts a written unnamed file in place: a new name is linked directly (nothing else ever shows
+ * up); an existing one is replaced through a named temporary (tmp, for the rename that follows),
+ * which a kill can leave only between these two calls. */
+static int ws_tmp_place(int fd, int dfd, const char *base, char *tmp, size_t tmp_size) {
+        int r = ws_tmp_link(fd, dfd, base);
+        if (r != -EEXIST)
+                return r;
+        for (int i = 0; i < WS_TMP_ATTEMPTS; i++) {
+                ws_tmp_name(tmp, tmp_size);
+                r = ws_tmp_link(fd, dfd, tmp);
+                if (r != -EEXIST)
+                        break;
+        }
+        if (r < 0)
+                tmp[0] = 0;
+        return r;
+}
+
 /* Atomic replace: a reader sees the old file or the new one, never half of one (no fsync: this
  * is about concurrent readers, not power loss).  renameat over an existing symlink replaces the
  * link; nothing is ever written through it. */
@@ -214,13 +265,16 @@ static int ws_write_common(
                 return nook_err_wrap(err, "writing '%s'", path);
 
         r = src_fd >= 0 ? ws_copy_fd(tfd, src_fd) : fd_write_all(tfd, data, len);
+        if (r == 0 && !tmp[0])
+                r = ws_tmp_place(tfd, d.fd, d.base, tmp, sizeof(tmp));
         if (close(tfd) < 0 && r == 0)
                 r = -errno;
-        if (r == 0 && renameat(d.fd, tmp, d.fd, d.base) < 0)
+        if (r == 0 && tmp[0] && renameat(d.fd, tmp, d.fd, d.base) < 0)
                 r = -errno;
         if (r == 0)
                 return 0;
-        (void)unlinkat(d.fd, tmp, 0);
+        if (tmp[0])
+                (void)unlinkat(d.fd, tmp, 0);
         if (r == -EISDIR || r == -ENOTEMPTY || r == -EEXIST)
                 return nook_err_set(err, NOOK_E_INVALID, "Cannot write '%s': it is a directory", path);
         if (r == -ENOMEM)

@@ -14,7 +14,7 @@
 require_bin "$NOOK"
 command -v jq >/dev/null || plan skip_all "jq is needed to read nook's JSON"
 command -v busybox >/dev/null || plan skip_all "busybox is needed for the test root filesystem"
-plan 80
+plan 81
 
 ROOT=0
 nook_rootful && ROOT=1
@@ -241,7 +241,9 @@ sx s 'cat /workspace/f /etc/issue; stat -c "%u:%g" /etc/own /workspace/own'
 is "$out" "$(printf 'ws\nchanged\n%s\n%s' "$O" "$O")" "once started it has the source's files and owners ($O)"
 run_nook branch src --memory m
 is "$status" 1 "--memory is refused"
-like "$err" "memory branches need CRIU checkpoint support; see \`nook doctor\`" "naming CRIU and nook doctor"
+like "$err" "Cannot branch with memory: .*see 'nook doctor'" "naming the cause and nook doctor"
+why=$("$NOOK" doctor --json 2>/dev/null | jq -r '.checks[] | select(.name == "memory checkpoints") | .detail')
+like "$err" "$(printf '%s' "${why:0:40}" | sed 's/[][\\.*^$()+?{}|]/\\&/g')" "the same cause as nook doctor's memory checkpoints row"
 
 # ---- hostile input --------------------------------------------------------------------------------
 before=$("$NOOK" ls -q | sort | tr '\n' ' ')

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# `nook cat NAME:PATH` reads the workspace only (docs/cli.md, `nook cat --help`): '/x', 'x' and
+# '/workspace/x' are the same file; a root filesystem path is not reached, and says so; it works
+# on a stopped sandbox; hostile paths are refused.
+. "$(dirname "$0")/lib.sh"
+
+require_bin "$NOOK"
+plan 10
+
+run_nook create c1 --sticky
+is "$status" 0 "create c1"
+echo hello | "$NOOK" ws write c1 /dist/a.txt
+run_nook cat c1:/dist/a.txt
+a=$out
+run_nook cat c1:dist/a.txt
+b=$out
+run_nook cat c1:/workspace/dist/a.txt
+is "$a|$b|$out" "hello|hello|hello" "/dist/a.txt, dist/a.txt and /workspace/dist/a.txt are the same workspace file"
+run_nook cat c1:/etc/os-release
+like "$status|$err" "^1\|.*in the workspace: '/etc/os-release'" "a root filesystem path is not reached: the error says 'in the workspace'"
+run_nook cat --help
+like "$out" "nook cp NAME:/etc/x -" "--help points to nook cp for root filesystem files"
+expect_fail 2 "an unknown option" cat --bogus
+like "$err" "unknown option '--bogus'" "the usage error names the option"
+run_nook cat c1:/../../etc/passwd
+is "$status" 1 "a path with .. is refused"
+like "$err" "outside the workspace" "the refusal says why"
+run_nook stop c1
+run_nook cat c1:/dist/a.txt
+is "$status|$out" "0|hello" "cat works on a stopped sandbox"
+run_nook rm c1
+is "$status" 0 "rm c1"

@@ -49,7 +49,7 @@ int branch_point_now(char *buf, size_t len) {
                 return -errno;
         char day[32];
         (void)strftime(day, sizeof(day), "%Y-%m-%dT%H:%M:%S", &tm);
-        (void)snprintf(buf, len, "%s.%03ldZ", day, ts.tv_nsec / 1000000);
+        (void)snprintf(buf, len, "%s.%03dZ", day, (int)(ts.tv_nsec / 1000000 % 1000));
         return 0;
 }
 

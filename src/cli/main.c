@@ -41,6 +41,7 @@ static const cli_command commands[] = {
         { "volume", cmd_volume, "Named volumes: create, ls, rm" },
         { "image", cmd_image, "Images: pull, ls, inspect, rm, prune, import, export" },
         { "snapshot", cmd_snapshot, "Snapshots (disk state only): create, ls, inspect, rm, export, import" },
+        { "egress", cmd_egress, "The egress gateway's audit log ('nook egress log NAME')" },
         { "doctor", cmd_doctor, "Check what this host offers nook" },
         { "help", cmd_help, "Show this help, or a command's ('nook help COMMAND')" },
         { "version", cmd_version, "Print the versions of nook and libnook" },

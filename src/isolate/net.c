@@ -381,7 +381,7 @@ static void emit_rule(FILE *f, const net_rule *r) {
 static void emit_redirect(FILE *f, const net_policy *p) {
         fprintf(f,
                 "        chain egress {\n"
-                "                type nat hook output priority dstnat; policy accept;\n"
+                "                type nat hook output priority -100; policy accept;\n"
                 "                oif \"lo\" return\n"
                 "                ip daddr 127.0.0.0/8 return\n"
                 "                ip6 daddr ::1 return\n");
@@ -424,14 +424,14 @@ int net_ruleset_build(const net_policy *p, char **ret_text, nook_error *err) {
         /* Output: everything the sandbox sends.  Replies of connections into the sandbox (published
          * ports, whose peer is the slirp gateway) pass as established. */
         bool gateway = p->redirect_http && p->redirect_https;
-        /* With the gateway, the filter runs before the nat redirect (mangle -150 < dstnat -100):
+        /* With the gateway, the filter runs before the nat redirect (-150, mangle, before dstnat, -100):
          * after it, every redirected packet would look like loopback traffic. */
         fprintf(f,
                 "        chain output {\n"
                 "                type filter hook output priority %s; policy drop;\n"
                 "                oif \"lo\" accept\n"
                 "                ct state established,related accept\n",
-                gateway ? "mangle" : "filter");
+                gateway ? "-150" : "filter");
         /* QUIC would pass beside the gateway: HTTP/3 clients fall back to TCP */
         if (gateway)
                 fprintf(f, "                udp dport 443 reject with icmpx type admin-prohibited\n");

@@ -65,6 +65,7 @@ typedef enum op_kind {
         OP_SNAP_LIST,
         OP_SNAP_INSPECT,
         OP_SNAP_REMOVE,
+        OP_EGRESS_LOG,
 } op_kind;
 
 typedef struct op {
@@ -93,6 +94,8 @@ static void op_free(napi_env env, op *o) {
                 (void)napi_delete_reference(env, o->keep2);
         free(o->home);
         free(o->name);
+        if (o->text) /* create's spec may hold secrets' values */
+                explicit_bzero(o->text, strlen(o->text));
         free(o->text);
         nook_free(o->out_json);
         nook_free(o->out_data);
@@ -157,6 +160,9 @@ static void op_execute(napi_env env, void *data) {
         case OP_SNAP_REMOVE:
                 o->r = nook_snapshot_remove(n, o->name, &o->err);
                 break;
+        case OP_EGRESS_LOG:
+                o->r = nook_egress_log_entries(n, o->name, &o->out_json, &o->err);
+                break;
         case OP_WS_WRITE:
         case OP_WS_READ:
         case OP_WS_MKDIR:
@@ -174,6 +180,7 @@ static napi_value op_result(napi_env env, op *o) {
         case OP_SNAP_CREATE:
         case OP_SNAP_LIST:
         case OP_SNAP_INSPECT:
+        case OP_EGRESS_LOG:
                 return make_string(env, o->out_json ? o->out_json : "null");
         case OP_WS_OPEN: {
                 NAPI_OK(env, napi_create_external(env, o->out_ws, ws_finalize, NULL, &v));
@@ -330,6 +337,10 @@ static napi_value js_snapshot_inspect(napi_env env, napi_callback_info info) {
 }
 static napi_value js_snapshot_remove(napi_env env, napi_callback_info info) {
         return lifecycle_op(env, info, OP_SNAP_REMOVE, "nook.snapshotRemove");
+}
+/* egressLog(home, name) -> Promise<JSON array string> */
+static napi_value js_egress_log(napi_env env, napi_callback_info info) {
+        return lifecycle_op(env, info, OP_EGRESS_LOG, "nook.egressLog");
 }
 
 /* wsWrite(ws, path, buffer) -> Promise<void>.  The buffer is referenced, not copied. */
@@ -558,6 +569,7 @@ static napi_value init(napi_env env, napi_value exports) {
                 { "snapshotCreate", js_snapshot_create },
                 { "snapshotList", js_snapshot_list },
                 { "snapshotInspect", js_snapshot_inspect },
+                { "egressLog", js_egress_log },
                 { "snapshotRemove", js_snapshot_remove },
         };
         for (size_t i = 0; i < sizeof(fns) / sizeof(fns[0]); i++) {

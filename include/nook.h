@@ -157,6 +157,12 @@ NOOK_PUBLIC int nook_cp_out(
  *   network          "off" (default: loopback only)
  *   workdir          default working directory of execs (default /workspace)
  *   user             default user of execs (default root of the sandbox)
+ *   secrets          {"NAME": {"value": "...", "hosts": ["api.example.com", "*.example.com"],
+ *                    "body": false}}: the guest's NAME is a placeholder that the egress gateway
+ *                    replaces by value in HTTPS requests to hosts only.  The value is needed at
+ *                    create and never stored (a later start has none: the placeholder is blocked)
+ *   egress           {"allowHttp": ["METHOD URL-GLOB", ...], "caPem": "PEM", "audit": bool}
+ *                    (secrets and egress need network "public" or "policy")
  * Unknown fields are an error naming them. */
 #define NOOK_CREATE_REPLACE (1u << 0) /* stop a running sandbox of that name first */
 /* The sandbox lives as long as this nook handle: when the handle is closed or the calling process

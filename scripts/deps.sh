@@ -35,6 +35,9 @@ packages=(
         # install (issue 12): the deb stage builds and installs the package (dpkg-buildpackage,
         # debhelper's meson support, man -w); zsh and fish to test their completion scripts
         dpkg-dev debhelper fakeroot man-db bash-completion zsh fish
+        # egress integration (issue 14): test_egress.sh's clients in the guest (Python requests;
+        # jq reads the audit log)
+        python3-requests jq
 )
 
 log() { [[ "${NOOK_DEPS_VERBOSE:-0}" == 1 ]] && echo "deps: $*" >&2 || true; }

@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# The guest's side of the egress gateway (issue #14) in every stage, root and rootless, without a
+# test world: the placeholder in the guest's env and the value nowhere (guest env, disk and /proc;
+# argv and environ of every host process; NOOK_HOME), the CA bundle and the four variables, the
+# redirect and the QUIC reject loaded in the sandbox's own network namespace before create
+# returns, the audit log, a restart without the value, and a dead gateway logged.  The traffic
+# itself: test_egress.sh (root, netns world).
+. "$(dirname "$0")/lib.sh"
+
+require_bin "$NOOK" "$NOOK_SUPERVISOR"
+if [[ ! -x $NOOK_BUILD_DIR/src/egress/nook-egress ]]; then
+        plan 1
+        skip_expected "nook-egress not built in this tree"
+        exit 0
+fi
+for t in slirp4netns nsenter nft jq; do
+        command -v $t >/dev/null || plan skip_all "$t is not installed (scripts/deps.sh installs it)"
+done
+[[ -r /dev/net/tun && -w /dev/net/tun ]] || { plan 1; skip_expected "no access to /dev/net/tun here (the network needs it)"; exit 0; }
+plan 17
+
+SENT="nook-sentinel-$$-$RANDOM-guest"
+TOK=$SENT run_nook create --network public --sticky --secret TOK@api.example.test,'*.example.test' --egress-audit g
+is "$status" 0 "create --network public --secret TOK@... (rootful or rootless)" || diag "$err"
+
+# the sandbox's netns, straight after create: the redirect is there before any exec
+run_nook inspect g
+sup=$(jq -r .supervisorPid <<<"$out")
+init=""
+for p in $(pgrep -P "$sup"); do
+        [[ $(readlink /proc/$p/ns/net) != "$(readlink /proc/$sup/ns/net)" ]] && init=$p
+done
+if [[ $(id -u) == 0 && -z ${NOOK_TEST_STAGE:-} || ${NOOK_TEST_STAGE:-} == root || ${NOOK_TEST_STAGE:-} == asan-root ]]; then
+        rules=$(nsenter -t "$init" -n nft list table inet nook 2>&1)
+else
+        rules=$(nsenter -t "$init" -U -n --preserve-credentials nft list table inet nook 2>&1)
+fi
+like "$rules" "tcp dport 80 redirect to :[0-9]+" "the sandbox's netns redirects port 80 to the gateway" || diag "$rules"
+like "$rules" "tcp dport 443 redirect to :[0-9]+" "... and port 443"
+like "$rules" "udp dport 443 reject" "... and rejects UDP 443 (QUIC)"
+egress_pid=$(pgrep -P "$sup" -x nook-egress)
+check "the gateway runs beside the supervisor, outside the sandbox's network namespace" \
+        test -n "$egress_pid" -a "$(readlink /proc/$egress_pid/ns/net)" = "$(readlink /proc/$sup/ns/net)"
+
+run_nook exec g -- sh -c 'printf %s "$TOK"'
+like "$out" '^nook-ph-[0-9a-f]{32}$' "the guest's TOK is a placeholder"
+ph=$out
+run_nook exec g -- sh -c 'printf "%s\n" "$SSL_CERT_FILE" "$NODE_EXTRA_CA_CERTS" "$REQUESTS_CA_BUNDLE" "$CURL_CA_BUNDLE" | sort -u'
+is "$out" "/etc/ssl/nook-ca-certificates.crt" "the four CA variables name one bundle"
+run_nook exec g -- sh -c 'grep -c "BEGIN CERTIFICATE" "$SSL_CERT_FILE"; tail -n 40 "$SSL_CERT_FILE" | openssl x509 -noout -subject 2>/dev/null || tail -c 200 "$SSL_CERT_FILE"'
+base=$(grep -c "BEGIN CERTIFICATE" /etc/ssl/certs/ca-certificates.crt 2>/dev/null || echo 0)
+is "$(head -1 <<<"$out")" "$((base + 1))" "the bundle is the system's plus the sandbox's own CA"
+run_nook exec g -- sh -c 'test -r /etc/ssl/certs/ca-certificates.crt && ! grep -q "$TOK" /etc/ssl/nook-ca-certificates.crt'
+is "$status" 0 "the host's bundle is untouched and readable"
+
+run_nook exec g -- sh -c 'echo "$TOK" > /root/tok; grep -lsF "'"$SENT"'" /proc/[0-9]*/environ /proc/[0-9]*/cmdline; grep -rlsF "'"$SENT"'" /etc /root /tmp /workspace /var; true'
+is "$out" "" "the guest's /proc and disk never hold the value"
+hits=$(grep -lsF -f <(printf '%s\n' "$SENT") /proc/[0-9]*/environ /proc/[0-9]*/cmdline)
+is "$hits" "" "no host process (supervisor, gateway, slirp4netns) holds the value in argv or environ"
+run_nook egress log --json g
+is "$status" 0 "nook egress log reads the gateway's audit log"
+run_nook stop g
+run_nook snapshot create g gsnap
+hits=$(grep -rlsF -f <(printf '%s\n' "$SENT") "$NOOK_HOME")
+is "$hits" "" "NOOK_HOME (database, config, logs, audit log, snapshot) never holds the value"
+unlike "$(cat "$NOOK_HOME/sandboxes/g/config.json")" "$SENT" "config.json holds placeholders only"
+
+# a start without the value: new placeholders, and the sandbox still starts
+run_nook start g
+is "$status" 0 "a sticky sandbox starts again without the value (its placeholder is blocked)" || diag "$err"
+run_nook exec g -- sh -c 'printf %s "$TOK"'
+if [[ $out =~ ^nook-ph-[0-9a-f]{32}$ && $out != "$ph" ]]; then ok "... with a new placeholder"; else not_ok "... with a new placeholder" "$out"; fi
+
+# the gateway dies: logged; the redirect stays
+run_nook inspect g
+sup=$(jq -r .supervisorPid <<<"$out")
+kill -9 "$(pgrep -P "$sup" -x nook-egress)"
+wait_for 5 grep -q "egress gateway" "$NOOK_HOME/sandboxes/g/supervisor.log"
+is "$?" 0 "the supervisor logs the gateway's death"
+run_nook rm g
+run_nook snapshot rm gsnap

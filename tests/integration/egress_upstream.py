@@ -6,7 +6,10 @@ to LOG as one JSON line, and answers "upstream <METHOD> <path> auth=<real|placeh
 where "real" means the Authorization header is "Bearer " + the sentinel.  It never echoes a header
 value: the guest must not learn the secret from it.
 
-    egress_upstream.py CERT KEY LOG SENTINEL
+    egress_upstream.py CERT KEY LOG SENTINEL_FILE
+
+The sentinel comes from a file: in an argv it would show in every process listing the test
+sweeps for it.
 """
 import http.server
 import json
@@ -14,7 +17,9 @@ import ssl
 import sys
 import threading
 
-cert, key, log, sentinel = sys.argv[1:5]
+cert, key, log, sentinel_file = sys.argv[1:5]
+with open(sentinel_file) as f:
+    sentinel = f.read().strip()
 lock = threading.Lock()
 
 

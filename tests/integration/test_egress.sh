@@ -28,7 +28,7 @@ for t in ip slirp4netns dnsmasq busybox curl openssl nsenter nft node jq; do
         command -v $t >/dev/null || plan skip_all "$t is not installed (scripts/deps.sh installs it)"
 done
 /usr/bin/python3 -c 'import requests' 2>/dev/null || plan skip_all "python3-requests is not installed"
-plan 41
+plan 43
 trap 'net_topology_down; _tap_finish' EXIT
 net_topology_up || bail_out "cannot build the test world"
 
@@ -45,8 +45,9 @@ mkdir -p "$pki"
         openssl x509 -req -in srv.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out srv.pem -days 2 -extfile ext
 ) >/dev/null 2>&1 || bail_out "cannot make the test PKI"
 : >"$up_log"
+printf '%s\n' "$SENT" >"$pki/sentinel"
 _net_bg "$NET_W" "$NET_DIR/https.pid" /usr/bin/python3 "$(dirname "$0")/egress_upstream.py" \
-        "$pki/srv.pem" "$pki/srv.key" "$up_log" "$SENT"
+        "$pki/srv.pem" "$pki/srv.key" "$up_log" "$pki/sentinel"
 wait_for 10 ip netns exec "$NET_UP" curl -sf --cacert "$pki/ca.pem" --resolve public.test:443:198.51.100.10 \
         -o /dev/null https://public.test/health || bail_out "the HTTPS upstream did not come up"
 

@@ -18,16 +18,17 @@ static int cmd_egress_log(int argc, char **argv) {
         while ((c = getopt_long(argc, argv, "+hf", opts, NULL)) >= 0) {
                 switch (c) {
                 case 'h':
-                        printf(EGRESS_USAGE "\n"
-                               "Prints the audit log of the sandbox's egress gateway (started by --secret,\n"
-                               "--allow-http or --egress-audit): one line per HTTP(S) request or refused\n"
-                               "connection, TIME DECISION STATUS METHOD HOSTPATH (RULE or REASON).  DECISION is\n"
-                               "allow, deny (no --allow-http rule matched: the guest got 403), block (a secret's\n"
-                               "placeholder sent where it may not go) or error.  Never a secret or a placeholder.\n"
-                               "Kept until 'nook rm'.  Fields come from the guest: control characters show as \\xNN.\n\n"
-                               "  -f, --follow           keep printing new entries until the sandbox stops (or ^C)\n"
-                               "  --json                 one JSON object per line: time, sandbox, method, host, path,\n"
-                               "                         status, decision, rule, reason, bytesUp, bytesDown, proto\n");
+                        printf(EGRESS_USAGE
+                                "\n"
+                                "Prints the audit log of the sandbox's egress gateway (started by --secret,\n"
+                                "--allow-http or --egress-audit): one line per HTTP(S) request or refused\n"
+                                "connection, TIME DECISION STATUS METHOD HOSTPATH (RULE or REASON).  DECISION is\n"
+                                "allow, deny (no --allow-http rule matched: the guest got 403), block (a secret's\n"
+                                "placeholder sent where it may not go) or error.  Never a secret or a placeholder.\n"
+                                "Kept until 'nook rm'.  Fields come from the guest: control characters show as \\xNN.\n\n"
+                                "  -f, --follow           keep printing new entries until the sandbox stops (or ^C)\n"
+                                "  --json                 one JSON object per line: time, sandbox, method, host, path,\n"
+                                "                         status, decision, rule, reason, bytesUp, bytesDown, proto\n");
                         return 0;
                 case 'f':
                         o.follow = true;
@@ -56,8 +57,8 @@ static int cmd_egress_log(int argc, char **argv) {
 int cmd_egress(int argc, char **argv) {
         if (argc < 2 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0) {
                 fputs(EGRESS_USAGE "\n"
-                      "The egress gateway of a sandbox created with --secret, --allow-http or\n"
-                      "--egress-audit: 'nook egress log NAME' prints its audit log.\n",
+                                   "The egress gateway of a sandbox created with --secret, --allow-http or\n"
+                                   "--egress-audit: 'nook egress log NAME' prints its audit log.\n",
                         argc < 2 ? stderr : stdout);
                 return argc < 2 ? CLI_EXIT_USAGE : 0;
         }

@@ -65,7 +65,8 @@ static int placeholder_new(char ret[8 + 32 + 1], nook_error *err) {
 
 /* The image's own bundle, resolved inside the layer (RESOLVE_IN_ROOT): an image's symlink
  * never makes us copy a host file into the guest.  The topmost layer holding it wins. */
-static int read_image_bundle(const sb_image *img, bool host_image, char **ret, size_t *ret_len, nook_error *err) {
+static int read_image_bundle(
+        const sb_image *img, bool host_image, char **ret, size_t *ret_len, nook_error *err) {
         *ret = NULL;
         *ret_len = 0;
         if (host_image) {
@@ -78,7 +79,8 @@ static int read_image_bundle(const sb_image *img, bool host_image, char **ret, s
                         continue;
                 struct open_how how = { .flags = O_RDONLY | O_CLOEXEC,
                         .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV };
-                _cleanup_close_ int fd = (int)syscall(SYS_openat2, root, GUEST_BUNDLE + 1, &how, sizeof(how));
+                _cleanup_close_ int fd =
+                        (int)syscall(SYS_openat2, root, GUEST_BUNDLE + 1, &how, sizeof(how));
                 /* COMPAT(kernel < 5.6): no openat2; a symlinked bundle is then not followed */
                 if (fd < 0 && errno == ENOSYS)
                         fd = openat(root, GUEST_BUNDLE + 1, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
@@ -122,13 +124,16 @@ static int write_bundle(const sb_image *img, bool host_image, const char *upper,
         const char *base = host_image ? "nook-ca-certificates.crt" : "ca-certificates.crt";
         int dir = host_image ? ssl : certs;
         (void)unlinkat(dir, base, 0); /* a kept layer's copy, or a symlink: replaced, never followed */
-        _cleanup_close_ int fd = openat(dir, base, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+        _cleanup_close_ int fd =
+                openat(dir, base, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
         if (fd < 0)
                 return nook_err_errno(err, NOOK_E_IO, "Cannot write the CA bundle in the writable layer");
         if (len && (r = fd_write_all(fd, data, len)) < 0)
-                return nook_err_errnum(err, NOOK_E_IO, -r, "Cannot write the CA bundle in the writable layer");
+                return nook_err_errnum(
+                        err, NOOK_E_IO, -r, "Cannot write the CA bundle in the writable layer");
         if (len && data[len - 1] != '\n' && (r = fd_write_all(fd, "\n", 1)) < 0)
-                return nook_err_errnum(err, NOOK_E_IO, -r, "Cannot write the CA bundle in the writable layer");
+                return nook_err_errnum(
+                        err, NOOK_E_IO, -r, "Cannot write the CA bundle in the writable layer");
         (void)fchown(fd, uid, gid);
         *ret_path = strprintf("%s%s", upper, host_image ? GUEST_BUNDLE_HOST_IMAGE : GUEST_BUNDLE);
         return *ret_path ? 0 : nook_err_oom(err);

@@ -64,13 +64,15 @@ static int check_value(const char *name, json_t *v, char **ret, nook_error *err)
                 return 0;
         }
         if (!json_is_string(v))
-                return nook_err_set(err, NOOK_E_INVALID, "Invalid spec: secret '%s': 'value' must be a string", name);
+                return nook_err_set(
+                        err, NOOK_E_INVALID, "Invalid spec: secret '%s': 'value' must be a string", name);
         const char *t = json_string_value(v);
         size_t len = json_string_length(v);
         /* no message may quote the value: these errors say what is wrong, never what it is */
         if (len == 0 || len > SB_SECRET_VALUE_MAX)
                 return nook_err_set(err, NOOK_E_INVALID,
-                        "Invalid spec: secret '%s': the value must be 1 to %d bytes", name, SB_SECRET_VALUE_MAX);
+                        "Invalid spec: secret '%s': the value must be 1 to %d bytes", name,
+                        SB_SECRET_VALUE_MAX);
         if (strlen(t) != len || strpbrk(t, "\r\n"))
                 return nook_err_set(err, NOOK_E_INVALID,
                         "Invalid spec: secret '%s': the value holds a NUL byte or a line break (it goes into HTTP headers)",
@@ -82,7 +84,8 @@ static int check_value(const char *name, json_t *v, char **ret, nook_error *err)
 static int parse_hosts(const char *name, json_t *hosts, char ***ret, nook_error *err) {
         json_t *v;
         size_t i;
-        if (!json_is_array(hosts) || json_array_size(hosts) == 0 || json_array_size(hosts) > SB_SECRET_HOSTS_MAX)
+        if (!json_is_array(hosts) || json_array_size(hosts) == 0 ||
+                json_array_size(hosts) > SB_SECRET_HOSTS_MAX)
                 return nook_err_set(err, NOOK_E_INVALID,
                         "Invalid spec: secret '%s': 'hosts' must be an array of 1 to %d host names", name,
                         SB_SECRET_HOSTS_MAX);
@@ -105,22 +108,26 @@ static int parse_secret(const char *name, json_t *v, const sb_spec *s, sb_secret
         json_t *f;
         if (!env_name_is_valid(name, strlen(name)) || strlen(name) > 128)
                 return nook_err_set(err, NOOK_E_INVALID,
-                        "Invalid spec: secret name '%.128s' must match [A-Za-z_][A-Za-z0-9_]* (at most 128)", name);
+                        "Invalid spec: secret name '%.128s' must match [A-Za-z_][A-Za-z0-9_]* (at most 128)",
+                        name);
         for (size_t i = 0; i < ELEMENTSOF(reserved); i++)
                 if (streq(name, reserved[i]))
                         return nook_err_set(err, NOOK_E_INVALID,
-                                "Invalid spec: secret name '%s' is a variable nook sets itself; choose another", name);
+                                "Invalid spec: secret name '%s' is a variable nook sets itself; choose another",
+                                name);
         if (env_has(s->env, name))
                 return nook_err_set(err, NOOK_E_INVALID,
                         "Invalid spec: '%s' is both in 'env' and in 'secrets'; keep it in one", name);
         if (!json_is_object(v))
                 return nook_err_set(err, NOOK_E_INVALID,
                         "Invalid spec: secret '%s' must be {\"value\", \"hosts\": [...], \"body\"?}", name);
-        json_object_foreach(v, k, f) if (!streq(k, "value") && !streq(k, "hosts") && !streq(k, "body")) return nook_err_set(
-                err, NOOK_E_INVALID, "Invalid spec: secret '%s': unknown field '%.64s'", name, k);
+        json_object_foreach(v, k, f) if (!streq(k, "value") && !streq(k, "hosts") &&
+                !streq(k, "body")) return nook_err_set(err, NOOK_E_INVALID,
+                "Invalid spec: secret '%s': unknown field '%.64s'", name, k);
         json_t *body = json_object_get(v, "body");
         if (body && !json_is_boolean(body))
-                return nook_err_set(err, NOOK_E_INVALID, "Invalid spec: secret '%s': 'body' must be true or false", name);
+                return nook_err_set(err, NOOK_E_INVALID,
+                        "Invalid spec: secret '%s': 'body' must be true or false", name);
         x->body = json_is_true(body);
         x->name = strdup(name);
         if (!x->name)
@@ -140,7 +147,8 @@ static int parse_secrets(json_t *m, sb_spec *s, nook_error *err) {
                 return nook_err_set(err, NOOK_E_INVALID,
                         "Invalid spec: 'secrets' must be an object {\"NAME\": {\"value\", \"hosts\": [...]}}");
         if (json_object_size(m) > SB_SECRETS_MAX)
-                return nook_err_set(err, NOOK_E_INVALID, "Invalid spec: more than %d secrets", SB_SECRETS_MAX);
+                return nook_err_set(
+                        err, NOOK_E_INVALID, "Invalid spec: more than %d secrets", SB_SECRETS_MAX);
         s->secrets = calloc(json_object_size(m) + 1, sizeof(sb_secret));
         if (!s->secrets)
                 return nook_err_oom(err);
@@ -157,7 +165,8 @@ static int parse_secrets(json_t *m, sb_spec *s, nook_error *err) {
 static int check_rule(size_t i, const char *t, size_t len, nook_error *err) {
         if (len == 0 || len > SB_ALLOW_HTTP_LEN)
                 return nook_err_set(err, NOOK_E_INVALID,
-                        "Invalid spec: egress.allowHttp[%zu] must be 1 to %d characters", i, SB_ALLOW_HTTP_LEN);
+                        "Invalid spec: egress.allowHttp[%zu] must be 1 to %d characters", i,
+                        SB_ALLOW_HTTP_LEN);
         for (size_t j = 0; j < len; j++)
                 if ((unsigned char)t[j] < 0x20 || t[j] == 0x7f)
                         return nook_err_set(err, NOOK_E_INVALID,
@@ -165,7 +174,8 @@ static int check_rule(size_t i, const char *t, size_t len, nook_error *err) {
         const char *sp = strchr(t, ' ');
         if (!sp || sp == t || !(startswith(sp + 1, "http://") || startswith(sp + 1, "https://")))
                 return nook_err_set(err, NOOK_E_INVALID,
-                        "Invalid spec: egress.allowHttp[%zu] '%.200s' is not 'METHOD http(s)://HOST/PATH-GLOB'", i, t);
+                        "Invalid spec: egress.allowHttp[%zu] '%.200s' is not 'METHOD http(s)://HOST/PATH-GLOB'",
+                        i, t);
         return 0;
 }
 
@@ -191,8 +201,9 @@ static int parse_egress_obj(json_t *e, sb_spec *s, nook_error *err) {
         if (!json_is_object(e))
                 return nook_err_set(err, NOOK_E_INVALID,
                         "Invalid spec: 'egress' must be an object {\"allowHttp\": [...], \"caPem\"?, \"audit\"?}");
-        json_object_foreach(e, k, v) if (!streq(k, "allowHttp") && !streq(k, "caPem") && !streq(k, "audit")) return nook_err_set(
-                err, NOOK_E_INVALID, "Invalid spec: egress: unknown field '%.64s'", k);
+        json_object_foreach(e, k, v) if (!streq(k, "allowHttp") && !streq(k, "caPem") &&
+                !streq(k, "audit")) return nook_err_set(err, NOOK_E_INVALID,
+                "Invalid spec: egress: unknown field '%.64s'", k);
         json_t *rules = json_object_get(e, "allowHttp"), *ca = json_object_get(e, "caPem"),
                *audit = json_object_get(e, "audit");
         if (audit && !json_is_boolean(audit))
@@ -200,10 +211,12 @@ static int parse_egress_obj(json_t *e, sb_spec *s, nook_error *err) {
         s->egress_audit = json_is_true(audit);
         if (rules && (!json_is_array(rules) || json_array_size(rules) > SB_ALLOW_HTTP_MAX))
                 return nook_err_set(err, NOOK_E_INVALID,
-                        "Invalid spec: egress.allowHttp must be an array of at most %d rules", SB_ALLOW_HTTP_MAX);
+                        "Invalid spec: egress.allowHttp must be an array of at most %d rules",
+                        SB_ALLOW_HTTP_MAX);
         json_array_foreach(rules, i, v) {
                 if (!json_is_string(v))
-                        return nook_err_set(err, NOOK_E_INVALID, "Invalid spec: egress.allowHttp[%zu] must be a string", i);
+                        return nook_err_set(err, NOOK_E_INVALID,
+                                "Invalid spec: egress.allowHttp[%zu] must be a string", i);
                 int r = check_rule(i, json_string_value(v), json_string_length(v), err);
                 if (r < 0)
                         return r;
@@ -212,7 +225,8 @@ static int parse_egress_obj(json_t *e, sb_spec *s, nook_error *err) {
         }
         if (ca && !json_is_null(ca)) {
                 if (!json_is_string(ca))
-                        return nook_err_set(err, NOOK_E_INVALID, "Invalid spec: egress.caPem must be a string");
+                        return nook_err_set(
+                                err, NOOK_E_INVALID, "Invalid spec: egress.caPem must be a string");
                 int r = check_ca(json_string_value(ca), json_string_length(ca), err);
                 if (r < 0)
                         return r;

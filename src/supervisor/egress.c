@@ -36,18 +36,21 @@ static json_t *config_msg(const sup_config *c, const char *values, nook_error *e
         if (values && !json_is_object(vals)) {
                 json_decref(vals);
                 json_decref(secrets);
-                (void)nook_err_set(err, NOOK_E_INVALID, "The secrets handed to the supervisor are not a JSON object");
+                (void)nook_err_set(
+                        err, NOOK_E_INVALID, "The secrets handed to the supervisor are not a JSON object");
                 return NULL;
         }
         json_array_foreach(json_object_get(c->egress, "secrets"), i, x) {
                 json_t *s = json_deep_copy(x);
                 json_t *v = json_object_get(vals, json_string_value(json_object_get(x, "name")));
-                json_object_set_new(s, "value", json_is_string(v) ? json_string(json_string_value(v)) : json_null());
+                json_object_set_new(
+                        s, "value", json_is_string(v) ? json_string(json_string_value(v)) : json_null());
                 json_array_append_new(secrets, s);
         }
         json_decref(vals);
-        json_t *m = json_pack("{s:s, s:s, s:o, s:O}", "sandbox", c->name, "mode", c->network ? c->network : "off",
-                "secrets", secrets, "allowHttp", json_object_get(c->egress, "allowHttp"));
+        json_t *m = json_pack("{s:s, s:s, s:o, s:O}", "sandbox", c->name, "mode",
+                c->network ? c->network : "off", "secrets", secrets, "allowHttp",
+                json_object_get(c->egress, "allowHttp"));
         json_t *ca = json_object_get(c->egress, "extraCaPem");
         if (m && json_is_string(ca))
                 json_object_set(m, "extraCaPem", ca);
@@ -90,7 +93,8 @@ static int send_msg(int sock, json_t *m, const int *fds, size_t n_fds, nook_erro
                         "The egress gateway's config is larger than %d bytes (fewer or shorter secrets, rules or CA)",
                         EGRESS_MSG_MAX);
         if (r < 0)
-                return nook_err_errnum(err, NOOK_E_INTERNAL, -r, "Cannot talk to the egress gateway (it died?)");
+                return nook_err_errnum(
+                        err, NOOK_E_INTERNAL, -r, "Cannot talk to the egress gateway (it died?)");
         return 0;
 }
 
@@ -116,7 +120,8 @@ static int recv_reply(int sock, json_t **ret, nook_error *err) {
         json_t *m = json_loads(buf, 0, NULL);
         if (!json_is_object(m)) {
                 json_decref(m);
-                return nook_err_set(err, NOOK_E_INTERNAL, "The egress gateway sent a message that is not a JSON object");
+                return nook_err_set(
+                        err, NOOK_E_INTERNAL, "The egress gateway sent a message that is not a JSON object");
         }
         const char *e = json_string_value(json_object_get(m, "error"));
         if (e) {
@@ -133,7 +138,8 @@ static int append_ca(const sup_config *c, const char *pem, nook_error *err) {
         if (!path)
                 return nook_err_set(err, NOOK_E_INVALID, "config: egress.caBundle is missing");
         if (!startswith(pem, "-----BEGIN CERTIFICATE-----") || strlen(pem) > 16384)
-                return nook_err_set(err, NOOK_E_INTERNAL, "The egress gateway's CA is not one PEM certificate");
+                return nook_err_set(
+                        err, NOOK_E_INTERNAL, "The egress gateway's CA is not one PEM certificate");
         _cleanup_close_ int fd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC | O_NOFOLLOW);
         if (fd < 0)
                 return nook_err_errno(err, NOOK_E_IO, "Cannot open the sandbox's CA bundle '%s'", path);
@@ -141,7 +147,8 @@ static int append_ca(const sup_config *c, const char *pem, nook_error *err) {
         int r = fd_write_all(fd, pem, len);
         if (r >= 0 && (len == 0 || pem[len - 1] != '\n'))
                 r = fd_write_all(fd, "\n", 1);
-        return r < 0 ? nook_err_errnum(err, NOOK_E_IO, -r, "Cannot write the sandbox's CA bundle '%s'", path) : 0;
+        return r < 0 ? nook_err_errnum(err, NOOK_E_IO, -r, "Cannot write the sandbox's CA bundle '%s'", path)
+                     : 0;
 }
 
 static int spawn_gateway(sup_egress *e, const char *program, nook_error *err) {
@@ -164,7 +171,8 @@ static int spawn_gateway(sup_egress *e, const char *program, nook_error *err) {
         return 0;
 }
 
-int sup_egress_start(sup_egress *e, const sup_config *c, const char *state_dir, const char *values, nook_error *err) {
+int sup_egress_start(
+        sup_egress *e, const sup_config *c, const char *state_dir, const char *values, nook_error *err) {
         if (!c->egress)
                 return 0;
         const char *program = json_string_value(json_object_get(c->egress, "program"));
@@ -235,11 +243,11 @@ bool sup_egress_reaped(sup_egress *e, pid_t p, int status) {
         if (e->pid <= 0 || p != e->pid)
                 return false;
         if (WIFSIGNALED(status))
-                fprintf(stderr, "nook-supervisor: the egress gateway (pid %d) was killed by signal %d\n", (int)p,
-                        WTERMSIG(status));
+                fprintf(stderr, "nook-supervisor: the egress gateway (pid %d) was killed by signal %d\n",
+                        (int)p, WTERMSIG(status));
         else
-                fprintf(stderr, "nook-supervisor: the egress gateway (pid %d) exited with status %d\n", (int)p,
-                        WEXITSTATUS(status));
+                fprintf(stderr, "nook-supervisor: the egress gateway (pid %d) exited with status %d\n",
+                        (int)p, WEXITSTATUS(status));
         e->pid = 0;
         return true;
 }

@@ -28,7 +28,8 @@ typedef struct sup_egress {
 
 /* Steps 1 and 2; nothing when c->egress is NULL.  values: {"NAME": "value"} or NULL (a restart:
  * each secret goes with "value": null, and the gateway blocks its placeholder). */
-int sup_egress_start(sup_egress *e, const sup_config *c, const char *state_dir, const char *values, nook_error *err);
+int sup_egress_start(
+        sup_egress *e, const sup_config *c, const char *state_dir, const char *values, nook_error *err);
 /* Step 3: hands over fds[0] (port 80's listener) and fds[1] (443's); they stay the caller's. */
 int sup_egress_listen(sup_egress *e, const int fds[2], nook_error *err);
 /* The gateway's socket for the event loop: 1 if *p was filled. */

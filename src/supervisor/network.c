@@ -110,7 +110,8 @@ static int make_egress_listener(const void *arg, int *ret_fd, nook_error *err) {
                 return nook_err_errno(err, NOOK_E_IO, "Cannot create the egress gateway's listener");
         if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 512) < 0) {
                 safe_close(fd);
-                return nook_err_errno(err, NOOK_E_IO, "Cannot bind the egress gateway's listener to 127.0.0.1");
+                return nook_err_errno(
+                        err, NOOK_E_IO, "Cannot bind the egress gateway's listener to 127.0.0.1");
         }
         *ret_fd = fd;
         return 0;

@@ -252,7 +252,9 @@ static char *build_redirect(net_mode mode, const char *const *rules, size_t n, u
         nook_error e = { 0 };
         for (size_t i = 0; i < n; i++)
                 cr_assert_geq(net_rule_from_string(rules[i], &r[i], &e), 0, "%s", e.msg);
-        net_policy p = { .mode = mode, .rules = r, .n_rules = n, .redirect_http = p80, .redirect_https = p443 };
+        net_policy p = {
+                .mode = mode, .rules = r, .n_rules = n, .redirect_http = p80, .redirect_https = p443
+        };
         char *t = NULL;
         cr_assert_geq(net_ruleset_build(&p, &t, &e), 0, "%s", e.msg);
         return t;
@@ -266,8 +268,10 @@ Test(net, egress_redirect_ruleset) {
         cr_assert(strstr(t, "type filter hook output priority -150;"), "filter before nat:\n%s", t);
         cr_assert(strstr(t, "udp dport 443 reject"), "QUIC rejected:\n%s", t);
         cr_assert(strstr(t, "type nat hook output priority -100;"), "%s", t);
-        const char *lo = strstr(t, "ip daddr 127.0.0.0/8 return"), *proxy = strstr(t, "ip daddr 10.99.0.10 tcp dport { 3128 } return");
-        const char *r80 = strstr(t, "tcp dport 80 redirect to :40080"), *r443 = strstr(t, "tcp dport 443 redirect to :40443");
+        const char *lo = strstr(t, "ip daddr 127.0.0.0/8 return"),
+                   *proxy = strstr(t, "ip daddr 10.99.0.10 tcp dport { 3128 } return");
+        const char *r80 = strstr(t, "tcp dport 80 redirect to :40080"),
+                   *r443 = strstr(t, "tcp dport 443 redirect to :40443");
         cr_assert(lo && proxy && r80 && r443 && lo < r80 && proxy < r80, "redirect chain:\n%s", t);
         cr_assert_null(strstr(t, "ip daddr 0.0.0.0/0 return"), "a broad allow is not exempt:\n%s", t);
         assert_loads(t);
@@ -322,7 +326,8 @@ static int redirect_child(uid_t uid, gid_t gid) {
         if (unshare(CLONE_NEWUSER | CLONE_NEWNET) < 0 || map_self(uid, gid) < 0)
                 return 77;
         if (system("ip link set lo up && ip link add v0 type veth peer name v1 && ip addr add 10.9.9.1/24 dev v0 "
-                   "&& ip link set v0 up && ip link set v1 up && ip route add default via 10.9.9.2 dev v0") != 0)
+                   "&& ip link set v0 up && ip link set v1 up && ip route add default via 10.9.9.2 dev v0") !=
+                0)
                 return 77;
         int l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
         struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
@@ -359,7 +364,8 @@ static int redirect_child(uid_t uid, gid_t gid) {
 Test(net, egress_redirect_in_a_namespace) {
         uid_t uid = getuid();
         gid_t gid = getgid();
-        if (access("/usr/sbin/ip", X_OK) < 0 && access("/sbin/ip", X_OK) < 0 && access("/usr/bin/ip", X_OK) < 0)
+        if (access("/usr/sbin/ip", X_OK) < 0 && access("/sbin/ip", X_OK) < 0 &&
+                access("/usr/bin/ip", X_OK) < 0)
                 cr_skip_test("no 'ip' (iproute2) here");
         pid_t pid = fork();
         if (pid == 0)

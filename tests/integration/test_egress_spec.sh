@@ -8,7 +8,7 @@
 . "$(dirname "$0")/lib.sh"
 
 require_bin "$NOOK" "$NOOK_SUPERVISOR"
-plan 48
+plan 50
 
 SENT="nook-sentinel-$$-s3cr3t"
 export TOK=$SENT
@@ -122,4 +122,16 @@ like "$err" "No sandbox 'nosuch'" "egress log: the error names the sandbox"
 expect_fail 2 "egress log without a name" egress log
 run_nook egress log '../w'
 isnt "$status" 0 "egress log refuses a name with a path in it"
+# -f: new entries as they come (the first newline ends the torn line above), until the sandbox stops
+"$NOOK" egress log -f w >"$NOOK_HOME.follow" 2>&1 &
+fpid=$!
+sleep 0.3
+printf '\n%s\n' '{"time":"2026-12-03T07:00:03Z","sandbox":"w","method":"PUT","host":"h.example","path":"/f","status":403,"decision":"deny","rule":null,"reason":"no --allow-http rule matches","bytesUp":0,"bytesDown":0,"proto":"h2"}' >>"$sdir/egress.log"
+wait_for 5 grep -q "deny 403 PUT h.example/f (no --allow-http rule matches)" "$NOOK_HOME.follow"
+is "$?" 0 "egress log -f prints an entry appended later"
+run_nook stop w
+gone() { ! kill -0 "$fpid" 2>/dev/null || [[ $(ps -o stat= -p "$fpid") == Z* ]]; }
+wait_for 10 gone
+is "$?" 0 "egress log -f ends when the sandbox stops"
+wait "$fpid" 2>/dev/null
 run_nook rm w

@@ -23,9 +23,9 @@
 
 #define BUNDLE_MAX (8u * 1024 * 1024)
 /* In an image the system bundle itself; the built-in host image binds the host's
- * /etc/ssl/certs read-only, so there the copy sits beside it. */
+ * /etc/ssl/certs read-only, and an image may have it as a symlink: there the copy sits beside. */
 #define GUEST_BUNDLE "/etc/ssl/certs/ca-certificates.crt"
-#define GUEST_BUNDLE_HOST_IMAGE "/etc/ssl/nook-ca-certificates.crt"
+#define GUEST_BUNDLE_BESIDE "/etc/ssl/nook-ca-certificates.crt"
 
 char *sb_libexec_find(const char *program, const char *build_dir, const char *env_var) {
         const char *e = secure_getenv(env_var);
@@ -103,10 +103,25 @@ static int mkdir_at_owned(int dfd, const char *name, uid_t uid, gid_t gid, int *
         return 0;
 }
 
+/* The type of rel in the topmost layer that has it (0: none has it).  An image whose
+ * /etc/ssl/certs is a symlink (to /etc/pki/...) must keep it: a directory made in the writable
+ * layer would hide the link and every other certificate behind it. */
+static mode_t lower_type(const sb_image *img, const char *rel) {
+        STRV_FOREACH (l, img->lowers) {
+                struct stat st;
+                if (fstatat(AT_FDCWD, *l, &st, 0) < 0)
+                        continue;
+                _cleanup_free_ char *p = strprintf("%s/%s", *l, rel);
+                if (p && fstatat(AT_FDCWD, p, &st, AT_SYMLINK_NOFOLLOW) == 0)
+                        return st.st_mode & S_IFMT;
+        }
+        return 0;
+}
+
 /* Writes the base bundle at the guest path in upper; returns the host path (the supervisor
  * appends the gateway's CA there). */
-static int write_bundle(const sb_image *img, bool host_image, const char *upper, uid_t uid, gid_t gid,
-        char **ret_path, nook_error *err) {
+static int write_bundle(const sb_image *img, bool host_image, bool beside, const char *upper, uid_t uid,
+        gid_t gid, char **ret_path, nook_error *err) {
         _cleanup_free_ char *data = NULL;
         size_t len = 0;
         int r = read_image_bundle(img, host_image, &data, &len, err);
@@ -119,10 +134,10 @@ static int write_bundle(const sb_image *img, bool host_image, const char *upper,
         if ((r = mkdir_at_owned(up, "etc", uid, gid, &etc, err)) < 0 ||
                 (r = mkdir_at_owned(etc, "ssl", uid, gid, &ssl, err)) < 0)
                 return r;
-        if (!host_image && (r = mkdir_at_owned(ssl, "certs", uid, gid, &certs, err)) < 0)
+        if (!beside && (r = mkdir_at_owned(ssl, "certs", uid, gid, &certs, err)) < 0)
                 return r;
-        const char *base = host_image ? "nook-ca-certificates.crt" : "ca-certificates.crt";
-        int dir = host_image ? ssl : certs;
+        const char *base = beside ? "nook-ca-certificates.crt" : "ca-certificates.crt";
+        int dir = beside ? ssl : certs;
         (void)unlinkat(dir, base, 0); /* a kept layer's copy, or a symlink: replaced, never followed */
         _cleanup_close_ int fd =
                 openat(dir, base, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
@@ -135,7 +150,7 @@ static int write_bundle(const sb_image *img, bool host_image, const char *upper,
                 return nook_err_errnum(
                         err, NOOK_E_IO, -r, "Cannot write the CA bundle in the writable layer");
         (void)fchown(fd, uid, gid);
-        *ret_path = strprintf("%s%s", upper, host_image ? GUEST_BUNDLE_HOST_IMAGE : GUEST_BUNDLE);
+        *ret_path = strprintf("%s%s", upper, beside ? GUEST_BUNDLE_BESIDE : GUEST_BUNDLE);
         return *ret_path ? 0 : nook_err_oom(err);
 }
 
@@ -185,7 +200,12 @@ int sb_egress_prepare(const sb_spec *spec, const sb_image *img, const char *uppe
                 return nook_err_errno(err, NOOK_E_MISSING_FEATURE,
                         "Cannot run the egress gateway '%s' (secrets, --allow-http and --egress-audit need it; install nook's nook-egress)",
                         program);
-        int r = write_bundle(img, host_image, upper, uid, gid, &bundle, err);
+        mode_t ssl_type = lower_type(img, "etc/ssl"), certs_type = lower_type(img, "etc/ssl/certs");
+        if (!host_image && ssl_type != 0 && ssl_type != S_IFDIR)
+                return nook_err_set(err, NOOK_E_MISSING_FEATURE,
+                        "The image's /etc/ssl is not a directory: the egress gateway's CA cannot be added to its trust");
+        bool beside = host_image || (certs_type != 0 && certs_type != S_IFDIR);
+        int r = write_bundle(img, host_image, beside, upper, uid, gid, &bundle, err);
         if (r < 0)
                 return r;
         json_t *rules = json_array();
@@ -196,7 +216,7 @@ int sb_egress_prepare(const sb_spec *spec, const sb_image *img, const char *uppe
         if (!cfg)
                 return nook_err_oom(err);
         for (size_t i = 0; i < ELEMENTSOF(ca_vars) && r >= 0; i++)
-                r = set_env(env, ca_vars[i], host_image ? GUEST_BUNDLE_HOST_IMAGE : GUEST_BUNDLE, err);
+                r = set_env(env, ca_vars[i], beside ? GUEST_BUNDLE_BESIDE : GUEST_BUNDLE, err);
         if (r >= 0)
                 r = secrets_config(spec, env, cfg, err);
         if (r < 0) {

@@ -61,7 +61,12 @@ static json_t *config_msg(const sup_config *c, const char *values, nook_error *e
 
 /* In the forked child: becomes nook-egress.  Only async-signal-safe calls and exec. */
 _noreturn_ static void exec_gateway(const char *program, int sock, bool rootful) {
+        sigset_t none;
         (void)prctl(PR_SET_PDEATHSIG, SIGKILL);
+        /* our signalfd's blocked signals and ignored SIGPIPE would outlive the exec */
+        sigemptyset(&none);
+        (void)sigprocmask(SIG_SETMASK, &none, NULL);
+        (void)signal(SIGPIPE, SIG_DFL);
         if (fd_move_to(sock, 3) < 0)
                 _exit(127);
         int nul = open("/dev/null", O_RDONLY | O_CLOEXEC);

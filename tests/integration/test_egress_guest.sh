@@ -18,7 +18,7 @@ for t in slirp4netns nsenter nft jq; do
         command -v $t >/dev/null || plan skip_all "$t is not installed (scripts/deps.sh installs it)"
 done
 [[ -r /dev/net/tun && -w /dev/net/tun ]] || { plan 1; skip_expected "no access to /dev/net/tun here (the network needs it)"; exit 0; }
-plan 17
+plan 23
 
 SENT="nook-sentinel-$$-$RANDOM-guest"
 TOK=$SENT run_nook create --network public --sticky --secret TOK@api.example.test,'*.example.test' --egress-audit g
@@ -82,3 +82,34 @@ wait_for 5 grep -q "egress gateway" "$NOOK_HOME/sandboxes/g/supervisor.log"
 is "$?" 0 "the supervisor logs the gateway's death"
 run_nook rm g
 run_nook snapshot rm gsnap
+
+# ---- images: the bundle in the image's place, through its symlinks but never out of it ----------
+D=$(mktemp -d "$NOOK_HOME.img.XXXXXX")
+cert=$(awk '/BEGIN CERT/ { p = 1 } p { print } /END CERT/ { exit }' /etc/ssl/certs/ca-certificates.crt)
+mkroot() {
+        mkdir -p "$1/bin" "$1/etc" "$1/tmp"
+        cp "$(command -v busybox)" "$1/bin/busybox"
+        ln -s busybox "$1/bin/sh"
+}
+mkroot "$D/plain"
+mkdir -p "$D/plain/etc/ssl/certs"
+printf '%s\n' "$cert" >"$D/plain/etc/ssl/certs/ca-certificates.crt"
+mkroot "$D/linked" # /etc/ssl/certs -> ../pki/certs, as RHEL-like images have it
+mkdir -p "$D/linked/etc/pki/certs" "$D/linked/etc/ssl"
+printf '%s\n' "$cert" >"$D/linked/etc/pki/certs/ca-certificates.crt"
+ln -s ../pki/certs "$D/linked/etc/ssl/certs"
+mkroot "$D/hostile" # the bundle is a link to the host's /etc/shadow
+mkdir -p "$D/hostile/etc/ssl/certs"
+ln -s /etc/shadow "$D/hostile/etc/ssl/certs/ca-certificates.crt"
+chmod -R a+rX "$D"
+for img in plain linked hostile; do
+        run_nook create --image "$D/$img" --network public --egress-audit "i$img"
+        is "$status" 0 "create --egress-audit from the '$img' image" || diag "$err"
+done
+run_nook exec iplain -- /bin/sh -c 'echo "$SSL_CERT_FILE $(grep -c "BEGIN CERTIFICATE" /etc/ssl/certs/ca-certificates.crt)"'
+is "$out" "/etc/ssl/certs/ca-certificates.crt 2" "an image's own bundle gets the sandbox's CA, in its place"
+run_nook exec ilinked -- /bin/sh -c 'echo "$SSL_CERT_FILE $(grep -c "BEGIN CERTIFICATE" "$SSL_CERT_FILE") $(readlink /etc/ssl/certs)"'
+is "$out" "/etc/ssl/nook-ca-certificates.crt 2 ../pki/certs" "an image whose /etc/ssl/certs is a link keeps it; the bundle goes beside"
+run_nook exec ihostile -- /bin/sh -c 'grep -c "BEGIN CERTIFICATE" "$SSL_CERT_FILE"; grep -c "^root:" "$SSL_CERT_FILE"'
+is "$out" "$(printf '1\n0')" "an image's link to the host's /etc/shadow copies nothing of the host"
+for img in plain linked hostile; do run_nook rm "i$img"; done

@@ -243,6 +243,9 @@ int sb_spec_parse_egress(json_t *o, sb_spec *s, nook_error *err) {
                 return r;
         if ((r = parse_egress_obj(json_object_get(o, "egress"), s, err)) < 0)
                 return r;
+        if (s->egress_ca_pem && !sb_spec_wants_egress(s))
+                return nook_err_set(err, NOOK_E_INVALID,
+                        "Invalid spec: egress.caPem (--egress-ca) is for the egress gateway, which runs only with a secret, an HTTP rule or egress.audit (--secret, --allow-http, --egress-audit)");
         net_mode m = net_mode_from_string(s->network);
         if (sb_spec_wants_egress(s) && m != NET_MODE_PUBLIC && m != NET_MODE_POLICY)
                 return nook_err_set(err, NOOK_E_INVALID,

@@ -8,7 +8,7 @@
 . "$(dirname "$0")/lib.sh"
 
 require_bin "$NOOK" "$NOOK_SUPERVISOR"
-plan 50
+plan 51
 
 SENT="nook-sentinel-$$-s3cr3t"
 export TOK=$SENT
@@ -50,6 +50,8 @@ refused "--secret and -e of one name" "both in 'env' and in 'secrets'" create w 
 refused "--allow-http without a URL" "METHOD http\(s\)://HOST" create w --network public --allow-http GET
 refused "--allow-http with a control character" "control character" create w --network public --allow-http $'GET https://a.example/\x01'
 refused "--allow-http over 2048 characters" "1 to 2048" create w --network public --allow-http "GET https://a.example/$(head -c 3000 /dev/zero | tr '\0' a)"
+printf -- '-----BEGIN CERTIFICATE-----\nAA==\n-----END CERTIFICATE-----\n' >"$NOOK_HOME.ca"
+refused "--egress-ca alone (no gateway to use it)" "runs only with a secret" create w --network public --egress-ca "$NOOK_HOME.ca"
 refused "--egress-ca of a missing file" "cannot read" create w --network public --egress-audit --egress-ca /nonexistent/ca.pem
 printf 'not a certificate\n' >"$NOOK_HOME.ca"
 refused "--egress-ca that is not PEM" "no PEM certificate" create w --network public --egress-audit --egress-ca "$NOOK_HOME.ca"

@@ -21,7 +21,7 @@
 #include "util/macro.h"
 #include "util/str.h"
 
-#define BUNDLE_MAX (8u * 1024 * 1024)
+#define BUNDLE_MAX ((size_t)8 * 1024 * 1024)
 /* In an image the system bundle itself; the built-in host image binds the host's
  * /etc/ssl/certs read-only, and an image may have it as a symlink: there the copy sits beside. */
 #define GUEST_BUNDLE "/etc/ssl/certs/ca-certificates.crt"

@@ -23,7 +23,7 @@
 #include "util/str.h"
 
 #define EGRESS_LOG_MAX ((size_t)64 * 1024 * 1024)
-#define LINE_MAX_BYTES (64 * 1024)
+#define LINE_MAX_BYTES ((size_t)64 * 1024)
 #define FOLLOW_POLL_MS 200
 
 typedef struct reader {

@@ -182,7 +182,8 @@ static int check_rule(size_t i, const char *t, size_t len, nook_error *err) {
 static int check_ca(const char *pem, size_t len, nook_error *err) {
         if (len == 0 || len > SB_EGRESS_CA_MAX || strlen(pem) != len)
                 return nook_err_set(err, NOOK_E_INVALID,
-                        "Invalid spec: egress.caPem must be PEM text of at most %d bytes", SB_EGRESS_CA_MAX);
+                        "Invalid spec: egress.caPem must be PEM text of at most %zu bytes",
+                        SB_EGRESS_CA_MAX);
         if (!strstr(pem, "-----BEGIN CERTIFICATE-----") || !strstr(pem, "-----END CERTIFICATE-----"))
                 return nook_err_set(err, NOOK_E_INVALID,
                         "Invalid spec: egress.caPem holds no PEM certificate (-----BEGIN CERTIFICATE-----)");

@@ -22,7 +22,7 @@
 #define SB_SECRET_VALUE_MAX 8192
 #define SB_ALLOW_HTTP_MAX 256
 #define SB_ALLOW_HTTP_LEN 2048
-#define SB_EGRESS_CA_MAX (64 * 1024)
+#define SB_EGRESS_CA_MAX ((size_t)64 * 1024)
 
 /* Checks "secrets" and "egress" of spec object o and fills s->secrets, s->n_secrets,
  * s->allow_http, s->egress_ca_pem, s->egress_audit.  Needs s->network and s->env filled. */

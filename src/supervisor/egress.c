@@ -23,8 +23,8 @@
 #include "util/str.h"
 
 #define EGRESS_REPLY_MS 15000
-#define EGRESS_MSG_MAX (200 * 1024) /* one datagram: below the default unix socket buffer */
-#define EGRESS_REPLY_MAX (64 * 1024)
+#define EGRESS_MSG_MAX ((size_t)200 * 1024) /* one datagram: below the default unix socket buffer */
+#define EGRESS_REPLY_MAX ((size_t)64 * 1024)
 #define NOBODY 65534
 
 /* The gateway's config message: contract message 1.  Values join the stored secret entries
@@ -95,7 +95,7 @@ static int send_msg(int sock, json_t *m, const int *fds, size_t n_fds, nook_erro
         free(text);
         if (r == -EMSGSIZE)
                 return nook_err_set(err, NOOK_E_INVALID,
-                        "The egress gateway's config is larger than %d bytes (fewer or shorter secrets, rules or CA)",
+                        "The egress gateway's config is larger than %zu bytes (fewer or shorter secrets, rules or CA)",
                         EGRESS_MSG_MAX);
         if (r < 0)
                 return nook_err_errnum(

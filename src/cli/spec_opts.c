@@ -259,13 +259,15 @@ static int add_secret(const char *cmd, json_t *spec, const char *arg) {
         return json_object_set_new(spec_object(spec, "secrets"), buf, x) == 0 ? 1 : -1;
 }
 
+#define EGRESS_CA_MAX ((size_t)64 * 1024) /* libnook's limit, with a message naming the file */
+
 static int set_egress_ca(const char *cmd, json_t *spec, const char *path) {
         FILE *f = fopen(path, "re");
-        char data[64 * 1024 + 2];
+        char data[EGRESS_CA_MAX + 2];
         size_t len = f ? fread(data, 1, sizeof(data) - 1, f) : 0;
         if (f)
                 fclose(f);
-        if (!f || len == 0 || len > 64 * 1024) {
+        if (!f || len == 0 || len > EGRESS_CA_MAX) {
                 cli_usage_error(cmd, "--egress-ca: cannot read '%s' (a PEM file of at most 64 KiB)", path);
                 return -1;
         }

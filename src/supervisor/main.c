@@ -21,7 +21,7 @@
 #include "util/macro.h"
 #include "util/str.h"
 
-#define SECRETS_MAX (1024 * 1024)
+#define SECRETS_MAX ((size_t)1024 * 1024)
 
 /* A descriptor number given on our command line; -1 if it is not one. */
 static int parse_fd(const char *s) {

@@ -121,10 +121,11 @@ static int egress_listeners(sup_net *n, int fds[2], uint16_t ports[2], nook_erro
         for (size_t i = 0; i < 2; i++) {
                 struct sockaddr_in sa;
                 socklen_t sl = sizeof(sa);
+                fds[i] = -1;
                 int r = in_netns(n, make_egress_listener, NULL, &fds[i], err);
                 if (r < 0)
                         return r;
-                if (getsockname(fds[i], (struct sockaddr *)&sa, &sl) < 0)
+                if (fds[i] < 0 || getsockname(fds[i], (struct sockaddr *)&sa, &sl) < 0)
                         return nook_err_errno(err, NOOK_E_IO, "Cannot read the egress listener's port");
                 ports[i] = ntohs(sa.sin_port);
         }

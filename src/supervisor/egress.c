@@ -27,6 +27,26 @@
 #define EGRESS_REPLY_MAX ((size_t)64 * 1024)
 #define NOBODY 65534
 
+/* A secret whose value this start does not have (a sticky sandbox started again: values are
+ * never stored) is bound to this name only, which never resolves (RFC 6761 .invalid), with its own
+ * placeholder as a stand-in value: the gateway then blocks the placeholder wherever it goes, and
+ * its 403 and audit reason name this host, which says why. */
+#define NO_VALUE_HOST "value-not-stored-create-again.nook.invalid"
+
+static json_t *secret_entry(json_t *x, json_t *vals) {
+        json_t *s = json_deep_copy(x);
+        json_t *v = json_object_get(vals, json_string_value(json_object_get(x, "name")));
+        if (!s)
+                return NULL;
+        if (json_is_string(v)) {
+                json_object_set_new(s, "value", json_string(json_string_value(v)));
+                return s;
+        }
+        json_object_set(s, "value", json_object_get(x, "placeholder"));
+        json_object_set_new(s, "hosts", json_pack("[s]", NO_VALUE_HOST));
+        return s;
+}
+
 /* The gateway's config message: contract message 1.  Values join the stored secret entries
  * here, in memory only. */
 static json_t *config_msg(const sup_config *c, const char *values, nook_error *err) {
@@ -40,13 +60,8 @@ static json_t *config_msg(const sup_config *c, const char *values, nook_error *e
                         err, NOOK_E_INVALID, "The secrets handed to the supervisor are not a JSON object");
                 return NULL;
         }
-        json_array_foreach(json_object_get(c->egress, "secrets"), i, x) {
-                json_t *s = json_deep_copy(x);
-                json_t *v = json_object_get(vals, json_string_value(json_object_get(x, "name")));
-                json_object_set_new(
-                        s, "value", json_is_string(v) ? json_string(json_string_value(v)) : json_null());
-                json_array_append_new(secrets, s);
-        }
+        json_array_foreach(json_object_get(c->egress, "secrets"), i, x)
+                json_array_append_new(secrets, secret_entry(x, vals));
         json_decref(vals);
         json_t *m = json_pack("{s:s, s:s, s:o, s:O}", "sandbox", c->name, "mode",
                 c->network ? c->network : "off", "secrets", secrets, "allowHttp",

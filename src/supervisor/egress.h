@@ -27,7 +27,7 @@ typedef struct sup_egress {
 #define SUP_EGRESS_INIT ((sup_egress){ .pid = 0, .sock = -1 })
 
 /* Steps 1 and 2; nothing when c->egress is NULL.  values: {"NAME": "value"} or NULL (a restart:
- * each secret goes with "value": null, and the gateway blocks its placeholder). */
+ * each secret goes bound to a host that never resolves, so the gateway blocks its placeholder). */
 int sup_egress_start(
         sup_egress *e, const sup_config *c, const char *state_dir, const char *values, nook_error *err);
 /* Step 3: hands over fds[0] (port 80's listener) and fds[1] (443's); they stay the caller's. */

@@ -94,7 +94,7 @@ is "$(up_lines)" "$n" "... and never reaches that host"
 gx eg 'curl -sS -m 10 -w "\n%{http_code}" -H "Authorization: Bearer $TOK" http://public.test/plain'
 like "$out" '403$' "a placeholder over plain HTTP (port 80) is blocked"
 gx eg 'curl -sS -m 10 -w "\n%{http_code}" -H "Host: public.test" -H "Authorization: Bearer $TOK" --resolve other.test:443:198.51.100.10 https://other.test/sni'
-like "$out" '403$|^$' "a placeholder with SNI other.test and Host public.test is blocked"
+like "$out" '(400|403)$|^$' "a placeholder with SNI other.test and Host public.test is refused"
 is "$(up_lines)" "$n" "... none of them reached an upstream"
 gx eg 'curl -sS -m 10 https://public.test/noauth'
 is "$out" "upstream GET /noauth auth=none" "a request without the placeholder passes (no --allow-http rule)"

@@ -122,11 +122,23 @@ static int spawn_supervisor(
         posix_spawnattr_t attr;
         posix_spawn_file_actions_init(&fa);
         posix_spawnattr_init(&attr);
-        posix_spawn_file_actions_adddup2(&fa, pfd[1], 3);
+        /* The child's 3, 4 and 5 come from copies above 5: a source among 3..5 (a caller with few
+         * fds open) would otherwise be overwritten by an earlier dup2 of the same spawn. */
+        _cleanup_close_ int hi_ready = fcntl(pfd[1], F_DUPFD_CLOEXEC, 6);
+        _cleanup_close_ int hi_life = lifeline >= 0 ? fcntl(lifeline, F_DUPFD_CLOEXEC, 6) : -1;
+        _cleanup_close_ int hi_sec = values ? fcntl(sec[1], F_DUPFD_CLOEXEC, 6) : -1;
+        if (hi_ready < 0 || (lifeline >= 0 && hi_life < 0) || (values && hi_sec < 0)) {
+                posix_spawn_file_actions_destroy(&fa);
+                posix_spawnattr_destroy(&attr);
+                safe_close(pfd[0]);
+                safe_close(pfd[1]);
+                return nook_err_errno(err, NOOK_E_IO, "Cannot duplicate the supervisor's descriptors");
+        }
+        posix_spawn_file_actions_adddup2(&fa, hi_ready, 3);
         if (lifeline >= 0)
-                posix_spawn_file_actions_adddup2(&fa, lifeline, 4);
+                posix_spawn_file_actions_adddup2(&fa, hi_life, 4);
         if (values)
-                posix_spawn_file_actions_adddup2(&fa, sec[1], 5);
+                posix_spawn_file_actions_adddup2(&fa, hi_sec, 5);
         posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
         sigset_t none, all;
         sigemptyset(&none);
@@ -153,6 +165,9 @@ static int spawn_supervisor(
         posix_spawnattr_destroy(&attr);
         safe_close(pfd[1]);
         sec[1] = safe_close(sec[1]);
+        hi_ready = safe_close(hi_ready);
+        hi_life = safe_close(hi_life);
+        hi_sec = safe_close(hi_sec);
         if (r != 0) {
                 safe_close(pfd[0]);
                 return nook_err_errnum(

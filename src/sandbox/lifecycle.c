@@ -145,7 +145,7 @@ static int spawn_supervisor(
         sigfillset(&all);
         posix_spawnattr_setsigmask(&attr, &none);
         posix_spawnattr_setsigdefault(&attr, &all);
-        char *argv[9] = { bin, (char *)"--state", (char *)state_dir, (char *)"--ready-fd", (char *)"3" };
+        char *argv[10] = { bin, (char *)"--state", (char *)state_dir, (char *)"--ready-fd", (char *)"3" };
         size_t na = 5;
         if (lifeline >= 0) {
                 argv[na++] = (char *)"--lifeline-fd";

@@ -18,7 +18,7 @@ for t in slirp4netns nsenter nft jq; do
         command -v $t >/dev/null || plan skip_all "$t is not installed (scripts/deps.sh installs it)"
 done
 [[ -r /dev/net/tun && -w /dev/net/tun ]] || { plan 1; skip_expected "no access to /dev/net/tun here (the network needs it)"; exit 0; }
-plan 23
+plan 24
 
 SENT="nook-sentinel-$$-$RANDOM-guest"
 TOK=$SENT run_nook create --network public --sticky --secret TOK@api.example.test,'*.example.test' --egress-audit g
@@ -82,6 +82,10 @@ wait_for 5 grep -q "egress gateway" "$NOOK_HOME/sandboxes/g/supervisor.log"
 is "$?" 0 "the supervisor logs the gateway's death"
 run_nook rm g
 run_nook snapshot rm gsnap
+
+# `nook run`: a tied sandbox (a lifeline and the secrets socket both passed to the supervisor)
+TOK=$SENT run_nook run --network public --secret TOK@api.example.test -- sh -c 'printf %s "$TOK"'
+like "$out" '^nook-ph-[0-9a-f]{32}$' "nook run --secret: the command sees a placeholder" || diag "$err"
 
 # ---- images: the bundle in the image's place, through its symlinks but never out of it ----------
 D=$(mktemp -d "$NOOK_HOME.img.XXXXXX")

@@ -38,6 +38,9 @@ packages=(
         # egress integration (issue 14): test_egress.sh's clients in the guest (Python requests;
         # jq reads the audit log)
         python3-requests jq
+        # egress gateway (src/egress, issue 14): OpenSSL 3 for TLS, the CA and leaf certificates;
+        # nghttp2 for its HTTP/2 front
+        libssl-dev libnghttp2-dev
 )
 
 log() { [[ "${NOOK_DEPS_VERBOSE:-0}" == 1 ]] && echo "deps: $*" >&2 || true; }

@@ -541,3 +541,18 @@ int net_nft_run(const char *cmds, nook_error *err) {
         api.ctx_free(ctx);
         return 0;
 }
+
+/* ---- the floor, for nook-egress ---------------------------------------------------------------- */
+
+/* The nftables floor as one predicate: false for the always-blocked and the private ranges
+ * above.  nook-egress connects from outside the sandbox, so it applies this itself. */
+bool net_addr_is_public(int family, const void *addr) {
+        net_cidr c = { .family = family, .prefix = family == AF_INET ? 32 : 128 };
+        if (family != AF_INET && family != AF_INET6)
+                return false;
+        memcpy(c.addr, addr, family == AF_INET ? 4 : 16);
+        if (family == AF_INET)
+                return !in_fixed(always4, ELEMENTSOF(always4), &c) &&
+                        !in_fixed(private4, ELEMENTSOF(private4), &c);
+        return !in_fixed(always6, ELEMENTSOF(always6), &c) && !in_fixed(private6, ELEMENTSOF(private6), &c);
+}

@@ -98,3 +98,6 @@ int net_ruleset_allow_addr(const net_cidr *addr, uint32_t ttl_secs, char **ret_t
 /* Runs nft commands in the calling process's network namespace through libnftables (loaded on
  * first use, so sandboxes without a network never map it).  Needs CAP_NET_ADMIN there. */
 int net_nft_run(const char *cmds, nook_error *err);
+/* False for every address the nftables floor blocks (always-blocked and private ranges);
+ * addr is a struct in_addr or in6_addr.  nook-egress applies it to original destinations. */
+bool net_addr_is_public(int family, const void *addr);

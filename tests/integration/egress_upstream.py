@@ -1,57 +1,113 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
-"""The test world's HTTPS upstream for test_egress.sh: serves every path on 0.0.0.0:443 (and
-HTTP on :8080 for nothing but health), appends each request (method, host, path, headers, body)
-to LOG as one JSON line, and answers "upstream <METHOD> <path> auth=<real|placeholder|none|other>"
-where "real" means the Authorization header is "Bearer " + the sentinel.  It never echoes a header
-value: the guest must not learn the secret from it.
+"""The "public" HTTP(S) server of test_egress_gateway.sh: records every request it receives
+(request line, headers, body) as one JSON line in LOG, answers 200 with a small body.
 
-    egress_upstream.py CERT KEY LOG SENTINEL_FILE
-
-The sentinel comes from a file: in an argv it would show in every process listing the test
-sweeps for it.
+egress_upstream.py LOG ADDR PORT [CERT KEY]   (with CERT/KEY: HTTPS)
 """
+import base64
+import hashlib
 import http.server
 import json
 import ssl
 import sys
 import threading
 
-cert, key, log, sentinel_file = sys.argv[1:5]
-with open(sentinel_file) as f:
-    sentinel = f.read().strip()
+log_path, addr, port = sys.argv[1], sys.argv[2], int(sys.argv[3])
 lock = threading.Lock()
 
 
 class Handler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
 
+    def log_message(self, *args):
+        pass
+
+    def _body(self):
+        if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
+            data = b""
+            while True:
+                size = int(self.rfile.readline().split(b";")[0], 16)
+                if size == 0:
+                    while self.rfile.readline() not in (b"\r\n", b"\n", b""):
+                        pass
+                    return data
+                data += self.rfile.read(size)
+                self.rfile.readline()
+        n = int(self.headers.get("Content-Length", "0"))
+        return self.rfile.read(n) if n else b""
+
+    def _websocket(self):
+        """The handshake, then a raw echo of whatever arrives (enough to see bytes pass both ways)."""
+        key = self.headers["Sec-WebSocket-Key"] + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
+        self.send_response(101)
+        self.send_header("Upgrade", "websocket")
+        self.send_header("Connection", "Upgrade")
+        self.send_header("Sec-WebSocket-Accept", base64.b64encode(hashlib.sha1(key.encode()).digest()).decode())
+        self.end_headers()
+        self.wfile.flush()
+        while True:
+            data = self.connection.recv(4096)
+            if not data:
+                break
+            self.connection.sendall(data)
+        self.close_connection = True
+
     def _serve(self):
-        n = int(self.headers.get("Content-Length") or 0)
-        body = self.rfile.read(n) if n else b""
-        auth = self.headers.get("Authorization") or ""
-        kind = ("none" if not auth else "real" if auth == "Bearer " + sentinel
-                else "placeholder" if "nook-ph-" in auth else "other")
-        with lock, open(log, "a") as f:
-            f.write(json.dumps({"method": self.command, "host": self.headers.get("Host"),
-                                "path": self.path, "headers": dict(self.headers),
-                                "body": body.decode("utf-8", "replace")}) + "\n")
-        out = f"upstream {self.command} {self.path} auth={kind}\n".encode()
+        if self.headers.get("Upgrade", "").lower() == "websocket":
+            rec = {"line": self.requestline, "headers": [[k, v] for k, v in self.headers.items()], "body": ""}
+            with lock, open(log_path, "a") as f:
+                f.write(json.dumps(rec) + "\n")
+            return self._websocket()
+        body = self._body()
+        rec = {"line": self.requestline, "headers": [[k, v] for k, v in self.headers.items()],
+               "body": body.decode("latin-1"), "peer": self.client_address[1]}
+        with lock, open(log_path, "a") as f:
+            f.write(json.dumps(rec) + "\n")
+        if "/big/" in self.path:
+            n = int(self.path.rsplit("/", 1)[1])
+            self.send_response(200)
+            self.send_header("Content-Length", str(n))
+            self.end_headers()
+            chunk = b"x" * 65536
+            while n > 0:
+                self.wfile.write(chunk[: min(n, len(chunk))])
+                n -= min(n, len(chunk))
+            return
+        if "chunked" in self.path:
+            self.send_response(200)
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            for part in (b"hello ", b"chunked ", b"world\n"):
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(part), part))
+            self.wfile.write(b"0\r\n\r\n")
+            return
+        out = ("upstream saw %s %s\n" % (self.command, self.path)).encode()
+        if "echo" in self.path:  # an upstream that reflects what it got (headers in a header and the body)
+            out += str(self.headers).encode()
+            self.send_response(200)
+            self.send_header("X-Echo-Authorization", self.headers.get("Authorization", ""))
+            self.send_header("Content-Length", str(len(out)))
+            self.end_headers()
+            self.wfile.write(out)
+            return
         self.send_response(200)
         self.send_header("Content-Type", "text/plain")
         self.send_header("Content-Length", str(len(out)))
         self.end_headers()
-        self.wfile.write(out)
+        if self.command != "HEAD":
+            self.wfile.write(out)
 
-    do_GET = do_POST = do_PUT = do_DELETE = _serve
-
-    def log_message(self, *args):
-        pass
+    do_GET = do_POST = do_PUT = do_DELETE = do_HEAD = _serve
 
 
-ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-ctx.load_cert_chain(cert, key)
-ctx.set_alpn_protocols(["http/1.1"])
-srv = http.server.ThreadingHTTPServer(("0.0.0.0", 443), Handler)
-srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
+class Server(http.server.ThreadingHTTPServer):
+    daemon_threads = True
+
+
+srv = Server((addr, port), Handler)
+if len(sys.argv) > 5:
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(sys.argv[4], sys.argv[5])
+    srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
 srv.serve_forever()

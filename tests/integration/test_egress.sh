@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # The egress gateway end to end (issue #14), in the private test world of net_topology.sh: a real
-# HTTPS upstream (egress_upstream.py, a certificate of a test CA) on the world's public hosts,
+# HTTPS upstream (egress_e2e_upstream.py, a certificate of a test CA) on the world's public hosts,
 # clients in the guest (curl, Node fetch, Python urllib and requests).  The upstream receives the
 # secret; the guest's env, disk and /proc, every host process's argv and environ, NOOK_HOME (logs,
 # the audit log, the database, snapshots) never hold it (a sentinel grep).  A placeholder sent
@@ -46,7 +46,7 @@ mkdir -p "$pki"
 ) >/dev/null 2>&1 || bail_out "cannot make the test PKI"
 : >"$up_log"
 printf '%s\n' "$SENT" >"$pki/sentinel"
-_net_bg "$NET_W" "$NET_DIR/https.pid" /usr/bin/python3 "$(dirname "$0")/egress_upstream.py" \
+_net_bg "$NET_W" "$NET_DIR/https.pid" /usr/bin/python3 "$(dirname "$0")/egress_e2e_upstream.py" \
         "$pki/srv.pem" "$pki/srv.key" "$up_log" "$pki/sentinel"
 wait_for 10 ip netns exec "$NET_UP" curl -sf --cacert "$pki/ca.pem" --resolve public.test:443:198.51.100.10 \
         -o /dev/null https://public.test/health || bail_out "the HTTPS upstream did not come up"

@@ -121,7 +121,7 @@ else
         not_ok "meson install --destdir of the package build" "$(tail -10 "$tmp/install.log" 2>/dev/null)"
 fi
 layout_missing=""
-for f in usr/bin/nook usr/libexec/nook-supervisor "usr/lib/$multiarch/libnook.so.0" "usr/lib/$multiarch/libnook.so" \
+for f in usr/bin/nook usr/libexec/nook-supervisor usr/libexec/nook-egress "usr/lib/$multiarch/libnook.so.0" "usr/lib/$multiarch/libnook.so" \
         usr/include/nook.h "usr/lib/$multiarch/pkgconfig/nook.pc" usr/share/man/man1/nook.1 \
         usr/share/bash-completion/completions/nook usr/share/zsh/vendor-completions/_nook \
         usr/share/fish/vendor_completions.d/nook.fish; do

@@ -375,4 +375,25 @@ Test(net, egress_redirect_in_a_namespace) {
         if (WIFEXITED(st) && WEXITSTATUS(st) == 77)
                 cr_skip_test("no user+net namespace with a veth pair here");
         cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "redirect step %d failed", WEXITSTATUS(st));
+/* The floor as nook-egress applies it to original destinations (net_addr_is_public). */
+static bool public_addr(const char *s) {
+        uint8_t a[16];
+        int family = strchr(s, ':') ? AF_INET6 : AF_INET;
+        cr_assert_eq(inet_pton(family, s, a), 1, "%s", s);
+        return net_addr_is_public(family, a);
+}
+
+Test(net, addr_is_public_matches_the_floor) {
+        static const char *const yes[] = { "1.1.1.1", "8.8.8.8", "198.51.100.10", "203.0.113.5", "192.0.2.1",
+                "2606:4700::1111", "2001:db8::10" };
+        static const char *const no[] = { "10.0.0.1", "172.16.0.1", "172.31.255.255", "192.168.1.1",
+                "127.0.0.1", "169.254.169.254", "169.254.1.1", "100.64.0.1", "0.0.0.0", "224.0.0.1",
+                "255.255.255.255", "198.18.0.1", "192.0.0.8", "10.0.2.2", "::1", "::", "::ffff:10.0.0.1",
+                "::ffff:8.8.8.8", "fe80::1", "fc00::1", "fd00:ec2::254", "ff02::1", "64:ff9b::a00:1",
+                "2002::1" };
+        for (size_t i = 0; i < ELEMENTSOF(yes); i++)
+                cr_expect(public_addr(yes[i]), "%s refused", yes[i]);
+        for (size_t i = 0; i < ELEMENTSOF(no); i++)
+                cr_expect_not(public_addr(no[i]), "%s passed the floor", no[i]);
+        cr_expect_not(net_addr_is_public(AF_UNIX, "x"));
 }

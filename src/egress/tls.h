@@ -1,0 +1,27 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* nook-egress's TLS: the per-sandbox CA (EC P-256, key in this process only), leaf
+ * certificates made per SNI and cached, the server context facing the guest (TLS 1.2+) and the
+ * client context facing upstreams (host CA store + extraCaPem, hostname verification). */
+#pragma once
+
+#include <openssl/ssl.h>
+#include <stdbool.h>
+
+#include "nook.h"
+
+typedef struct egress_tls egress_tls;
+
+int egress_tls_new(const char *sandbox, const char *extra_ca_pem, egress_tls **ret, nook_error *err);
+egress_tls *egress_tls_free(egress_tls *t);
+/* The CA certificate as PEM (malloc'd). */
+int egress_tls_ca_pem(egress_tls *t, char **ret, nook_error *err);
+/* A server SSL for an accepted guest socket; the SNI callback installs the leaf. */
+SSL *egress_tls_guest_ssl(egress_tls *t, int fd);
+/* A client SSL for an upstream socket, verifying host. */
+SSL *egress_tls_upstream_ssl(egress_tls *t, int fd, const char *host);
+/* The guest chose h2 by ALPN (offered first; http/1.1 else). */
+bool egress_tls_alpn_is_h2(SSL *ssl);
+/* The SNI the guest sent (NULL if none), after the handshake. */
+const char *egress_tls_sni(SSL *ssl);
+/* The last OpenSSL error plus the verify result, for a person. */
+void egress_tls_describe_error(SSL *ssl, char *buf, size_t len);

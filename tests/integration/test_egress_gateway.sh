@@ -1,0 +1,227 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# nook-egress on its own (issue #14, docs/design/egress.md): egress_driver.py plays the
+# supervisor's side of the fd-3 protocol; the gateway runs in a "gateway" netns wired to a
+# "public" netns with HTTPS upstreams (a test CA made here); curl runs in a "guest" netns whose
+# nftables nat output chain redirects ports 80/443 to the gateway's listeners, as the sandbox's
+# does.  No packet leaves the namespaces this file creates.  KEEP=1 copies the audit log to
+# /tmp/egress-audit.log for a look after a failure.
+#
+# The world (three netns, upstreams, certificates) is egress_world.sh's.
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/egress_world.sh"
+
+EGRESS="$NOOK_BUILD_DIR/src/egress/nook-egress"
+HERE=$(cd "$(dirname "$0")" && pwd)
+require_bin "$EGRESS"
+# Host root only: inside `unshare -r` uid 0 is mapped (uid_map is not the full identity map) and
+# /run/netns cannot be mounted.
+if [[ $(id -u) != 0 || $(awk 'NR == 1 {print $1, $2, $3}' /proc/self/uid_map) != "0 0 4294967295" ]]; then
+        # The test world is made of named network namespaces and nftables rules: host root only.
+        plan 1
+        skip_expected "the egress test world needs ip netns and nftables as host root (stage ${NOOK_TEST_STAGE:-manual})"
+        exit 0
+fi
+for t in ip nft curl openssl python3; do
+        command -v $t >/dev/null || plan skip_all "$t is not installed (scripts/deps.sh installs it)"
+done
+
+D=$(mktemp -d /tmp/nook-egress.XXXXXX)
+G=$EG_G P=$EG_P
+trap '[[ -n ${KEEP:-} ]] && cp "$D/audit.log" /tmp/egress-audit.log; egress_world_down; _tap_finish' EXIT
+plan 65
+egress_world_up "$D" || bail_out "cannot build the egress test world"
+
+# ---- the gateway: secrets, rules, the test CA as extraCaPem ----
+SENTINEL="nook-sentinel-$(od -An -N12 -tx1 /dev/urandom | tr -d ' \n')"
+BODYSECRET="nook-bodysecret-$(od -An -N12 -tx1 /dev/urandom | tr -d ' \n')"
+PH="nook-ph-$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')"
+PHB="nook-ph-$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')"
+python3 - "$D/config.json" "$SENTINEL" "$PH" "$BODYSECRET" "$PHB" "$D/testca.crt" <<'PY'
+import json, sys
+out, sentinel, ph, bodysecret, phb, ca = sys.argv[1:7]
+json.dump({"sandbox": "egtest", "mode": "public",
+           "secrets": [{"name": "GH_TOKEN", "placeholder": ph, "value": sentinel, "hosts": ["up.test"], "body": False},
+                       {"name": "BODY_TOKEN", "placeholder": phb, "value": bodysecret, "hosts": ["up.test"], "body": True}],
+           "allowHttp": ["GET https://up.test/repos/*", "POST https://up.test/upload", "* https://other.test/*",
+                         "* http://up.test/*", "GET https://bad.test/*", "GET https://rebind.test/*"],
+           "extraCaPem": open(ca).read()}, open(out, "w"))
+PY
+chmod 600 "$D/config.json"
+egress_gateway_up "$EGRESS" "$D/config.json" || bail_out "the gateway did not get ready"
+GW_PID=$EG_GW_PID
+ok "the gateway speaks the fd-3 protocol: CA sent, listeners taken, ready"
+like "$(cat "$D/state/ca.pem")" "BEGIN CERTIFICATE" "the CA is PEM"
+openssl x509 -in "$D/state/ca.pem" -noout -text >"$D/ca.txt" 2>&1
+like "$(cat "$D/ca.txt")" "prime256v1" "the CA key is EC P-256"
+like "$(cat "$D/ca.txt")" "CA:TRUE, pathlen:0" "the CA is a CA that signs only leaves"
+
+# gc: curl in the guest, trusting the gateway's CA; --resolve plays the guest's DNS.  HTTP/1.1
+# unless GC_HTTP=--http2 (curl would pick h2, which the gateway offers).
+gc() {
+        out=$(ip netns exec "$G" curl -sS -m 10 "${GC_HTTP:---http1.1}" --cacert "$D/state/ca.pem" \
+                --resolve up.test:443:198.51.100.10 --resolve other.test:443:198.51.100.10 \
+                --resolve up.test:80:198.51.100.10 --resolve bad.test:443:198.51.100.11 \
+                --resolve rebind.test:443:10.99.0.10 -w '\n%{http_code}' "$@" 2>"$D/curl.err")
+        status=$?
+        err=$(cat "$D/curl.err")
+}
+
+# ---- secrets: substituted for a listed host, blocked elsewhere ----
+gc -H "Authorization: Bearer $PH" "https://up.test/repos/x?token=$PH"
+is "${out##*$'\n'}" 200 "GET to a listed host with the placeholder: 200 through the gateway"
+like "$out" "upstream saw GET /repos/x" "the guest gets the upstream's body"
+grep -q "Bearer $SENTINEL" "$D/up.log" && ok "the upstream received the real secret in the header" || not_ok "the upstream received the real secret in the header" "$(cat "$D/up.log")"
+grep -q "token=$SENTINEL" "$D/up.log" && ok "and in the request line" || not_ok "and in the request line"
+grep -q "$PH" "$D/up.log" && not_ok "no placeholder reaches the listed upstream" || ok "no placeholder reaches the listed upstream"
+gc -i -H "Authorization: Bearer $PH" https://up.test/repos/echo
+like "$out" "X-Echo-Authorization: Bearer \*\*\*\*" "a secret the upstream echoes in a header comes back masked"
+like "$out" "Authorization: Bearer \*\*\*\*\*.*200" "and in the body, lengths kept (the response is complete)"
+[[ $out == *"$SENTINEL"* ]] && not_ok "the guest never sees the real value" || ok "the guest never sees the real value"
+leaf=$(ip netns exec "$G" sh -c "openssl s_client -connect 198.51.100.10:443 -servername up.test </dev/null 2>/dev/null | openssl x509 -noout -text")
+like "$leaf" "DNS:up.test" "the leaf made for the SNI has SAN = the name"
+
+: >"$D/up.log"
+gc -H "X-Token: $PH" https://other.test/anything
+is "${out##*$'\n'}" 403 "a placeholder to an unlisted host: 403"
+like "$out" "blocked: the placeholder of secret GH_TOKEN goes only to its hosts" "the 403 body says why"
+[[ -s $D/up.log ]] && not_ok "the unlisted upstream received nothing" || ok "the unlisted upstream received nothing"
+gc -H "X-Token: $PH" http://up.test/plain
+is "${out##*$'\n'}" 403 "a placeholder over plain HTTP, even to a listed host: 403"
+gc -H "Host: other.test" https://up.test/repos/x
+like "$out" "differs from the TLS server name" "SNI != Host is refused with a reason"
+gc -H "X-Token: $PH" -H "Host: other.test" https://up.test/repos/x
+is "${out##*$'\n'}" 403 "a placeholder with SNI != Host: 403"
+[[ -s $D/up.log ]] && not_ok "nothing reached an upstream for the refused requests" "$(cat "$D/up.log")" || ok "nothing reached an upstream for the refused requests"
+
+# ---- body substitution (body:true), a placeholder of a body:false secret stays as it is ----
+gc --data-binary "a=$PHB&b=$PH" https://up.test/upload
+is "${out##*$'\n'}" 200 "POST with placeholders in the body: 200"
+grep -q "a=$BODYSECRET&b=$PH\"" "$D/up.log" && ok "the body:true secret is substituted in the body, the body:false one is not" || not_ok "body substitution" "$(cat "$D/up.log")"
+head -c 100000 /dev/zero | tr '\0' 'y' >"$D/big.body"
+printf '%s' "$PHB" >>"$D/big.body"
+head -c 50001 /dev/zero | tr '\0' 'z' >>"$D/big.body"
+gc -H "Transfer-Encoding: chunked" --data-binary @"$D/big.body" https://up.test/upload
+python3 -c "
+import json,sys
+recs=[json.loads(l) for l in open('$D/up.log')]
+b=recs[-1]['body']
+sys.exit(0 if b=='y'*100000+'$BODYSECRET'+'z'*50001 else 1)" && ok "a placeholder across read boundaries of a chunked 150 KB body is substituted" || not_ok "streaming substitution"
+
+# ---- --allow-http: by method and path, with the 403 body ----
+gc -X POST https://up.test/repos/x
+is "${out##*$'\n'}" 403 "POST where only GET is allowed: 403"
+like "$out" "nook egress: denied POST https://up.test/repos/x .no --allow-http rule matches." "the 403 body names the request and why"
+gc https://up.test/user
+is "${out##*$'\n'}" 403 "GET outside the allowed path: 403"
+gc "https://up.test/repos/../user" --path-as-is
+is "${out##*$'\n'}" 403 "a dot-segment escape from the allowed path: 403"
+gc https://up.test/repos/a/b/c
+is "${out##*$'\n'}" 200 "GET under the allowed path (any depth): 200"
+
+# ---- upstream trust, TLS, the original destination ----
+gc https://bad.test/x
+is "${out##*$'\n'}" 502 "an upstream with a certificate of an unknown CA: 502"
+like "$out" "upstream TLS failed for bad.test: certificate verify failed" "the guest is told why"
+gc http://up.test:443/
+isnt "$status" 0 "plain HTTP to port 443 is refused (curl: $err)"
+gc --resolve up.test:443:198.51.100.11 https://up.test/repos/x
+like "$out" "'up.test' does not resolve to 198.51.100.11" "an original destination the host's resolution does not give: refused"
+gc https://rebind.test/x
+like "$out" "10.99.0.10 is not a public address" "a name resolving to a private address (rebinding): refused"
+
+# ---- keep-alive: two requests on one guest connection ----
+: >"$D/up.log"
+gc https://up.test/repos/1 https://up.test/repos/2
+is "$(grep -c '"line"' "$D/up.log")" 2 "two requests on one keep-alive connection both arrive"
+: >"$D/up.log"
+gc https://up.test/repos/pool1
+gc https://up.test/repos/pool2
+is "$(python3 -c "import json; print(len({json.loads(l)['peer'] for l in open('$D/up.log')}))")" 1 \
+        "two guest connections in a row share one pooled upstream connection"
+gc https://up.test/repos/chunked
+like "$out" "hello chunked world" "a chunked response is relayed"
+
+# ---- HTTP/2 from the guest (ALPN h2): the same checks per stream, HTTP/1.1 upstream ----
+: >"$D/up.log"
+GC_HTTP=--http2 gc -v -H "Authorization: Bearer $PH" https://up.test/repos/h2 https://up.test/repos/chunked
+like "$err" "ALPN: server accepted h2" "the gateway offers h2 and the guest takes it"
+like "$out" "upstream saw GET /repos/h2.*200.*hello chunked world.*200" "two streams on one h2 connection, a chunked answer included"
+grep -q "Bearer $SENTINEL" "$D/up.log" && ok "over h2 the listed upstream gets the real secret" || not_ok "h2 substitution" "$(cat "$D/up.log")"
+GC_HTTP=--http2 gc -H "X-Token: $PH" https://other.test/x
+is "${out##*$'\n'}" 403 "over h2 a placeholder to an unlisted host: 403"
+GC_HTTP=--http2 gc -X POST https://up.test/repos/x
+like "$out" "denied POST https://up.test/repos/x" "over h2 the rules deny with the 403 body"
+GC_HTTP=--http2 gc --data-binary "a=$PHB" https://up.test/upload
+grep -q "a=$BODYSECRET\"" "$D/up.log" && ok "over h2 a request body streams, substituted" || not_ok "h2 body" "$(tail -2 "$D/up.log")"
+GC_HTTP=--http2 gc -o /dev/null -w '%{size_download}' https://up.test/repos/big/3000000
+like "$out" "^3000000" "over h2 a 3 MB answer arrives whole (flow control)"
+GC_HTTP=--http2 gc -H "Host: other.test" https://up.test/repos/x
+like "$out" "differs from the TLS server name" "over h2 :authority != SNI is refused"
+grep -q '"proto":"h2"' "$D/audit.log" && ok "h2 requests are audited with proto h2" || not_ok "h2 audit"
+
+# ---- hostile HTTP from the guest: refused, never forwarded ----
+raw() { ip netns exec "$G" python3 "$HERE/egress_rawclient.py" "$D/state/ca.pem" 198.51.100.10 up.test "$1" 2>&1; }
+: >"$D/up.log"
+like "$(raw 'POST /upload HTTP/1.1\r\nHost: up.test\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n')" \
+        "400" "Content-Length with Transfer-Encoding (smuggling): 400"
+like "$(raw 'GET /repos/x HTTP/1.1\nHost: up.test\n\n')" "400" "bare LF line ends: 400"
+like "$(raw 'GET /repos/x HTTP/1.1\r\nHost: up.test\r\n folded\r\n\r\n')" "400" "an obs-fold header: 400"
+like "$(raw "GET /repos/x HTTP/1.1\\r\\nHost: up.test\\r\\nX: $(head -c 70000 /dev/zero | tr '\0' a)\\r\\n\\r\\n")" "431" \
+        "a 70 KB head: 431"
+like "$(raw 'GET http://up.test/repos/x HTTP/1.1\r\nHost: up.test\r\n\r\n')" "400" "an absolute-form target: 400"
+like "$(raw 'GET /repos/x HTTP/1.1\r\nHost: up.test\r\nHost: other.test\r\n\r\n')" "400" "two Host headers: 400"
+[[ -s $D/up.log ]] && not_ok "none of them reached the upstream" "$(cat "$D/up.log")" || ok "none of them reached the upstream"
+
+# ---- WebSocket: the upgrade is checked like any request, then bytes pass both ways ----
+out=$(ip netns exec "$G" python3 "$HERE/egress_wsclient.py" "$D/state/ca.pem" 198.51.100.10 up.test /repos/ws 2>&1)
+like "$out" "101" "a WebSocket upgrade to an allowed path: 101 from the upstream"
+like "$out" "hello-ws" "bytes are relayed both ways after the upgrade"
+out=$(ip netns exec "$G" python3 "$HERE/egress_wsclient.py" "$D/state/ca.pem" 198.51.100.10 up.test /ws 2>&1)
+like "$out" "403" "a WebSocket upgrade outside the rules: 403"
+
+# ---- the audit log ----
+sleep 0.2
+python3 - "$D/audit.log" <<'PY' && ok "every audit line has the contract's fields" || not_ok "audit fields" "$(head -5 "$D/audit.log")"
+import json, sys
+keys = {"time", "sandbox", "method", "host", "path", "status", "decision", "rule", "reason", "bytesUp", "bytesDown", "proto"}
+lines = [json.loads(l) for l in open(sys.argv[1])]
+assert len(lines) > 10, len(lines)
+for l in lines:
+    assert set(l) == keys, l
+    assert l["sandbox"] == "egtest"
+PY
+grep -q '"decision":"block".*"host":"other.test"\|"host":"other.test".*"decision":"block"' "$D/audit.log" &&
+        ok "the blocked placeholder is logged with decision block" || not_ok "block logged" "$(cat "$D/audit.log")"
+grep -q '"rule":"GET https://up.test/repos/\*"' "$D/audit.log" && ok "allowed requests name their rule" || not_ok "rule logged"
+grep -q '"proto":"ws"' "$D/audit.log" && ok "the WebSocket session is logged with proto ws" || not_ok "ws logged"
+grep -q 'does not start with TLS' "$D/audit.log" && ok "the non-TLS connection is logged" || not_ok "non-TLS logged"
+leaks_found=""
+for f in "$D/audit.log" "$D/state/gateway.stderr" "/proc/$GW_PID/environ" "/proc/$GW_PID/cmdline"; do
+        for s in "$SENTINEL" "$BODYSECRET" "$PH" "$PHB"; do
+                grep -qa -- "$s" "$f" && leaks_found+=" $s in $f"
+        done
+done
+is "$leaks_found" "" "no secret and no placeholder in the audit log, the gateway's stderr, environ or argv"
+is "$(cat "/proc/$GW_PID/cmdline" | tr '\0' ' ')" "$EGRESS " "the gateway's argv is just its path"
+
+# ---- a bad configuration: {"error": ...} naming the problem, and the gateway exits ----
+bad_config() { # CONFIG-JSON: what the gateway answers, then its exit status
+        python3 - "$EGRESS" "$1" <<'PY'
+import os, socket, subprocess, sys
+sup, gw = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+p = subprocess.Popen([sys.argv[1]], pass_fds=(gw.fileno(), 3), preexec_fn=lambda: os.dup2(gw.fileno(), 3),
+                     stderr=subprocess.DEVNULL)
+gw.close()
+socket.send_fds(sup, [sys.argv[2].encode()], [os.open("/dev/null", os.O_WRONLY)])
+print(sup.recv(65536).decode(), p.wait())
+PY
+}
+out=$(bad_config '{"sandbox":"x","mode":"public","secrets":[{"name":"A","placeholder":"'"$PH"'","value":"a\r\nX: y","hosts":["a.test"]}]}')
+like "$out" '"error":"secret .A.: the value holds a NUL, CR or LF byte.* 1$' "a secret value with CRLF is refused by name, exit 1"
+out=$(bad_config '{"sandbox":"x","mode":"public","allowHttp":["get https://a.test/"]}')
+like "$out" "Invalid --allow-http rule 'get https://a.test/'.*upper case" "a bad rule is refused naming it"
+
+# ---- the gateway ends with its supervisor ----
+egress_gateway_stop
+wait_for 5 sh -c "! kill -0 $GW_PID 2>/dev/null" && ok "EOF on fd 3: the gateway exits" || not_ok "the gateway outlived fd 3"

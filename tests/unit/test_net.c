@@ -375,6 +375,8 @@ Test(net, egress_redirect_in_a_namespace) {
         if (WIFEXITED(st) && WEXITSTATUS(st) == 77)
                 cr_skip_test("no user+net namespace with a veth pair here");
         cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "redirect step %d failed", WEXITSTATUS(st));
+}
+
 /* The floor as nook-egress applies it to original destinations (net_addr_is_public). */
 static bool public_addr(const char *s) {
         uint8_t a[16];

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "nook.h"
+#include "egress/rules.h"
 #include "isolate/net.h"
 #include "sandbox/spec_egress.h"
 #include "util/error.h"
@@ -95,6 +96,8 @@ static int parse_hosts(const char *name, json_t *hosts, char ***ret, nook_error 
                         return nook_err_set(err, NOOK_E_INVALID,
                                 "Invalid spec: secret '%s': hosts[%zu] must be a string", name, i);
                 int r = net_domain_parse(json_string_value(v), &d, err);
+                if (r >= 0)
+                        r = egress_host_pattern_check(d, err);
                 if (r < 0)
                         return nook_err_wrap(err, "Invalid spec: secret '%s': hosts[%zu]", name, i);
                 if (strv_push(ret, d) < 0)
@@ -160,8 +163,8 @@ static int parse_secrets(json_t *m, sb_spec *s, nook_error *err) {
         return 0;
 }
 
-/* The rule's syntax is the gateway's (src/egress/rules.c, parsed there once): here only what
- * keeps a rule one printable line of bounded size. */
+/* One printable line of bounded size, then the gateway's own parser (src/egress/rules.c, the
+ * one place the rule language lives): what create accepts, the gateway enforces. */
 static int check_rule(size_t i, const char *t, size_t len, nook_error *err) {
         if (len == 0 || len > SB_ALLOW_HTTP_LEN)
                 return nook_err_set(err, NOOK_E_INVALID,
@@ -171,12 +174,10 @@ static int check_rule(size_t i, const char *t, size_t len, nook_error *err) {
                 if ((unsigned char)t[j] < 0x20 || t[j] == 0x7f)
                         return nook_err_set(err, NOOK_E_INVALID,
                                 "Invalid spec: egress.allowHttp[%zu] holds a control character", i);
-        const char *sp = strchr(t, ' ');
-        if (!sp || sp == t || !(startswith(sp + 1, "http://") || startswith(sp + 1, "https://")))
-                return nook_err_set(err, NOOK_E_INVALID,
-                        "Invalid spec: egress.allowHttp[%zu] '%.200s' is not 'METHOD http(s)://HOST/PATH-GLOB'",
-                        i, t);
-        return 0;
+        egress_rule *rule = NULL;
+        int r = egress_rule_parse(t, &rule, err);
+        egress_rule_free(rule);
+        return r < 0 ? nook_err_wrap(err, "Invalid spec: egress.allowHttp[%zu]", i) : 0;
 }
 
 static int check_ca(const char *pem, size_t len, nook_error *err) {

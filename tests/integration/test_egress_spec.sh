@@ -8,7 +8,7 @@
 . "$(dirname "$0")/lib.sh"
 
 require_bin "$NOOK" "$NOOK_SUPERVISOR"
-plan 51
+plan 53
 
 SENT="nook-sentinel-$$-s3cr3t"
 export TOK=$SENT
@@ -47,7 +47,9 @@ export SSL_CERT_FILE=x
 refused "--secret may not take a name nook sets (SSL_CERT_FILE)" "variable nook sets" create w --network public --secret SSL_CERT_FILE@a.example
 unset SSL_CERT_FILE
 refused "--secret and -e of one name" "both in 'env' and in 'secrets'" create w --network public -e TOK=1 --secret TOK@a.example
-refused "--allow-http without a URL" "METHOD http\(s\)://HOST" create w --network public --allow-http GET
+refused "--allow-http without a URL" "allowHttp\[0\].*the method is missing" create w --network public --allow-http GET
+refused "--allow-http with a lower-case method (the gateway's parser)" "upper case" create w --network public --allow-http 'get https://a.example/'
+refused "--allow-http with a host glob in the middle (the gateway's parser)" "allowHttp\[0\]" create w --network public --allow-http 'GET https://a.*.example/'
 refused "--allow-http with a control character" "control character" create w --network public --allow-http $'GET https://a.example/\x01'
 refused "--allow-http over 2048 characters" "1 to 2048" create w --network public --allow-http "GET https://a.example/$(head -c 3000 /dev/zero | tr '\0' a)"
 printf -- '-----BEGIN CERTIFICATE-----\nAA==\n-----END CERTIFICATE-----\n' >"$NOOK_HOME.ca"

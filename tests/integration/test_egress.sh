@@ -124,7 +124,8 @@ run_nook_ns egress log eg
 like "$out" "allow 200 GET public.test/curl" "egress log: the allowed request"
 like "$out" "block 403 [A-Z]+ other.test/steal" "egress log: the blocked placeholder"
 run_nook_ns egress log --json eg
-check "egress log --json: every line is JSON" jq -e . >/dev/null <<<"$out"
+json_lines() { jq -e . >/dev/null <<<"$1"; }
+check "egress log --json: every line is JSON" json_lines "$out"
 unlike "$out" "nook-ph-|$SENT" "the audit log holds neither a placeholder nor the value"
 
 # ---- HTTP rules ---------------------------------------------------------------------------------

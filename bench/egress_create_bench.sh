@@ -43,7 +43,7 @@ awk -v off="$off" -v on="$on" -v n="$rounds" 'BEGIN {
                 off / n, on / n, on / off }'
 
 "$nook" create idle --network public --egress-audit >/dev/null
-sup=$("$nook" inspect idle | sed -n 's/.*"supervisorPid":\([0-9]*\).*/\1/p')
+sup=$("$nook" inspect --format '{{.supervisorPid}}' idle)
 gw=$(pgrep -P "$sup" -x nook-egress || true)
 rss() { awk '/^VmRSS/ { print $2 }' "/proc/$1/status"; }
 if [ -n "$gw" ]; then

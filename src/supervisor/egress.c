@@ -211,23 +211,32 @@ int sup_egress_start(
         if (r >= 0)
                 r = send_msg(e->sock, m, &logfd, 1, err);
         json_decref(m);
+        return r < 0 ? nook_err_wrap(err, "starting the egress gateway") : 0;
+}
+
+/* Message 2: the CA, appended to the bundle libnook already made in the writable layer.  The
+ * overlay is mounted by now; the file exists in the upper layer, so this changes only the data
+ * of the inode the overlay already points at (no name appears or goes under it). */
+static int recv_ca(sup_egress *e, const sup_config *c, nook_error *err) {
         json_t *reply = NULL;
-        if (r >= 0)
-                r = recv_reply(e->sock, &reply, err);
+        int r = recv_reply(e->sock, &reply, err);
         if (r >= 0) {
                 const char *pem = json_string_value(json_object_get(reply, "caCertPem"));
                 r = pem ? append_ca(c, pem, err)
                         : nook_err_set(err, NOOK_E_INTERNAL, "The egress gateway sent no CA certificate");
         }
         json_decref(reply);
-        return r < 0 ? nook_err_wrap(err, "starting the egress gateway") : 0;
+        return r;
 }
 
-int sup_egress_listen(sup_egress *e, const int fds[2], nook_error *err) {
+int sup_egress_listen(sup_egress *e, const sup_config *c, const int fds[2], nook_error *err) {
+        int r = recv_ca(e, c, err);
+        if (r < 0)
+                return nook_err_wrap(err, "starting the egress gateway");
         json_t *m = json_pack("{s:[i,i]}", "listen", 80, 443);
         if (!m)
                 return nook_err_oom(err);
-        int r = send_msg(e->sock, m, fds, 2, err);
+        r = send_msg(e->sock, m, fds, 2, err);
         json_decref(m);
         json_t *reply = NULL;
         if (r >= 0)
@@ -276,15 +285,12 @@ void sup_egress_stop(sup_egress *e) {
         e->sock = safe_close(e->sock);
         if (e->pid <= 0)
                 return;
-        /* EOF on fd 3 ends it; a gateway that does not go within 200 ms is killed */
-        for (int i = 0; i < 20; i++) {
-                if (waitpid(e->pid, NULL, WNOHANG) == e->pid) {
-                        e->pid = 0;
-                        return;
-                }
-                usleep(10000);
-        }
-        (void)kill(e->pid, SIGKILL);
+        /* EOF on fd 3 ends it; a gateway that does not go within 200 ms is killed.  A pidfd turns
+         * readable the moment it exits (no polling interval added to every stop). */
+        _cleanup_close_ int pfd = pidfd_open_(e->pid);
+        struct pollfd p = { .fd = pfd, .events = POLLIN };
+        if (pfd < 0 || poll(&p, 1, 200) <= 0)
+                (void)kill(e->pid, SIGKILL);
         (void)pid_wait(e->pid, NULL);
         e->pid = 0;
 }

@@ -665,13 +665,13 @@ static void finish(sup *s, int init_status) {
         }
 }
 
-/* The network, with the egress gateway when the config has one: its CA is in the bundle before
- * init mounts the root (sup_run), its listeners and the redirect before any exec. */
+/* The network, with the egress gateway when the config has one (started before init, sup_run):
+ * its CA in the bundle, its listeners and the redirect, all before any exec. */
 static int start_network(sup *s, nook_error *err) {
         int fds[2] = { -1, -1 };
         int r = sup_net_start(&s->net, s->cfg, s->init_pid, s->state_dir, s->cfg->egress ? fds : NULL, err);
         if (r >= 0 && s->cfg->egress)
-                r = sup_egress_listen(&s->egress, fds, err);
+                r = sup_egress_listen(&s->egress, s->cfg, fds, err);
         safe_close(fds[0]);
         safe_close(fds[1]);
         return r;

@@ -25,6 +25,7 @@
 /* In an image the system bundle itself; the built-in host image binds the host's
  * /etc/ssl/certs read-only, and an image may have it as a symlink: there the copy sits beside. */
 #define GUEST_BUNDLE "/etc/ssl/certs/ca-certificates.crt"
+#define GUEST_BUNDLE_REL "etc/ssl/certs/ca-certificates.crt" /* in a layer */
 #define GUEST_BUNDLE_BESIDE "/etc/ssl/nook-ca-certificates.crt"
 
 char *sb_libexec_find(const char *program, const char *build_dir, const char *env_var) {
@@ -80,10 +81,10 @@ static int read_image_bundle(
                 struct open_how how = { .flags = O_RDONLY | O_CLOEXEC,
                         .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV };
                 _cleanup_close_ int fd =
-                        (int)syscall(SYS_openat2, root, GUEST_BUNDLE + 1, &how, sizeof(how));
+                        (int)syscall(SYS_openat2, root, GUEST_BUNDLE_REL, &how, sizeof(how));
                 /* COMPAT(kernel < 5.6): no openat2; a symlinked bundle is then not followed */
                 if (fd < 0 && errno == ENOSYS)
-                        fd = openat(root, GUEST_BUNDLE + 1, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+                        fd = openat(root, GUEST_BUNDLE_REL, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
                 struct stat st;
                 if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
                         continue;

@@ -28,7 +28,7 @@ for t in ip slirp4netns dnsmasq busybox curl openssl nsenter nft node jq; do
         command -v $t >/dev/null || plan skip_all "$t is not installed (scripts/deps.sh installs it)"
 done
 /usr/bin/python3 -c 'import requests' 2>/dev/null || plan skip_all "python3-requests is not installed"
-plan 44
+plan 46
 trap 'net_topology_down; _tap_finish' EXIT
 net_topology_up || bail_out "cannot build the test world"
 
@@ -87,6 +87,9 @@ is "$out" "upstream GET /urllib auth=real" "Python urllib: real value upstream" 
 gx eg '/usr/bin/python3 -c "import os, requests; print(requests.post(\"https://public.test/requests\", headers={\"Authorization\": \"Bearer \" + os.environ[\"TOK\"]}, data=b\"x\", timeout=10).text, end=\"\")"'
 is "$out" "upstream POST /requests auth=real" "Python requests: real value upstream" || diag "$err"
 
+gx eg 'curl -sS -m 10 --http2 -w "%{http_version}" -H "Authorization: Bearer $TOK" https://public.test/h2'
+is "$out" "upstream GET /h2 auth=real
+2" "curl --http2: HTTP/2 to the gateway, the real value upstream" || diag "$err"
 n=$(up_lines)
 gx eg 'curl -sS -m 10 -w "\n%{http_code}" -H "Authorization: Bearer $TOK" https://other.test/steal'
 like "$out" '403$' "a placeholder to an unlisted host gets 403"
@@ -123,6 +126,8 @@ check "the gateway is the supervisor's child, outside the sandbox's netns" \
 run_nook_ns egress log eg
 like "$out" "allow 200 GET public.test/curl" "egress log: the allowed request"
 like "$out" "block 403 [A-Z]+ other.test/steal" "egress log: the blocked placeholder"
+run_nook_ns egress log --json eg
+like "$out" '"path":"/h2"[^}]*"proto":"h2"' "egress log: the HTTP/2 request, proto h2"
 run_nook_ns egress log --json eg
 json_lines() { jq -e . >/dev/null <<<"$1"; }
 check "egress log --json: every line is JSON" json_lines "$out"

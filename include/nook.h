@@ -158,6 +158,12 @@ NOOK_PUBLIC int nook_cp_out(
  *   network          "off" (default: loopback only)
  *   workdir          default working directory of execs (default /workspace)
  *   user             default user of execs (default root of the sandbox)
+ *   secrets          {"NAME": {"value": "...", "hosts": ["api.example.com", "*.example.com"],
+ *                    "body": false}}: the guest's NAME is a placeholder that the egress gateway
+ *                    replaces by value in HTTPS requests to hosts only.  The value is needed at
+ *                    create and never stored (a later start has none: the placeholder is blocked)
+ *   egress           {"allowHttp": ["METHOD URL-GLOB", ...], "caPem": "PEM", "audit": bool}
+ *                    (secrets and egress need network "public" or "policy")
  * Unknown fields are an error naming them. */
 #define NOOK_CREATE_REPLACE (1u << 0) /* stop a running sandbox of that name first */
 /* The sandbox lives as long as this nook handle: when the handle is closed or the calling process
@@ -200,6 +206,23 @@ typedef struct nook_logs_opts {
 } nook_logs_opts;
 NOOK_PUBLIC int nook_sandbox_logs(
         nook *n, const char *name, const nook_logs_opts *o, int out_fd, int err_fd, nook_error *err);
+
+/* ---- egress gateway (secrets by placeholder, HTTP rules, audit: spec "secrets" and "egress") ---- */
+
+/* The gateway's audit log (<state>/egress.log): one JSON object per request or refused
+ * connection — time, sandbox, method, host, path, status, decision (allow|deny|block|error),
+ * rule, reason, bytesUp, bytesDown, proto — never a secret or a placeholder.  Kept until the
+ * sandbox is removed. */
+typedef struct nook_egress_log_opts {
+        bool follow; /* keep printing until the sandbox stops */
+        bool json; /* one JSON object a line (control characters \u-escaped) instead of text */
+} nook_egress_log_opts;
+/* Prints the log to out_fd: text lines "TIME DECISION STATUS METHOD HOSTPATH (RULE|REASON)" with
+ * control characters as \xNN (the fields come from the guest), or JSON lines. */
+NOOK_PUBLIC int nook_egress_log(
+        nook *n, const char *name, const nook_egress_log_opts *o, int out_fd, nook_error *err);
+/* The entries so far as one JSON array. */
+NOOK_PUBLIC int nook_egress_log_entries(nook *n, const char *name, char **ret_json, nook_error *err);
 
 /* A running sandbox's cgroup statistics as JSON: cpuUsageNs, memoryBytes, memoryPeakBytes, pids,
  * oomKills, and the limits. */

@@ -37,6 +37,9 @@ packages=(
         dpkg-dev debhelper fakeroot man-db bash-completion zsh fish
         # branch (issue 15): bench/branch_bench.sh makes an XFS filesystem with reflink on a loop device
         xfsprogs
+        # egress integration (issue 14): test_egress.sh's clients in the guest (Python requests;
+        # jq reads the audit log)
+        python3-requests jq
         # egress gateway (src/egress, issue 14): OpenSSL 3 for TLS, the CA and leaf certificates;
         # nghttp2 for its HTTP/2 front
         libssl-dev libnghttp2-dev

@@ -34,6 +34,43 @@ export interface NetworkPolicy {
   domains?: string[];
 }
 
+/** A secret kept out of the guest: the guest's env NAME holds a placeholder ("nook-ph-" + 32 hex),
+ * which nook's egress gateway replaces by value in HTTPS requests to hosts only (in headers and
+ * the request line; in bodies too with body: true).  Never stored: a sticky sandbox started again
+ * later has no value, and its placeholder is blocked. */
+export interface SecretSpec {
+  value: string;
+  /** "api.example.com" or "*.example.com" (any name below). */
+  hosts: string[];
+  body?: boolean;
+}
+
+/** The egress gateway's HTTP rules and options (needs network "public" or "policy"). */
+export interface EgressSpec {
+  /** "METHOD URL-GLOB" ("GET https://api.github.com/repos/*"); non-empty = default deny (403). */
+  allowHttp?: string[];
+  /** A PEM CA certificate the gateway trusts for upstream servers (a private CA). */
+  ca?: string;
+  /** Run the gateway for its audit log only. */
+  audit?: boolean;
+}
+
+/** One line of the egress gateway's audit log (box.egressLog()). */
+export interface EgressLogEntry {
+  time: string;
+  sandbox: string;
+  method: string | null;
+  host: string | null;
+  path: string | null;
+  status: number | null;
+  decision: "allow" | "deny" | "block" | "error";
+  rule: string | null;
+  reason: string | null;
+  bytesUp: number;
+  bytesDown: number;
+  proto: string;
+}
+
 /** nook's spec (include/nook.h, src/sandbox/spec.c).  libnook validates it: an unknown field or
  * a bad value is SandboxError invalid. */
 export interface SandboxSpec {
@@ -73,6 +110,9 @@ export interface SandboxSpec {
   scripts?: Record<string, string>;
   /** Files written into the root filesystem at create, by absolute guest path. */
   setupFiles?: Record<string, SetupFile>;
+  /** Secrets by placeholder, by env name (needs network "public" or "policy"). */
+  secrets?: Record<string, SecretSpec>;
+  egress?: EgressSpec;
 }
 
 /** One change of nook_diff (docs/design/diff-merge.md). */
@@ -232,6 +272,8 @@ export declare class Box {
   exec(command: string | string[], options?: ExecOptions): Promise<ExecResult>;
   spawn(command: string | string[], options?: Omit<ExecOptions, "onStdout" | "onStderr" | "maxOutputBytes">): ExecProcess;
   inspect(): Promise<SandboxInfo>;
+  /** The egress gateway's audit log so far ([] without a gateway). */
+  egressLog(): Promise<EgressLogEntry[]>;
   start(): Promise<void>;
   stop(options?: { timeoutMs?: number }): Promise<void>;
   /** Disk state of a stopped sticky sandbox (else SandboxError state); name undefined/null:

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 import type { SandboxProvider, SandboxProviderRequest } from "@smithers-orchestrator/sandbox";
-import type { Sandboxes, SandboxSpec } from "./index";
+import type { EgressSpec, Sandboxes, SandboxSpec, SecretSpec } from "./index";
 
 export declare const NOOK_PROVIDER_ID: "nook";
 /** The label that holds a sandbox's Smithers name as given (case kept, up to 128 bytes); the
@@ -45,6 +45,11 @@ export interface NookSandboxProviderOptions {
   pullPolicy?: "always" | "if-missing" | "never";
   labels?: Record<string, string>;
   scripts?: Record<string, string>;
+  /** Secrets by placeholder (nook's egress gateway; needs allowNetwork): the guest sees a
+   * placeholder, requests to the secret's hosts carry the value. */
+  secrets?: Record<string, SecretSpec>;
+  /** HTTP rules, an upstream CA, audit only (needs allowNetwork). */
+  egress?: EgressSpec;
   /** By absolute guest path: under /workspace written after boot, elsewhere by libnook at create. */
   setupFiles?: Record<string, NookSetupFile>;
   maxDurationSecs?: number;

@@ -78,6 +78,7 @@ int cmd_image(int argc, char **argv);
 int cmd_stats(int argc, char **argv);
 int cmd_update(int argc, char **argv);
 int cmd_volume(int argc, char **argv);
+int cmd_egress(int argc, char **argv);
 int cmd_prune(int argc, char **argv);
 int cmd_snapshot(int argc, char **argv);
 int cmd_ps(int argc, char **argv);

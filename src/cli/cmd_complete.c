@@ -65,6 +65,8 @@ static const group_doc groups[] = {
                         { "rm", "remove a file or a tree", KIND_SANDBOX },
                         { "mkdir", "create a directory and its parents", KIND_SANDBOX },
                         { "mv", "rename inside the workspace", KIND_SANDBOX }, { NULL } } },
+        { "egress", KIND_NONE, true,
+                { { "log", "show the egress gateway's audit log", KIND_SANDBOX }, { NULL } } },
         { "volume", KIND_NONE, false,
                 { { "create", "create a named volume", KIND_NONE },
                         { "ls", "list named volumes", KIND_NONE },

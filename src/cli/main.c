@@ -48,6 +48,7 @@ static const cli_command commands[] = {
         { "merge", cmd_merge, "Apply a branch's workspace changes onto another sandbox's workspace" },
         { "checkpoint", cmd_checkpoint,
                 "Checkpoint a running sandbox's memory (CRIU; refused, naming why)" },
+        { "egress", cmd_egress, "The egress gateway's audit log ('nook egress log NAME')" },
         { "doctor", cmd_doctor, "Check what this host offers nook" },
         { "help", cmd_help, "Show this help, or a command's ('nook help COMMAND')" },
         { "version", cmd_version, "Print the versions of nook and libnook" },

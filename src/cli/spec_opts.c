@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include <jansson.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -210,6 +211,90 @@ static int add_insecure_registry(const char *cmd, const char *host) {
         return r < 0 ? -1 : 1;
 }
 
+static json_t *spec_object(json_t *spec, const char *field) {
+        json_t *o = json_object_get(spec, field);
+        if (!json_is_object(o)) {
+                o = json_object();
+                json_object_set_new(spec, field, o);
+        }
+        return o;
+}
+
+/* --secret NAME@HOST[,HOST...][:body]: the value comes from this process's environment variable
+ * NAME (never from argv); libnook checks the name and the hosts. */
+static int add_secret(const char *cmd, json_t *spec, const char *arg) {
+        char buf[4096];
+        snprintf(buf, sizeof(buf), "%s", arg);
+        char *at = strchr(buf, '@');
+        if (!at || at == buf || !at[1]) {
+                cli_usage_error(cmd, "--secret expects NAME@HOST[,HOST...][:body], got '%s'", arg);
+                return -1;
+        }
+        *at++ = 0;
+        bool body = false;
+        char *colon = strchr(at, ':');
+        if (colon) {
+                if (strcmp(colon, ":body") != 0) {
+                        cli_usage_error(cmd, "--secret '%s': the only suffix is ':body'", arg);
+                        return -1;
+                }
+                *colon = 0;
+                body = true;
+        }
+        const char *value = getenv(buf);
+        if (!value) {
+                cli_usage_error(cmd,
+                        "--secret %s: the environment variable '%s' is not set (the value comes from there, never from the command line)",
+                        buf, buf);
+                return -1;
+        }
+        json_t *hosts = json_array();
+        for (char *h = strtok(at, ","); h; h = strtok(NULL, ","))
+                json_array_append_new(hosts, json_string(h));
+        json_t *x = json_pack("{s:s, s:o, s:b}", "value", value, "hosts", hosts, "body", body);
+        if (!x) {
+                cli_usage_error(cmd, "--secret %s: its value or a host is not UTF-8 text", buf);
+                return -1;
+        }
+        return json_object_set_new(spec_object(spec, "secrets"), buf, x) == 0 ? 1 : -1;
+}
+
+#define EGRESS_CA_MAX ((size_t)64 * 1024) /* libnook's limit, with a message naming the file */
+
+static int set_egress_ca(const char *cmd, json_t *spec, const char *path) {
+        FILE *f = fopen(path, "re");
+        char data[EGRESS_CA_MAX + 2];
+        size_t len = f ? fread(data, 1, sizeof(data) - 1, f) : 0;
+        if (f)
+                fclose(f);
+        if (!f || len == 0 || len > EGRESS_CA_MAX) {
+                cli_usage_error(cmd, "--egress-ca: cannot read '%s' (a PEM file of at most 64 KiB)", path);
+                return -1;
+        }
+        data[len] = 0;
+        json_t *s = json_stringn(data, len);
+        if (!s) {
+                cli_usage_error(cmd, "--egress-ca: '%s' is not PEM text", path);
+                return -1;
+        }
+        return json_object_set_new(spec_object(spec, "egress"), "caPem", s) == 0 ? 1 : -1;
+}
+
+static int add_allow_http(const char *cmd, json_t *spec, const char *arg) {
+        json_t *rule = json_string(arg);
+        if (!rule) {
+                cli_usage_error(cmd, "--allow-http: the rule is not UTF-8 text");
+                return -1;
+        }
+        json_t *e = spec_object(spec, "egress");
+        json_t *a = json_object_get(e, "allowHttp");
+        if (!json_is_array(a)) {
+                a = json_array();
+                json_object_set_new(e, "allowHttp", a);
+        }
+        return json_array_append_new(a, rule) == 0 ? 1 : -1;
+}
+
 int spec_opt_apply(const char *cmd, json_t *spec, int opt, const char *arg) {
         switch (opt) {
         case 1000:
@@ -276,6 +361,14 @@ int spec_opt_apply(const char *cmd, json_t *spec, int opt, const char *arg) {
                 return json_object_set_new(spec, "snapshot", json_string(arg)) < 0 ? -1 : 1;
         case 1030:
                 return add_insecure_registry(cmd, arg);
+        case 1040:
+                return add_secret(cmd, spec, arg);
+        case 1041:
+                return add_allow_http(cmd, spec, arg);
+        case 1042:
+                return set_egress_ca(cmd, spec, arg);
+        case 1043:
+                return json_object_set_new(spec_object(spec, "egress"), "audit", json_true()) == 0 ? 1 : -1;
         default:
                 return 0;
         }

@@ -36,7 +36,11 @@
         { "script", required_argument, NULL, 1016 },                    \
         { "setup-file", required_argument, NULL, 1017 },                \
         { "snapshot", required_argument, NULL, 1018 },                  \
-        { "insecure-registry", required_argument, NULL, 1030 }
+        { "insecure-registry", required_argument, NULL, 1030 },         \
+        { "secret", required_argument, NULL, 1040 },                    \
+        { "allow-http", required_argument, NULL, 1041 },                \
+        { "egress-ca", required_argument, NULL, 1042 },                 \
+        { "egress-audit", no_argument, NULL, 1043 }
 /* clang-format on */
 
 #define SPEC_OPTS_HELP                                                                                      \
@@ -72,7 +76,16 @@
         "                         image; restores its workspace into an empty one\n"                        \
         "  --spec FILE            a JSON spec (- for stdin); the options above override it\n"               \
         "  --insecure-registry HOST  pull --image from HOST[:PORT] over plain HTTP (repeatable; also\n"     \
-        "                         NOOK_INSECURE_REGISTRIES=HOST,HOST)\n"
+        "                         NOOK_INSECURE_REGISTRIES=HOST,HOST)\n"                                    \
+        "  --secret NAME@HOST[,HOST...][:body]  the value of your environment variable NAME, kept\n"        \
+        "                         out of the sandbox: the guest's NAME holds a placeholder that nook's\n"   \
+        "                         egress gateway replaces in HTTPS requests to those hosts only\n"          \
+        "                         (*.example.com: any name below; :body: in request bodies too);\n"         \
+        "                         needs --network public or policy\n"                                       \
+        "  --allow-http 'METHOD URL'  allow only matching HTTP(S) requests (repeatable; first match;\n"     \
+        "                         e.g. 'GET https://api.github.com/repos/*'); others get 403\n"             \
+        "  --egress-ca FILE       a PEM CA the gateway trusts for upstream servers (private CAs)\n"         \
+        "  --egress-audit         run the gateway for its audit log only ('nook egress log NAME')\n"
 
 /* Applies one parsed option to the spec; returns 1 if it was a spec option, 0 if not, <0 with
  * the usage error already printed. */

@@ -375,6 +375,36 @@ static void emit_rule(FILE *f, const net_rule *r) {
         fprintf(f, " %s\n", r->allow ? "accept" : "reject with icmpx type admin-prohibited");
 }
 
+/* TCP to ports 80 and 443 goes to the gateway's listeners, except loopback and what an allow rule
+ * names inside a private range (an egress proxy at a private host:port, issue #14 item 5): the
+ * gateway refuses private destinations, so those keep going direct, past the filter's rule. */
+static void emit_redirect(FILE *f, const net_policy *p) {
+        fprintf(f,
+                "        chain egress {\n"
+                "                type nat hook output priority -100; policy accept;\n"
+                "                oif \"lo\" return\n"
+                "                ip daddr 127.0.0.0/8 return\n"
+                "                ip6 daddr ::1 return\n");
+        for (size_t i = 0; i < p->n_rules; i++) {
+                const net_rule *r = &p->rules[i];
+                char c[INET6_ADDRSTRLEN + 8];
+                bool named = in_fixed(r->cidr.family == AF_INET ? private4 : private6,
+                        r->cidr.family == AF_INET ? ELEMENTSOF(private4) : ELEMENTSOF(private6), &r->cidr);
+                if (!r->allow || !named)
+                        continue;
+                net_cidr_format(&r->cidr, c, sizeof(c));
+                fprintf(f, "                %s daddr %s", r->cidr.family == AF_INET ? "ip" : "ip6", c);
+                if (r->ports[0])
+                        fprintf(f, " tcp dport { %s }", r->ports);
+                fprintf(f, " return\n");
+        }
+        fprintf(f,
+                "                tcp dport 80 redirect to :%u\n"
+                "                tcp dport 443 redirect to :%u\n"
+                "        }\n",
+                (unsigned)p->redirect_http, (unsigned)p->redirect_https);
+}
+
 int net_ruleset_build(const net_policy *p, char **ret_text, nook_error *err) {
         char *text = NULL;
         size_t len = 0;
@@ -393,11 +423,18 @@ int net_ruleset_build(const net_policy *p, char **ret_text, nook_error *err) {
                         "        set dns6 { type ipv6_addr; flags timeout; }\n");
         /* Output: everything the sandbox sends.  Replies of connections into the sandbox (published
          * ports, whose peer is the slirp gateway) pass as established. */
+        bool gateway = p->redirect_http && p->redirect_https;
+        /* With the gateway, the filter runs before the nat redirect (-150, mangle, before dstnat, -100):
+         * after it, every redirected packet would look like loopback traffic. */
         fprintf(f,
                 "        chain output {\n"
-                "                type filter hook output priority filter; policy drop;\n"
+                "                type filter hook output priority %s; policy drop;\n"
                 "                oif \"lo\" accept\n"
-                "                ct state established,related accept\n");
+                "                ct state established,related accept\n",
+                gateway ? "-150" : "filter");
+        /* QUIC would pass beside the gateway: HTTP/3 clients fall back to TCP */
+        if (gateway)
+                fprintf(f, "                udp dport 443 reject with icmpx type admin-prohibited\n");
         if (p->mode == NET_MODE_PUBLIC)
                 fprintf(f,
                         "                ip daddr " NET_SLIRP_DNS
@@ -426,7 +463,10 @@ int net_ruleset_build(const net_policy *p, char **ret_text, nook_error *err) {
         /* Nothing is routed through the sandbox. */
         fprintf(f,
                 "        chain forward {\n"
-                "                type filter hook forward priority filter; policy drop;\n        }\n}\n");
+                "                type filter hook forward priority filter; policy drop;\n        }\n");
+        if (gateway)
+                emit_redirect(f, p);
+        fprintf(f, "}\n");
         if (fclose(f) != 0 || !text) {
                 free(text);
                 return nook_err_oom(err);

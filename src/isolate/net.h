@@ -83,6 +83,11 @@ typedef struct net_policy {
         bool domains; /* policy mode with a domain allowlist: sets fed by the resolver */
         const net_cidr *host_addrs; /* every address of the host: never reachable */
         size_t n_host_addrs;
+        /* The egress gateway's listeners on the sandbox's 127.0.0.1 (0 = no gateway): TCP to
+         * port 80 / 443 of any non-loopback address is redirected there (nat output), UDP to
+         * 443 (QUIC) is rejected, and the filter runs before the redirect (priority -150) so
+         * it still judges the original destination. */
+        uint16_t redirect_http, redirect_https;
 } net_policy;
 
 /* The nftables ruleset (nft syntax) for p: table "inet nook".  Pure; *ret_text is malloc'd. */

@@ -16,14 +16,13 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
-#include <dlfcn.h>
-#include <libgen.h>
 
 #include "nook.h"
 #include "config.h"
 #include "image/unpack.h"
 #include "sandbox/baseline.h"
 #include "sandbox/ctx.h"
+#include "sandbox/egress.h"
 #include "sandbox/image.h"
 #include "sandbox/lifecycle.h"
 #include "sandbox/pause.h"
@@ -31,6 +30,7 @@
 #include "sandbox/provision.h"
 #include "sandbox/snapshot.h"
 #include "sandbox/spec.h"
+#include "sandbox/spec_egress.h"
 #include "store/store.h"
 #include "isolate/net.h"
 #include "supervisor/config.h"
@@ -50,32 +50,9 @@
 
 /* ---- the supervisor -------------------------------------------------------------------------- */
 
-/* Where nook-supervisor lives: $NOOK_SUPERVISOR; for an installed libnook (loaded from the
- * libdir it was configured with) the install's libexec folder; else beside libnook.so, as in a
- * build tree (src/supervisor/) or a relocated install (../libexec/), and the install's
- * libexec folder last. */
+/* Where nook-supervisor lives: $NOOK_SUPERVISOR, else sb_libexec_find's order. */
 static char *find_supervisor(void) {
-        const char *e = secure_getenv("NOOK_SUPERVISOR");
-        if (!isempty(e))
-                return strdup(e);
-        Dl_info info;
-        if (dladdr((void *)find_supervisor, &info) && info.dli_fname) {
-                _cleanup_free_ char *copy = strdup(info.dli_fname);
-                if (!copy)
-                        return NULL;
-                const char *d = dirname(copy);
-                if (streq(d, NOOK_LIBDIR))
-                        return strprintf("%s/nook-supervisor", NOOK_LIBEXECDIR);
-                const char *cands[] = { "nook-supervisor", "src/supervisor/nook-supervisor",
-                        "../supervisor/nook-supervisor", "../libexec/nook-supervisor" };
-                for (size_t i = 0; i < ELEMENTSOF(cands); i++) {
-                        char *p = strprintf("%s/%s", d, cands[i]);
-                        if (p && access(p, X_OK) == 0)
-                                return p;
-                        free(p);
-                }
-        }
-        return strprintf("%s/nook-supervisor", NOOK_LIBEXECDIR);
+        return sb_libexec_find("nook-supervisor", "supervisor", "NOOK_SUPERVISOR");
 }
 
 static int read_ready(int fd, json_t **ret, nook_error *err) {
@@ -112,30 +89,75 @@ static int read_ready(int fd, json_t **ret, nook_error *err) {
         return 0;
 }
 
+/* Secret values reach the supervisor over an inherited socket (fd 5), written once after the
+ * spawn: never a file, an argv or an environment.  A socket, not a pipe: a supervisor that died
+ * early gives EPIPE without SIGPIPE (MSG_NOSIGNAL) in a caller such as Node. */
+static int send_secrets(int fd, const char *values, nook_error *err) {
+        size_t len = strlen(values), off = 0;
+        while (off < len) {
+                ssize_t k = send(fd, values + off, len - off, MSG_NOSIGNAL);
+                if (k < 0 && errno == EINTR)
+                        continue;
+                if (k < 0)
+                        return nook_err_errno(err, NOOK_E_INTERNAL,
+                                "Cannot hand the secrets to the sandbox supervisor; see 'nook logs --system NAME'");
+                off += (size_t)k;
+        }
+        (void)shutdown(fd, SHUT_WR);
+        return 0;
+}
+
 /* Starts nook-supervisor by exec (posix_spawn: safe from a threaded caller such as Node) with a
- * clean environment, and waits for its ready line. */
-static int spawn_supervisor(const char *state_dir, int lifeline, pid_t *ret_pid, nook_error *err) {
+ * clean environment, and waits for its ready line.  values: the secrets' values as JSON, or
+ * NULL. */
+static int spawn_supervisor(
+        const char *state_dir, int lifeline, const char *values, pid_t *ret_pid, nook_error *err) {
         _cleanup_free_ char *bin = find_supervisor();
+        _cleanup_close_pair_ int sec[2] = { -1, -1 };
         int pfd[2];
         if (!bin)
                 return nook_err_oom(err);
+        if (values && socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sec) < 0)
+                return nook_err_errno(err, NOOK_E_IO, "Cannot create the secrets socket");
         if (pipe2(pfd, O_CLOEXEC) < 0)
                 return nook_err_errno(err, NOOK_E_IO, "Cannot create a pipe");
         posix_spawn_file_actions_t fa;
         posix_spawnattr_t attr;
         posix_spawn_file_actions_init(&fa);
         posix_spawnattr_init(&attr);
-        posix_spawn_file_actions_adddup2(&fa, pfd[1], 3);
+        /* The child's 3, 4 and 5 come from copies above 5: a source among 3..5 (a caller with few
+         * fds open) would otherwise be overwritten by an earlier dup2 of the same spawn. */
+        _cleanup_close_ int hi_ready = fcntl(pfd[1], F_DUPFD_CLOEXEC, 6);
+        _cleanup_close_ int hi_life = lifeline >= 0 ? fcntl(lifeline, F_DUPFD_CLOEXEC, 6) : -1;
+        _cleanup_close_ int hi_sec = values ? fcntl(sec[1], F_DUPFD_CLOEXEC, 6) : -1;
+        if (hi_ready < 0 || (lifeline >= 0 && hi_life < 0) || (values && hi_sec < 0)) {
+                posix_spawn_file_actions_destroy(&fa);
+                posix_spawnattr_destroy(&attr);
+                safe_close(pfd[0]);
+                safe_close(pfd[1]);
+                return nook_err_errno(err, NOOK_E_IO, "Cannot duplicate the supervisor's descriptors");
+        }
+        posix_spawn_file_actions_adddup2(&fa, hi_ready, 3);
         if (lifeline >= 0)
-                posix_spawn_file_actions_adddup2(&fa, lifeline, 4);
+                posix_spawn_file_actions_adddup2(&fa, hi_life, 4);
+        if (values)
+                posix_spawn_file_actions_adddup2(&fa, hi_sec, 5);
         posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
         sigset_t none, all;
         sigemptyset(&none);
         sigfillset(&all);
         posix_spawnattr_setsigmask(&attr, &none);
         posix_spawnattr_setsigdefault(&attr, &all);
-        char *argv[] = { bin, (char *)"--state", (char *)state_dir, (char *)"--ready-fd", (char *)"3",
-                lifeline >= 0 ? (char *)"--lifeline-fd" : NULL, (char *)"4", NULL };
+        char *argv[10] = { bin, (char *)"--state", (char *)state_dir, (char *)"--ready-fd", (char *)"3" };
+        size_t na = 5;
+        if (lifeline >= 0) {
+                argv[na++] = (char *)"--lifeline-fd";
+                argv[na++] = (char *)"4";
+        }
+        if (values) {
+                argv[na++] = (char *)"--secrets-fd";
+                argv[na++] = (char *)"5";
+        }
         const char *dbg = secure_getenv("NOOK_DEBUG");
         _cleanup_free_ char *dbg_env = strprintf("NOOK_DEBUG=%s", dbg ? dbg : "");
         char *envp[] = { (char *)"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
@@ -145,6 +167,10 @@ static int spawn_supervisor(const char *state_dir, int lifeline, pid_t *ret_pid,
         posix_spawn_file_actions_destroy(&fa);
         posix_spawnattr_destroy(&attr);
         safe_close(pfd[1]);
+        sec[1] = safe_close(sec[1]);
+        hi_ready = safe_close(hi_ready);
+        hi_life = safe_close(hi_life);
+        hi_sec = safe_close(hi_sec);
         if (r != 0) {
                 safe_close(pfd[0]);
                 return nook_err_errnum(
@@ -152,7 +178,10 @@ static int spawn_supervisor(const char *state_dir, int lifeline, pid_t *ret_pid,
         }
         sb_children_add(pid);
         json_t *m = NULL;
-        r = read_ready(pfd[0], &m, err);
+        r = values ? send_secrets(sec[0], values, err) : 0;
+        sec[0] = safe_close(sec[0]);
+        if (r >= 0)
+                r = read_ready(pfd[0], &m, err);
         safe_close(pfd[0]);
         if (r < 0) {
                 (void)kill(pid, SIGKILL); /* it gave up or hangs: either way, gone and reaped */
@@ -305,6 +334,8 @@ static int prepare_state(nook *n, const char *name, const sb_spec *spec, bool ke
                 .ws_uid = n->ws_uid,
                 .ws_gid = n->ws_gid };
         r = sb_provision(n, spec, sdir, wsdir, upper, &c, &env, err);
+        if (r >= 0)
+                r = sb_egress_prepare(spec, &img, upper, ruid, rgid, &env, &c.egress, err);
         if (r >= 0) {
                 c.env = env;
                 r = sup_config_to_file(&c, cfgp, err);
@@ -314,6 +345,7 @@ static int prepare_state(nook *n, const char *name, const sb_spec *spec, bool ke
                 *image_digest = TAKE_PTR(img.digest);
         }
         sb_provision_done(&c);
+        json_decref(c.egress);
         sb_image_done(&img);
         return r;
 }
@@ -469,8 +501,14 @@ int sb_create_locked(nook *n, const char *name, const sb_spec *spec, unsigned fl
         int life[2] = { -1, -1 };
         if (r >= 0 && (flags & NOOK_CREATE_TIED) && pipe2(life, O_CLOEXEC) < 0)
                 r = nook_err_errno(err, NOOK_E_IO, "Cannot create the sandbox's lifeline pipe");
-        if (r >= 0)
-                r = spawn_supervisor(sdir, life[0], &pid, err);
+        if (r >= 0) {
+                char *values = sb_egress_values_json(spec);
+                r = spawn_supervisor(sdir, life[0], values, &pid, err);
+                if (values) {
+                        explicit_bzero(values, strlen(values));
+                        free(values);
+                }
+        }
         safe_close(life[0]);
         if (r >= 0 && life[1] >= 0)
                 r = lifeline_keep(n, life[1], err);
@@ -518,7 +556,9 @@ int nook_sandbox_create(nook *n, const char *name, const char *spec_json, unsign
                 return r;
         if ((r = sb_spec_parse(spec_json, &spec, err)) < 0)
                 return r;
-        r = sb_snapshot_fill_spec(n, &spec, err);
+        r = sb_spec_check_secret_values(&spec, err);
+        if (r >= 0)
+                r = sb_snapshot_fill_spec(n, &spec, err);
         if (r >= 0)
                 r = sb_lock(n, name, &lock, err);
         if (r >= 0)

@@ -9,6 +9,7 @@
 #include "nook.h"
 #include "image/ref.h"
 #include "sandbox/spec.h"
+#include "sandbox/spec_egress.h"
 #include "sandbox/spec_net.h"
 #include "sandbox/volumes.h"
 #include "util/error.h"
@@ -27,6 +28,7 @@ void sb_spec_done(sb_spec *s) {
         free(s->workdir);
         free(s->user);
         sb_spec_network_done(s);
+        sb_spec_egress_done(s);
         json_decref(s->volumes);
         json_decref(s->scripts);
         json_decref(s->setup_files);
@@ -38,7 +40,7 @@ void sb_spec_done(sb_spec *s) {
 static const char *const known[] = { "snapshot", "pullPolicy", "networkPolicy", "ports", "volumes",
         "scripts", "setupFiles", "cpus", "maxCpus", "memoryMib", "maxMemoryMib", "memory", "pidsMax",
         "image", "env", "labels", "persistence", "maxDurationSecs", "idleTimeoutSecs", "security", "network",
-        "workdir", "user" };
+        "workdir", "user", "secrets", "egress" };
 
 static bool in_list(const char *k, const char *const *l, size_t n) {
         for (size_t i = 0; i < n; i++)
@@ -363,6 +365,8 @@ static int parse_fields(json_t *o, sb_spec *s, nook_error *err) {
                         "Invalid spec: security must be 'default' or 'restricted', got '%s'", s->security);
         if ((r = sb_spec_parse_network(o, network, s, err)) < 0)
                 return r;
+        if ((r = sb_spec_parse_egress(o, s, err)) < 0)
+                return r;
         if (s->workdir[0] != '/' || strlen(s->workdir) >= PATH_MAX)
                 return nook_err_set(err, NOOK_E_INVALID,
                         "Invalid spec: workdir '%s' must be an absolute path", s->workdir);
@@ -439,6 +443,7 @@ char *sb_spec_to_json(const sb_spec *s) {
         if (!o)
                 return NULL;
         sb_spec_network_to_json(s, o);
+        sb_spec_egress_to_json(s, o);
         if (s->cpus)
                 json_object_set_new(o, "cpus", json_integer(s->cpus));
         if (s->max_cpus)

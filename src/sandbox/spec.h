@@ -8,6 +8,16 @@
 
 #include "nook.h"
 
+/* A secret bound to hosts (spec "secrets"): the guest sees a placeholder, the egress gateway puts
+ * the value into requests to those hosts only.  value is NULL for a spec read back from the
+ * store (a start): it is never stored. */
+typedef struct sb_secret {
+        char *name;
+        char **hosts; /* "api.example.com" or "*.example.com", canonical lower case */
+        bool body; /* also substituted in request bodies */
+        char *value; /* wiped on free */
+} sb_secret;
+
 typedef struct sb_spec {
         char *image; /* "host" or an absolute rootfs directory (resolved at parse time) */
         char **env; /* "NAME=value" */
@@ -30,6 +40,12 @@ typedef struct sb_spec {
         json_t *volumes; /* checked against the host by sb_volumes_parse() at create */
         json_t *scripts; /* {"name": "content"}: read-only under /.nook/scripts, on PATH */
         json_t *setup_files; /* {"/abs/path": "text" | {"base64": "...", "mode": 420}} */
+        /* egress (sandbox/spec_egress.h) */
+        sb_secret *secrets;
+        size_t n_secrets;
+        char **allow_http; /* "METHOD URL-GLOB", in order */
+        char *egress_ca_pem; /* an extra CA the gateway trusts upstream */
+        bool egress_audit;
 } sb_spec;
 
 void sb_spec_done(sb_spec *s);

@@ -36,6 +36,7 @@ void sup_config_done(sup_config *c) {
                 free(c->mounts[i].target);
         }
         free(c->mounts);
+        json_decref(c->egress);
         memset(c, 0, sizeof(*c));
 }
 
@@ -73,6 +74,8 @@ int sup_config_to_file(const sup_config *c, const char *path, nook_error *err) {
                                 c->mounts[i].source, "target", c->mounts[i].target, "readonly",
                                 c->mounts[i].readonly, "sizeMib", (json_int_t)c->mounts[i].size_mib));
         json_object_set_new(o, "mounts", ms);
+        if (c->egress)
+                json_object_set(o, "egress", c->egress);
         _cleanup_free_ char *tmp = strprintf("%s.tmp", path);
         if (!tmp) {
                 json_decref(o);
@@ -197,6 +200,13 @@ int sup_config_from_file(const char *path, sup_config *ret, nook_error *err) {
                 sup_config_done(&c);
                 return r;
         }
+        json_t *eg = json_object_get(o, "egress");
+        if (eg && !json_is_object(eg)) {
+                json_decref(o);
+                sup_config_done(&c);
+                return nook_err_set(err, NOOK_E_INVALID, "config: 'egress' must be an object");
+        }
+        c.egress = json_incref(eg);
         json_decref(o);
         *ret = c;
         return 0;

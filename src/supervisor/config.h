@@ -5,6 +5,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <jansson.h>
 
 #include "nook.h"
 #include "isolate/seccomp.h"
@@ -46,6 +47,10 @@ typedef struct sup_config {
         uint32_t ws_uid, ws_gid;
         sup_mount *mounts; /* volumes, and the scripts folder at /.nook/scripts */
         size_t n_mounts;
+        /* The egress gateway (supervisor/egress.h), NULL = none: {"program", "caBundle",
+         * "secrets": [{"name", "placeholder", "hosts", "body"}], "allowHttp", "extraCaPem"?}.
+         * Never a secret's value: those come over the secrets socket. */
+        json_t *egress;
 } sup_config;
 
 void sup_config_done(sup_config *c);

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* nook-supervisor: started by libnook with exec (never a bare fork in a threaded caller),
- *   nook-supervisor --state DIR --ready-fd N [--lifeline-fd M]
+ *   nook-supervisor --state DIR --ready-fd N [--lifeline-fd M] [--secrets-fd S]
  * in its own session (POSIX_SPAWN_SETSID).  It does not fork again to detach: it stays the
  * starting process's child, which reaps it once it is gone (libnook keeps a list), or is
  * re-parented when that process exits first (a CLI call).  The daemonizing fork cost ~2.5 ms
@@ -23,6 +23,8 @@
 #include "util/macro.h"
 #include "util/str.h"
 
+#define SECRETS_MAX ((size_t)1024 * 1024)
+
 /* A descriptor number given on our command line; -1 if it is not one. */
 static int parse_fd(const char *s) {
         char *end = NULL;
@@ -33,7 +35,7 @@ static int parse_fd(const char *s) {
 
 static int usage(void) {
         fprintf(stderr,
-                "usage: nook-supervisor --state DIR --ready-fd N [--lifeline-fd M]\n"
+                "usage: nook-supervisor --state DIR --ready-fd N [--lifeline-fd M] [--secrets-fd S]\n"
                 "Started by nook; not meant to be run by hand.\n");
         return 2;
 }
@@ -57,7 +59,7 @@ static void redirect_stdio(const char *state_dir) {
 
 int main(int argc, char **argv) {
         const char *state_dir = NULL;
-        int ready_fd = -1, lifeline_fd = -1;
+        int ready_fd = -1, lifeline_fd = -1, secrets_fd = -1;
         nook_error err = { 0 };
 
         for (int i = 1; i + 1 < argc; i += 2) {
@@ -68,6 +70,10 @@ int main(int argc, char **argv) {
                 else if (streq(argv[i], "--lifeline-fd")) {
                         lifeline_fd = parse_fd(argv[i + 1]);
                         if (lifeline_fd < 0)
+                                return usage();
+                } else if (streq(argv[i], "--secrets-fd")) {
+                        secrets_fd = parse_fd(argv[i + 1]);
+                        if (secrets_fd < 3 || fcntl(secrets_fd, F_GETFD) < 0)
                                 return usage();
                 } else
                         return usage();
@@ -81,6 +87,15 @@ int main(int argc, char **argv) {
         if (lifeline_fd >= 0)
                 (void)fd_set_cloexec(lifeline_fd, true);
 
+        /* The secrets' values (JSON), read whole before anything else: libnook writes them once
+         * and closes.  They stay in this process's memory only, for the egress gateway. */
+        _cleanup_free_ char *values = NULL;
+        if (secrets_fd >= 0) {
+                size_t len = 0;
+                if (fd_read_to_end(secrets_fd, SECRETS_MAX, &values, &len, &err) < 0)
+                        values = NULL;
+                safe_close(secrets_fd);
+        }
         redirect_stdio(state_dir);
         int keep[] = { ready_fd, lifeline_fd };
         (void)fd_close_all_except(3, keep, lifeline_fd >= 0 ? 2 : 1);
@@ -102,7 +117,9 @@ int main(int argc, char **argv) {
                              : "{\"ok\":false,\"code\":\"nomem\",\"message\":\"Cannot read the sandbox config\"}");
                 return 1;
         }
-        int r = sup_run(&cfg, state_dir, ready_fd, lifeline_fd);
+        int r = sup_run(&cfg, state_dir, ready_fd, lifeline_fd, values);
+        if (values)
+                explicit_bzero(values, strlen(values));
         sup_config_done(&cfg);
         return r;
 }

@@ -102,6 +102,36 @@ static int make_dns_socket(const void *arg, int *ret_fd, nook_error *err) {
         return 0;
 }
 
+/* A listener for the egress gateway: 127.0.0.1, a port the kernel picks, inside the sandbox. */
+static int make_egress_listener(const void *arg, int *ret_fd, nook_error *err) {
+        struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+        int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd < 0)
+                return nook_err_errno(err, NOOK_E_IO, "Cannot create the egress gateway's listener");
+        if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 512) < 0) {
+                safe_close(fd);
+                return nook_err_errno(
+                        err, NOOK_E_IO, "Cannot bind the egress gateway's listener to 127.0.0.1");
+        }
+        *ret_fd = fd;
+        return 0;
+}
+
+static int egress_listeners(sup_net *n, int fds[2], uint16_t ports[2], nook_error *err) {
+        for (size_t i = 0; i < 2; i++) {
+                struct sockaddr_in sa;
+                socklen_t sl = sizeof(sa);
+                fds[i] = -1;
+                int r = in_netns(n, make_egress_listener, NULL, &fds[i], err);
+                if (r < 0)
+                        return r;
+                if (fds[i] < 0 || getsockname(fds[i], (struct sockaddr *)&sa, &sl) < 0)
+                        return nook_err_errno(err, NOOK_E_IO, "Cannot read the egress listener's port");
+                ports[i] = ntohs(sa.sin_port);
+        }
+        return 0;
+}
+
 /* ---- setup ----------------------------------------------------------------------------------- */
 
 /* Every address of the host (our network namespace): never reachable from the sandbox, even
@@ -126,7 +156,7 @@ static size_t host_addrs(net_cidr *out, size_t max) {
         return n;
 }
 
-static int install_firewall(sup_net *n, const sup_config *c, nook_error *err) {
+static int install_firewall(sup_net *n, const sup_config *c, const uint16_t redirect[2], nook_error *err) {
         _cleanup_free_ net_rule *rules = calloc(strv_length(c->net_rules) + 1, sizeof(net_rule));
         net_cidr host[MAX_HOST_ADDRS];
         size_t n_rules = 0;
@@ -141,7 +171,9 @@ static int install_firewall(sup_net *n, const sup_config *c, nook_error *err) {
                 .n_rules = n_rules,
                 .domains = n->mode == NET_MODE_POLICY,
                 .host_addrs = host,
-                .n_host_addrs = host_addrs(host, ELEMENTSOF(host)) };
+                .n_host_addrs = host_addrs(host, ELEMENTSOF(host)),
+                .redirect_http = redirect ? redirect[0] : 0,
+                .redirect_https = redirect ? redirect[1] : 0 };
         _cleanup_free_ char *text = NULL;
         if ((r = net_ruleset_build(&p, &text, err)) < 0)
                 return r;
@@ -192,7 +224,9 @@ void sup_net_open_ns(sup_net *n, const sup_config *c, pid_t init_pid) {
         n->have_ns = true;
 }
 
-int sup_net_start(sup_net *n, const sup_config *c, pid_t init_pid, const char *state_dir, nook_error *err) {
+int sup_net_start(sup_net *n, const sup_config *c, pid_t init_pid, const char *state_dir, int *egress_fds,
+        nook_error *err) {
+        uint16_t ports[2] = { 0, 0 };
         int r;
         sup_net_open_ns(n, c, init_pid);
         *n = (sup_net){ .mode = net_mode_from_string(c->network ? c->network : "off"),
@@ -209,7 +243,10 @@ int sup_net_start(sup_net *n, const sup_config *c, pid_t init_pid, const char *s
         n->started = true;
         if (n->userns_fd < 0 || n->netns_fd < 0)
                 return nook_err_set(err, NOOK_E_IO, "Cannot open the sandbox's namespaces");
-        if ((r = install_firewall(n, c, err)) < 0)
+        /* the gateway's listeners first: the redirect names their ports */
+        if (egress_fds && (r = egress_listeners(n, egress_fds, ports, err)) < 0)
+                return r;
+        if ((r = install_firewall(n, c, egress_fds ? ports : NULL, err)) < 0)
                 return r;
         if (n->mode == NET_MODE_POLICY) {
                 n->domains = strv_copy((const char *const *)c->net_domains);

@@ -21,6 +21,7 @@
 #include "isolate/seccomp.h"
 #include "isolate/rootfs.h"
 #include "isolate/userns.h"
+#include "supervisor/egress.h"
 #include "supervisor/exitfile.h"
 #include "supervisor/init.h"
 #include "supervisor/network.h"
@@ -74,6 +75,7 @@ typedef struct sup {
         int lifeline_fd; /* NOOK_CREATE_TIED: hangs up when the creating client is gone; else -1 */
         uint64_t main_exec_id; /* run -d: the sandbox stops when this exec ends; 0 = none */
         outlog out; /* detached commands' stdout/stderr (output.log) */
+        sup_egress egress; /* nook-egress, when the sandbox has secrets or HTTP rules */
 } sup;
 
 static uint64_t oom_kills(sup *s) {
@@ -634,6 +636,8 @@ static int reap(sup *s) {
                 pid_t p = waitpid(-1, &st, WNOHANG);
                 if (p <= 0)
                         return result;
+                if (sup_egress_reaped(&s->egress, p, st))
+                        continue;
                 if (p == s->init_pid) {
                         result = st;
                         /* the root's mounts are gone with init: hold nothing of them */
@@ -644,7 +648,7 @@ static int reap(sup *s) {
 
 static int sup_loop(sup *s) {
         for (;;) {
-                struct pollfd pfd[3 + MAX_CLIENTS + SUP_NET_MAX_FDS + 1 + OUTLOG_MAX_STREAMS];
+                struct pollfd pfd[3 + MAX_CLIENTS + SUP_NET_MAX_FDS + 1 + OUTLOG_MAX_STREAMS + 1];
                 size_t n = 0;
                 pfd[n++] = (struct pollfd){ .fd = s->sig_fd, .events = POLLIN };
                 pfd[n++] = (struct pollfd){ .fd = s->init_sock, .events = POLLIN };
@@ -655,11 +659,13 @@ static int sup_loop(sup *s) {
                 size_t i_life = n + n_net; /* then the lifeline and the output log's pipes */
                 pfd[i_life] = (struct pollfd){ .fd = s->lifeline_fd, .events = POLLIN };
                 size_t n_out = outlog_pollfds(&s->out, pfd + i_life + 1);
+                size_t i_eg = i_life + 1 + n_out; /* last: the egress gateway's socket */
+                size_t n_eg = sup_egress_pollfd(&s->egress, pfd + i_eg);
                 uint64_t d = next_deadline(s), now = now_ms();
                 int timeout = d == UINT64_MAX ? -1
                         : d <= now            ? 0
                                               : (int)((d - now) > 60000 ? 60000 : (d - now));
-                if (poll(pfd, i_life + 1 + n_out, timeout) < 0 && errno != EINTR)
+                if (poll(pfd, i_eg + n_eg, timeout) < 0 && errno != EINTR)
                         return 1;
                 if (pfd[0].revents & POLLIN) {
                         struct signalfd_siginfo si;
@@ -680,6 +686,8 @@ static int sup_loop(sup *s) {
                                 handle_client(s, i, pfd[3 + i].revents);
                 sup_net_dispatch(&s->net, pfd + n, n_net);
                 outlog_dispatch(&s->out, pfd + i_life + 1, n_out);
+                if (n_eg)
+                        sup_egress_dispatch(&s->egress, pfd[i_eg].revents);
                 if (s->lifeline_fd >= 0 && pfd[i_life].revents) {
                         /* the client that created this tied sandbox is gone: so is the sandbox */
                         s->lifeline_fd = safe_close(s->lifeline_fd);
@@ -699,6 +707,7 @@ static void finish(sup *s, int init_status) {
                 s->cg = iso_cgroup_free(s->cg);
         }
         sup_net_stop(&s->net);
+        sup_egress_stop(&s->egress);
         outlog_done(&s->out);
         log_debug("sandbox stopped: %s (init status %d)", rec.reason, init_status);
         _cleanup_free_ char *sock = strprintf("%s/ctl.sock", s->state_dir);
@@ -723,7 +732,19 @@ static void finish(sup *s, int init_status) {
         }
 }
 
-int sup_run(const sup_config *c, const char *state_dir, int ready_fd, int lifeline_fd) {
+/* The network, with the egress gateway when the config has one (started before init, sup_run):
+ * its CA in the bundle, its listeners and the redirect, all before any exec. */
+static int start_network(sup *s, nook_error *err) {
+        int fds[2] = { -1, -1 };
+        int r = sup_net_start(&s->net, s->cfg, s->init_pid, s->state_dir, s->cfg->egress ? fds : NULL, err);
+        if (r >= 0 && s->cfg->egress)
+                r = sup_egress_listen(&s->egress, s->cfg, fds, err);
+        safe_close(fds[0]);
+        safe_close(fds[1]);
+        return r;
+}
+
+int sup_run(const sup_config *c, const char *state_dir, int ready_fd, int lifeline_fd, const char *values) {
         nook_error err = { 0 };
         sup s = { .cfg = c,
                 .state_dir = state_dir,
@@ -731,7 +752,8 @@ int sup_run(const sup_config *c, const char *state_dir, int ready_fd, int lifeli
                 .root_fd = -1,
                 .listen_fd = -1,
                 .sig_fd = -1,
-                .lifeline_fd = lifeline_fd };
+                .lifeline_fd = lifeline_fd,
+                .egress = SUP_EGRESS_INIT };
         outlog_init(&s.out, state_dir);
         sigset_t mask;
         int r;
@@ -750,14 +772,17 @@ int sup_run(const sup_config *c, const char *state_dir, int ready_fd, int lifeli
         else
                 r = setup_cgroup(&s, &err);
         if (r >= 0)
+                r = sup_egress_start(&s.egress, c, state_dir, values, &err);
+        if (r >= 0)
                 r = start_init(&s, &err);
         if (r >= 0)
-                r = sup_net_start(&s.net, c, s.init_pid, state_dir, &err);
+                r = start_network(&s, &err);
         if (r >= 0)
                 r = listen_control(&s, &err);
         if (r < 0) {
                 log_debug("setup failed: %s", err.msg);
                 sup_net_stop(&s.net);
+                sup_egress_stop(&s.egress);
                 if (s.init_pid > 0) {
                         (void)kill(s.init_pid, SIGKILL);
                         (void)pid_wait(s.init_pid, NULL);

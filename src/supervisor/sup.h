@@ -9,5 +9,6 @@
  * line: {"ok":true,...} once the sandbox answers execs, or {"ok":false,"code":..,"message":..}.
  * lifeline_fd (or -1): the read end of a pipe whose write end the creating client holds
  * (NOOK_CREATE_TIED); when it hangs up, the sandbox stops with the reason "client_gone".
- * Returns the process exit status. */
-int sup_run(const sup_config *c, const char *state_dir, int ready_fd, int lifeline_fd);
+ * values: the secrets' values as JSON {"NAME": "value"} (NULL: none, e.g. a restarted sandbox),
+ * handed to the egress gateway and never written anywhere.  Returns the process exit status. */
+int sup_run(const sup_config *c, const char *state_dir, int ready_fd, int lifeline_fd, const char *values);

@@ -420,3 +420,38 @@ describe("lifetimes", () => {
     throwsWith(() => nook.parseSize("12 parsecs"), "invalid");
   });
 });
+
+// secrets by placeholder (issue #14): needs nook-egress (built by src/egress/) and the network
+const EGRESS_BIN = process.env.NOOK_BUILD_DIR && path.join(process.env.NOOK_BUILD_DIR, "src", "egress", "nook-egress");
+const egressSkip = !EGRESS_BIN || !fs.existsSync(EGRESS_BIN) ? "nook-egress not built in this tree" : false;
+
+describe("egress", () => {
+  test("secrets: the guest sees a placeholder, the value is in no state file; egressLog is an array", { skip: egressSkip }, async () => {
+    const name = uniqueName("egress");
+    const value = `nook-sentinel-node-${process.pid}`;
+    let b;
+    try {
+      b = await sandboxes.create(name, {
+        network: "public",
+        secrets: { TOK: { value, hosts: ["api.example.test"] } },
+        egress: { audit: true },
+      });
+    } catch (err) {
+      // a machine without public networking (no /dev/net/tun) refuses the network, never the spec
+      assert.ok(err instanceof SandboxError, String(err));
+      assert.notEqual(err.code, "invalid", err.message);
+      return;
+    }
+    const env = await b.exec(["sh", "-c", 'printf %s "$TOK"']);
+    assert.match(env.stdout, /^nook-ph-[0-9a-f]{32}$/);
+    const info = await b.inspect();
+    assert.deepEqual(info.spec.secrets, { TOK: { hosts: ["api.example.test"], body: false } });
+    assert.ok(!JSON.stringify(info).includes(value), "inspect shows the value");
+    const grep = (dir) => fs.readdirSync(dir, { recursive: true, withFileTypes: true })
+      .filter((d) => d.isFile())
+      .some((d) => fs.readFileSync(path.join(d.parentPath ?? d.path, d.name)).includes(value));
+    assert.equal(grep(path.join(HOME, "sandboxes", name)), false, "a state file holds the value");
+    assert.ok(Array.isArray(await b.egressLog()));
+    await sandboxes.remove(name);
+  });
+});

@@ -159,6 +159,35 @@ describe("prop mapping", () => {
     assert.equal(__internals.buildSpec({}, off, { config: {}, workdir: "/workspace", ephemeral: true, smithersName: "x" }).networkPolicy, undefined);
   });
 
+  test("secrets and egress options go into the spec as they are (egress.ca as caPem)", () => {
+    const secrets = { GH_TOKEN: { value: "v", hosts: ["api.github.com"] } };
+    const { request: req } = request({ allowNetwork: true });
+    const spec = __internals.buildSpec(
+      { secrets, egress: { allowHttp: ["GET https://api.github.com/*"], ca: "PEM", audit: true } },
+      req,
+      { config: {}, workdir: "/workspace", ephemeral: true, smithersName: "x" },
+    );
+    assert.deepEqual(spec.secrets, secrets);
+    assert.deepEqual(spec.egress, { allowHttp: ["GET https://api.github.com/*"], audit: true, caPem: "PEM" });
+    assert.equal(spec.network, "public");
+  });
+
+  test("secrets without allowNetwork: libnook refuses them, naming the network, and never echoes the value", async () => {
+    const { request: off } = request({ allowNetwork: false });
+    const spec = __internals.buildSpec(
+      { secrets: { T: { value: "nook-sentinel-smithers", hosts: ["a.example"] } } },
+      off,
+      { config: {}, workdir: "/workspace", ephemeral: true, smithersName: "x" },
+    );
+    await assert.rejects(sandboxes.create(uniqueName("secretoff"), spec), (err) => {
+      assert.ok(err instanceof SandboxError, String(err));
+      assert.equal(err.code, "invalid");
+      assert.match(err.message, /network/);
+      assert.doesNotMatch(err.message, /nook-sentinel-smithers/);
+      return true;
+    });
+  });
+
   test("libnook takes the proxy rules with network public (real create)", async () => {
     const name = uniqueName("proxyrule");
     const spec = { network: "public", networkPolicy: __internals.egressProxyRules({ httpProxy: "http://10.99.0.10:3128", httpsProxy: "http://[fd00::5]:3129" }) };

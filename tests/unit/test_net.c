@@ -4,16 +4,22 @@
  * syntax nft refuses fails here rather than at sandbox start. */
 #include <arpa/inet.h>
 #include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/netfilter_ipv4.h>
+#include <netinet/in.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "nook.h"
 #include "isolate/net.h"
+#include "util/fd.h"
 #include "util/macro.h"
 
 Test(net, modes) {
@@ -239,6 +245,136 @@ Test(net, allow_addr_refreshes) {
         free(both);
         free(rs);
         free(t);
+}
+
+static char *build_redirect(net_mode mode, const char *const *rules, size_t n, uint16_t p80, uint16_t p443) {
+        net_rule r[8];
+        nook_error e = { 0 };
+        for (size_t i = 0; i < n; i++)
+                cr_assert_geq(net_rule_from_string(rules[i], &r[i], &e), 0, "%s", e.msg);
+        net_policy p = {
+                .mode = mode, .rules = r, .n_rules = n, .redirect_http = p80, .redirect_https = p443
+        };
+        char *t = NULL;
+        cr_assert_geq(net_ruleset_build(&p, &t, &e), 0, "%s", e.msg);
+        return t;
+}
+
+/* The egress gateway's redirect: nat output to the listeners, loopback and named private allows
+ * (an egress proxy) skipped, QUIC rejected, and the filter before the nat. */
+Test(net, egress_redirect_ruleset) {
+        static const char *const rules[] = { "allow 10.99.0.10/32:3128", "allow 0.0.0.0/0:443" };
+        char *t = build_redirect(NET_MODE_PUBLIC, rules, ELEMENTSOF(rules), 40080, 40443);
+        cr_assert(strstr(t, "type filter hook output priority -150;"), "filter before nat:\n%s", t);
+        cr_assert(strstr(t, "udp dport 443 reject"), "QUIC rejected:\n%s", t);
+        cr_assert(strstr(t, "type nat hook output priority -100;"), "%s", t);
+        const char *lo = strstr(t, "ip daddr 127.0.0.0/8 return"),
+                   *proxy = strstr(t, "ip daddr 10.99.0.10 tcp dport { 3128 } return");
+        const char *r80 = strstr(t, "tcp dport 80 redirect to :40080"),
+                   *r443 = strstr(t, "tcp dport 443 redirect to :40443");
+        cr_assert(lo && proxy && r80 && r443 && lo < r80 && proxy < r80, "redirect chain:\n%s", t);
+        cr_assert_null(strstr(t, "ip daddr 0.0.0.0/0 return"), "a broad allow is not exempt:\n%s", t);
+        assert_loads(t);
+        free(t);
+        /* without the gateway: no nat chain, the filter at its usual priority */
+        t = build_redirect(NET_MODE_PUBLIC, NULL, 0, 0, 0);
+        cr_assert_null(strstr(t, "redirect"));
+        cr_assert_null(strstr(t, "udp dport 443"));
+        cr_assert(strstr(t, "priority filter; policy drop;"));
+        free(t);
+}
+
+/* Writes "0 <outer id> 1" maps so that an exec'd `ip` keeps its capabilities in the namespace. */
+static int map_self(uid_t uid, gid_t gid) {
+        char b[64];
+        int fd = open("/proc/self/setgroups", O_WRONLY | O_CLOEXEC);
+        if (fd >= 0) {
+                (void)!write(fd, "deny", 4);
+                close(fd);
+        }
+        snprintf(b, sizeof(b), "0 %u 1", (unsigned)uid);
+        fd = open("/proc/self/uid_map", O_WRONLY | O_CLOEXEC);
+        if (fd < 0 || write(fd, b, strlen(b)) < 0)
+                return -1;
+        close(fd);
+        snprintf(b, sizeof(b), "0 %u 1", (unsigned)gid);
+        fd = open("/proc/self/gid_map", O_WRONLY | O_CLOEXEC);
+        if (fd < 0 || write(fd, b, strlen(b)) < 0)
+                return -1;
+        close(fd);
+        return 0;
+}
+
+static int tcp_connect(const char *addr, uint16_t port) {
+        struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port) };
+        inet_pton(AF_INET, addr, &sa.sin_addr);
+        int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        struct timeval tv = { .tv_sec = 2 };
+        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+        int r = connect(fd, (struct sockaddr *)&sa, sizeof(sa));
+        if (r < 0) {
+                close(fd);
+                return -errno;
+        }
+        return fd;
+}
+
+/* In the child: a real namespace with a route out, the ruleset loaded, a listener at the redirect
+ * port.  Exit codes: 0 ok, 77 skip, else the failed step. */
+static int redirect_child(uid_t uid, gid_t gid) {
+        nook_error e = { 0 };
+        if (unshare(CLONE_NEWUSER | CLONE_NEWNET) < 0 || map_self(uid, gid) < 0)
+                return 77;
+        if (system("ip link set lo up && ip link add v0 type veth peer name v1 && ip addr add 10.9.9.1/24 dev v0 "
+                   "&& ip link set v0 up && ip link set v1 up && ip route add default via 10.9.9.2 dev v0") !=
+                0)
+                return 77;
+        int l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+        socklen_t sl = sizeof(sa);
+        if (bind(l, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(l, 8) < 0 ||
+                getsockname(l, (struct sockaddr *)&sa, &sl) < 0)
+                return 2;
+        char *t = build_redirect(NET_MODE_PUBLIC, NULL, 0, ntohs(sa.sin_port), ntohs(sa.sin_port));
+        if (net_nft_run(t, &e) < 0)
+                return 3;
+        free(t);
+        /* a public (TEST-NET) address at 443 lands on the listener, which learns where it was going */
+        int c = tcp_connect("198.51.100.10", 443);
+        if (c < 0)
+                return 4;
+        int a = accept4(l, NULL, NULL, SOCK_CLOEXEC);
+        struct sockaddr_in orig;
+        socklen_t ol = sizeof(orig);
+        char buf[32];
+        if (a < 0 || getsockopt(a, SOL_IP, SO_ORIGINAL_DST, &orig, &ol) < 0)
+                return 5;
+        inet_ntop(AF_INET, &orig.sin_addr, buf, sizeof(buf));
+        if (strcmp(buf, "198.51.100.10") != 0 || ntohs(orig.sin_port) != 443)
+                return 6;
+        /* a private address at 443 (DNS rebinding) is refused by the filter before any redirect */
+        if (tcp_connect("10.99.0.10", 443) >= 0)
+                return 7;
+        fd_set_nonblock(l, true);
+        if (accept4(l, NULL, NULL, SOCK_CLOEXEC) >= 0)
+                return 8;
+        return 0;
+}
+
+Test(net, egress_redirect_in_a_namespace) {
+        uid_t uid = getuid();
+        gid_t gid = getgid();
+        if (access("/usr/sbin/ip", X_OK) < 0 && access("/sbin/ip", X_OK) < 0 &&
+                access("/usr/bin/ip", X_OK) < 0)
+                cr_skip_test("no 'ip' (iproute2) here");
+        pid_t pid = fork();
+        if (pid == 0)
+                _exit(redirect_child(uid, gid));
+        int st;
+        cr_assert_eq(waitpid(pid, &st, 0), pid);
+        if (WIFEXITED(st) && WEXITSTATUS(st) == 77)
+                cr_skip_test("no user+net namespace with a veth pair here");
+        cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "redirect step %d failed", WEXITSTATUS(st));
 }
 
 /* The floor as nook-egress applies it to original destinations (net_addr_is_public). */

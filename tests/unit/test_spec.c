@@ -15,7 +15,9 @@
 #include <unistd.h>
 
 #include "nook.h"
+#include "sandbox/egress.h"
 #include "sandbox/spec.h"
+#include "sandbox/spec_egress.h"
 #include "sandbox/spec_net.h"
 #include "sandbox/volumes.h"
 #include "util/macro.h"
@@ -727,4 +729,45 @@ Test(spec, public_network_rules) {
         parse_fails(
                 "{\"network\":\"public\",\"networkPolicy\":{\"rules\":[{\"action\":\"allow\",\"cidr\":\"10.0.0.1/8\"}]}}",
                 NOOK_E_INVALID, "bits set beyond");
+}
+
+/* secrets and egress: the canonical (stored) form never holds a value; a spec read back from it
+ * parses (a start) but has no value, which create refuses and start accepts. */
+Test(spec, secrets_never_stored) {
+        sb_spec s = { 0 };
+        nook_error e = { 0 };
+        parse_ok("{\"network\": \"public\", \"secrets\": {\"GH\": {\"value\": \"s3cr3t-value\", \"hosts\": "
+                 "[\"API.Example.com\", \"*.example.org\"], \"body\": true}}, \"egress\": {\"allowHttp\": "
+                 "[\"GET https://api.example.com/*\"], \"audit\": true}}",
+                &s);
+        cr_assert_eq(s.n_secrets, 1);
+        cr_expect_str_eq(s.secrets[0].hosts[0], "api.example.com", "hosts are canonical lower case");
+        cr_expect(s.secrets[0].body);
+        cr_expect(sb_spec_wants_egress(&s));
+        cr_expect_geq(sb_spec_check_secret_values(&s, &e), 0);
+        char *values = sb_egress_values_json(&s);
+        cr_expect(values && strstr(values, "s3cr3t-value"), "the values travel to the supervisor");
+        free(values);
+        char *t = sb_spec_to_json(&s);
+        cr_assert_not_null(t);
+        cr_expect_null(strstr(t, "s3cr3t-value"), "the stored spec holds the value: %s", t);
+        cr_expect(strstr(t, "\"hosts\":[\"api.example.com\",\"*.example.org\"]"), "%s", t);
+        cr_expect(strstr(t, "\"allowHttp\":[\"GET https://api.example.com/*\"]"), "%s", t);
+        sb_spec s2 = { 0 };
+        parse_ok(t, &s2);
+        cr_expect_null(s2.secrets[0].value);
+        cr_expect_lt(sb_spec_check_secret_values(&s2, &e), 0, "create needs the value");
+        cr_expect(strstr(e.msg, "'GH' has no value"), "%s", e.msg);
+        cr_expect_null(sb_egress_values_json(&s2));
+        sb_spec_done(&s2);
+        free(t);
+        sb_spec_done(&s);
+        /* without secrets, rules or audit: no gateway, and nothing added to the canonical form */
+        parse_ok("{\"network\": \"public\"}", &s);
+        cr_expect_not(sb_spec_wants_egress(&s));
+        t = sb_spec_to_json(&s);
+        cr_expect_null(strstr(t, "secrets"));
+        cr_expect_null(strstr(t, "egress"));
+        free(t);
+        sb_spec_done(&s);
 }

@@ -396,6 +396,12 @@ class Box {
     return new ExecProcess(startExec(this, cmd, opts));
   }
 
+  /** The egress gateway's audit log so far: one object per request (time, sandbox, method, host,
+   * path, status, decision, rule, reason, bytesUp, bytesDown, proto); [] without a gateway. */
+  async egressLog() {
+    return JSON.parse(await addon.egressLog(this._sandboxes.home, this.name));
+  }
+
   /** Sandbox state as libnook reports it (nook inspect). */
   async inspect() {
     return JSON.parse(await addon.inspect(this._sandboxes.home, this.name));

@@ -8,10 +8,17 @@ const { SandboxError } = require("./errors.js");
 // idleTimeoutSecs, security, network, workdir, user.  They go to libnook as JSON unchanged, so
 // libnook alone decides what is valid; fields it does not support yet come back as SandboxError
 // missing_feature, unknown ones as invalid.  { snapshot: NAME } boots from a snapshot.
+// secrets: { NAME: { value, hosts: [...], body? } } and egress: { allowHttp, ca, audit } go as
+// they are, but for egress.ca (PEM text), which is libnook's egress.caPem.
 function specJson(spec) {
   if (spec === undefined || spec === null) return "{}";
   if (typeof spec !== "object" || Array.isArray(spec))
     throw new SandboxError("Invalid spec: must be an object", "invalid");
+  const e = spec.egress;
+  if (e && typeof e === "object" && !Array.isArray(e) && "ca" in e) {
+    const { ca, ...rest } = e;
+    return JSON.stringify({ ...spec, egress: { ...rest, caPem: ca } });
+  }
   return JSON.stringify(spec);
 }
 

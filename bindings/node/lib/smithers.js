@@ -222,6 +222,12 @@ function buildSpec(options, request, resolved) {
   // the Smithers name as given (case and length kept): nook's name maps from it (see sanitizeSandboxName)
   spec.labels = { ...(options.labels ?? {}), [SMITHERS_NAME_LABEL]: smithersName };
   if (options.scripts && Object.keys(options.scripts).length > 0) spec.scripts = { ...options.scripts };
+  // secrets by placeholder and HTTP rules (nook's egress gateway): need allowNetwork
+  if (options.secrets && Object.keys(options.secrets).length > 0) spec.secrets = { ...options.secrets };
+  if (options.egress) {
+    const { ca, ...rest } = options.egress;
+    spec.egress = ca === undefined ? { ...rest } : { ...rest, caPem: ca };
+  }
   if (options.maxDurationSecs !== undefined) spec.maxDurationSecs = options.maxDurationSecs;
   const idleTimeoutSecs = workspace?.idleTimeoutSecs ?? options.idleTimeoutSecs;
   if (idleTimeoutSecs !== undefined) spec.idleTimeoutSecs = idleTimeoutSecs;

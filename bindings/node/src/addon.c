@@ -70,6 +70,7 @@ typedef enum op_kind {
         OP_BRANCH,
         OP_DIFF,
         OP_MERGE,
+        OP_EGRESS_LOG,
 } op_kind;
 
 typedef struct op {
@@ -98,6 +99,8 @@ static void op_free(napi_env env, op *o) {
                 (void)napi_delete_reference(env, o->keep2);
         free(o->home);
         free(o->name);
+        if (o->text) /* create's spec may hold secrets' values */
+                explicit_bzero(o->text, strlen(o->text));
         free(o->text);
         nook_free(o->out_json);
         nook_free(o->out_data);
@@ -177,6 +180,9 @@ static void op_execute(napi_env env, void *data) {
         case OP_MERGE:
                 o->r = nook_merge(n, o->name, o->text, &o->out_json, &o->err);
                 break;
+        case OP_EGRESS_LOG:
+                o->r = nook_egress_log_entries(n, o->name, &o->out_json, &o->err);
+                break;
         case OP_WS_WRITE:
         case OP_WS_READ:
         case OP_WS_MKDIR:
@@ -197,6 +203,7 @@ static napi_value op_result(napi_env env, op *o) {
         case OP_BRANCH:
         case OP_DIFF:
         case OP_MERGE:
+        case OP_EGRESS_LOG:
                 return make_string(env, o->out_json ? o->out_json : "null");
         case OP_WS_OPEN: {
                 NAPI_OK(env, napi_create_external(env, o->out_ws, ws_finalize, NULL, &v));
@@ -378,6 +385,10 @@ static napi_value js_snapshot_inspect(napi_env env, napi_callback_info info) {
 }
 static napi_value js_snapshot_remove(napi_env env, napi_callback_info info) {
         return lifecycle_op(env, info, OP_SNAP_REMOVE, "nook.snapshotRemove");
+}
+/* egressLog(home, name) -> Promise<JSON array string> */
+static napi_value js_egress_log(napi_env env, napi_callback_info info) {
+        return lifecycle_op(env, info, OP_EGRESS_LOG, "nook.egressLog");
 }
 
 /* wsWrite(ws, path, buffer) -> Promise<void>.  The buffer is referenced, not copied. */
@@ -611,6 +622,7 @@ static napi_value init(napi_env env, napi_value exports) {
                 { "merge", js_merge },
                 { "snapshotList", js_snapshot_list },
                 { "snapshotInspect", js_snapshot_inspect },
+                { "egressLog", js_egress_log },
                 { "snapshotRemove", js_snapshot_remove },
         };
         for (size_t i = 0; i < sizeof(fns) / sizeof(fns[0]); i++) {

@@ -11,6 +11,7 @@ import { join } from "node:path";
 import { Sandboxes, SandboxError, parseSize, parseDuration, version } from "nook-sandbox";
 import type { Box, SandboxSpec, SandboxInfo, ExecResult, VolumeSpec, SnapshotInfo } from "nook-sandbox";
 import type { DiffResult, MergeResult, SandboxErrorCode } from "nook-sandbox";
+import type { EgressLogEntry } from "nook-sandbox";
 import { createNookSandboxProvider, NOOK_PROVIDER_ID } from "nook-sandbox/smithers";
 import type { NookSandboxProviderOptions } from "nook-sandbox/smithers";
 
@@ -153,4 +154,23 @@ test("diff and merge types match what the runtime returns and refuses", async ()
   assert.equal(code, "conflict");
   await sandboxes.remove(a.name);
   await sandboxes.remove(b.name);
+});
+
+test("egress shapes: secrets and egress reach libnook's parser; egressLog is an array", async () => {
+  const spec: SandboxSpec = {
+    network: "off",
+    secrets: { GH_TOKEN: { value: "v", hosts: ["api.github.com", "*.example.com"], body: false } },
+    egress: { allowHttp: ["GET https://api.github.com/repos/*"], audit: true },
+  };
+  // the shape is right; with the network off libnook refuses it, naming the network
+  await assert.rejects(sandboxes.create(name(), spec), (e: unknown) =>
+    e instanceof SandboxError && e.code === "invalid" && /network/.test(e.message));
+  // @ts-expect-error a secret needs hosts
+  const noHosts: SandboxSpec = { network: "public", secrets: { T: { value: "v" } } };
+  await assert.rejects(sandboxes.create(name(), noHosts), (e: unknown) =>
+    e instanceof SandboxError && e.code === "invalid" && /hosts/.test(e.message));
+  const box = await sandboxes.create(name(), { network: "off" });
+  const log: EgressLogEntry[] = await box.egressLog();
+  assert.deepEqual(log, []);
+  await sandboxes.remove(box.name);
 });

@@ -11,7 +11,8 @@
  *                                                            hostname, terminal, credentials
  *   <---------------------------------------------------  READY (or the error)
  *   state.json, --pid-file, prestart/createRuntime/
- *   createContainer hooks; send DONE  ------------------->  PDEATHSIG off, waits on exec.fifo
+ *   createContainer hooks; send DONE  ------------------->  PDEATHSIG off
+ *   <---------------------------------------------------  ACK; then waits on exec.fifo
  *   exit 0: the init is reparented to the engine's subreaper (conmon, containerd-shim).
  * `start` writes one byte into exec.fifo; the init runs startContainer hooks and execs. */
 #include <errno.h>
@@ -52,7 +53,7 @@
 #include "util/proc.h"
 #include "util/str.h"
 
-enum { SYNC_GO = 1, SYNC_READY, SYNC_DONE, SYNC_ERROR };
+enum { SYNC_GO = 1, SYNC_READY, SYNC_DONE, SYNC_ACK, SYNC_ERROR };
 
 typedef struct sync_msg {
         int type;
@@ -113,6 +114,9 @@ static int child_setup(child_ctx *c, nook_error *err) {
                 return r;
         if (c->new_uts && s->hostname && sethostname(s->hostname, strlen(s->hostname)) < 0)
                 return nook_err_errno(err, NOOK_E_IO, "Cannot set the hostname '%s'", s->hostname);
+        r = oci_rootfs_finalize(s, err);
+        if (r < 0)
+                return r;
         if (s->process.terminal) {
                 r = oci_proc_terminal(c->proc.console_fd, err);
                 if (r < 0)
@@ -147,7 +151,9 @@ _noreturn_ static void child_main(child_ctx *c) {
         (void)sync_send(c->sync_fd, SYNC_READY, NULL);
         if (sync_expect(c->sync_fd, SYNC_DONE, "create", &err) < 0)
                 _exit(1);
+        /* the parent exits next: the death signal goes first, then the parent may go */
         (void)prctl(PR_SET_PDEATHSIG, 0, 0, 0, 0);
+        (void)sync_send(c->sync_fd, SYNC_ACK, NULL);
         c->sync_fd = safe_close(c->sync_fd);
         if (wait_fifo(c->fifo_fd) < 0)
                 _exit(1); /* deleted before start */
@@ -557,6 +563,9 @@ static int spawn_init(const oci_create_opts *o, create_plan *p, pid_t *ret_pid, 
         if (r < 0)
                 return r;
         (void)sync_send(sp[0], SYNC_DONE, NULL);
+        r = sync_expect(sp[0], SYNC_ACK, "create", err);
+        if (r < 0)
+                return r;
         *ret_pid = TAKE_PID(pid);
         return 0;
 }

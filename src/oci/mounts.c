@@ -56,7 +56,7 @@ static int open_target(int root, const char *target, bool dir, int *ret_fd, nook
                         char *slash = strrchr(buf, '/');
                         _cleanup_close_ int parent = -1;
                         *slash = 0;
-                        int r = resolve_in(root, buf + 1, &parent);
+                        int r = resolve_in(root, slash == buf ? "" : buf + 1, &parent);
                         *slash = '/';
                         if (r < 0)
                                 return nook_err_errnum(err, NOOK_E_IO, -r, "Cannot resolve the mount point '%s'", target);
@@ -334,10 +334,15 @@ int oci_rootfs_setup(const oci_spec *s, iso_cgroup *cg, bool in_userns, bool no_
                 return r;
         if (s->rootfs_propagation && mount(NULL, "/", NULL, s->rootfs_propagation, NULL) < 0)
                 return nook_err_errno(err, NOOK_E_IO, "Cannot set linux.rootfsPropagation on '/'");
-        r = mask_paths(s->masked_paths, err);
+        return 0;
+}
+
+/* After sysctl (it writes /proc/sys, which readonlyPaths usually lists), as runc orders it. */
+int oci_rootfs_finalize(const oci_spec *s, nook_error *err) {
+        int r = readonly_paths(s->readonly_paths, err);
         if (r < 0)
                 return r;
-        r = readonly_paths(s->readonly_paths, err);
+        r = mask_paths(s->masked_paths, err);
         if (r < 0)
                 return r;
         if (s->root_readonly &&

@@ -100,7 +100,8 @@ int oci_state_load(const char *root, const char *id, oci_state **ret, nook_error
                 dup_field(st->json, "created", &st->created, err) < 0)
                 return nook_err_wrap(err, "state of container '%s'", id);
         st->pid = (pid_t)pid;
-        st->annotations = json_incref(json_object_get(st->json, "annotations"));
+        json_t *a = json_object_get(st->json, "annotations");
+        st->annotations = json_is_object(a) ? json_incref(a) : NULL;
         *ret = TAKE_PTR(st);
         return 0;
 }
@@ -159,10 +160,10 @@ oci_status oci_state_status(const oci_state *st) {
 
 json_t *oci_state_to_json(const oci_state *st) {
         oci_status s = oci_state_status(st);
-        json_t *a = st->annotations ? json_incref(st->annotations) : json_object();
-        return json_pack("{s:s, s:s, s:s, s:I, s:s, s:o, s:s?, s:s?}", "ociVersion", OCI_VERSION, "id", st->id,
-                "status", oci_status_to_string(s), "pid", (json_int_t)(s == OCI_STATUS_STOPPED ? 0 : st->pid),
-                "bundle", st->bundle ? st->bundle : "", "annotations", a, "created", st->created, "rootfs", NULL);
+        json_t *a = json_is_object(st->annotations) ? json_incref(st->annotations) : json_object();
+        return json_pack("{s:s, s:s, s:s, s:I, s:s, s:o, s:s?}", "ociVersion", OCI_VERSION, "id", st->id, "status",
+                oci_status_to_string(s), "pid", (json_int_t)(s == OCI_STATUS_STOPPED ? 0 : st->pid), "bundle",
+                st->bundle ? st->bundle : "", "annotations", a, "created", st->created);
 }
 
 int oci_state_remove(const char *dir, nook_error *err) {

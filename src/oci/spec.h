@@ -18,7 +18,14 @@
 #define OCI_MAX_RLIMITS 16
 #define OCI_MAX_GIDS 64
 
-enum { OCI_CAP_BOUNDING, OCI_CAP_EFFECTIVE, OCI_CAP_INHERITABLE, OCI_CAP_PERMITTED, OCI_CAP_AMBIENT, _OCI_CAP_MAX };
+enum {
+        OCI_CAP_BOUNDING,
+        OCI_CAP_EFFECTIVE,
+        OCI_CAP_INHERITABLE,
+        OCI_CAP_PERMITTED,
+        OCI_CAP_AMBIENT,
+        _OCI_CAP_MAX
+};
 
 typedef struct oci_rlimit {
         int resource;

@@ -584,6 +584,9 @@ static int apply_v2(iso_cgroup *cg, const iso_cgroup_values *v, nook_error *err)
                 return r;
         if (v->cpuset_cpus && (r = write_file(cg->path, "cpuset.cpus", v->cpuset_cpus, err)) < 0)
                 return r;
+        if (v->has_reservation &&
+                (r = write_u64_or_max(cg->path, "memory.low", v->reservation, "max", err)) < 0)
+                return r;
         return 0;
 }
 
@@ -592,6 +595,29 @@ static int need_v1(iso_cgroup *cg, int ctl, const char *what, nook_error *err) {
                 return 0;
         return nook_err_set(err, NOOK_E_MISSING_FEATURE,
                 "Cannot set %s: this host has no cgroup v1 %s hierarchy", what, v1_names[ctl]);
+}
+
+/* memory.soft_limit_in_bytes, memory.swappiness, memory.oom_control (v1). */
+static int apply_v1_memory_extras(iso_cgroup *cg, const iso_cgroup_values *v, nook_error *err) {
+        char buf[32];
+        int r;
+        if (!v->has_reservation && !v->has_swappiness && !v->disable_oom_killer)
+                return 0;
+        r = need_v1(cg, V1_MEMORY, "memory reservation, swappiness or the OOM killer", err);
+        if (r < 0)
+                return r;
+        if (v->has_reservation &&
+                (r = write_u64_or_max(
+                         cg->v1[V1_MEMORY], "memory.soft_limit_in_bytes", v->reservation, "-1", err)) < 0)
+                return r;
+        if (v->has_swappiness) {
+                (void)snprintf(buf, sizeof(buf), "%llu", (unsigned long long)v->swappiness);
+                if ((r = write_file(cg->v1[V1_MEMORY], "memory.swappiness", buf, err)) < 0)
+                        return r;
+        }
+        if (v->disable_oom_killer && (r = write_file(cg->v1[V1_MEMORY], "memory.oom_control", "1", err)) < 0)
+                return r;
+        return 0;
 }
 
 int iso_cgroup_apply(iso_cgroup *cg, const iso_cgroup_values *v, nook_error *err) {
@@ -631,6 +657,9 @@ int iso_cgroup_apply(iso_cgroup *cg, const iso_cgroup_values *v, nook_error *err
                 if ((r = write_file(cg->v1[V1_CPU], "cpu.shares", buf, err)) < 0)
                         return r;
         }
+        r = apply_v1_memory_extras(cg, v, err);
+        if (r < 0)
+                return r;
         if (v->has_pids && (r = need_v1(cg, V1_PIDS, "a pids limit", err)) < 0)
                 return r;
         if (v->has_pids &&

@@ -452,7 +452,12 @@ static int plan_cgroup(create_plan *p, const char *id, nook_error *err) {
                 .cpu_shares = s->resources.cpu_shares,
                 .has_pids = s->resources.has_pids,
                 .pids = s->resources.pids,
-                .cpuset_cpus = s->resources.cpuset_cpus };
+                .cpuset_cpus = s->resources.cpuset_cpus,
+                .has_reservation = s->resources.has_reservation,
+                .reservation = s->resources.reservation,
+                .has_swappiness = s->resources.has_swappiness,
+                .swappiness = s->resources.swappiness,
+                .disable_oom_killer = s->resources.disable_oom_killer };
         r = iso_cgroup_apply(p->cg, &v, err);
         if (r < 0)
                 return nook_err_wrap(err, "linux.resources");

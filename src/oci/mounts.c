@@ -229,6 +229,9 @@ static int make_device(int root, const oci_device *d, bool in_userns, nook_error
                 (void)unlinkat(dir, name, 0);
                 if (dir < 0 || mknodat(dir, name, type | d->mode, makedev(d->major, d->minor)) < 0)
                         return nook_err_errno(err, NOOK_E_IO, "Cannot create the device '%s'", d->path);
+                /* mknod(2) applies the umask; the spec's fileMode is the mode to have */
+                if (fchmodat(dir, name, d->mode, 0) < 0)
+                        return nook_err_errno(err, NOOK_E_IO, "Cannot chmod the device '%s'", d->path);
                 if (fchownat(dir, name, d->uid, d->gid, AT_SYMLINK_NOFOLLOW) < 0)
                         return nook_err_errno(err, NOOK_E_IO, "Cannot chown the device '%s'", d->path);
                 return 0;

@@ -584,9 +584,17 @@ static int parse_resources(oci_spec *s, json_t *res, nook_error *err) {
         if (!json_is_object(res))
                 return nook_err_set(err, NOOK_E_INVALID, "linux.resources must be an object");
         if ((mem = json_object_get(res, "memory")) && json_is_object(mem)) {
+                int64_t sw = 0;
                 if (get_int64(mem, "limit", &r->has_memory, &r->memory, err) < 0 ||
-                        get_int64(mem, "swap", &r->has_swap, &r->swap, err) < 0)
+                        get_int64(mem, "swap", &r->has_swap, &r->swap, err) < 0 ||
+                        get_int64(mem, "reservation", &r->has_reservation, &r->reservation, err) < 0 ||
+                        get_int64(mem, "swappiness", &r->has_swappiness, &sw, err) < 0 ||
+                        json_get_bool(mem, "disableOOMKiller", false, &r->disable_oom_killer, err) < 0)
                         return nook_err_wrap(err, "linux.resources.memory");
+                if (r->has_swappiness && (sw < 0 || sw > 100))
+                        return nook_err_set(err, NOOK_E_INVALID,
+                                "linux.resources.memory.swappiness %lld is outside 0..100", (long long)sw);
+                r->swappiness = (uint64_t)sw;
                 if (r->has_memory && r->memory == 0)
                         r->has_memory = false;
                 if (r->has_memory && r->memory > 0 && r->memory < 4096 * 16)

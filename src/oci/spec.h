@@ -77,6 +77,9 @@ typedef struct oci_resources {
         uint64_t cpu_period, cpu_shares;
         int64_t pids; /* <= 0: unlimited */
         const char *cpuset_cpus, *cpuset_mems;
+        bool has_reservation, has_swappiness, disable_oom_killer;
+        int64_t reservation;
+        uint64_t swappiness;
 } oci_resources;
 
 typedef struct oci_device {

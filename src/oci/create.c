@@ -67,6 +67,7 @@ typedef struct child_ctx {
         int fifo_fd;
         int mnt_ns_fd; /* join this mount namespace, or -1 */
         bool new_userns, new_cgroupns, new_uts, no_pivot;
+        unsigned preserve_fds;
         oci_proc_ctx proc;
 } child_ctx;
 
@@ -161,6 +162,9 @@ _noreturn_ static void child_main(child_ctx *c) {
                 _exit(1); /* deleted before start */
         c->fifo_fd = safe_close(c->fifo_fd);
         r = oci_hooks_run(c->spec->hooks, "startContainer", "{}", &err);
+        /* the engine's fds (conmon's sync pipe, log fds) never reach the container */
+        if (r >= 0)
+                (void)fd_close_all_except(3 + (int)c->preserve_fds, NULL, 0);
         if (r >= 0)
                 r = oci_proc_seccomp_late(&c->proc, &err);
         if (r >= 0)
@@ -565,6 +569,7 @@ static int spawn_init(const oci_create_opts *o, create_plan *p, pid_t *ret_pid, 
                 .new_cgroupns = oci_spec_ns(s, CLONE_NEWCGROUP) && !oci_spec_ns(s, CLONE_NEWCGROUP)->path,
                 .new_uts = oci_spec_ns(s, CLONE_NEWUTS) && !oci_spec_ns(s, CLONE_NEWUTS)->path,
                 .no_pivot = o->no_pivot,
+                .preserve_fds = o->preserve_fds,
                 .proc = { .proc = &s->process,
                         .seccomp = p->seccomp,
                         .has_profile = prof != NULL,

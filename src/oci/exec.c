@@ -157,7 +157,7 @@ static int join_container(pid_t pid, nook_error *err) {
         return 0;
 }
 
-_noreturn_ static void exec_child(const oci_state *st, exec_plan *p, int report_fd) {
+_noreturn_ static void exec_child(const oci_state *st, exec_plan *p, unsigned preserve, int report_fd) {
         nook_error err = { 0 };
         char path[PATH_MAX];
         const char *prof = oci_spec_annotation(p->spec, "io.nook.profile");
@@ -174,6 +174,11 @@ _noreturn_ static void exec_child(const oci_state *st, exec_plan *p, int report_
                 r = oci_proc_credentials(&c, &err);
         if (r >= 0)
                 r = oci_proc_lookup(&p->proc, path, &err);
+        if (r >= 0) {
+                /* report_fd is CLOEXEC and must stay open for an exec failure */
+                int keep = report_fd;
+                (void)fd_close_all_except(3 + (int)preserve, &keep, 1);
+        }
         if (r >= 0)
                 r = oci_proc_seccomp_late(&c, &err);
         if (r >= 0)
@@ -232,7 +237,7 @@ int oci_exec(const oci_exec_opts *o, int *ret_status, nook_error *err) {
                 return nook_err_errno(err, NOOK_E_IO, "Cannot fork the exec process");
         if (pid == 0) {
                 safe_close(pfd[0]);
-                exec_child(st, &p, pfd[1]);
+                exec_child(st, &p, o->preserve_fds, pfd[1]);
         }
         safe_close(pfd[1]);
         nook_error child_err = { 0 };

@@ -97,6 +97,17 @@ static const struct option create_opts[] = {
         {},
 };
 
+static int parse_preserve(const char *s, unsigned *ret, nook_error *err) {
+        char *end = NULL;
+        errno = 0;
+        unsigned long v = strtoul(s, &end, 10);
+        if (errno || !end || *end || v > 1024)
+                return nook_err_set(
+                        err, NOOK_E_INVALID, "--preserve-fds '%s' is not a number of fds (0..1024)", s);
+        *ret = (unsigned)v;
+        return 0;
+}
+
 static int parse_create(
         int argc, char **argv, const char *cmd, oci_create_opts *o, bool *detach, nook_error *err) {
         int c;
@@ -118,10 +129,13 @@ static int parse_create(
                 case 'd':
                         *detach = true;
                         break;
-                case OPT_NO_KEYRING:
                 case OPT_PRESERVE_FDS:
+                        if (parse_preserve(optarg, &o->preserve_fds, err) < 0)
+                                return -NOOK_E_INVALID;
+                        break;
+                case OPT_NO_KEYRING:
                 case OPT_NO_SUBREAPER:
-                        break; /* no session keyring is joined anyway; fds 0-2 only */
+                        break; /* no session keyring is joined anyway; nook-oci is never a subreaper */
                 case 'h':
                         (void)printf(
                                 "Usage: nook-oci %s [--bundle DIR] [--pid-file F] [--console-socket S] [--no-pivot] ID\n",
@@ -346,7 +360,7 @@ static int cmd_update(int argc, char **argv, nook_error *err) {
 }
 
 static int cmd_exec(int argc, char **argv, nook_error *err) {
-        enum { O_PROCESS = 3000, O_PIDFILE, O_CONSOLE, O_CWD, O_IGNORED, O_IGNORED_ARG };
+        enum { O_PROCESS = 3000, O_PIDFILE, O_CONSOLE, O_CWD, O_IGNORED, O_IGNORED_ARG, O_PRESERVE };
         static const struct option o[] = {
                 { "process", required_argument, NULL, 'p' },
                 { "detach", no_argument, NULL, 'd' },
@@ -356,7 +370,7 @@ static int cmd_exec(int argc, char **argv, nook_error *err) {
                 { "cwd", required_argument, NULL, O_CWD },
                 { "env", required_argument, NULL, 'e' },
                 { "user", required_argument, NULL, 'u' },
-                { "preserve-fds", required_argument, NULL, O_IGNORED_ARG },
+                { "preserve-fds", required_argument, NULL, O_PRESERVE },
                 { "no-subreaper", no_argument, NULL, O_IGNORED },
                 { "process-label", required_argument, NULL, O_IGNORED_ARG },
                 { "apparmor", required_argument, NULL, O_IGNORED_ARG },

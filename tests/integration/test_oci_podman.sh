@@ -85,9 +85,12 @@ pod rm c1 >/dev/null 2>&1
 pod run -d --name c2 "${U[@]}" --network none --rootfs "$R" sh -c 'trap "exit 9" TERM; while :; do sleep 0.1; done' >/dev/null 2>&1
 sleep 0.5
 pod stop -t 5 c2 >/dev/null 2>&1
+c2_id=$(pod inspect c2 --format '{{.Id}}' 2>/dev/null)
 is "$(pod inspect c2 --format '{{.State.Status}} {{.State.ExitCode}}' 2>&1)" "exited 9" "stop: SIGTERM reaches the container's trap"
 pod rm c2 >/dev/null 2>&1
-is "$(ls "$P/runroot/nook-oci" 2>/dev/null; ls /run/nook-oci 2>/dev/null | grep -c . | grep -v '^0$')" "" "podman rm: nothing left in nook-oci's --root"
+# podman gives the runtime no --root: nook-oci's default, /run/nook-oci, holds the state
+is "$(ls -d /run/nook-oci/"${c2_id:-none}" "$P"/runroot/nook-oci/"${c2_id:-none}" 2>/dev/null)" "" \
+        "podman rm: nothing left of the container in nook-oci's --root ($c2_id)"
 is "$(find /sys/fs/cgroup -maxdepth 3 -type d -path '*libpod_parent/libpod-*' 2>/dev/null | wc -l)" "0" "no libpod cgroup left"
 out=$(pod ps -a --format '{{.Names}}' 2>&1)
 is "$out" "" "no container left in podman"

@@ -110,13 +110,15 @@ static int child_setup(child_ctx *c, nook_error *err) {
         if (c->new_cgroupns && unshare(CLONE_NEWCGROUP) < 0)
                 return nook_err_errno(err, NOOK_E_IO, "Cannot create the cgroup namespace");
         /* Without a mount namespace of its own the container shares the caller's mounts: setting
-         * up a root there would pivot (and mask paths of) the caller's, so nothing is mounted and
-         * the process sees the caller's root, as with runc. */
+         * up a root there would pivot (and mask paths of) the caller's.  Nothing is mounted then;
+         * the process is chrooted into root.path (runc chroots too, after mounting into the
+         * caller's namespace, which we do not). */
         if (c->new_mntns) {
                 r = oci_rootfs_setup(s, c->cg, c->new_userns, c->no_pivot, err);
                 if (r < 0)
                         return r;
-        }
+        } else if (c->mnt_ns_fd < 0 && (chroot(s->root) < 0 || chdir("/") < 0))
+                return nook_err_errno(err, NOOK_E_IO, "Cannot chroot into root.path '%s'", s->root);
         r = oci_sysctl_apply(s->sysctl, err);
         if (r < 0)
                 return r;

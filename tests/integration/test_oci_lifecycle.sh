@@ -148,10 +148,10 @@ oci_bundle "$NOOK_HOME/n2" '.linux.namespaces |= map(select(.type != "network"))
 oci create --bundle "$NOOK_HOME/n2" n2
 like "$status $err" "^1 .*io.nook.network needs a network namespace" "io.nook.network without a network namespace is refused (it would firewall the host)"
 
-# --- no mount namespace: the caller's mounts are left alone (nothing pivoted, nothing masked) ---
+# --- no mount namespace: the caller's mounts are left alone (nothing pivoted or masked; chroot) ---
 mounts_before=$(wc -l </proc/self/mountinfo)
-oci_bundle "$NOOK_HOME/nm" '.process.args = ["/bin/true"] | .linux.namespaces |= map(select(.type != "mount"))'
+oci_bundle "$NOOK_HOME/nm" '.process.args = ["/bin/cat", "/etc/passwd"] | .linux.namespaces |= map(select(.type != "mount"))'
 oci run --bundle "$NOOK_HOME/nm" nm1
-is "$status" 0 "a container without a mount namespace runs ($err)"
+is "$status $out" "0 root:x:0:0:root:/:/bin/sh" "a container without a mount namespace runs in its root (chroot) ($err)"
 is "$(wc -l </proc/self/mountinfo) $(test -d /proc/acpi && stat -f -c %T /proc/acpi)" \
         "$mounts_before $(test -d /proc/acpi && echo proc)" "and leaves the caller's mount table as it was"

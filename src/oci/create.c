@@ -171,11 +171,11 @@ _noreturn_ static void child_main(child_ctx *c) {
                 _exit(1); /* deleted before start */
         c->fifo_fd = safe_close(c->fifo_fd);
         r = oci_hooks_run(c->spec->hooks, "startContainer", "{}", &err);
-        /* the engine's fds (conmon's sync pipe, log fds) never reach the container */
-        if (r >= 0)
+        if (r >= 0) {
+                /* the engine's fds (conmon's sync pipe, log fds) never reach the container */
                 (void)fd_close_all_except(3 + (int)c->preserve_fds, NULL, 0);
-        if (r >= 0)
                 r = oci_proc_seccomp_late(&c->proc, &err);
+        }
         if (r >= 0)
                 r = oci_proc_exec(&c->spec->process, path, &err);
         (void)dprintf(2, "nook-oci: %s\n", err.msg);

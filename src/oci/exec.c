@@ -179,9 +179,8 @@ _noreturn_ static void exec_child(const oci_state *st, exec_plan *p, unsigned pr
                 /* report_fd is CLOEXEC and must stay open for an exec failure */
                 int keep = report_fd;
                 (void)fd_close_all_except(3 + (int)preserve, &keep, 1);
-        }
-        if (r >= 0)
                 r = oci_proc_seccomp_late(&c, &err);
+        }
         if (r >= 0)
                 r = oci_proc_exec(&p->proc, path, &err);
         (void)!write(report_fd, &err, sizeof(err));

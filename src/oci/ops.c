@@ -266,7 +266,7 @@ static int resources_json(const char *file, iso_cgroup_values *v, json_t **keep,
                 streq(file, "-") ? fcntl(0, F_DUPFD_CLOEXEC, 3) : open(file, O_RDONLY | O_CLOEXEC);
         if (fd < 0)
                 return nook_err_errno(err, NOOK_E_NOT_FOUND, "Cannot open --resources '%s'", file);
-        int r = fd_read_to_end(fd, JSON_MAX_BYTES, &text, &len, err);
+        int r = fd_read_to_end(fd, (size_t)JSON_MAX_BYTES, &text, &len, err);
         if (r >= 0)
                 r = json_parse_object(text, len, &j, err);
         if (r < 0)

@@ -169,7 +169,8 @@ _noreturn_ static void child_main(child_ctx *c) {
         c->sync_fd = safe_close(c->sync_fd);
         if (wait_fifo(c->fifo_fd) < 0)
                 _exit(1); /* deleted before start */
-        c->fifo_fd = safe_close(c->fifo_fd);
+        /* fifo_fd stays open until the fds are closed right before execve: `start` waits for
+         * that, so the program runs when start returns */
         r = oci_hooks_run(c->spec->hooks, "startContainer", "{}", &err);
         if (r >= 0) {
                 /* the engine's fds (conmon's sync pipe, log fds) never reach the container */

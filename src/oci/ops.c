@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -75,6 +76,9 @@ int oci_start(const char *root, const char *id, nook_error *err) {
         if (write(fd, "0", 1) != 1)
                 return nook_err_errno(err, NOOK_E_IO, "Cannot signal the container init through '%s'", fifo);
         (void)unlink(fifo);
+        /* the init closes its end right before execve: then the program is what runs */
+        struct pollfd pfd = { .fd = fd, .events = 0 };
+        (void)poll(&pfd, 1, 2000);
         run_late_hooks(st, "poststart");
         return 0;
 }

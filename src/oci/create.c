@@ -490,8 +490,15 @@ static int plan_prepare(const oci_create_opts *o, create_plan *p, nook_error *er
         r = oci_spec_load(o->bundle, &p->spec, err);
         if (r < 0)
                 return r;
-        if (p->spec->seccomp && (r = oci_seccomp_prepare(p->spec->seccomp, &p->seccomp, err)) < 0)
-                return r;
+        if (p->spec->seccomp) {
+                _cleanup_free_ char *cache = strprintf("%s/.seccomp-cache", o->root);
+                if (!cache)
+                        return nook_err_oom(err);
+                (void)mkdir(o->root, 0711);
+                r = oci_seccomp_prepare(p->spec->seccomp, cache, &p->seccomp, err);
+                if (r < 0)
+                        return r;
+        }
         r = oci_network_rules(p->spec, &p->rules, err);
         if (r < 0)
                 return r;

@@ -131,8 +131,12 @@ static int plan_exec(const oci_exec_opts *o, const oci_state *st, exec_plan *p, 
                         return nook_err_errno(err, NOOK_E_INVALID, "Cannot connect to --console-socket '%s'",
                                 o->console_socket);
         }
-        if (p->spec->seccomp)
-                return oci_seccomp_prepare(p->spec->seccomp, &p->seccomp, err);
+        if (p->spec->seccomp) {
+                _cleanup_free_ char *cache_dir = strprintf("%s/.seccomp-cache", o->root);
+                if (!cache_dir)
+                        return nook_err_oom(err);
+                return oci_seccomp_prepare(p->spec->seccomp, cache_dir, &p->seccomp, err);
+        }
         return 0;
 }
 

@@ -3,15 +3,28 @@
  * builds nook's own profiles with).  Names this libseccomp does not know are skipped, as runc
  * and crun do: profiles list syscalls of newer kernels. */
 #include <errno.h>
+#include <fcntl.h>
 #include <seccomp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "nook.h"
+#include "isolate/seccomp.h"
 #include "oci/seccomp.h"
 #include "util/error.h"
+#include "util/fd.h"
 #include "util/json.h"
 #include "util/macro.h"
+#include "util/proc.h"
 #include "util/str.h"
+
+struct oci_seccomp {
+        iso_seccomp_prog prog;
+};
 
 static void ctx_releasep(scmp_filter_ctx *ctx) {
         if (*ctx)
@@ -177,7 +190,7 @@ static int add_arches(scmp_filter_ctx ctx, json_t *arches, nook_error *err) {
         return 0;
 }
 
-int oci_seccomp_prepare(json_t *sc, oci_seccomp **ret, nook_error *err) {
+static int compile(json_t *sc, iso_seccomp_prog *ret, nook_error *err) {
         _cleanup_(ctx_releasep) scmp_filter_ctx ctx = NULL;
         const char *def = NULL;
         uint64_t def_errno = EPERM;
@@ -202,20 +215,83 @@ int oci_seccomp_prepare(json_t *sc, oci_seccomp **ret, nook_error *err) {
         r = add_syscalls(ctx, json_object_get(sc, "syscalls"), def_act, (uint32_t)def_errno, err);
         if (r < 0)
                 return r;
-        *ret = (oci_seccomp *)TAKE_PTR(ctx);
+        return iso_seccomp_export_prog(ctx, "linux.seccomp", ret, err);
+}
+
+static uint64_t fnv1a64(const char *s) {
+        uint64_t h = 14695981039346656037ull;
+        for (; *s; s++)
+                h = (h ^ (uint8_t)*s) * 1099511628211ull;
+        return h;
+}
+
+/* The cache key is the canonical JSON of linux.seccomp, kept beside the program and compared
+ * in full on a hit (the hash only names the file), plus this binary and libseccomp's version:
+ * compiling podman's default profile took ~25 ms of every create. */
+static char *cache_path(const char *dir, const char *canon, const char *ext) {
+        char id[128];
+        const struct scmp_version *v = seccomp_version();
+        if (proc_self_build_id(id, sizeof(id)) < 0)
+                return NULL;
+        return strprintf("%s/seccomp-oci-%016llx-%s-%u.%u.%u-api%u.%s", dir,
+                (unsigned long long)fnv1a64(canon), id, v ? v->major : 0, v ? v->minor : 0, v ? v->micro : 0,
+                seccomp_api_get(), ext);
+}
+
+static bool cache_key_matches(const char *path, const char *canon) {
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+        _cleanup_free_ char *text = NULL;
+        size_t len = 0;
+        nook_error ignore;
+        struct stat st;
+        if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
+                fd_read_to_end(fd, (size_t)JSON_MAX_BYTES, &text, &len, &ignore) < 0)
+                return false;
+        return len == strlen(canon) && memcmp(text, canon, len) == 0;
+}
+
+static void cache_key_write(const char *path, const char *canon) {
+        _cleanup_free_ char *tmp = strprintf("%s.tmp", path);
+        if (!tmp)
+                return;
+        _cleanup_close_ int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+        if (fd < 0 || fd_write_all(fd, canon, strlen(canon)) < 0 || rename(tmp, path) < 0)
+                (void)unlink(tmp);
+}
+
+int oci_seccomp_prepare(json_t *sc, const char *cache_dir, oci_seccomp **ret, nook_error *err) {
+        _cleanup_free_ oci_seccomp *f = calloc(1, sizeof(*f));
+        _cleanup_free_ char *canon = NULL, *key = NULL, *bpf = NULL;
+        if (!f)
+                return nook_err_oom(err);
+        if (cache_dir) {
+                canon = json_dumps(sc, JSON_COMPACT | JSON_SORT_KEYS);
+                key = canon ? cache_path(cache_dir, canon, "json") : NULL;
+                bpf = canon ? cache_path(cache_dir, canon, "bpf") : NULL;
+                if (key && bpf && cache_key_matches(key, canon) && iso_seccomp_cache_read(bpf, &f->prog)) {
+                        *ret = TAKE_PTR(f);
+                        return 0;
+                }
+        }
+        int r = compile(sc, &f->prog, err);
+        if (r < 0)
+                return r;
+        if (key && bpf) {
+                iso_seccomp_cache_write(cache_dir, bpf, &f->prog);
+                cache_key_write(key, canon);
+        }
+        *ret = TAKE_PTR(f);
         return 0;
 }
 
 int oci_seccomp_load(oci_seccomp *f, nook_error *err) {
-        int r = seccomp_load((scmp_filter_ctx)f);
-        if (r < 0)
-                return nook_err_errnum(
-                        err, NOOK_E_IO, -r, "Cannot load the seccomp filter of linux.seccomp");
-        return 0;
+        return iso_seccomp_load_bpf(&f->prog, "linux.seccomp", err);
 }
 
 oci_seccomp *oci_seccomp_free(oci_seccomp *f) {
-        if (f)
-                seccomp_release((scmp_filter_ctx)f);
+        if (!f)
+                return NULL;
+        iso_seccomp_prog_done(&f->prog);
+        free(f);
         return NULL;
 }

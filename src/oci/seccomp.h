@@ -10,7 +10,8 @@
 
 typedef struct oci_seccomp oci_seccomp;
 
-int oci_seccomp_prepare(json_t *seccomp, oci_seccomp **ret, nook_error *err);
+/* cache_dir (may be NULL): where compiled programs are kept, keyed by the spec's canonical JSON. */
+int oci_seccomp_prepare(json_t *seccomp, const char *cache_dir, oci_seccomp **ret, nook_error *err);
 int oci_seccomp_load(oci_seccomp *f, nook_error *err);
 oci_seccomp *oci_seccomp_free(oci_seccomp *f);
 DEFINE_TRIVIAL_CLEANUP_FUNC(oci_seccomp *, oci_seccomp_free);

@@ -28,7 +28,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                         abort();
         if (s->seccomp) {
                 oci_seccomp *f = NULL;
-                if (oci_seccomp_prepare(s->seccomp, &f, &err) == 0)
+                if (oci_seccomp_prepare(s->seccomp, NULL, &f, &err) == 0)
                         oci_seccomp_free(f);
         }
         oci_spec_free(s);

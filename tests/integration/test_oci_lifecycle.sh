@@ -13,7 +13,7 @@ if [[ -n "$reason" ]]; then
         exit 0
 fi
 command -v busybox >/dev/null && command -v jq >/dev/null || bail_out "needs busybox (busybox-static) and jq"
-plan 45
+plan 47
 
 B="$NOOK_HOME/b"
 oci_bundle "$B" '.process.args = ["sleep", "1000"] | .hostname = "ocihost" | .annotations = {"a.b": "c"}' ||
@@ -155,3 +155,12 @@ oci run --bundle "$NOOK_HOME/nm" nm1
 is "$status $out" "0 root:x:0:0:root:/:/bin/sh" "a container without a mount namespace runs in its root (chroot) ($err)"
 is "$(wc -l </proc/self/mountinfo) $(test -d /proc/acpi && stat -f -c %T /proc/acpi)" \
         "$mounts_before $(test -d /proc/acpi && echo proc)" "and leaves the caller's mount table as it was"
+
+# --- the compiled linux.seccomp is cached under --root; a damaged cache file is compiled again ---
+oci_bundle "$NOOK_HOME/sc" '.process.args = ["sh", "-c", "mkdir /tmp/y 2>&1"] | .root.readonly = false
+        | .linux.seccomp = {"defaultAction": "SCMP_ACT_ALLOW", "syscalls": [{"names": ["mkdir", "mkdirat"], "action": "SCMP_ACT_ERRNO"}]}'
+oci run --bundle "$NOOK_HOME/sc" sc1
+is "$(ls "$OCI_ROOT"/.seccomp-cache/seccomp-oci-*.bpf 2>/dev/null | wc -l)" "1" "the compiled filter is cached under --root"
+for f in "$OCI_ROOT"/.seccomp-cache/seccomp-oci-*.bpf; do printf 'garbage' >"$f"; done
+oci run --bundle "$NOOK_HOME/sc" sc2
+like "$out" "Operation not permitted" "a damaged cache file: the filter is compiled again and enforced"

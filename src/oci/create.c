@@ -130,6 +130,8 @@ static int child_setup(child_ctx *c, nook_error *err) {
                 if (r < 0)
                         return r;
         }
+        if (!s->has_process)
+                return 0;
         if (s->process.terminal) {
                 r = oci_proc_terminal(c->proc.console_fd, err);
                 if (r < 0)
@@ -155,7 +157,7 @@ _noreturn_ static void child_main(child_ctx *c) {
 
         (void)prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
         r = child_setup(c, &err);
-        if (r >= 0)
+        if (r >= 0 && c->spec->has_process)
                 r = oci_proc_lookup(&c->spec->process, path, &err);
         if (r < 0) {
                 (void)sync_send(c->sync_fd, SYNC_ERROR, &err);
@@ -168,8 +170,8 @@ _noreturn_ static void child_main(child_ctx *c) {
         (void)prctl(PR_SET_PDEATHSIG, 0, 0, 0, 0);
         (void)sync_send(c->sync_fd, SYNC_ACK, NULL);
         c->sync_fd = safe_close(c->sync_fd);
-        if (wait_fifo(c->fifo_fd) < 0)
-                _exit(1); /* deleted before start */
+        if (wait_fifo(c->fifo_fd) < 0 || !c->spec->has_process)
+                _exit(1); /* deleted before start (start refuses a container without a process) */
         /* fifo_fd stays open until the fds are closed right before execve: `start` waits for
          * that, so the program runs when start returns */
         r = oci_hooks_run(c->spec->hooks, "startContainer", "{}", &err);
@@ -543,6 +545,7 @@ static int parent_finish(const oci_create_opts *o, create_plan *p, pid_t pid, no
                 .pid = pid,
                 .start_time = proc_start_time(pid),
                 .bundle = p->spec->bundle,
+                .no_process = !p->spec->has_process,
                 .cgroup_path = p->cgpath,
                 .created = created,
                 .annotations = p->spec->annotations };

@@ -69,7 +69,8 @@ static int load_process_file(const char *file, exec_plan *p, nook_error *err) {
 
 /* Without --process: the container's own process, with the command line's args and flags. */
 static int process_from_flags(const oci_exec_opts *o, exec_plan *p, nook_error *err) {
-        json_t *base = json_deep_copy(json_object_get(p->spec->json, "process"));
+        json_t *proc = json_object_get(p->spec->json, "process");
+        json_t *base = json_is_object(proc) ? json_deep_copy(proc) : json_object();
         json_t *args = json_array();
         if (!base || !args) {
                 json_decref(base);

@@ -79,6 +79,10 @@ int oci_start(const char *root, const char *id, nook_error *err) {
         /* the init closes its end right before execve: then the program is what runs */
         struct pollfd pfd = { .fd = fd, .events = 0 };
         (void)poll(&pfd, 1, 2000);
+        if (st->no_process)
+                /* the init had nothing to run and exited: the container is stopped */
+                return nook_err_set(err, NOOK_E_INVALID,
+                        "container \"%s\" has no 'process' in its config.json: nothing was started", id);
         run_late_hooks(st, "poststart");
         return 0;
 }

@@ -784,10 +784,10 @@ int oci_spec_from_json(json_t *j, const char *bundle, oci_spec **ret, nook_error
                 return nook_err_wrap(err, "config.json");
         if (s->hostname && strlen(s->hostname) > 64)
                 return nook_err_set(err, NOOK_E_INVALID, "hostname is longer than 64 bytes");
+        /* "process" may be left out at create (runtime-spec); start then refuses */
         proc = json_object_get(s->json, "process");
-        if (!proc)
-                return nook_err_set(err, NOOK_E_INVALID, "config.json has no 'process' object");
-        r = oci_process_parse(proc, &s->process, err);
+        s->has_process = proc && !json_is_null(proc);
+        r = s->has_process ? oci_process_parse(proc, &s->process, err) : 0;
         if (r < 0)
                 return r;
         r = parse_mounts(s, err);

@@ -98,6 +98,7 @@ typedef struct oci_spec {
         char *root; /* absolute path of the root filesystem */
         bool root_readonly;
         const char *hostname;
+        bool has_process; /* false: no "process" (create works, start refuses) */
         oci_process process;
         oci_mount *mounts;
         size_t n_mounts;

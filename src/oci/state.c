@@ -102,6 +102,7 @@ int oci_state_load(const char *root, const char *id, oci_state **ret, nook_error
                 dup_field(st->json, "created", &st->created, err) < 0)
                 return nook_err_wrap(err, "state of container '%s'", id);
         st->pid = (pid_t)pid;
+        (void)json_get_bool(st->json, "no_process", false, &st->no_process, err);
         json_t *a = json_object_get(st->json, "annotations");
         st->annotations = json_is_object(a) ? json_incref(a) : NULL;
         *ret = TAKE_PTR(st);
@@ -109,10 +110,11 @@ int oci_state_load(const char *root, const char *id, oci_state **ret, nook_error
 }
 
 int oci_state_save(const oci_state *st, nook_error *err) {
-        json_t *j = json_pack("{s:s, s:I, s:I, s:s, s:s?, s:s, s:O?}", "id", st->id, "pid",
+        json_t *j = json_pack("{s:s, s:I, s:I, s:s, s:s?, s:s, s:O?, s:b}", "id", st->id, "pid",
                 (json_int_t)st->pid, "start_time", (json_int_t)st->start_time, "bundle",
                 st->bundle ? st->bundle : "", "cgroup_path", st->cgroup_path, "created",
-                st->created ? st->created : "", "annotations", st->annotations);
+                st->created ? st->created : "", "annotations", st->annotations, "no_process",
+                st->no_process);
         char tmp[PATH_MAX], path[PATH_MAX];
         if (!j)
                 return nook_err_oom(err);

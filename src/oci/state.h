@@ -37,6 +37,7 @@ typedef struct oci_state {
         char *cgroup_path;
         char *created; /* RFC 3339 */
         json_t *annotations; /* owned; may be NULL */
+        bool no_process; /* config.json had no "process": start refuses */
         json_t *json; /* the file as read */
 } oci_state;
 

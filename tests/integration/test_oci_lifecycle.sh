@@ -13,7 +13,7 @@ if [[ -n "$reason" ]]; then
         exit 0
 fi
 command -v busybox >/dev/null && command -v jq >/dev/null || bail_out "needs busybox (busybox-static) and jq"
-plan 47
+plan 50
 
 B="$NOOK_HOME/b"
 oci_bundle "$B" '.process.args = ["sleep", "1000"] | .hostname = "ocihost" | .annotations = {"a.b": "c"}' ||
@@ -165,3 +165,13 @@ is "$(ls "$OCI_ROOT"/.seccomp-cache/seccomp-oci-*.bpf 2>/dev/null | wc -l)" "$((
 for f in "$OCI_ROOT"/.seccomp-cache/seccomp-oci-*.bpf; do printf 'garbage' >"$f"; done
 oci run --bundle "$NOOK_HOME/sc" sc2
 like "$out" "Operation not permitted" "a damaged cache file: the filter is compiled again and enforced"
+
+# --- a config.json without "process": create works (runtime-spec), start says so, stopped ---
+oci_bundle "$NOOK_HOME/np" 'del(.process)'
+oci create --bundle "$NOOK_HOME/np" np1
+is "$status" 0 "create without a process ($err)"
+oci start np1
+like "$status $err" "^1 .*has no 'process' in its config.json: nothing was started" "start without a process is an error"
+oci state np1
+is "$(jq -r .status <<<"$out")" "stopped" "and the container is stopped"
+oci delete np1

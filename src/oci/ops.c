@@ -129,11 +129,26 @@ static void wait_gone(const oci_state *st) {
                 usleep(2000);
 }
 
+/* A create killed before it wrote state.json leaves ROOT/ID (exec.fifo only) and maybe its
+ * default cgroup: --force removes them, so the id can be used again.  A container whose
+ * cgroupsPath was given is not found this way; its engine removes that cgroup's parent. */
+static int delete_half_created(const char *root, const char *id, nook_error *err) {
+        _cleanup_free_ char *dir = strprintf("%s/%s", root, id);
+        _cleanup_free_ char *cgpath = strprintf("/nook-oci/%s", id);
+        iso_cgroup *cg = NULL;
+        if (!dir || !cgpath)
+                return nook_err_oom(err);
+        if (iso_cgroup_open_path(cgpath, &cg, err) == 0)
+                iso_cgroup_destroy(cg);
+        iso_cgroup_free(cg);
+        return oci_state_remove(dir, err);
+}
+
 int oci_delete(const char *root, const char *id, bool force, nook_error *err) {
         _cleanup_(oci_state_freep) oci_state *st = NULL;
         int r = oci_state_load(root, id, &st, err);
         if (r == -NOOK_E_NOT_FOUND && force)
-                return 0;
+                return delete_half_created(root, id, err);
         if (r < 0)
                 return r;
         oci_status s = oci_state_status(st);

@@ -14,7 +14,7 @@ if [[ -n "$reason" ]]; then
         exit 0
 fi
 command -v busybox >/dev/null && command -v jq >/dev/null || bail_out "needs busybox (busybox-static) and jq"
-plan 54
+plan 57
 
 B="$NOOK_HOME/b"
 oci_bundle "$B" '.process.args = ["true"]' || bail_out "nook-oci spec failed"
@@ -115,3 +115,13 @@ like "$status $err" "^1 .*unknown command 'frobnicate'" "an unknown command"
 oci features
 is "$(jq -r '[.ociVersionMax, (.linux.namespaces | index("user") != null), .linux.cgroup.systemd] | join(" ")' <<<"$out")" \
         "1.1.0 true false" "features: JSON with namespaces and cgroup support"
+
+# a create killed before it wrote its state (ROOT/ID with exec.fifo only): delete --force clears it
+cp "$NOOK_HOME/good.json" "$B/config.json"
+mkdir -p "$OCI_ROOT/half1" && mkfifo "$OCI_ROOT/half1/exec.fifo"
+oci create --bundle "$B" half1
+like "$status $err" "^1 .*already exists" "a half-created container's id is taken"
+oci delete --force half1
+is "$status $(ls "$OCI_ROOT" | grep -c half1)" "0 0" "delete --force removes what a killed create left"
+oci delete --force "../x"
+like "$status $err" "^1 .*Invalid container id" "delete --force still refuses a bad id"

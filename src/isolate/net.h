@@ -88,6 +88,8 @@ typedef struct net_policy {
          * 443 (QUIC) is rejected, and the filter runs before the redirect (priority -150) so
          * it still judges the original destination. */
         uint16_t redirect_http, redirect_https;
+        const net_cidr *dns_servers; /* DNS (port 53) to these is allowed, before any floor */
+        size_t n_dns_servers;
 } net_policy;
 
 /* The nftables ruleset (nft syntax) for p: table "inet nook".  Pure; *ret_text is malloc'd. */

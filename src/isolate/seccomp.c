@@ -351,29 +351,33 @@ static int build_filter(iso_profile p, scmp_filter_ctx *ret_ctx, nook_error *err
 /* The program libseccomp generates for p, read back from a memfd. */
 static int compile_prog(iso_profile p, iso_seccomp_prog *ret, nook_error *err) {
         _cleanup_(seccomp_releasep) scmp_filter_ctx ctx = NULL;
-        _cleanup_close_ int fd = -1;
-        struct stat st;
         int r = build_filter(p, &ctx, err);
         if (r < 0)
                 return nook_err_wrap(err, "building the seccomp profile '%s'", profile_name(p));
+        return iso_seccomp_export_prog(ctx, profile_name(p), ret, err);
+}
+
+int iso_seccomp_export_prog(void *filter, const char *what, iso_seccomp_prog *ret, nook_error *err) {
+        scmp_filter_ctx ctx = filter;
+        _cleanup_close_ int fd = -1;
+        struct stat st;
+        int r;
         fd = memfd_create("nook-seccomp", MFD_CLOEXEC);
         if (fd < 0)
                 return nook_err_errno(err, NOOK_E_IO, "Cannot create a memfd for the seccomp profile");
         r = seccomp_export_bpf(ctx, fd);
         if (r < 0)
-                return nook_err_errnum(
-                        err, NOOK_E_IO, -r, "Cannot generate the seccomp profile '%s'", profile_name(p));
+                return nook_err_errnum(err, NOOK_E_IO, -r, "Cannot generate the seccomp profile '%s'", what);
         if (fstat(fd, &st) < 0 || st.st_size <= 0 || st.st_size % (off_t)sizeof(struct sock_filter) != 0 ||
                 st.st_size > (off_t)(BPF_MAXINSNS * sizeof(struct sock_filter)))
-                return nook_err_set(err, NOOK_E_INTERNAL,
-                        "libseccomp generated a malformed program for '%s'", profile_name(p));
+                return nook_err_set(
+                        err, NOOK_E_INTERNAL, "libseccomp generated a malformed program for '%s'", what);
         struct sock_filter *insns = malloc((size_t)st.st_size);
         if (!insns)
                 return nook_err_oom(err);
         if (pread(fd, insns, (size_t)st.st_size, 0) != st.st_size) {
                 free(insns);
-                return nook_err_errno(
-                        err, NOOK_E_IO, "Cannot read back the seccomp profile '%s'", profile_name(p));
+                return nook_err_errno(err, NOOK_E_IO, "Cannot read back the seccomp profile '%s'", what);
         }
         *ret = (iso_seccomp_prog){ .insns = insns,
                 .len = (unsigned short)(st.st_size / (off_t)sizeof(*insns)) };
@@ -464,6 +468,18 @@ void iso_seccomp_prog_done(iso_seccomp_prog *prog) {
 }
 
 int iso_seccomp_load_prog(iso_profile p, const iso_seccomp_prog *prog, nook_error *err) {
+        return iso_seccomp_load_bpf(prog, profile_name(p), err);
+}
+
+bool iso_seccomp_cache_read(const char *path, iso_seccomp_prog *ret) {
+        return read_cached(path, ret);
+}
+
+void iso_seccomp_cache_write(const char *dir, const char *path, const iso_seccomp_prog *prog) {
+        write_cached(dir, path, prog);
+}
+
+int iso_seccomp_load_bpf(const iso_seccomp_prog *prog, const char *what, nook_error *err) {
         struct sock_fprog fp = { .len = prog->len, .filter = prog->insns };
         /* No flags: what seccomp_load() does with our attributes (no TSYNC, no LOG). */
         if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &fp) == 0)
@@ -472,21 +488,21 @@ int iso_seccomp_load_prog(iso_profile p, const iso_seccomp_prog *prog, nook_erro
         if (e == EACCES)
                 /* seccomp(2): a filter needs no_new_privs or CAP_SYS_ADMIN in the user namespace */
                 return nook_err_errnum(err, NOOK_E_INTERNAL, EACCES,
-                        "Cannot load the seccomp profile '%s': no_new_privs is not set and "
+                        "Cannot load the seccomp filter '%s': no_new_privs is not set and "
                         "CAP_SYS_ADMIN is missing; call iso_set_no_new_privs() first",
-                        profile_name(p));
+                        what);
         if (e == ENOSYS)
                 return nook_err_errnum(err, NOOK_E_MISSING_FEATURE, e,
-                        "Cannot load the seccomp profile '%s': the kernel lacks seccomp filters "
+                        "Cannot load the seccomp filter '%s': the kernel lacks seccomp filters "
                         "(CONFIG_SECCOMP_FILTER); `nook doctor` shows this",
-                        profile_name(p));
+                        what);
         if (e == EINVAL)
                 return nook_err_errnum(err, NOOK_E_INTERNAL, e,
-                        "The kernel refused the seccomp profile '%s' (an invalid program, or no "
+                        "The kernel refused the seccomp filter '%s' (an invalid program, or no "
                         "seccomp filters in this kernel: `nook doctor` checks); if it persists, delete "
                         "NOOK_HOME/cache/seccomp-*",
-                        profile_name(p));
-        return nook_err_errnum(err, NOOK_E_IO, e, "Cannot load the seccomp profile '%s'", profile_name(p));
+                        what);
+        return nook_err_errnum(err, NOOK_E_IO, e, "Cannot load the seccomp filter '%s'", what);
 }
 
 int iso_seccomp_load(iso_profile p, nook_error *err) {

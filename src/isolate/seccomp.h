@@ -5,6 +5,7 @@
 #pragma once
 
 #include <errno.h>
+#include <stdbool.h>
 
 #include "nook.h"
 
@@ -41,6 +42,14 @@ int iso_seccomp_prepare(iso_profile p, const char *cache_dir, iso_seccomp_prog *
  * iso_seccomp_load() apply. */
 int iso_seccomp_load_prog(iso_profile p, const iso_seccomp_prog *prog, nook_error *err);
 void iso_seccomp_prog_done(iso_seccomp_prog *prog);
+
+/* For a filter built elsewhere (the OCI runtime's linux.seccomp): export a libseccomp filter
+ * context (scmp_filter_ctx) as a program, keep programs in a cache file (the same format and
+ * checks as the profiles' cache), and load one; what names it in errors. */
+int iso_seccomp_export_prog(void *filter, const char *what, iso_seccomp_prog *ret, nook_error *err);
+bool iso_seccomp_cache_read(const char *path, iso_seccomp_prog *ret);
+void iso_seccomp_cache_write(const char *dir, const char *path, const iso_seccomp_prog *prog);
+int iso_seccomp_load_bpf(const iso_seccomp_prog *prog, const char *what, nook_error *err);
 
 /* Builds the profile's BPF program and writes it to fd (seccomp_export_bpf(3)) without loading
  * it: for tests and for inspecting a profile with a BPF disassembler. */

@@ -82,7 +82,7 @@ static int clear_ambient(nook_error *err) {
  * (capset(2) can only shrink permitted).  Inheritable is cleared rather than set: with a
  * non-empty inheritable set a non-root payload could exec a file with inheritable file
  * capabilities and gain them (CVE-2022-24769, fixed the same way in moby and runc). */
-static int set_process_caps(uint64_t keep, nook_error *err) {
+static int set_process_caps(uint64_t keep, uint64_t inheritable, nook_error *err) {
         struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3, .pid = 0 };
         struct __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3] = {};
         uint64_t have, want;
@@ -94,7 +94,7 @@ static int set_process_caps(uint64_t keep, nook_error *err) {
 
         for (size_t i = 0; i < ELEMENTSOF(data); i++) {
                 data[i].permitted = data[i].effective = (uint32_t)(want >> (32 * i));
-                data[i].inheritable = 0;
+                data[i].inheritable = (uint32_t)((inheritable & have) >> (32 * i));
         }
         if (syscall(SYS_capset, &hdr, data) < 0)
                 return nook_err_errno(err, NOOK_E_IO, "Cannot set the capability sets to 0x%llx",
@@ -117,7 +117,48 @@ int iso_caps_drop(iso_profile p, nook_error *err) {
         r = clear_ambient(err);
         if (r < 0)
                 return r;
-        return set_process_caps(keep, err);
+        return set_process_caps(keep, 0, err);
+}
+
+/* The five sets of an OCI process (runtime-spec "capabilities"); the same order rules. */
+int iso_caps_set(const iso_capsets *s, nook_error *err) {
+        struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3, .pid = 0 };
+        struct __user_cap_data_struct cur[_LINUX_CAPABILITY_U32S_3] = {};
+        int r;
+
+        /* After setuid() with PR_SET_KEEPCAPS the effective set is empty: raise it to the
+         * permitted set, the bounding-set drops need CAP_SETPCAP effective. */
+        if (syscall(SYS_capget, &hdr, cur) < 0)
+                return nook_err_errno(err, NOOK_E_IO, "Cannot read the capability sets");
+        for (size_t i = 0; i < ELEMENTSOF(cur); i++)
+                cur[i].effective = cur[i].permitted;
+        if (syscall(SYS_capset, &hdr, cur) < 0)
+                return nook_err_errno(err, NOOK_E_IO, "Cannot raise the effective capability set");
+
+        r = drop_bounding(s->bounding, err);
+        if (r < 0)
+                return r;
+        r = clear_ambient(err);
+        if (r < 0)
+                return r;
+        r = set_process_caps(s->permitted, s->inheritable, err);
+        if (r < 0)
+                return r;
+        if (s->effective != s->permitted) {
+                struct __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3] = {};
+                if (syscall(SYS_capget, &hdr, data) < 0)
+                        return nook_err_errno(err, NOOK_E_IO, "Cannot read the capability sets");
+                for (size_t i = 0; i < ELEMENTSOF(data); i++)
+                        data[i].effective &= (uint32_t)(s->effective >> (32 * i));
+                if (syscall(SYS_capset, &hdr, data) < 0)
+                        return nook_err_errno(err, NOOK_E_IO, "Cannot set the effective capability set");
+        }
+        /* An ambient capability must be permitted and inheritable (capabilities(7)). */
+        for (unsigned long c = 0; c < 64; c++)
+                if ((s->ambient & CAP(c)) && prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, c, 0, 0) < 0 &&
+                        errno != EINVAL && errno != EPERM)
+                        return nook_err_errno(err, NOOK_E_IO, "Cannot raise ambient capability %lu", c);
+        return 0;
 }
 
 int iso_set_no_new_privs(nook_error *err) {

@@ -25,3 +25,10 @@ int iso_caps_drop(iso_profile p, nook_error *err);
 /* prctl(PR_SET_NO_NEW_PRIVS): execve() can no longer grant privileges (setuid bits and file
  * capabilities are ignored), which also lets an unprivileged process load a seccomp filter. */
 int iso_set_no_new_privs(nook_error *err);
+
+/* Every set of a process as masks of (1 << CAP_*), for the OCI runtime (runtime-spec
+ * process.capabilities).  Permitted and inheritable are intersected with what the caller holds. */
+typedef struct iso_capsets {
+        uint64_t bounding, effective, inheritable, permitted, ambient;
+} iso_capsets;
+int iso_caps_set(const iso_capsets *s, nook_error *err);

@@ -24,8 +24,11 @@
 
 #define CPU_PERIOD_US 100000ull
 
-enum { V1_CPU, V1_CPUACCT, V1_MEMORY, V1_PIDS, _V1_MAX };
-static const char *const v1_names[_V1_MAX] = { "cpu", "cpuacct", "memory", "pids" };
+/* A sandbox uses the first four; a cgroup made by path for the OCI runtime all of them. */
+enum { V1_CPU, V1_CPUACCT, V1_MEMORY, V1_PIDS, _V1_SANDBOX_MAX, V1_FREEZER = _V1_SANDBOX_MAX, V1_DEVICES,
+        V1_CPUSET, _V1_MAX };
+static const char *const v1_names[_V1_MAX] = { "cpu", "cpuacct", "memory", "pids", "freezer", "devices",
+        "cpuset" };
 
 struct iso_cgroup {
         bool v2;
@@ -240,7 +243,7 @@ static int cg_paths(const char *home, const char *name, iso_cgroup **ret, nook_e
                         return nook_err_oom(err);
                 }
         } else
-                for (int i = 0; i < _V1_MAX; i++)
+                for (int i = 0; i < _V1_SANDBOX_MAX; i++)
                         (void)v1_dir(i, leaf, &cg->v1[i]);
         *ret = cg;
         return 0;
@@ -408,4 +411,313 @@ iso_cgroup *iso_cgroup_free(iso_cgroup *cg) {
                 free(cg->v1[i]);
         free(cg);
         return NULL;
+}
+
+/* ---- cgroups named by path, for the OCI runtime (runtime-spec linux.cgroupsPath) ---- */
+
+/* path is relative to each hierarchy's root ("/a/b"); v1 controllers missing here stay NULL. */
+static int cg_by_path(const char *path, iso_cgroup **ret, nook_error *err) {
+        iso_cgroup *cg = calloc(1, sizeof(*cg));
+        const char *v2 = v2_root();
+        if (!cg)
+                return nook_err_oom(err);
+        if (v2) {
+                cg->v2 = true;
+                cg->path = strprintf("%s%s", v2, path);
+                if (!cg->path) {
+                        free(cg);
+                        return nook_err_oom(err);
+                }
+        } else
+                for (int i = 0; i < _V1_MAX; i++) {
+                        char mnt[64];
+                        (void)snprintf(mnt, sizeof(mnt), "/sys/fs/cgroup/%s", v1_names[i]);
+                        if (access(mnt, F_OK) < 0 || is_cgroup2(mnt))
+                                continue;
+                        cg->v1[i] = strprintf("%s%s", mnt, path);
+                        if (!cg->v1[i]) {
+                                iso_cgroup_free(cg);
+                                return nook_err_oom(err);
+                        }
+                }
+        *ret = cg;
+        return 0;
+}
+
+/* v1 cpuset: a new cgroup starts with empty cpus and mems, and a task cannot join it until both
+ * are set; copy them down from the nearest parent that has them. */
+static void cpuset_inherit(const char *dir) {
+        char parent[PATH_MAX], buf[256];
+        (void)snprintf(parent, sizeof(parent), "%s", dir);
+        char *slash = strrchr(parent, '/');
+        if (!slash)
+                return;
+        *slash = 0;
+        static const char *const files[] = { "cpuset.cpus", "cpuset.mems" };
+        for (size_t i = 0; i < ELEMENTSOF(files); i++) {
+                char p[PATH_MAX + 32];
+                (void)snprintf(p, sizeof(p), "%s/%s", parent, files[i]);
+                int fd = open(p, O_RDONLY | O_CLOEXEC);
+                if (fd < 0)
+                        continue;
+                ssize_t n = read(fd, buf, sizeof(buf) - 1);
+                safe_close(fd);
+                if (n <= 1) {
+                        cpuset_inherit(parent);
+                        fd = open(p, O_RDONLY | O_CLOEXEC);
+                        n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+                        safe_close(fd);
+                }
+                if (n <= 0)
+                        continue;
+                buf[n] = 0;
+                nook_error ignore;
+                (void)write_file(dir, files[i], buf, &ignore);
+        }
+}
+
+static int mkdir_parents(const char *dir, nook_error *err) {
+        char buf[PATH_MAX];
+        (void)snprintf(buf, sizeof(buf), "%s", dir);
+        for (char *s = buf + strlen("/sys/fs/cgroup/") + 1; *s; s++) {
+                if (*s != '/')
+                        continue;
+                *s = 0;
+                if (mkdir(buf, 0755) < 0 && errno != EEXIST)
+                        return nook_err_errno(err, NOOK_E_IO, "Cannot create the cgroup '%s'", buf);
+                if (strstr(buf, "/cpuset/"))
+                        cpuset_inherit(buf);
+                *s = '/';
+        }
+        if (mkdir(buf, 0755) < 0 && errno != EEXIST)
+                return nook_err_errno(err, NOOK_E_IO, "Cannot create the cgroup '%s'", buf);
+        if (strstr(buf, "/cpuset/"))
+                cpuset_inherit(buf);
+        return 0;
+}
+
+int iso_cgroup_create_path(const char *path, iso_cgroup **ret, nook_error *err) {
+        char reason[160];
+        iso_cgroup *cg = NULL;
+        int r;
+        if (path[0] != '/' || strstr(path, "/../") || endswith(path, "/.."))
+                return nook_err_set(err, NOOK_E_INVALID, "cgroup path '%s' must be absolute without '..'", path);
+        if (!iso_cgroup_available(reason, sizeof(reason)))
+                return nook_err_set(err, NOOK_E_MISSING_FEATURE, "Cannot create the cgroup '%s': %s", path, reason);
+        r = cg_by_path(path, &cg, err);
+        if (r < 0)
+                return r;
+        if (cg->v2) {
+                nook_error ignore;
+                (void)write_file(v2_root(), "cgroup.subtree_control", "+cpu +memory +pids", &ignore);
+                r = mkdir_parents(cg->path, err);
+        } else
+                for (int i = 0; i < _V1_MAX && r >= 0; i++)
+                        if (cg->v1[i])
+                                r = mkdir_parents(cg->v1[i], err);
+        if (r < 0) {
+                iso_cgroup_destroy(cg);
+                iso_cgroup_free(cg);
+                return r;
+        }
+        *ret = cg;
+        return 0;
+}
+
+int iso_cgroup_open_path(const char *path, iso_cgroup **ret, nook_error *err) {
+        iso_cgroup *cg = NULL;
+        int r = cg_by_path(path, &cg, err);
+        if (r < 0)
+                return r;
+        *ret = cg;
+        return 0;
+}
+
+static int write_u64_or_max(const char *dir, const char *file, int64_t v, const char *max, nook_error *err) {
+        char buf[32];
+        if (v < 0)
+                (void)snprintf(buf, sizeof(buf), "%s", max);
+        else
+                (void)snprintf(buf, sizeof(buf), "%lld", (long long)v);
+        return write_file(dir, file, buf, err);
+}
+
+static int apply_v2(iso_cgroup *cg, const iso_cgroup_values *v, nook_error *err) {
+        char buf[64];
+        int r;
+        if (v->has_memory && (r = write_u64_or_max(cg->path, "memory.max", v->memory, "max", err)) < 0)
+                return r;
+        if (v->has_swap && v->swap >= 0 && v->has_memory && v->memory >= 0) {
+                nook_error ignore;
+                (void)write_u64_or_max(cg->path, "memory.swap.max", v->swap - v->memory, "max", &ignore);
+        }
+        if (v->has_cpu_quota || v->has_cpu_period) {
+                if (v->cpu_quota > 0)
+                        (void)snprintf(buf, sizeof(buf), "%lld %llu", (long long)v->cpu_quota,
+                                (unsigned long long)(v->cpu_period ? v->cpu_period : CPU_PERIOD_US));
+                else
+                        (void)snprintf(buf, sizeof(buf), "max %llu",
+                                (unsigned long long)(v->cpu_period ? v->cpu_period : CPU_PERIOD_US));
+                if ((r = write_file(cg->path, "cpu.max", buf, err)) < 0)
+                        return r;
+        }
+        if (v->cpu_shares) {
+                /* cgroup v2 weight from v1 shares, the conversion runc and crun use */
+                uint64_t w = 1 + ((v->cpu_shares - 2) * 9999) / 262142;
+                (void)snprintf(buf, sizeof(buf), "%llu", (unsigned long long)w);
+                if ((r = write_file(cg->path, "cpu.weight", buf, err)) < 0)
+                        return r;
+        }
+        if (v->has_pids && (r = write_u64_or_max(cg->path, "pids.max", v->pids > 0 ? v->pids : -1, "max", err)) < 0)
+                return r;
+        if (v->cpuset_cpus && (r = write_file(cg->path, "cpuset.cpus", v->cpuset_cpus, err)) < 0)
+                return r;
+        return 0;
+}
+
+static int need_v1(iso_cgroup *cg, int ctl, const char *what, nook_error *err) {
+        if (cg->v1[ctl])
+                return 0;
+        return nook_err_set(err, NOOK_E_MISSING_FEATURE, "Cannot set %s: this host has no cgroup v1 %s hierarchy",
+                what, v1_names[ctl]);
+}
+
+int iso_cgroup_apply(iso_cgroup *cg, const iso_cgroup_values *v, nook_error *err) {
+        char buf[64];
+        nook_error ignore;
+        int r;
+        if (cg->v2)
+                return apply_v2(cg, v, err);
+        if ((v->has_memory || v->has_swap) && (r = need_v1(cg, V1_MEMORY, "a memory limit", err)) < 0)
+                return r;
+        if (v->has_memory) {
+                /* memsw must stay >= the limit at every step: write it on both sides */
+                if (v->has_swap)
+                        (void)write_u64_or_max(cg->v1[V1_MEMORY], "memory.memsw.limit_in_bytes", v->swap, "-1", &ignore);
+                if ((r = write_u64_or_max(cg->v1[V1_MEMORY], "memory.limit_in_bytes", v->memory, "-1", err)) < 0)
+                        return r;
+        }
+        if (v->has_swap && (r = write_u64_or_max(cg->v1[V1_MEMORY], "memory.memsw.limit_in_bytes", v->swap, "-1",
+                                    err)) < 0)
+                return r;
+        if ((v->has_cpu_quota || v->has_cpu_period || v->cpu_shares) &&
+                (r = need_v1(cg, V1_CPU, "a cpu limit", err)) < 0)
+                return r;
+        if (v->has_cpu_period && v->cpu_period &&
+                (r = write_u64_or_max(cg->v1[V1_CPU], "cpu.cfs_period_us", (int64_t)v->cpu_period, "-1", err)) < 0)
+                return r;
+        if (v->has_cpu_quota &&
+                (r = write_u64_or_max(cg->v1[V1_CPU], "cpu.cfs_quota_us", v->cpu_quota > 0 ? v->cpu_quota : -1, "-1",
+                         err)) < 0)
+                return r;
+        if (v->cpu_shares) {
+                (void)snprintf(buf, sizeof(buf), "%llu", (unsigned long long)v->cpu_shares);
+                if ((r = write_file(cg->v1[V1_CPU], "cpu.shares", buf, err)) < 0)
+                        return r;
+        }
+        if (v->has_pids && (r = need_v1(cg, V1_PIDS, "a pids limit", err)) < 0)
+                return r;
+        if (v->has_pids && (r = write_u64_or_max(cg->v1[V1_PIDS], "pids.max", v->pids > 0 ? v->pids : -1, "max", err)) < 0)
+                return r;
+        if (v->cpuset_cpus && (r = need_v1(cg, V1_CPUSET, "cpuset.cpus", err)) < 0)
+                return r;
+        if (v->cpuset_cpus && (r = write_file(cg->v1[V1_CPUSET], "cpuset.cpus", v->cpuset_cpus, err)) < 0)
+                return r;
+        return 0;
+}
+
+int iso_cgroup_attach_all(iso_cgroup *cg, pid_t pid, nook_error *err) {
+        char v[32];
+        (void)snprintf(v, sizeof(v), "%d", (int)pid);
+        if (cg->v2)
+                return write_file(cg->path, "cgroup.procs", v, err);
+        for (int i = 0; i < _V1_MAX; i++)
+                if (cg->v1[i] && access(cg->v1[i], F_OK) == 0) {
+                        int r = write_file(cg->v1[i], "cgroup.procs", v, err);
+                        if (r < 0)
+                                return r;
+                }
+        return 0;
+}
+
+int iso_cgroup_freeze(iso_cgroup *cg, bool freeze, nook_error *err) {
+        if (cg->v2)
+                return write_file(cg->path, "cgroup.freeze", freeze ? "1" : "0", err);
+        if (!cg->v1[V1_FREEZER])
+                return nook_err_set(err, NOOK_E_MISSING_FEATURE, "Cannot %s: this host has no cgroup freezer",
+                        freeze ? "pause" : "resume");
+        int r = write_file(cg->v1[V1_FREEZER], "freezer.state", freeze ? "FROZEN" : "THAWED", err);
+        if (r < 0)
+                return r;
+        /* v1 reports FREEZING until every task stopped; wait for the final state */
+        for (int i = 0; i < 500; i++) {
+                char p[PATH_MAX], buf[32] = "";
+                (void)snprintf(p, sizeof(p), "%s/freezer.state", cg->v1[V1_FREEZER]);
+                _cleanup_close_ int fd = open(p, O_RDONLY | O_CLOEXEC);
+                if (fd < 0 || read(fd, buf, sizeof(buf) - 1) < 0)
+                        break;
+                if (startswith(buf, freeze ? "FROZEN" : "THAWED"))
+                        return 0;
+                usleep(1000);
+        }
+        return nook_err_set(err, NOOK_E_IO, "The cgroup '%s' did not reach the %s state", cg->v1[V1_FREEZER],
+                freeze ? "frozen" : "thawed");
+}
+
+bool iso_cgroup_frozen(iso_cgroup *cg) {
+        char p[PATH_MAX], buf[32] = "";
+        if (cg->v2)
+                (void)snprintf(p, sizeof(p), "%s/cgroup.freeze", cg->path);
+        else if (cg->v1[V1_FREEZER])
+                (void)snprintf(p, sizeof(p), "%s/freezer.state", cg->v1[V1_FREEZER]);
+        else
+                return false;
+        _cleanup_close_ int fd = open(p, O_RDONLY | O_CLOEXEC);
+        if (fd < 0 || read(fd, buf, sizeof(buf) - 1) < 0)
+                return false;
+        return cg->v2 ? buf[0] == '1' : startswith(buf, "FROZEN");
+}
+
+int iso_cgroup_pids(iso_cgroup *cg, pid_t **ret, size_t *ret_n, nook_error *err) {
+        const char *dir = cg->v2 ? cg->path : cg->v1[V1_PIDS] ? cg->v1[V1_PIDS] : cg->v1[V1_MEMORY];
+        char p[PATH_MAX];
+        _cleanup_free_ char *text = NULL;
+        size_t len = 0, n = 0;
+        if (!dir)
+                return nook_err_set(err, NOOK_E_MISSING_FEATURE, "No cgroup hierarchy to list processes from");
+        (void)snprintf(p, sizeof(p), "%s/cgroup.procs", dir);
+        _cleanup_close_ int fd = open(p, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return nook_err_errno(err, NOOK_E_NOT_FOUND, "Cannot open '%s'", p);
+        int r = fd_read_to_end(fd, 4u << 20, &text, &len, err);
+        if (r < 0)
+                return r;
+        pid_t *pids = calloc(len / 2 + 1, sizeof(pid_t));
+        if (!pids)
+                return nook_err_oom(err);
+        for (char *s = text; s && *s;) {
+                long v = strtol(s, &s, 10);
+                if (v > 0)
+                        pids[n++] = (pid_t)v;
+                while (*s == '\n')
+                        s++;
+        }
+        *ret = pids;
+        *ret_n = n;
+        return 0;
+}
+
+const char *iso_cgroup_dir(iso_cgroup *cg, const char *controller) {
+        if (cg->v2)
+                return cg->path;
+        for (int i = 0; i < _V1_MAX; i++)
+                if (streq(v1_names[i], controller))
+                        return cg->v1[i];
+        return NULL;
+}
+
+int iso_cgroup_devices(iso_cgroup *cg, bool allow, const char *rule, nook_error *err) {
+        if (cg->v2 || !cg->v1[V1_DEVICES])
+                return 0; /* v2 device control is an eBPF program: not applied (documented) */
+        return write_file(cg->v1[V1_DEVICES], allow ? "devices.allow" : "devices.deny", rule, err);
 }

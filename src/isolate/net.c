@@ -402,6 +402,13 @@ int net_ruleset_build(const net_policy *p, char **ret_text, nook_error *err) {
                 fprintf(f,
                         "                ip daddr " NET_SLIRP_DNS
                         " meta l4proto { tcp, udp } th dport 53 accept\n");
+        /* The cluster's resolvers (nook-oci in a pod: DNS is the cluster's, not slirp's). */
+        for (size_t i = 0; i < p->n_dns_servers; i++) {
+                char c[INET6_ADDRSTRLEN + 8];
+                net_cidr_format(&p->dns_servers[i], c, sizeof(c));
+                fprintf(f, "                %s daddr %s meta l4proto { tcp, udp } th dport 53 accept\n",
+                        p->dns_servers[i].family == AF_INET ? "ip" : "ip6", c);
+        }
         /* DNS (and DNS over TLS) only to nook's resolver: nothing else learns or answers names. */
         fprintf(f,
                 "                meta l4proto { tcp, udp } th dport { 53, 853 } reject with icmpx type "

@@ -83,6 +83,8 @@ typedef struct net_policy {
         bool domains; /* policy mode with a domain allowlist: sets fed by the resolver */
         const net_cidr *host_addrs; /* every address of the host: never reachable */
         size_t n_host_addrs;
+        const net_cidr *dns_servers; /* DNS (port 53) to these is allowed, before any floor */
+        size_t n_dns_servers;
 } net_policy;
 
 /* The nftables ruleset (nft syntax) for p: table "inet nook".  Pure; *ret_text is malloc'd. */

@@ -72,7 +72,7 @@ static int touch_at_root(const char *rel, nook_error *err) {
 /* A bind mount keeps the flags of its source; a read-only remount inside a user namespace must
  * repeat the locked ones (nosuid, nodev, noexec, atime) or the kernel refuses it (mount(2),
  * EPERM "locked mount flags"). */
-static unsigned long locked_flags(const char *path) {
+unsigned long iso_locked_flags(const char *path) {
         struct statvfs sv;
         unsigned long f = 0;
         if (statvfs(path, &sv) < 0)
@@ -95,7 +95,7 @@ static unsigned long locked_flags(const char *path) {
 static int bind_ro(const char *src, const char *dst, bool recursive, unsigned long extra, nook_error *err) {
         if (mount(src, dst, NULL, MS_BIND | (recursive ? MS_REC : 0), NULL) < 0)
                 return nook_err_errno(err, NOOK_E_IO, "Cannot bind '%s' into the sandbox", src);
-        unsigned long fl = MS_BIND | MS_REMOUNT | MS_RDONLY | extra | locked_flags(dst);
+        unsigned long fl = MS_BIND | MS_REMOUNT | MS_RDONLY | extra | iso_locked_flags(dst);
         if (mount(NULL, dst, NULL, fl, NULL) < 0)
                 return nook_err_errno(err, NOOK_E_IO, "Cannot make '%s' read-only in the sandbox", src);
         return 0;
@@ -310,7 +310,7 @@ static int setup_workspace_tmp(const iso_rootfs *rf, nook_error *err) {
         if (mount(src, NEWROOT "/workspace", NULL, MS_BIND, NULL) < 0)
                 return nook_err_errno(err, NOOK_E_IO, "Cannot bind the workspace at /workspace");
         if (mount(NULL, NEWROOT "/workspace", NULL,
-                    MS_BIND | MS_REMOUNT | MS_NOSUID | MS_NODEV | locked_flags(NEWROOT "/workspace"),
+                    MS_BIND | MS_REMOUNT | MS_NOSUID | MS_NODEV | iso_locked_flags(NEWROOT "/workspace"),
                     NULL) < 0)
                 return nook_err_errno(err, NOOK_E_IO, "Cannot set nosuid,nodev on /workspace");
         return 0;
@@ -407,7 +407,7 @@ static int setup_volumes(const iso_rootfs *rf, nook_error *err) {
                         return r;
                 (void)snprintf(dst, sizeof(dst), "/proc/self/fd/%d", tfd);
                 unsigned long fl = MS_BIND | MS_REMOUNT | MS_NOSUID | MS_NODEV |
-                        (m->readonly ? MS_RDONLY : 0) | locked_flags(dst);
+                        (m->readonly ? MS_RDONLY : 0) | iso_locked_flags(dst);
                 if (mount(NULL, dst, NULL, fl, NULL) < 0)
                         return nook_err_errno(
                                 err, NOOK_E_IO, "Cannot set the flags of the volume at '%s'", m->target);
@@ -416,7 +416,11 @@ static int setup_volumes(const iso_rootfs *rf, nook_error *err) {
 }
 
 static int pivot_into_new_root(nook_error *err) {
-        if (chdir(NEWROOT) < 0)
+        return iso_pivot_root(NEWROOT, err);
+}
+
+int iso_pivot_root(const char *newroot, nook_error *err) {
+        if (chdir(newroot) < 0)
                 return nook_err_errno(err, NOOK_E_IO, "Cannot enter the new root");
         /* pivot_root(".", ".") stacks the old root under the new one; detaching "." then drops
          * it without needing a directory for it (pivot_root(2), NOTES). */

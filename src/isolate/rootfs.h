@@ -51,3 +51,10 @@ typedef struct iso_rootfs {
 int iso_rootfs_setup(const iso_rootfs *rf, nook_error *err);
 /* Step 7: hostname and loopback. */
 int iso_net_uts_setup(const char *hostname, nook_error *err);
+
+/* pivot_root(".", ".") into newroot (a mount point), then detaches the old root; cwd "/".  The
+ * OCI runtime (src/oci/) shares it. */
+int iso_pivot_root(const char *newroot, nook_error *err);
+/* The locked flags (nosuid, nodev, noexec, atime) of the mount at path, which a read-only
+ * bind remount in a user namespace must repeat (mount(2), EPERM). */
+unsigned long iso_locked_flags(const char *path);

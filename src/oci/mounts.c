@@ -1,0 +1,367 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The container's root filesystem from config.json: root.path bound onto itself, the "mounts"
+ * in order, /dev nodes, pivot_root (isolate/rootfs.c's), masked and read-only paths.
+ *
+ * Runs in the container init after clone() and the id maps.  State:
+ *   mntns: new, still a copy of the caller's (host paths resolve)
+ *   userns: the host's (rootful, no linux.uidMappings) or new with maps written
+ *   pidns: new (usually), we are PID 1; caps: full in our user namespace.
+ * Every mount target is resolved inside the root with openat2(RESOLVE_IN_ROOT), so a symlink in
+ * the image (say /data -> /etc) stays inside the container's tree. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/openat2.h>
+#include <sched.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include "nook.h"
+#include "isolate/cgroup.h"
+#include "isolate/rootfs.h"
+#include "oci/mounts.h"
+#include "util/error.h"
+#include "util/macro.h"
+#include "util/str.h"
+
+static int resolve_in(int root, const char *rel, int *ret) {
+        struct open_how how = { .flags = O_PATH | O_CLOEXEC, .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS };
+        int fd = (int)syscall(SYS_openat2, root, rel[0] ? rel : ".", &how, sizeof(how));
+        if (fd < 0)
+                return -errno;
+        *ret = fd;
+        return 0;
+}
+
+/* Opens target (absolute, inside the root), creating missing directories, and the last
+ * component as a directory or an empty file. */
+static int open_target(int root, const char *target, bool dir, int *ret_fd, nook_error *err) {
+        char buf[PATH_MAX];
+        if (strlen(target) >= sizeof(buf))
+                return nook_err_set(err, NOOK_E_INVALID, "Mount point too long: '%s'", target);
+        strcpy(buf, target);
+        for (char *s = buf + 1;; s++) {
+                if (*s != '/' && *s != 0)
+                        continue;
+                char saved = *s;
+                bool last = saved == 0;
+                int fd = -1;
+                *s = 0;
+                if (resolve_in(root, buf + 1, &fd) == -ENOENT) {
+                        char *slash = strrchr(buf, '/');
+                        _cleanup_close_ int parent = -1;
+                        *slash = 0;
+                        int r = resolve_in(root, slash == buf ? "" : buf + 1, &parent);
+                        *slash = '/';
+                        if (r < 0)
+                                return nook_err_errnum(err, NOOK_E_IO, -r, "Cannot resolve the mount point '%s'", target);
+                        _cleanup_close_ int pdir = openat(parent, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                        int k = pdir < 0 ? -1
+                                : (last && !dir) ? mknodat(pdir, slash + 1, S_IFREG | 0644, 0)
+                                                 : mkdirat(pdir, slash + 1, 0755);
+                        if (k < 0 && errno != EEXIST)
+                                return nook_err_errno(err, NOOK_E_IO, "Cannot create the mount point '%s'", target);
+                        (void)resolve_in(root, buf + 1, &fd);
+                }
+                if (fd < 0)
+                        return nook_err_errno(err, NOOK_E_IO, "Cannot resolve the mount point '%s'", target);
+                if (last) {
+                        *ret_fd = fd;
+                        return 0;
+                }
+                safe_close(fd);
+                *s = saved;
+        }
+}
+
+static int fd_path(int fd, char buf[static 64]) {
+        return snprintf(buf, 64, "/proc/self/fd/%d", fd);
+}
+
+/* Flags other than MS_BIND|MS_REC take a remount (mount(2): a bind ignores them). */
+static int remount_flags(int root, const oci_mount *m, unsigned long extra, nook_error *err) {
+        unsigned long fl = (m->flags | extra) & ~(MS_BIND | MS_REC | MS_REMOUNT);
+        _cleanup_close_ int fd = -1;
+        char p[64];
+        if (!fl && !m->clear)
+                return 0;
+        int r = open_target(root, m->destination, true, &fd, err);
+        if (r < 0)
+                return r;
+        (void)fd_path(fd, p);
+        if (mount(NULL, p, NULL, MS_BIND | MS_REMOUNT | fl | (iso_locked_flags(p) & ~m->clear), NULL) < 0)
+                return nook_err_errno(err, NOOK_E_IO, "Cannot set the options of the mount at '%s'", m->destination);
+        return 0;
+}
+
+static int set_propagation(int root, const oci_mount *m, nook_error *err) {
+        _cleanup_close_ int fd = -1;
+        char p[64];
+        if (!m->propagation)
+                return 0;
+        int r = open_target(root, m->destination, true, &fd, err);
+        if (r < 0)
+                return r;
+        (void)fd_path(fd, p);
+        if (mount(NULL, p, NULL, m->propagation, NULL) < 0)
+                return nook_err_errno(err, NOOK_E_IO, "Cannot set the propagation of the mount at '%s'", m->destination);
+        return 0;
+}
+
+static int mount_bind(int root, const oci_mount *m, nook_error *err) {
+        struct stat st;
+        _cleanup_close_ int fd = -1;
+        char p[64];
+        if (stat(m->source, &st) < 0)
+                return nook_err_errno(err, NOOK_E_NOT_FOUND, "Bind source '%s' of '%s' does not exist", m->source,
+                        m->destination);
+        int r = open_target(root, m->destination, S_ISDIR(st.st_mode), &fd, err);
+        if (r < 0)
+                return r;
+        (void)fd_path(fd, p);
+        if (mount(m->source, p, NULL, MS_BIND | (m->flags & MS_REC), NULL) < 0)
+                return nook_err_errno(err, NOOK_E_IO, "Cannot bind '%s' at '%s'", m->source, m->destination);
+        r = remount_flags(root, m, 0, err);
+        if (r < 0)
+                return r;
+        return set_propagation(root, m, err);
+}
+
+/* A cgroup v1 view (hybrid hosts): a tmpfs with the container's own cgroup of each controller
+ * bound in, as runc does; cgroup2 where the host has it as the main hierarchy. */
+static int mount_cgroup(int root, const oci_mount *m, iso_cgroup *cg, nook_error *err) {
+        static const char *const ctls[] = { "cpu", "cpuacct", "memory", "pids", "freezer", "devices", "cpuset" };
+        _cleanup_close_ int fd = -1;
+        char p[64];
+        int r = open_target(root, m->destination, true, &fd, err);
+        if (r < 0)
+                return r;
+        (void)fd_path(fd, p);
+        if (cg && iso_cgroup_dir(cg, "memory") == iso_cgroup_dir(cg, "cpu")) {
+                /* v2: one directory for every controller */
+                if (mount("cgroup2", p, "cgroup2", m->flags & ~(MS_BIND | MS_REC), NULL) == 0)
+                        return 0;
+        }
+        if (mount("tmpfs", p, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=755") < 0)
+                return nook_err_errno(err, NOOK_E_IO, "Cannot mount the cgroup view at '%s'", m->destination);
+        for (size_t i = 0; cg && i < ELEMENTSOF(ctls); i++) {
+                const char *dir = iso_cgroup_dir(cg, ctls[i]);
+                char dst[PATH_MAX];
+                if (!dir || access(dir, F_OK) < 0)
+                        continue;
+                (void)snprintf(dst, sizeof(dst), "%s%s/%s", m->destination, "", ctls[i]);
+                _cleanup_close_ int t = -1;
+                r = open_target(root, dst, true, &t, err);
+                if (r < 0)
+                        return r;
+                char tp[64];
+                (void)fd_path(t, tp);
+                if (mount(dir, tp, NULL, MS_BIND, NULL) < 0)
+                        return nook_err_errno(err, NOOK_E_IO, "Cannot bind the cgroup '%s'", dir);
+                (void)mount(NULL, tp, NULL, MS_BIND | MS_REMOUNT | (m->flags & MS_RDONLY) | iso_locked_flags(tp), NULL);
+        }
+        oci_mount ro = *m;
+        ro.flags &= MS_RDONLY;
+        return remount_flags(root, &ro, MS_NOSUID | MS_NODEV | MS_NOEXEC, err);
+}
+
+/* A mount the kernel refuses in a user namespace that does not own the network (sysfs) or ipc
+ * (mqueue) namespace: bind the host's instead, read-only, as runc does. */
+static int mount_fallback_bind(int root, const oci_mount *m, const char *host, nook_error *err) {
+        oci_mount b = *m;
+        b.source = (char *)host;
+        b.flags = MS_BIND | MS_REC | MS_RDONLY | (m->flags & (MS_NOSUID | MS_NODEV | MS_NOEXEC));
+        return mount_bind(root, &b, err);
+}
+
+static int mount_one(int root, const oci_mount *m, iso_cgroup *cg, nook_error *err) {
+        _cleanup_close_ int fd = -1;
+        char p[64];
+        int r;
+        if (m->bind)
+                return mount_bind(root, m, err);
+        if (streq(m->type, "cgroup") || streq(m->type, "cgroup2"))
+                return mount_cgroup(root, m, cg, err);
+        r = open_target(root, m->destination, true, &fd, err);
+        if (r < 0)
+                return r;
+        (void)fd_path(fd, p);
+        if (mount(m->source, p, m->type, m->flags & ~(MS_BIND | MS_REC), m->data) < 0) {
+                if (errno == EPERM && streq(m->type, "sysfs"))
+                        return mount_fallback_bind(root, m, "/sys", err);
+                if (errno == EPERM && streq(m->type, "mqueue"))
+                        return mount_fallback_bind(root, m, "/dev/mqueue", err);
+                return nook_err_errno(err, errno == ENODEV ? NOOK_E_MISSING_FEATURE : NOOK_E_IO,
+                        "Cannot mount '%s' (type %s) at '%s'", m->source, m->type, m->destination);
+        }
+        return set_propagation(root, m, err);
+}
+
+/* No mknod in a user namespace: there, device nodes are binds of the host's (bwrap and runc do
+ * the same). */
+static int make_device(int root, const oci_device *d, bool in_userns, nook_error *err) {
+        _cleanup_close_ int fd = -1;
+        char p[64];
+        mode_t type = d->type == 'b' ? S_IFBLK : d->type == 'p' ? S_IFIFO : S_IFCHR;
+        if (!in_userns) {
+                char parent[PATH_MAX];
+                (void)snprintf(parent, sizeof(parent), "%s", d->path);
+                *strrchr(parent, '/') = 0;
+                _cleanup_close_ int pfd = -1;
+                int r = open_target(root, parent, true, &pfd, err);
+                if (r < 0)
+                        return r;
+                _cleanup_close_ int dir = openat(pfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                const char *name = strrchr(d->path, '/') + 1;
+                (void)unlinkat(dir, name, 0);
+                if (dir < 0 || mknodat(dir, name, type | d->mode, makedev(d->major, d->minor)) < 0)
+                        return nook_err_errno(err, NOOK_E_IO, "Cannot create the device '%s'", d->path);
+                if (fchownat(dir, name, d->uid, d->gid, AT_SYMLINK_NOFOLLOW) < 0)
+                        return nook_err_errno(err, NOOK_E_IO, "Cannot chown the device '%s'", d->path);
+                return 0;
+        }
+        int r = open_target(root, d->path, false, &fd, err);
+        if (r < 0)
+                return r;
+        (void)fd_path(fd, p);
+        if (mount(d->path, p, NULL, MS_BIND, NULL) < 0)
+                return nook_err_errno(err, NOOK_E_IO, "Cannot bind the host's '%s' into the container", d->path);
+        return 0;
+}
+
+static int setup_devices(int root, const oci_spec *s, bool in_userns, nook_error *err) {
+        static const oci_device defaults[] = {
+                { "/dev/null", 'c', 1, 3, 0666, false, false, 0, 0 },
+                { "/dev/zero", 'c', 1, 5, 0666, false, false, 0, 0 },
+                { "/dev/full", 'c', 1, 7, 0666, false, false, 0, 0 },
+                { "/dev/random", 'c', 1, 8, 0666, false, false, 0, 0 },
+                { "/dev/urandom", 'c', 1, 9, 0666, false, false, 0, 0 },
+                { "/dev/tty", 'c', 5, 0, 0666, false, false, 0, 0 },
+        };
+        static const char *const links[][2] = {
+                { "/proc/self/fd", "fd" }, { "/proc/self/fd/0", "stdin" }, { "/proc/self/fd/1", "stdout" },
+                { "/proc/self/fd/2", "stderr" }, { "pts/ptmx", "ptmx" },
+        };
+        /* a /dev bound from the host already has its nodes */
+        for (size_t i = 0; i < s->n_mounts; i++)
+                if (streq(s->mounts[i].destination, "/dev") && s->mounts[i].bind)
+                        return 0;
+        for (size_t i = 0; i < ELEMENTSOF(defaults); i++) {
+                int r = make_device(root, &defaults[i], in_userns, err);
+                if (r < 0)
+                        return r;
+        }
+        for (size_t i = 0; i < s->n_devices; i++) {
+                int r = make_device(root, &s->devices[i], in_userns, err);
+                if (r < 0)
+                        return r;
+        }
+        _cleanup_close_ int dev = -1;
+        int r = open_target(root, "/dev", true, &dev, err);
+        if (r < 0)
+                return r;
+        _cleanup_close_ int dir = openat(dev, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        for (size_t i = 0; dir >= 0 && i < ELEMENTSOF(links); i++)
+                if (symlinkat(links[i][0], dir, links[i][1]) < 0 && errno != EEXIST)
+                        return nook_err_errno(err, NOOK_E_IO, "Cannot create /dev/%s", links[i][1]);
+        return 0;
+}
+
+/* After pivot_root: paths are the container's. */
+static int mask_paths(char **paths, nook_error *err) {
+        STRV_FOREACH (p, paths) {
+                struct stat st;
+                if (lstat(*p, &st) < 0)
+                        continue;
+                if (S_ISDIR(st.st_mode)) {
+                        if (mount("tmpfs", *p, "tmpfs", MS_RDONLY, "size=0") < 0)
+                                return nook_err_errno(err, NOOK_E_IO, "Cannot mask '%s'", *p);
+                } else if (mount("/dev/null", *p, NULL, MS_BIND, NULL) < 0)
+                        return nook_err_errno(err, NOOK_E_IO, "Cannot mask '%s'", *p);
+        }
+        return 0;
+}
+
+static int readonly_paths(char **paths, nook_error *err) {
+        STRV_FOREACH (p, paths) {
+                if (access(*p, F_OK) < 0)
+                        continue;
+                if (mount(*p, *p, NULL, MS_BIND | MS_REC, NULL) < 0)
+                        return nook_err_errno(err, NOOK_E_IO, "Cannot make '%s' read-only", *p);
+                if (mount(NULL, *p, NULL, MS_BIND | MS_REMOUNT | MS_RDONLY | iso_locked_flags(*p), NULL) < 0)
+                        return nook_err_errno(err, NOOK_E_IO, "Cannot make '%s' read-only", *p);
+        }
+        return 0;
+}
+
+/* --no-pivot: move the root over "/" and chroot (for a root on a ramfs, where pivot_root fails). */
+static int chroot_into(const char *root, nook_error *err) {
+        if (chdir(root) < 0)
+                return nook_err_errno(err, NOOK_E_IO, "Cannot enter '%s'", root);
+        if (mount(root, "/", NULL, MS_MOVE, NULL) < 0)
+                return nook_err_errno(err, NOOK_E_IO, "Cannot move the root over '/'");
+        if (chroot(".") < 0 || chdir("/") < 0)
+                return nook_err_errno(err, NOOK_E_IO, "Cannot chroot into the container root");
+        return 0;
+}
+
+int oci_rootfs_setup(const oci_spec *s, iso_cgroup *cg, bool in_userns, bool no_pivot, nook_error *err) {
+        int r;
+        unsigned long prop = s->rootfs_propagation ? s->rootfs_propagation : MS_SLAVE | MS_REC;
+
+        if (mount(NULL, "/", NULL, (prop & MS_SHARED) ? MS_SLAVE | MS_REC : prop, NULL) < 0)
+                return nook_err_errno(err, NOOK_E_IO, "Cannot set the propagation of the container's mounts");
+        if (mount(s->root, s->root, NULL, MS_BIND | MS_REC, NULL) < 0)
+                return nook_err_errno(err, NOOK_E_IO, "Cannot bind root.path '%s' onto itself", s->root);
+        _cleanup_close_ int root = open(s->root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (root < 0)
+                return nook_err_errno(err, NOOK_E_IO, "Cannot open root.path '%s'", s->root);
+        for (size_t i = 0; i < s->n_mounts; i++) {
+                r = mount_one(root, &s->mounts[i], cg, err);
+                if (r < 0)
+                        return nook_err_wrap(err, "mounts[%zu]", i);
+        }
+        r = setup_devices(root, s, in_userns, err);
+        if (r < 0)
+                return r;
+        r = no_pivot ? chroot_into(s->root, err) : iso_pivot_root(s->root, err);
+        if (r < 0)
+                return r;
+        if (s->rootfs_propagation && mount(NULL, "/", NULL, s->rootfs_propagation, NULL) < 0)
+                return nook_err_errno(err, NOOK_E_IO, "Cannot set linux.rootfsPropagation on '/'");
+        return 0;
+}
+
+/* After sysctl (it writes /proc/sys, which readonlyPaths usually lists), as runc orders it. */
+int oci_rootfs_finalize(const oci_spec *s, nook_error *err) {
+        int r = readonly_paths(s->readonly_paths, err);
+        if (r < 0)
+                return r;
+        r = mask_paths(s->masked_paths, err);
+        if (r < 0)
+                return r;
+        if (s->root_readonly &&
+                mount(NULL, "/", NULL, MS_BIND | MS_REMOUNT | MS_RDONLY | iso_locked_flags("/"), NULL) < 0)
+                return nook_err_errno(err, NOOK_E_IO, "Cannot make the root read-only (root.readonly)");
+        return 0;
+}
+
+int oci_sysctl_apply(char **sysctl, nook_error *err) {
+        STRV_FOREACH (kv, sysctl) {
+                char path[PATH_MAX];
+                const char *eq = strchr(*kv, '=');
+                int n = snprintf(path, sizeof(path), "/proc/sys/%.*s", (int)(eq - *kv), *kv);
+                for (char *c = path + strlen("/proc/sys/"); c < path + n; c++)
+                        if (*c == '.')
+                                *c = '/';
+                _cleanup_close_ int fd = open(path, O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
+                if (fd < 0 || write(fd, eq + 1, strlen(eq + 1)) < 0)
+                        return nook_err_errno(err, NOOK_E_INVALID, "linux.sysctl: cannot set '%s'", *kv);
+        }
+        return 0;
+}

@@ -1,0 +1,15 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+#include <stdbool.h>
+
+#include "nook.h"
+#include "isolate/cgroup.h"
+#include "oci/spec.h"
+
+/* Root, mounts, devices, pivot_root (or chroot with no_pivot).  In the container init; leaves cwd at the new "/". */
+int oci_rootfs_setup(const oci_spec *s, iso_cgroup *cg, bool in_userns, bool no_pivot, nook_error *err);
+/* readonlyPaths, maskedPaths, root.readonly: after sysctl. */
+int oci_rootfs_finalize(const oci_spec *s, nook_error *err);
+/* linux.sysctl, after pivot_root (the container's /proc). */
+int oci_sysctl_apply(char **sysctl, nook_error *err);

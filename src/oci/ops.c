@@ -1,0 +1,381 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* start, kill, delete, pause/resume, state, list, ps, update: each reads ROOT/ID/state.json,
+ * checks the computed status, acts, and prints what runc prints. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "nook.h"
+#include "isolate/cgroup.h"
+#include "oci/container.h"
+#include "oci/hooks.h"
+#include "oci/internal.h"
+#include "oci/state.h"
+#include "util/error.h"
+#include "util/fd.h"
+#include "util/json.h"
+#include "util/macro.h"
+#include "util/parse.h"
+#include "util/proc.h"
+#include "util/str.h"
+
+static void closedirp(DIR **d) {
+        if (*d)
+                (void)closedir(*d);
+}
+
+static char *state_text(const oci_state *st) {
+        json_t *j = oci_state_to_json(st);
+        char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;
+        json_decref(j);
+        return s;
+}
+
+/* The hooks of the bundle's config.json (poststart, poststop), or NULL when it is gone. */
+static json_t *bundle_hooks(const oci_state *st) {
+        char path[PATH_MAX];
+        (void)snprintf(path, sizeof(path), "%s/config.json", st->bundle ? st->bundle : "");
+        json_t *cfg = json_load_file(path, 0, NULL);
+        json_t *h = cfg ? json_incref(json_object_get(cfg, "hooks")) : NULL;
+        json_decref(cfg);
+        return h;
+}
+
+static void run_late_hooks(const oci_state *st, const char *name) {
+        json_t *h = bundle_hooks(st);
+        _cleanup_free_ char *s = state_text(st);
+        nook_error e = { 0 };
+        if (h && s && oci_hooks_run(h, name, s, &e) < 0)
+                (void)fprintf(stderr, "nook-oci: %s hook failed, ignoring: %s\n", name, e.msg);
+        json_decref(h);
+}
+
+int oci_start(const char *root, const char *id, nook_error *err) {
+        _cleanup_(oci_state_freep) oci_state *st = NULL;
+        char fifo[PATH_MAX];
+        int r = oci_state_load(root, id, &st, err);
+        if (r < 0)
+                return r;
+        oci_status s = oci_state_status(st);
+        if (s != OCI_STATUS_CREATED)
+                return nook_err_set(err, NOOK_E_STATE, "cannot start a container that is %s (only a created one)",
+                        oci_status_to_string(s));
+        (void)snprintf(fifo, sizeof(fifo), "%s/exec.fifo", st->dir);
+        _cleanup_close_ int fd = open(fifo, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+        if (fd < 0)
+                return nook_err_errno(err, NOOK_E_STATE, "cannot start container \"%s\": its init is gone", id);
+        if (write(fd, "0", 1) != 1)
+                return nook_err_errno(err, NOOK_E_IO, "Cannot signal the container init through '%s'", fifo);
+        (void)unlink(fifo);
+        run_late_hooks(st, "poststart");
+        return 0;
+}
+
+int oci_kill(const char *root, const char *id, int sig, bool all, nook_error *err) {
+        _cleanup_(oci_state_freep) oci_state *st = NULL;
+        int r = oci_state_load(root, id, &st, err);
+        if (r < 0)
+                return r;
+        oci_status s = oci_state_status(st);
+        if (s == OCI_STATUS_STOPPED && !all)
+                return nook_err_set(err, NOOK_E_STATE, "container not running");
+        if (all && st->cgroup_path) {
+                iso_cgroup *cg = NULL;
+                _cleanup_free_ pid_t *pids = NULL;
+                size_t n = 0;
+                if (iso_cgroup_open_path(st->cgroup_path, &cg, err) == 0 && iso_cgroup_pids(cg, &pids, &n, err) == 0) {
+                        if (sig == SIGKILL)
+                                (void)iso_cgroup_freeze(cg, true, err);
+                        for (size_t i = 0; i < n; i++)
+                                (void)kill(pids[i], sig);
+                        if (sig == SIGKILL)
+                                (void)iso_cgroup_freeze(cg, false, err);
+                }
+                iso_cgroup_free(cg);
+                return 0;
+        }
+        int fd = pidfd_open_(st->pid);
+        if (fd < 0 || proc_start_time(st->pid) != st->start_time) {
+                safe_close(fd);
+                return nook_err_set(err, NOOK_E_STATE, "container not running");
+        }
+        r = pidfd_send_signal_(fd, sig);
+        safe_close(fd);
+        if (r < 0)
+                return nook_err_errnum(err, NOOK_E_IO, -r, "Cannot send signal %d to container \"%s\"", sig, id);
+        return 0;
+}
+
+static void wait_gone(const oci_state *st) {
+        for (int i = 0; i < 1000 && proc_alive(st->pid, st->start_time); i++)
+                usleep(2000);
+}
+
+int oci_delete(const char *root, const char *id, bool force, nook_error *err) {
+        _cleanup_(oci_state_freep) oci_state *st = NULL;
+        int r = oci_state_load(root, id, &st, err);
+        if (r == -NOOK_E_NOT_FOUND && force)
+                return 0;
+        if (r < 0)
+                return r;
+        oci_status s = oci_state_status(st);
+        if ((s == OCI_STATUS_RUNNING || s == OCI_STATUS_PAUSED) && !force)
+                return nook_err_set(err, NOOK_E_STATE,
+                        "cannot delete container \"%s\" that is not stopped: %s (use --force, or kill it first)", id,
+                        oci_status_to_string(s));
+        iso_cgroup *cg = NULL;
+        if (st->cgroup_path && iso_cgroup_open_path(st->cgroup_path, &cg, err) == 0 && s == OCI_STATUS_PAUSED)
+                (void)iso_cgroup_freeze(cg, false, err);
+        if (s != OCI_STATUS_STOPPED) {
+                (void)kill(st->pid, SIGKILL);
+                wait_gone(st);
+        }
+        if (cg)
+                iso_cgroup_destroy(cg); /* kills what is left, then rmdir */
+        iso_cgroup_free(cg);
+        if (s != OCI_STATUS_CREATED)
+                run_late_hooks(st, "poststop");
+        return oci_state_remove(st->dir, err);
+}
+
+int oci_pause(const char *root, const char *id, bool pause, nook_error *err) {
+        _cleanup_(oci_state_freep) oci_state *st = NULL;
+        iso_cgroup *cg = NULL;
+        int r = oci_state_load(root, id, &st, err);
+        if (r < 0)
+                return r;
+        oci_status s = oci_state_status(st);
+        if (s != (pause ? OCI_STATUS_RUNNING : OCI_STATUS_PAUSED))
+                return nook_err_set(err, NOOK_E_STATE, "container \"%s\" is %s, not %s", id, oci_status_to_string(s),
+                        pause ? "running" : "paused");
+        if (!st->cgroup_path)
+                return nook_err_set(err, NOOK_E_MISSING_FEATURE, "container \"%s\" has no cgroup to freeze", id);
+        r = iso_cgroup_open_path(st->cgroup_path, &cg, err);
+        if (r < 0)
+                return r;
+        r = iso_cgroup_freeze(cg, pause, err);
+        iso_cgroup_free(cg);
+        return r;
+}
+
+int oci_state_print(const char *root, const char *id, nook_error *err) {
+        _cleanup_(oci_state_freep) oci_state *st = NULL;
+        int r = oci_state_load(root, id, &st, err);
+        if (r < 0)
+                return r;
+        json_t *j = oci_state_to_json(st);
+        if (!j)
+                return nook_err_oom(err);
+        (void)json_dumpf(j, stdout, JSON_INDENT(2));
+        (void)fputc('\n', stdout);
+        json_decref(j);
+        return 0;
+}
+
+int oci_list(const char *root, bool json, bool quiet, nook_error *err) {
+        _cleanup_(closedirp) DIR *d = opendir(root);
+        json_t *arr = json_array();
+        struct dirent *e;
+        if (!arr)
+                return nook_err_oom(err);
+        if (!json && !quiet)
+                (void)printf("%-24s %-8s %-10s %-40s %s\n", "ID", "PID", "STATUS", "BUNDLE", "CREATED");
+        while (d && (e = readdir(d))) {
+                oci_state *st = NULL;
+                nook_error ignore;
+                if (e->d_name[0] == '.' || oci_state_load(root, e->d_name, &st, &ignore) < 0)
+                        continue;
+                oci_status s = oci_state_status(st);
+                if (quiet)
+                        (void)printf("%s\n", st->id);
+                else if (!json)
+                        (void)printf("%-24s %-8d %-10s %-40s %s\n", st->id, s == OCI_STATUS_STOPPED ? 0 : (int)st->pid,
+                                oci_status_to_string(s), st->bundle ? st->bundle : "", st->created ? st->created : "");
+                else
+                        (void)json_array_append_new(arr, oci_state_to_json(st));
+                oci_state_free(st);
+        }
+        if (json) {
+                (void)json_dumpf(arr, stdout, JSON_COMPACT);
+                (void)fputc('\n', stdout);
+        }
+        json_decref(arr);
+        return 0;
+}
+
+int oci_ps(const char *root, const char *id, bool json, nook_error *err) {
+        _cleanup_(oci_state_freep) oci_state *st = NULL;
+        _cleanup_free_ pid_t *pids = NULL;
+        iso_cgroup *cg = NULL;
+        size_t n = 0;
+        int r = oci_state_load(root, id, &st, err);
+        if (r < 0)
+                return r;
+        if (!st->cgroup_path)
+                return nook_err_set(err, NOOK_E_MISSING_FEATURE, "container \"%s\" has no cgroup", id);
+        r = iso_cgroup_open_path(st->cgroup_path, &cg, err);
+        if (r >= 0)
+                r = iso_cgroup_pids(cg, &pids, &n, err);
+        iso_cgroup_free(cg);
+        if (r < 0)
+                return r;
+        if (!json)
+                (void)printf("PID\n");
+        for (size_t i = 0; i < n; i++)
+                (void)printf(json ? "%s%d" : "%.0s%d\n", i ? "," : "[", (int)pids[i]);
+        if (json)
+                (void)printf("%s]\n", n ? "" : "[");
+        return 0;
+}
+
+static int opt_i64(const char *s, const char *name, bool *has, int64_t *ret, nook_error *err) {
+        char *end = NULL;
+        if (!s)
+                return 0;
+        errno = 0;
+        long long v = strtoll(s, &end, 10);
+        if (errno || !end || *end) {
+                uint64_t b = 0;
+                if (parse_size(s, &b, err) < 0 || b > INT64_MAX)
+                        return nook_err_set(err, NOOK_E_INVALID, "--%s '%s' is not a number", name, s);
+                v = (long long)b;
+        }
+        *ret = v;
+        *has = true;
+        return 0;
+}
+
+static int resources_json(const char *file, iso_cgroup_values *v, json_t **keep, nook_error *err) {
+        _cleanup_free_ char *text = NULL;
+        size_t len = 0;
+        json_t *j = NULL, *o;
+        _cleanup_close_ int fd = streq(file, "-") ? fcntl(0, F_DUPFD_CLOEXEC, 3) : open(file, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return nook_err_errno(err, NOOK_E_NOT_FOUND, "Cannot open --resources '%s'", file);
+        int r = fd_read_to_end(fd, JSON_MAX_BYTES, &text, &len, err);
+        if (r >= 0)
+                r = json_parse_object(text, len, &j, err);
+        if (r < 0)
+                return nook_err_wrap(err, "--resources");
+        *keep = j;
+        if ((o = json_object_get(j, "memory")) && json_is_object(o)) {
+                json_t *l = json_object_get(o, "limit"), *sw = json_object_get(o, "swap");
+                if (json_is_integer(l))
+                        v->has_memory = true, v->memory = json_integer_value(l);
+                if (json_is_integer(sw))
+                        v->has_swap = true, v->swap = json_integer_value(sw);
+        }
+        if ((o = json_object_get(j, "cpu")) && json_is_object(o)) {
+                json_t *q = json_object_get(o, "quota"), *p = json_object_get(o, "period"),
+                       *sh = json_object_get(o, "shares"), *c = json_object_get(o, "cpus");
+                if (json_is_integer(q))
+                        v->has_cpu_quota = true, v->cpu_quota = json_integer_value(q);
+                if (json_is_integer(p) && json_integer_value(p) > 0)
+                        v->has_cpu_period = true, v->cpu_period = (uint64_t)json_integer_value(p);
+                if (json_is_integer(sh) && json_integer_value(sh) > 0)
+                        v->cpu_shares = (uint64_t)json_integer_value(sh);
+                if (json_is_string(c) && json_string_length(c))
+                        v->cpuset_cpus = json_string_value(c);
+        }
+        if ((o = json_object_get(j, "pids")) && json_is_object(o) && json_is_integer(json_object_get(o, "limit")))
+                v->has_pids = true, v->pids = json_integer_value(json_object_get(o, "limit"));
+        return 0;
+}
+
+int oci_update(const char *root, const char *id, const oci_update_opts *o, nook_error *err) {
+        _cleanup_(oci_state_freep) oci_state *st = NULL;
+        iso_cgroup_values v = { 0 };
+        json_t *keep = NULL;
+        iso_cgroup *cg = NULL;
+        bool has_shares = false, has_period = false;
+        int64_t shares = 0, period = 0;
+        int r = oci_state_load(root, id, &st, err);
+        if (r < 0)
+                return r;
+        if (oci_state_status(st) == OCI_STATUS_STOPPED)
+                return nook_err_set(err, NOOK_E_STATE, "container \"%s\" is stopped: nothing to update", id);
+        if (o->resources_file && (r = resources_json(o->resources_file, &v, &keep, err)) < 0)
+                return r;
+        if (opt_i64(o->memory, "memory", &v.has_memory, &v.memory, err) < 0 ||
+                opt_i64(o->memory_swap, "memory-swap", &v.has_swap, &v.swap, err) < 0 ||
+                opt_i64(o->cpu_quota, "cpu-quota", &v.has_cpu_quota, &v.cpu_quota, err) < 0 ||
+                opt_i64(o->cpu_period, "cpu-period", &has_period, &period, err) < 0 ||
+                opt_i64(o->cpu_shares, "cpu-share", &has_shares, &shares, err) < 0 ||
+                opt_i64(o->pids_limit, "pids-limit", &v.has_pids, &v.pids, err) < 0) {
+                json_decref(keep);
+                return -NOOK_E_INVALID;
+        }
+        if (has_period && period > 0)
+                v.has_cpu_period = true, v.cpu_period = (uint64_t)period;
+        if (has_shares && shares > 0)
+                v.cpu_shares = (uint64_t)shares;
+        if (o->cpuset_cpus)
+                v.cpuset_cpus = o->cpuset_cpus;
+        r = st->cgroup_path ? iso_cgroup_open_path(st->cgroup_path, &cg, err)
+                            : nook_err_set(err, NOOK_E_MISSING_FEATURE, "container \"%s\" has no cgroup", id);
+        if (r >= 0)
+                r = iso_cgroup_apply(cg, &v, err);
+        iso_cgroup_free(cg);
+        json_decref(keep);
+        return r;
+}
+
+int oci_devices_apply(iso_cgroup *cg, const oci_spec *s, nook_error *err) {
+        json_t *rules = s->device_rules, *e;
+        size_t i;
+        if (rules && !json_is_array(rules))
+                return nook_err_set(err, NOOK_E_INVALID, "linux.resources.devices must be an array");
+        json_array_foreach(rules, i, e) {
+                bool allow = json_is_true(json_object_get(e, "allow"));
+                const char *type = json_string_value(json_object_get(e, "type"));
+                const char *access = json_string_value(json_object_get(e, "access"));
+                json_t *ma = json_object_get(e, "major"), *mi = json_object_get(e, "minor");
+                char rule[96], smaj[24] = "*", smin[24] = "*";
+                if (!json_is_object(e))
+                        return nook_err_set(err, NOOK_E_INVALID, "linux.resources.devices[%zu] must be an object", i);
+                if (json_is_integer(ma))
+                        (void)snprintf(smaj, sizeof(smaj), "%lld", (long long)json_integer_value(ma));
+                if (json_is_integer(mi))
+                        (void)snprintf(smin, sizeof(smin), "%lld", (long long)json_integer_value(mi));
+                if (!type || streq(type, "a"))
+                        (void)snprintf(rule, sizeof(rule), "a");
+                else if (strlen(type) == 1 && strchr("cb", type[0]))
+                        (void)snprintf(rule, sizeof(rule), "%s %s:%s %s", type, smaj, smin, access ? access : "rwm");
+                else
+                        return nook_err_set(err, NOOK_E_INVALID, "linux.resources.devices[%zu]: type '%s' is not a, c or b", i,
+                                type);
+                if (access && strspn(access, "rwm") != strlen(access))
+                        return nook_err_set(err, NOOK_E_INVALID, "linux.resources.devices[%zu]: access '%s' is not of r, w, m", i,
+                                access);
+                int r = iso_cgroup_devices(cg, allow, rule, err);
+                if (r < 0)
+                        return nook_err_wrap(err, "linux.resources.devices[%zu]", i);
+        }
+        /* What every container gets whatever the rules say (runc's default allow list): the six
+         * default nodes, /dev/console, /dev/ptmx and the ptys; then the nodes of linux.devices. */
+        static const char *const always[] = { "c 1:3 rwm", "c 1:5 rwm", "c 1:7 rwm", "c 1:8 rwm", "c 1:9 rwm",
+                "c 5:0 rwm", "c 5:1 rwm", "c 5:2 rwm", "c 136:* rwm" };
+        for (size_t k = 0; k < ELEMENTSOF(always); k++) {
+                int r = iso_cgroup_devices(cg, true, always[k], err);
+                if (r < 0)
+                        return r;
+        }
+        for (size_t k = 0; k < s->n_devices; k++) {
+                char rule[96];
+                if (s->devices[k].type == 'p')
+                        continue;
+                (void)snprintf(rule, sizeof(rule), "%c %lld:%lld rwm", s->devices[k].type == 'b' ? 'b' : 'c',
+                        (long long)s->devices[k].major, (long long)s->devices[k].minor);
+                int r = iso_cgroup_devices(cg, true, rule, err);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}

@@ -1,0 +1,174 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "nook.h"
+#include "isolate/cgroup.h"
+#include "oci/state.h"
+#include "util/error.h"
+#include "util/fd.h"
+#include "util/json.h"
+#include "util/macro.h"
+#include "util/path.h"
+#include "util/proc.h"
+#include "util/str.h"
+
+#define OCI_VERSION "1.0.2"
+
+static const char *const status_names[_OCI_STATUS_MAX] = { "creating", "created", "running", "stopped", "paused" };
+
+const char *oci_status_to_string(oci_status s) {
+        return s >= 0 && s < _OCI_STATUS_MAX ? status_names[s] : NULL;
+}
+
+int oci_id_check(const char *id, nook_error *err) {
+        size_t n = strlen(id);
+        if (n == 0 || n > OCI_ID_MAX)
+                return nook_err_set(err, NOOK_E_INVALID, "Container id must be 1 to %d bytes long", OCI_ID_MAX);
+        if (streq(id, ".") || streq(id, ".."))
+                return nook_err_set(err, NOOK_E_INVALID, "Container id '%s' is not allowed", id);
+        for (const char *c = id; *c; c++)
+                if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ||
+                            strchr("_.+-", *c)))
+                        return nook_err_set(err, NOOK_E_INVALID,
+                                "Invalid container id '%s': use letters, digits and _ . + - only", id);
+        return 0;
+}
+
+int oci_root_default(char **ret, nook_error *err) {
+        const char *xdg = secure_getenv("XDG_RUNTIME_DIR");
+        char *p;
+        if (geteuid() == 0)
+                p = strdup("/run/nook-oci");
+        else if (!isempty(xdg))
+                p = strprintf("%s/nook-oci", xdg);
+        else
+                return nook_err_set(err, NOOK_E_INVALID,
+                        "No --root given and XDG_RUNTIME_DIR is not set: pass --root DIR");
+        if (!p)
+                return nook_err_oom(err);
+        *ret = p;
+        return 0;
+}
+
+static int dup_field(json_t *j, const char *field, char **ret, nook_error *err) {
+        const char *v = NULL;
+        int r = json_get_string(j, field, false, &v, err);
+        if (r <= 0)
+                return r;
+        *ret = strdup(v);
+        return *ret ? 0 : nook_err_oom(err);
+}
+
+int oci_state_load(const char *root, const char *id, oci_state **ret, nook_error *err) {
+        _cleanup_(oci_state_freep) oci_state *st = calloc(1, sizeof(*st));
+        _cleanup_free_ char *text = NULL;
+        size_t len = 0;
+        uint64_t pid = 0;
+        char path[PATH_MAX];
+        int r = oci_id_check(id, err);
+        if (r < 0)
+                return r;
+        if (!st)
+                return nook_err_oom(err);
+        st->id = strdup(id);
+        st->dir = strprintf("%s/%s", root, id);
+        if (!st->id || !st->dir)
+                return nook_err_oom(err);
+        (void)snprintf(path, sizeof(path), "%s/state.json", st->dir);
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+        if (fd < 0 && errno == ENOENT)
+                return nook_err_set(err, NOOK_E_NOT_FOUND, "container \"%s\" does not exist", id);
+        if (fd < 0)
+                return nook_err_errno(err, NOOK_E_IO, "Cannot open '%s'", path);
+        r = fd_read_to_end(fd, JSON_MAX_BYTES, &text, &len, err);
+        if (r < 0)
+                return r;
+        r = json_parse_object(text, len, &st->json, err);
+        if (r < 0)
+                return nook_err_wrap(err, "state of container '%s'", id);
+        if (json_get_uint64(st->json, "pid", true, &pid, err) < 0 ||
+                json_get_uint64(st->json, "start_time", false, &st->start_time, err) < 0 ||
+                dup_field(st->json, "bundle", &st->bundle, err) < 0 ||
+                dup_field(st->json, "cgroup_path", &st->cgroup_path, err) < 0 ||
+                dup_field(st->json, "created", &st->created, err) < 0)
+                return nook_err_wrap(err, "state of container '%s'", id);
+        st->pid = (pid_t)pid;
+        json_t *a = json_object_get(st->json, "annotations");
+        st->annotations = json_is_object(a) ? json_incref(a) : NULL;
+        *ret = TAKE_PTR(st);
+        return 0;
+}
+
+int oci_state_save(const oci_state *st, nook_error *err) {
+        json_t *j = json_pack("{s:s, s:I, s:I, s:s, s:s?, s:s, s:O?}", "id", st->id, "pid", (json_int_t)st->pid,
+                "start_time", (json_int_t)st->start_time, "bundle", st->bundle ? st->bundle : "", "cgroup_path",
+                st->cgroup_path, "created", st->created ? st->created : "", "annotations", st->annotations);
+        char tmp[PATH_MAX], path[PATH_MAX];
+        if (!j)
+                return nook_err_oom(err);
+        (void)snprintf(tmp, sizeof(tmp), "%s/.state.json.tmp", st->dir);
+        (void)snprintf(path, sizeof(path), "%s/state.json", st->dir);
+        int r = json_dump_file(j, tmp, JSON_COMPACT);
+        json_decref(j);
+        if (r < 0 || rename(tmp, path) < 0)
+                return nook_err_errno(err, NOOK_E_IO, "Cannot write '%s'", path);
+        return 0;
+}
+
+oci_state *oci_state_free(oci_state *st) {
+        if (!st)
+                return NULL;
+        free(st->id);
+        free(st->dir);
+        free(st->bundle);
+        free(st->cgroup_path);
+        free(st->created);
+        json_decref(st->annotations);
+        json_decref(st->json);
+        free(st);
+        return NULL;
+}
+
+oci_status oci_state_status(const oci_state *st) {
+        char fifo[PATH_MAX];
+        if (st->pid <= 0)
+                return OCI_STATUS_CREATING;
+        if (!proc_alive(st->pid, st->start_time))
+                return OCI_STATUS_STOPPED;
+        (void)snprintf(fifo, sizeof(fifo), "%s/exec.fifo", st->dir);
+        if (access(fifo, F_OK) == 0)
+                return OCI_STATUS_CREATED;
+        if (st->cgroup_path) {
+                iso_cgroup *cg = NULL;
+                nook_error ignore;
+                if (iso_cgroup_open_path(st->cgroup_path, &cg, &ignore) == 0) {
+                        bool frozen = iso_cgroup_frozen(cg);
+                        iso_cgroup_free(cg);
+                        if (frozen)
+                                return OCI_STATUS_PAUSED;
+                }
+        }
+        return OCI_STATUS_RUNNING;
+}
+
+json_t *oci_state_to_json(const oci_state *st) {
+        oci_status s = oci_state_status(st);
+        json_t *a = json_is_object(st->annotations) ? json_incref(st->annotations) : json_object();
+        return json_pack("{s:s, s:s, s:s, s:I, s:s, s:o, s:s?}", "ociVersion", OCI_VERSION, "id", st->id, "status",
+                oci_status_to_string(s), "pid", (json_int_t)(s == OCI_STATUS_STOPPED ? 0 : st->pid), "bundle",
+                st->bundle ? st->bundle : "", "annotations", a, "created", st->created);
+}
+
+int oci_state_remove(const char *dir, nook_error *err) {
+        int r = path_rm_rf(dir, err);
+        if (r < 0 && r != -NOOK_E_NOT_FOUND)
+                return r;
+        return 0;
+}

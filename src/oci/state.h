@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* A container's state under --root (not in nook's SQLite store: engines give each runtime its
+ * own --root and expect it to hold everything, as runc's does):
+ *   ROOT/ID/state.json   ours: pid, its start time, bundle, cgroup path, annotations, created
+ *   ROOT/ID/exec.fifo    exists from create until start (status "created")
+ * The status is computed, never stored: the process alive or not, the fifo, the freezer. */
+#pragma once
+
+#include <errno.h>
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "nook.h"
+#include "util/macro.h"
+
+#define OCI_ID_MAX 256
+
+typedef enum oci_status {
+        OCI_STATUS_CREATING,
+        OCI_STATUS_CREATED,
+        OCI_STATUS_RUNNING,
+        OCI_STATUS_STOPPED,
+        OCI_STATUS_PAUSED,
+        _OCI_STATUS_MAX,
+        _OCI_STATUS_INVALID = -EINVAL,
+} oci_status;
+const char *oci_status_to_string(oci_status s);
+
+typedef struct oci_state {
+        char *id;
+        char *dir; /* ROOT/ID */
+        pid_t pid;
+        uint64_t start_time;
+        char *bundle;
+        char *cgroup_path;
+        char *created; /* RFC 3339 */
+        json_t *annotations; /* owned; may be NULL */
+        json_t *json; /* the file as read */
+} oci_state;
+
+/* "abc_1.x-y+z": letters, digits and _ . + -, not "." or "..", at most OCI_ID_MAX bytes. */
+int oci_id_check(const char *id, nook_error *err);
+/* The default --root: /run/nook-oci for root, $XDG_RUNTIME_DIR/nook-oci otherwise. */
+int oci_root_default(char **ret, nook_error *err);
+int oci_state_load(const char *root, const char *id, oci_state **ret, nook_error *err);
+/* Writes state.json atomically (a temporary file renamed over it). */
+int oci_state_save(const oci_state *st, nook_error *err);
+oci_state *oci_state_free(oci_state *st);
+DEFINE_TRIVIAL_CLEANUP_FUNC(oci_state *, oci_state_free);
+oci_status oci_state_status(const oci_state *st);
+/* The runtime-spec state object: ociVersion, id, status, pid, bundle, annotations. */
+json_t *oci_state_to_json(const oci_state *st);
+/* Removes ROOT/ID and everything in it. */
+int oci_state_remove(const char *dir, nook_error *err);

@@ -1,0 +1,114 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# nook-oci driven directly on a bundle, as an engine does: create/start/state/kill/delete, exec,
+# pause/resume, update, ps, run, hooks, io.nook.* annotations.
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/oci_lib.sh"
+
+require_bin "$NOOK_OCI"
+reason=$(oci_stage_reason)
+if [[ -n "$reason" ]]; then
+        plan 1
+        skip_expected "$reason"
+        exit 0
+fi
+command -v busybox >/dev/null && command -v jq >/dev/null || bail_out "needs busybox (busybox-static) and jq"
+plan 37
+
+B="$NOOK_HOME/b"
+oci_bundle "$B" '.process.args = ["sleep", "1000"] | .hostname = "ocihost" | .annotations = {"a.b": "c"}' ||
+        bail_out "nook-oci spec failed"
+
+# --- create: the process exists, waits, pid file holds its host pid ---
+oci create --bundle "$B" --pid-file "$NOOK_HOME/pid" c1
+is "$status" 0 "create exits 0 ($err)"
+pid=$(cat "$NOOK_HOME/pid" 2>/dev/null)
+check "--pid-file holds a live host pid" kill -0 "$pid"
+oci state c1
+is "$(jq -r .status <<<"$out")" "created" "state after create: created"
+is "$(jq -r '[.ociVersion, .id, (.pid|tostring), .bundle, .annotations["a.b"]] | join(" ")' <<<"$out")" \
+        "1.0.2 c1 $pid $B c" "state JSON: ociVersion, id, pid, bundle, annotations"
+is "$(cut -d' ' -f4 /proc/"$pid"/stat)" "1" "create's process was reparented (create's parent exited)"
+
+# --- start, exec ---
+oci start c1
+is "$status" 0 "start exits 0"
+oci state c1
+is "$(jq -r .status <<<"$out")" "running" "state after start: running"
+wait_for 5 bash -c "[[ \$(readlink /proc/$pid/exe) == /bin/busybox ]]"
+is "$?" 0 "after start the pid is the user's process itself (no nook supervisor in between)"
+oci start c1
+like "$status $err" "^1 .*cannot start a container that is running" "start twice is refused"
+oci exec c1 sh -c 'echo $(hostname) $$; exit 7'
+is "$status $out" "7 ocihost 2" "exec runs in the container (its uts and pid namespaces), exit status passed"
+oci exec --env FOO=bar --cwd /tmp c1 sh -c 'echo $FOO $(pwd)'
+is "$out" "bar /tmp" "exec --env and --cwd"
+echo '{"args": ["sh", "-c", "echo from-process-json; id -u"], "cwd": "/", "user": {"uid": 1000, "gid": 1000}, "env": ["PATH=/bin"]}' >"$NOOK_HOME/p.json"
+oci exec --process "$NOOK_HOME/p.json" c1
+is "$out" $'from-process-json\n1000' "exec --process JSON, user switched"
+oci exec --detach --pid-file "$NOOK_HOME/xpid" c1 sleep 1000
+xpid=$(cat "$NOOK_HOME/xpid" 2>/dev/null)
+check "exec --detach writes the exec'd process' pid" kill -0 "$xpid"
+oci exec c1 nonexistent-cmd
+like "$status $err" "executable file not found in" "exec of a missing command: runc's message (engines map it to 127)"
+oci ps --format json c1
+is "$(jq -c 'sort' <<<"$out")" "$(jq -nc --argjson a "$pid" --argjson b "$xpid" '[$a,$b]|sort')" "ps --format json: the host pids"
+
+# --- pause, resume, update ---
+oci pause c1
+oci state c1
+is "$(jq -r .status <<<"$out")" "paused" "pause: state paused"
+is "$(cat /sys/fs/cgroup/freezer/nook-oci/c1/freezer.state 2>/dev/null || cat /sys/fs/cgroup/nook-oci/c1/cgroup.freeze)" \
+        "$([[ -d /sys/fs/cgroup/freezer ]] && echo FROZEN || echo 1)" "pause froze the cgroup"
+oci resume c1
+oci state c1
+is "$(jq -r .status <<<"$out")" "running" "resume: running again"
+oci update --memory 67108864 --pids-limit 50 c1
+is "$status" 0 "update --memory --pids-limit ($err)"
+is "$(cat /sys/fs/cgroup/memory/nook-oci/c1/memory.limit_in_bytes 2>/dev/null || cat /sys/fs/cgroup/nook-oci/c1/memory.max)" \
+        "67108864" "update wrote the memory limit"
+echo '{"pids": {"limit": 70}}' | timeout 10 "$NOOK_OCI" --root "$OCI_ROOT" update -r - c1
+is "$(cat /sys/fs/cgroup/pids/nook-oci/c1/pids.max 2>/dev/null || cat /sys/fs/cgroup/nook-oci/c1/pids.max)" "70" \
+        "update -r - (resources JSON on stdin)"
+
+# --- kill, delete ---
+oci delete c1
+like "$status $err" "^1 .*not stopped" "delete of a running container is refused without --force"
+oci kill c1 NOSUCHSIG
+like "$status $err" "^1 .*unknown signal 'NOSUCHSIG'" "kill with a bad signal is refused"
+oci kill --all c1 KILL
+is "$status" 0 "kill --all KILL"
+wait_for 5 bash -c "! kill -0 $pid 2>/dev/null && ! kill -0 $xpid 2>/dev/null"
+is "$?" 0 "the init and the exec'd process are gone"
+oci state c1
+is "$(jq -r '.status + " " + (.pid|tostring)' <<<"$out")" "stopped 0" "state after kill: stopped"
+oci kill c1 TERM
+like "$status $err" "^1 .*container not running" "kill of a stopped container says 'container not running'"
+oci delete c1
+is "$status" 0 "delete of a stopped container"
+is "$(oci_leftovers c1)" "" "delete left nothing in --root, the cgroups or the mounts"
+oci state c1
+like "$status $err" "^1 .*container \"c1\" does not exist" "state after delete: does not exist"
+oci delete --force c1
+is "$status" 0 "delete --force of a missing container succeeds (engines retry deletes)"
+
+# --- delete --force of a created container, run, hooks ---
+oci create --bundle "$B" c2
+oci delete --force c2
+is "$status $(oci_leftovers c2)" "0 " "delete --force of a created container kills it, leaves nothing"
+
+oci_bundle "$NOOK_HOME/r" '.process.args = ["sh", "-c", "exit 3"]
+        | .hooks = {"prestart": [{"path": "/bin/sh", "args": ["sh", "-c", "cat > '"$NOOK_HOME"'/hook.json"]}],
+                    "poststop": [{"path": "/bin/sh", "args": ["sh", "-c", "echo done > '"$NOOK_HOME"'/poststop"]}]}'
+oci run --bundle "$NOOK_HOME/r" r1
+is "$status" 3 "run: create + start + wait, the container's exit status"
+is "$(jq -r '.id + " " + .status' "$NOOK_HOME/hook.json" 2>/dev/null)" "r1 created" "prestart hook got the state JSON on stdin"
+is "$(cat "$NOOK_HOME/poststop" 2>/dev/null)" "done" "poststop hook ran at delete"
+is "$(oci_leftovers r1)" "" "run left nothing behind"
+
+# --- io.nook.profile ---
+oci_bundle "$NOOK_HOME/p" '.process.args = ["sh", "-c", "grep CapBnd /proc/self/status"]
+        | .process.capabilities.bounding += ["CAP_SYS_ADMIN", "CAP_MKNOD"]
+        | .annotations = {"io.nook.profile": "restricted"}'
+oci run --bundle "$NOOK_HOME/p" p1
+is "$out" "CapBnd:	0000000000000420" "io.nook.profile=restricted narrows the spec's capabilities (SYS_ADMIN, MKNOD, AUDIT_WRITE dropped)"

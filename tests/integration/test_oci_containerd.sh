@@ -13,7 +13,7 @@
 # only the host's root may; as a user or inside `unshare -r` every check is skip_expected.
 . "$(dirname "$0")/lib.sh"
 
-NOOK_OCI="$NOOK_BUILD_DIR/src/oci/nook-oci"
+NOOK_OCI=$(realpath -m "$NOOK_BUILD_DIR/src/oci/nook-oci") # absolute: engines run it from elsewhere
 per_runtime=10
 plan $((2 + 2 * per_runtime))
 

@@ -14,7 +14,7 @@
 # or inside `unshare -r` every check is skip_expected.
 . "$(dirname "$0")/lib.sh"
 
-NOOK_OCI="$NOOK_BUILD_DIR/src/oci/nook-oci"
+NOOK_OCI=$(realpath -m "$NOOK_BUILD_DIR/src/oci/nook-oci") # absolute: engines run it from elsewhere
 per_runtime=9
 total=$((1 + 2 * per_runtime))
 plan "$total"

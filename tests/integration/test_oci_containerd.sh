@@ -15,16 +15,16 @@
 
 NOOK_OCI=$(realpath -m "$NOOK_BUILD_DIR/src/oci/nook-oci") # absolute: engines run it from elsewhere
 per_runtime=10
-plan $((2 + 2 * per_runtime))
+plan $((3 + 2 * per_runtime))
 
 skip_all_expected() {
         local i
-        for ((i = 0; i < 2 + 2 * per_runtime; i++)); do skip_expected "$1"; done
+        for ((i = 0; i < 3 + 2 * per_runtime; i++)); do skip_expected "$1"; done
         exit 0
 }
 skip_all_missing() {
         local i
-        for ((i = 0; i < 2 + 2 * per_runtime; i++)); do skip "$1"; done
+        for ((i = 0; i < 3 + 2 * per_runtime; i++)); do skip "$1"; done
         exit 0
 }
 
@@ -200,4 +200,46 @@ if [[ -x "$NOOK_OCI" ]]; then
         exercise nook "$NOOK_OCI"
 else
         for ((i = 0; i < per_runtime; i++)); do skip "nook-oci is not built ($NOOK_OCI)"; done
+fi
+
+# docs/kubernetes.md's handler table, as written there: containerd's CRI plugin must load it. (No
+# kubelet or crictl here to send it a pod; this proves the TOML and its keys, not a pod.)
+cri_config_loads() {
+        local doc c="$T/cri" pid rc=1
+        doc="$(cd "$(dirname "$0")/../.." && pwd)/docs/kubernetes.md"
+        mkdir -p "$c"
+        {
+                echo 'version = 2'
+                echo "root = \"$c/root\""
+                echo "state = \"$c/state\""
+                # The first toml block of the doc, without its version line.
+                awk '/^```toml/ { inblock = 1; next } inblock && /^```/ { exit } inblock' "$doc" | grep -v '^version'
+                cat <<EOF
+[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+  runtime_type = "io.containerd.runc.v2"
+[plugins."io.containerd.grpc.v1.cri".cni]
+  conf_dir = "$c/cni"
+[grpc]
+  address = "$c/c.sock"
+[ttrpc]
+  address = "$c/c.sock.ttrpc"
+[debug]
+  address = "$c/debug.sock"
+EOF
+        } >"$c/config.toml"
+        containerd --config "$c/config.toml" >"$c/log" 2>&1 &
+        pid=$!
+        if wait_for 20 sh -c "ctr --address '$c/c.sock' plugins ls 2>/dev/null | grep -q ' cri .* ok'" &&
+                grep -q 'nook:{Type:io.containerd.runc.v2 .*PodAnnotations:\[io.nook.\*\] ContainerAnnotations:\[io.nook.\*\] .*Options:map\[BinaryName:/usr/bin/nook-oci SystemdCgroup:false\]' "$c/log"; then
+                rc=0
+        fi
+        kill -TERM "$pid" 2>/dev/null
+        wait "$pid" 2>/dev/null
+        return $rc
+}
+desc="containerd's CRI plugin loads the nook handler of docs/kubernetes.md (runc.v2 shim, BinaryName, io.nook.* annotations)"
+if cri_config_loads; then
+        ok "$desc"
+else
+        not_ok "$desc" "$(cat "$T/cri/config.toml")" "$(grep -E 'level=(error|warning)|cri plugin' "$T/cri/log" | tail -n 5)"
 fi

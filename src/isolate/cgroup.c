@@ -25,8 +25,17 @@
 #define CPU_PERIOD_US 100000ull
 
 /* A sandbox uses the first four; a cgroup made by path for the OCI runtime all of them. */
-enum { V1_CPU, V1_CPUACCT, V1_MEMORY, V1_PIDS, _V1_SANDBOX_MAX, V1_FREEZER = _V1_SANDBOX_MAX, V1_DEVICES,
-        V1_CPUSET, _V1_MAX };
+enum {
+        V1_CPU,
+        V1_CPUACCT,
+        V1_MEMORY,
+        V1_PIDS,
+        _V1_SANDBOX_MAX,
+        V1_FREEZER = _V1_SANDBOX_MAX,
+        V1_DEVICES,
+        V1_CPUSET,
+        _V1_MAX
+};
 static const char *const v1_names[_V1_MAX] = { "cpu", "cpuacct", "memory", "pids", "freezer", "devices",
         "cpuset" };
 
@@ -501,9 +510,11 @@ int iso_cgroup_create_path(const char *path, iso_cgroup **ret, nook_error *err) 
         iso_cgroup *cg = NULL;
         int r;
         if (path[0] != '/' || strstr(path, "/../") || endswith(path, "/.."))
-                return nook_err_set(err, NOOK_E_INVALID, "cgroup path '%s' must be absolute without '..'", path);
+                return nook_err_set(
+                        err, NOOK_E_INVALID, "cgroup path '%s' must be absolute without '..'", path);
         if (!iso_cgroup_available(reason, sizeof(reason)))
-                return nook_err_set(err, NOOK_E_MISSING_FEATURE, "Cannot create the cgroup '%s': %s", path, reason);
+                return nook_err_set(
+                        err, NOOK_E_MISSING_FEATURE, "Cannot create the cgroup '%s': %s", path, reason);
         r = cg_by_path(path, &cg, err);
         if (r < 0)
                 return r;
@@ -568,9 +579,13 @@ static int apply_v2(iso_cgroup *cg, const iso_cgroup_values *v, nook_error *err)
                 if ((r = write_file(cg->path, "cpu.weight", buf, err)) < 0)
                         return r;
         }
-        if (v->has_pids && (r = write_u64_or_max(cg->path, "pids.max", v->pids > 0 ? v->pids : -1, "max", err)) < 0)
+        if (v->has_pids &&
+                (r = write_u64_or_max(cg->path, "pids.max", v->pids > 0 ? v->pids : -1, "max", err)) < 0)
                 return r;
         if (v->cpuset_cpus && (r = write_file(cg->path, "cpuset.cpus", v->cpuset_cpus, err)) < 0)
+                return r;
+        if (v->has_reservation &&
+                (r = write_u64_or_max(cg->path, "memory.low", v->reservation, "max", err)) < 0)
                 return r;
         return 0;
 }
@@ -578,8 +593,31 @@ static int apply_v2(iso_cgroup *cg, const iso_cgroup_values *v, nook_error *err)
 static int need_v1(iso_cgroup *cg, int ctl, const char *what, nook_error *err) {
         if (cg->v1[ctl])
                 return 0;
-        return nook_err_set(err, NOOK_E_MISSING_FEATURE, "Cannot set %s: this host has no cgroup v1 %s hierarchy",
-                what, v1_names[ctl]);
+        return nook_err_set(err, NOOK_E_MISSING_FEATURE,
+                "Cannot set %s: this host has no cgroup v1 %s hierarchy", what, v1_names[ctl]);
+}
+
+/* memory.soft_limit_in_bytes, memory.swappiness, memory.oom_control (v1). */
+static int apply_v1_memory_extras(iso_cgroup *cg, const iso_cgroup_values *v, nook_error *err) {
+        char buf[32];
+        int r;
+        if (!v->has_reservation && !v->has_swappiness && !v->disable_oom_killer)
+                return 0;
+        r = need_v1(cg, V1_MEMORY, "memory reservation, swappiness or the OOM killer", err);
+        if (r < 0)
+                return r;
+        if (v->has_reservation &&
+                (r = write_u64_or_max(
+                         cg->v1[V1_MEMORY], "memory.soft_limit_in_bytes", v->reservation, "-1", err)) < 0)
+                return r;
+        if (v->has_swappiness) {
+                (void)snprintf(buf, sizeof(buf), "%llu", (unsigned long long)v->swappiness);
+                if ((r = write_file(cg->v1[V1_MEMORY], "memory.swappiness", buf, err)) < 0)
+                        return r;
+        }
+        if (v->disable_oom_killer && (r = write_file(cg->v1[V1_MEMORY], "memory.oom_control", "1", err)) < 0)
+                return r;
+        return 0;
 }
 
 int iso_cgroup_apply(iso_cgroup *cg, const iso_cgroup_values *v, nook_error *err) {
@@ -593,31 +631,40 @@ int iso_cgroup_apply(iso_cgroup *cg, const iso_cgroup_values *v, nook_error *err
         if (v->has_memory) {
                 /* memsw must stay >= the limit at every step: write it on both sides */
                 if (v->has_swap)
-                        (void)write_u64_or_max(cg->v1[V1_MEMORY], "memory.memsw.limit_in_bytes", v->swap, "-1", &ignore);
-                if ((r = write_u64_or_max(cg->v1[V1_MEMORY], "memory.limit_in_bytes", v->memory, "-1", err)) < 0)
+                        (void)write_u64_or_max(
+                                cg->v1[V1_MEMORY], "memory.memsw.limit_in_bytes", v->swap, "-1", &ignore);
+                if ((r = write_u64_or_max(
+                             cg->v1[V1_MEMORY], "memory.limit_in_bytes", v->memory, "-1", err)) < 0)
                         return r;
         }
-        if (v->has_swap && (r = write_u64_or_max(cg->v1[V1_MEMORY], "memory.memsw.limit_in_bytes", v->swap, "-1",
-                                    err)) < 0)
+        if (v->has_swap &&
+                (r = write_u64_or_max(
+                         cg->v1[V1_MEMORY], "memory.memsw.limit_in_bytes", v->swap, "-1", err)) < 0)
                 return r;
         if ((v->has_cpu_quota || v->has_cpu_period || v->cpu_shares) &&
                 (r = need_v1(cg, V1_CPU, "a cpu limit", err)) < 0)
                 return r;
         if (v->has_cpu_period && v->cpu_period &&
-                (r = write_u64_or_max(cg->v1[V1_CPU], "cpu.cfs_period_us", (int64_t)v->cpu_period, "-1", err)) < 0)
+                (r = write_u64_or_max(
+                         cg->v1[V1_CPU], "cpu.cfs_period_us", (int64_t)v->cpu_period, "-1", err)) < 0)
                 return r;
         if (v->has_cpu_quota &&
-                (r = write_u64_or_max(cg->v1[V1_CPU], "cpu.cfs_quota_us", v->cpu_quota > 0 ? v->cpu_quota : -1, "-1",
-                         err)) < 0)
+                (r = write_u64_or_max(cg->v1[V1_CPU], "cpu.cfs_quota_us",
+                         v->cpu_quota > 0 ? v->cpu_quota : -1, "-1", err)) < 0)
                 return r;
         if (v->cpu_shares) {
                 (void)snprintf(buf, sizeof(buf), "%llu", (unsigned long long)v->cpu_shares);
                 if ((r = write_file(cg->v1[V1_CPU], "cpu.shares", buf, err)) < 0)
                         return r;
         }
+        r = apply_v1_memory_extras(cg, v, err);
+        if (r < 0)
+                return r;
         if (v->has_pids && (r = need_v1(cg, V1_PIDS, "a pids limit", err)) < 0)
                 return r;
-        if (v->has_pids && (r = write_u64_or_max(cg->v1[V1_PIDS], "pids.max", v->pids > 0 ? v->pids : -1, "max", err)) < 0)
+        if (v->has_pids &&
+                (r = write_u64_or_max(cg->v1[V1_PIDS], "pids.max", v->pids > 0 ? v->pids : -1, "max", err)) <
+                        0)
                 return r;
         if (v->cpuset_cpus && (r = need_v1(cg, V1_CPUSET, "cpuset.cpus", err)) < 0)
                 return r;
@@ -644,8 +691,8 @@ int iso_cgroup_freeze(iso_cgroup *cg, bool freeze, nook_error *err) {
         if (cg->v2)
                 return write_file(cg->path, "cgroup.freeze", freeze ? "1" : "0", err);
         if (!cg->v1[V1_FREEZER])
-                return nook_err_set(err, NOOK_E_MISSING_FEATURE, "Cannot %s: this host has no cgroup freezer",
-                        freeze ? "pause" : "resume");
+                return nook_err_set(err, NOOK_E_MISSING_FEATURE,
+                        "Cannot %s: this host has no cgroup freezer", freeze ? "pause" : "resume");
         int r = write_file(cg->v1[V1_FREEZER], "freezer.state", freeze ? "FROZEN" : "THAWED", err);
         if (r < 0)
                 return r;
@@ -684,7 +731,8 @@ int iso_cgroup_pids(iso_cgroup *cg, pid_t **ret, size_t *ret_n, nook_error *err)
         _cleanup_free_ char *text = NULL;
         size_t len = 0, n = 0;
         if (!dir)
-                return nook_err_set(err, NOOK_E_MISSING_FEATURE, "No cgroup hierarchy to list processes from");
+                return nook_err_set(
+                        err, NOOK_E_MISSING_FEATURE, "No cgroup hierarchy to list processes from");
         (void)snprintf(p, sizeof(p), "%s/cgroup.procs", dir);
         _cleanup_close_ int fd = open(p, O_RDONLY | O_CLOEXEC);
         if (fd < 0)

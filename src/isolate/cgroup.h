@@ -58,6 +58,9 @@ typedef struct iso_cgroup_values {
         uint64_t cpu_shares; /* 0: unchanged; v2 gets the matching cpu.weight */
         int64_t pids; /* <= 0: unlimited */
         const char *cpuset_cpus; /* NULL: unchanged */
+        bool has_reservation, has_swappiness, disable_oom_killer;
+        int64_t reservation; /* bytes: v1 memory.soft_limit_in_bytes, v2 memory.low */
+        uint64_t swappiness; /* v1 only */
 } iso_cgroup_values;
 
 int iso_cgroup_create_path(const char *path, iso_cgroup **ret, nook_error *err);

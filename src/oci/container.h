@@ -15,6 +15,7 @@ typedef struct oci_create_opts {
         const char *pid_file; /* may be NULL */
         const char *console_socket; /* may be NULL */
         bool no_pivot;
+        unsigned preserve_fds; /* fds 3 .. 3+N-1 stay open in the container; the rest are closed */
 } oci_create_opts;
 
 /* Creates the container; *ret_pid is its init (a child of the caller until the caller exits). */
@@ -42,6 +43,7 @@ typedef struct oci_exec_opts {
         const char *cwd, *user;
         bool tty, detach;
         const char *pid_file, *console_socket;
+        unsigned preserve_fds;
 } oci_exec_opts;
 /* Foreground: returns the process' exit status (128+signal when killed) in *ret_status. */
 int oci_exec(const oci_exec_opts *o, int *ret_status, nook_error *err);

@@ -67,6 +67,7 @@ typedef struct child_ctx {
         int fifo_fd;
         int mnt_ns_fd; /* join this mount namespace, or -1 */
         bool new_userns, new_cgroupns, new_uts, no_pivot;
+        unsigned preserve_fds;
         oci_proc_ctx proc;
 } child_ctx;
 
@@ -89,7 +90,8 @@ static int sync_expect(int fd, int type, const char *step, nook_error *err) {
                 *err = m.err;
                 return -(int)(m.err.code ? m.err.code : NOOK_E_INTERNAL);
         }
-        return nook_err_set(err, NOOK_E_INTERNAL, "The container init exited during %s (see its stderr)", step);
+        return nook_err_set(
+                err, NOOK_E_INTERNAL, "The container init exited during %s (see its stderr)", step);
 }
 
 /* In the child: everything up to READY.  See the table at the top for the state. */
@@ -101,7 +103,8 @@ static int child_setup(child_ctx *c, nook_error *err) {
         if (r < 0)
                 return r;
         if (c->new_userns && (setresgid(0, 0, 0) < 0 || setresuid(0, 0, 0) < 0))
-                return nook_err_errno(err, NOOK_E_INVALID, "Cannot become root of the new user namespace (is container id 0 mapped?)");
+                return nook_err_errno(err, NOOK_E_INVALID,
+                        "Cannot become root of the new user namespace (is container id 0 mapped?)");
         if (c->mnt_ns_fd >= 0 && setns(c->mnt_ns_fd, CLONE_NEWNS) < 0)
                 return nook_err_errno(err, NOOK_E_IO, "Cannot join the mount namespace of linux.namespaces");
         if (c->new_cgroupns && unshare(CLONE_NEWCGROUP) < 0)
@@ -159,6 +162,9 @@ _noreturn_ static void child_main(child_ctx *c) {
                 _exit(1); /* deleted before start */
         c->fifo_fd = safe_close(c->fifo_fd);
         r = oci_hooks_run(c->spec->hooks, "startContainer", "{}", &err);
+        /* the engine's fds (conmon's sync pipe, log fds) never reach the container */
+        if (r >= 0)
+                (void)fd_close_all_except(3 + (int)c->preserve_fds, NULL, 0);
         if (r >= 0)
                 r = oci_proc_seccomp_late(&c->proc, &err);
         if (r >= 0)
@@ -186,13 +192,15 @@ static int join_namespaces(const oci_spec *s, int *ret_mnt_fd, nook_error *err) 
                         continue;
                 _cleanup_close_ int fd = open(ns->path, O_RDONLY | O_CLOEXEC);
                 if (fd < 0 || setns(fd, order[i]) < 0)
-                        return nook_err_errno(err, NOOK_E_INVALID, "Cannot join the namespace '%s'", ns->path);
+                        return nook_err_errno(
+                                err, NOOK_E_INVALID, "Cannot join the namespace '%s'", ns->path);
         }
         const oci_ns *mnt = oci_spec_ns(s, CLONE_NEWNS);
         if (mnt && mnt->path) {
                 *ret_mnt_fd = open(mnt->path, O_RDONLY | O_CLOEXEC);
                 if (*ret_mnt_fd < 0)
-                        return nook_err_errno(err, NOOK_E_INVALID, "Cannot open the namespace '%s'", mnt->path);
+                        return nook_err_errno(
+                                err, NOOK_E_INVALID, "Cannot open the namespace '%s'", mnt->path);
         }
         return 0;
 }
@@ -201,8 +209,8 @@ static int write_map(pid_t pid, const char *file, const oci_idmap *maps, size_t 
         char path[64], buf[512];
         size_t len = 0;
         for (size_t i = 0; i < n; i++)
-                len += (size_t)snprintf(buf + len, sizeof(buf) - len, "%u %u %u\n", maps[i].container, maps[i].host,
-                        maps[i].size);
+                len += (size_t)snprintf(buf + len, sizeof(buf) - len, "%u %u %u\n", maps[i].container,
+                        maps[i].host, maps[i].size);
         (void)snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, file);
         _cleanup_close_ int fd = open(path, O_WRONLY | O_CLOEXEC);
         if (fd < 0 || write(fd, buf, len) < 0)
@@ -234,7 +242,8 @@ static int make_state_dir(const oci_create_opts *o, char **ret_dir, nook_error *
                 return nook_err_errno(err, NOOK_E_IO, "Cannot create the --root folder '%s'", o->root);
         if (mkdir(dir, 0711) < 0) {
                 if (errno == EEXIST)
-                        return nook_err_set(err, NOOK_E_EXISTS, "container with id \"%s\" already exists", o->id);
+                        return nook_err_set(
+                                err, NOOK_E_EXISTS, "container with id \"%s\" already exists", o->id);
                 return nook_err_errno(err, NOOK_E_IO, "Cannot create '%s'", dir);
         }
         *ret_dir = TAKE_PTR(dir);
@@ -271,7 +280,8 @@ static int host_addrs(net_cidr **ret, size_t *ret_n) {
                 return -errno;
         net_cidr *l = calloc(256, sizeof(net_cidr));
         for (struct ifaddrs *i = ifa; l && i && n < 256; i = i->ifa_next) {
-                if (!i->ifa_addr || (i->ifa_addr->sa_family != AF_INET && i->ifa_addr->sa_family != AF_INET6))
+                if (!i->ifa_addr ||
+                        (i->ifa_addr->sa_family != AF_INET && i->ifa_addr->sa_family != AF_INET6))
                         continue;
                 net_cidr *c = &l[n++];
                 c->family = i->ifa_addr->sa_family;
@@ -304,7 +314,8 @@ static void resolv_servers(const oci_spec *s, net_cidr *out, size_t max, size_t 
         while (f && n < max && fgets(line, sizeof(line), f)) {
                 char addr[128];
                 nook_error ignore;
-                if (sscanf(line, "nameserver %127s", addr) == 1 && net_cidr_parse(addr, &out[n], &ignore) == 0)
+                if (sscanf(line, "nameserver %127s", addr) == 1 &&
+                        net_cidr_parse(addr, &out[n], &ignore) == 0)
                         n++;
         }
         if (f)
@@ -340,21 +351,28 @@ int oci_network_rules(const oci_spec *s, char **ret, nook_error *err) {
         _cleanup_free_ char *list = allow ? strdup(allow) : NULL;
         if (allow && !list)
                 return nook_err_oom(err);
-        for (char *save = NULL, *t = list ? strtok_r(list, ", ", &save) : NULL; t; t = strtok_r(NULL, ", ", &save)) {
+        for (char *save = NULL, *t = list ? strtok_r(list, ", ", &save) : NULL; t;
+                t = strtok_r(NULL, ", ", &save)) {
                 if (n_rules >= NET_MAX_RULES)
-                        return nook_err_set(err, NOOK_E_INVALID, "annotation io.nook.allow has more than %d rules",
-                                NET_MAX_RULES);
+                        return nook_err_set(err, NOOK_E_INVALID,
+                                "annotation io.nook.allow has more than %d rules", NET_MAX_RULES);
                 int r = net_rule_parse(true, t, NULL, &rules[n_rules++], err);
                 if (r < 0)
                         return nook_err_wrap(err, "annotation io.nook.allow");
         }
         if (m == NET_MODE_POLICY && n_rules == 0)
-                return nook_err_set(err, NOOK_E_INVALID, "annotation io.nook.network=policy needs io.nook.allow (CIDR[:ports], ...)");
+                return nook_err_set(err, NOOK_E_INVALID,
+                        "annotation io.nook.network=policy needs io.nook.allow (CIDR[:ports], ...)");
         if (host_addrs(&hosts, &n_hosts) < 0)
                 return nook_err_errno(err, NOOK_E_IO, "Cannot list the host's addresses");
         resolv_servers(s, dns, ELEMENTSOF(dns), &n_dns);
-        net_policy p = { .mode = m, .rules = rules, .n_rules = n_rules, .host_addrs = hosts,
-                .n_host_addrs = n_hosts, .dns_servers = dns, .n_dns_servers = n_dns };
+        net_policy p = { .mode = m,
+                .rules = rules,
+                .n_rules = n_rules,
+                .host_addrs = hosts,
+                .n_host_addrs = n_hosts,
+                .dns_servers = dns,
+                .n_dns_servers = n_dns };
         return net_ruleset_build(&p, ret, err);
 }
 
@@ -376,7 +394,8 @@ static int apply_network(pid_t child, const char *rules, nook_error *err) {
         if (h == 0) {
                 nook_error e = { 0 };
                 safe_close(pfd[0]);
-                int r = setns(ns, CLONE_NEWNET) < 0 ? nook_err_errno(&e, NOOK_E_IO, "setns") : net_nft_run(rules, &e);
+                int r = setns(ns, CLONE_NEWNET) < 0 ? nook_err_errno(&e, NOOK_E_IO, "setns")
+                                                    : net_nft_run(rules, &e);
                 if (r < 0)
                         (void)!write(pfd[1], e.msg, strlen(e.msg));
                 _exit(r < 0);
@@ -437,7 +456,12 @@ static int plan_cgroup(create_plan *p, const char *id, nook_error *err) {
                 .cpu_shares = s->resources.cpu_shares,
                 .has_pids = s->resources.has_pids,
                 .pids = s->resources.pids,
-                .cpuset_cpus = s->resources.cpuset_cpus };
+                .cpuset_cpus = s->resources.cpuset_cpus,
+                .has_reservation = s->resources.has_reservation,
+                .reservation = s->resources.reservation,
+                .has_swappiness = s->resources.has_swappiness,
+                .swappiness = s->resources.swappiness,
+                .disable_oom_killer = s->resources.disable_oom_killer };
         r = iso_cgroup_apply(p->cg, &v, err);
         if (r < 0)
                 return nook_err_wrap(err, "linux.resources");
@@ -462,14 +486,16 @@ static int plan_prepare(const oci_create_opts *o, create_plan *p, nook_error *er
                 return r;
         const char *prof = oci_spec_annotation(p->spec, "io.nook.profile");
         if (prof && iso_profile_from_string(prof) < 0)
-                return nook_err_set(err, NOOK_E_INVALID, "annotation io.nook.profile='%s': use 'default' or 'restricted'", prof);
+                return nook_err_set(err, NOOK_E_INVALID,
+                        "annotation io.nook.profile='%s': use 'default' or 'restricted'", prof);
         if (p->spec->process.terminal && !o->console_socket)
                 return nook_err_set(err, NOOK_E_INVALID, "process.terminal is true: pass --console-socket");
         if (p->spec->process.terminal && (r = connect_console(o->console_socket, &p->console_fd, err)) < 0)
                 return r;
         if (oci_spec_ns(p->spec, CLONE_NEWUSER) && !oci_spec_ns(p->spec, CLONE_NEWUSER)->path &&
                 (!p->spec->n_uid_maps || !p->spec->n_gid_maps))
-                return nook_err_set(err, NOOK_E_INVALID, "a new user namespace needs linux.uidMappings and linux.gidMappings");
+                return nook_err_set(err, NOOK_E_INVALID,
+                        "a new user namespace needs linux.uidMappings and linux.gidMappings");
         r = make_state_dir(o, &p->dir, err);
         if (r < 0)
                 return r;
@@ -494,8 +520,13 @@ static int write_pid_file(const char *path, pid_t pid, nook_error *err) {
 
 static int parent_finish(const oci_create_opts *o, create_plan *p, pid_t pid, nook_error *err) {
         char created[64];
-        oci_state st = { .id = (char *)o->id, .dir = p->dir, .pid = pid, .start_time = proc_start_time(pid),
-                .bundle = p->spec->bundle, .cgroup_path = p->cgpath, .created = created,
+        oci_state st = { .id = (char *)o->id,
+                .dir = p->dir,
+                .pid = pid,
+                .start_time = proc_start_time(pid),
+                .bundle = p->spec->bundle,
+                .cgroup_path = p->cgpath,
+                .created = created,
                 .annotations = p->spec->annotations };
         now_rfc3339(created);
         int r = oci_state_save(&st, err);
@@ -529,16 +560,24 @@ static int spawn_init(const oci_create_opts *o, create_plan *p, pid_t *ret_pid, 
         r = join_namespaces(s, &p->mnt_fd, err);
         if (r < 0)
                 return r;
-        child_ctx c = { .spec = s, .cg = p->cg, .sync_fd = sp[1], .fifo_fd = p->fifo_fd, .mnt_ns_fd = p->mnt_fd,
+        child_ctx c = { .spec = s,
+                .cg = p->cg,
+                .sync_fd = sp[1],
+                .fifo_fd = p->fifo_fd,
+                .mnt_ns_fd = p->mnt_fd,
                 .new_userns = user && !user->path,
                 .new_cgroupns = oci_spec_ns(s, CLONE_NEWCGROUP) && !oci_spec_ns(s, CLONE_NEWCGROUP)->path,
                 .new_uts = oci_spec_ns(s, CLONE_NEWUTS) && !oci_spec_ns(s, CLONE_NEWUTS)->path,
                 .no_pivot = o->no_pivot,
-                .proc = { .proc = &s->process, .seccomp = p->seccomp, .has_profile = prof != NULL,
+                .preserve_fds = o->preserve_fds,
+                .proc = { .proc = &s->process,
+                        .seccomp = p->seccomp,
+                        .has_profile = prof != NULL,
                         .profile = prof ? iso_profile_from_string(prof) : ISO_PROFILE_DEFAULT,
                         .setgroups_denied = user && !user->path && geteuid() != 0,
                         .console_fd = p->console_fd } };
-        _cleanup_pid_kill_ pid_t pid = (pid_t)syscall(SYS_clone, clone_flags(s) | SIGCHLD, NULL, NULL, NULL, NULL);
+        _cleanup_pid_kill_ pid_t pid =
+                (pid_t)syscall(SYS_clone, clone_flags(s) | SIGCHLD, NULL, NULL, NULL, NULL);
         if (pid < 0)
                 return nook_err_errno(err, errno == EPERM ? NOOK_E_MISSING_FEATURE : NOOK_E_IO,
                         "Cannot clone the container init into its namespaces");

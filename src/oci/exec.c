@@ -89,7 +89,8 @@ static int process_from_flags(const oci_exec_opts *o, exec_plan *p, nook_error *
                 unsigned uid = 0, gid = 0;
                 int n = sscanf(o->user, "%u:%u", &uid, &gid);
                 if (n < 1)
-                        return nook_err_set(err, NOOK_E_INVALID, "--user '%s': give uid[:gid] as numbers", o->user);
+                        return nook_err_set(
+                                err, NOOK_E_INVALID, "--user '%s': give uid[:gid] as numbers", o->user);
                 p->proc.uid = uid;
                 p->proc.gid = n == 2 ? gid : p->proc.gid;
         }
@@ -103,7 +104,8 @@ static int plan_exec(const oci_exec_opts *o, const oci_state *st, exec_plan *p, 
         if (o->process_file)
                 r = load_process_file(o->process_file, p, err);
         else if (!o->args || !o->args[0])
-                r = nook_err_set(err, NOOK_E_INVALID, "exec needs --process FILE or a command after the container id");
+                r = nook_err_set(err, NOOK_E_INVALID,
+                        "exec needs --process FILE or a command after the container id");
         else
                 r = process_from_flags(o, p, err);
         if (r < 0)
@@ -122,7 +124,8 @@ static int plan_exec(const oci_exec_opts *o, const oci_state *st, exec_plan *p, 
                 strcpy(a.sun_path, o->console_socket);
                 p->console_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
                 if (p->console_fd < 0 || connect(p->console_fd, (struct sockaddr *)&a, sizeof(a)) < 0)
-                        return nook_err_errno(err, NOOK_E_INVALID, "Cannot connect to --console-socket '%s'", o->console_socket);
+                        return nook_err_errno(err, NOOK_E_INVALID, "Cannot connect to --console-socket '%s'",
+                                o->console_socket);
         }
         if (p->spec->seccomp)
                 return oci_seccomp_prepare(p->spec->seccomp, &p->seccomp, err);
@@ -142,23 +145,28 @@ static int join_container(pid_t pid, nook_error *err) {
                 (void)snprintf(theirs, sizeof(theirs), "/proc/%d/ns/%s", (int)pid, ns[i].name);
                 (void)snprintf(ours, sizeof(ours), "/proc/self/ns/%s", ns[i].name);
                 if (stat(theirs, &a) < 0)
-                        return nook_err_errno(err, NOOK_E_STATE, "Cannot see the container's %s namespace", ns[i].name);
+                        return nook_err_errno(
+                                err, NOOK_E_STATE, "Cannot see the container's %s namespace", ns[i].name);
                 if (stat(ours, &b) == 0 && a.st_ino == b.st_ino && a.st_dev == b.st_dev)
                         continue;
                 _cleanup_close_ int fd = open(theirs, O_RDONLY | O_CLOEXEC);
                 if (fd < 0 || setns(fd, ns[i].type) < 0)
-                        return nook_err_errno(err, NOOK_E_IO, "Cannot join the container's %s namespace", ns[i].name);
+                        return nook_err_errno(
+                                err, NOOK_E_IO, "Cannot join the container's %s namespace", ns[i].name);
         }
         return 0;
 }
 
-_noreturn_ static void exec_child(const oci_state *st, exec_plan *p, int report_fd) {
+_noreturn_ static void exec_child(const oci_state *st, exec_plan *p, unsigned preserve, int report_fd) {
         nook_error err = { 0 };
         char path[PATH_MAX];
         const char *prof = oci_spec_annotation(p->spec, "io.nook.profile");
-        oci_proc_ctx c = { .proc = &p->proc, .seccomp = p->seccomp, .has_profile = prof != NULL,
+        oci_proc_ctx c = { .proc = &p->proc,
+                .seccomp = p->seccomp,
+                .has_profile = prof != NULL,
                 .profile = prof ? iso_profile_from_string(prof) : ISO_PROFILE_DEFAULT,
-                .setgroups_denied = false, .console_fd = p->console_fd };
+                .setgroups_denied = false,
+                .console_fd = p->console_fd };
         int r = join_container(st->pid, &err);
         if (r >= 0 && p->proc.terminal)
                 r = oci_proc_terminal(p->console_fd, &err);
@@ -166,6 +174,11 @@ _noreturn_ static void exec_child(const oci_state *st, exec_plan *p, int report_
                 r = oci_proc_credentials(&c, &err);
         if (r >= 0)
                 r = oci_proc_lookup(&p->proc, path, &err);
+        if (r >= 0) {
+                /* report_fd is CLOEXEC and must stay open for an exec failure */
+                int keep = report_fd;
+                (void)fd_close_all_except(3 + (int)preserve, &keep, 1);
+        }
         if (r >= 0)
                 r = oci_proc_seccomp_late(&c, &err);
         if (r >= 0)
@@ -209,7 +222,8 @@ int oci_exec(const oci_exec_opts *o, int *ret_status, nook_error *err) {
                 return r;
         oci_status s = oci_state_status(st);
         if (s != OCI_STATUS_RUNNING && s != OCI_STATUS_CREATED)
-                return nook_err_set(err, NOOK_E_STATE, "cannot exec in a %s container", oci_status_to_string(s));
+                return nook_err_set(
+                        err, NOOK_E_STATE, "cannot exec in a %s container", oci_status_to_string(s));
         r = plan_exec(o, st, &p, err);
         if (r < 0)
                 return r;
@@ -223,7 +237,7 @@ int oci_exec(const oci_exec_opts *o, int *ret_status, nook_error *err) {
                 return nook_err_errno(err, NOOK_E_IO, "Cannot fork the exec process");
         if (pid == 0) {
                 safe_close(pfd[0]);
-                exec_child(st, &p, pfd[1]);
+                exec_child(st, &p, o->preserve_fds, pfd[1]);
         }
         safe_close(pfd[1]);
         nook_error child_err = { 0 };

@@ -43,7 +43,8 @@ static int run_one(json_t *h, const char *name, size_t i, const char *state, noo
                 json_get_uint64(h, "timeout", false, &timeout, err) < 0)
                 return nook_err_wrap(err, "hooks.%s[%zu]", name, i);
         if (path[0] != '/')
-                return nook_err_set(err, NOOK_E_INVALID, "hooks.%s[%zu]: path '%s' is not absolute", name, i, path);
+                return nook_err_set(
+                        err, NOOK_E_INVALID, "hooks.%s[%zu]: path '%s' is not absolute", name, i, path);
         if (pipe2(pfd, O_CLOEXEC) < 0)
                 return nook_err_errno(err, NOOK_E_IO, "Cannot create a pipe for hook '%s'", path);
         pid_t pid = fork();
@@ -65,8 +66,8 @@ static int run_one(json_t *h, const char *name, size_t i, const char *state, noo
         safe_close(pfd[1]);
         int r = wait_timeout(pid, (int64_t)timeout, &status);
         if (r == -ETIMEDOUT)
-                return nook_err_set(err, NOOK_E_TIMEOUT, "hooks.%s[%zu] '%s' did not finish within %llu s", name, i, path,
-                        (unsigned long long)timeout);
+                return nook_err_set(err, NOOK_E_TIMEOUT, "hooks.%s[%zu] '%s' did not finish within %llu s",
+                        name, i, path, (unsigned long long)timeout);
         if (r < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
                 return nook_err_set(err, NOOK_E_IO, "hooks.%s[%zu] '%s' failed (%s %d)", name, i, path,
                         WIFEXITED(status) ? "exit status" : "signal",

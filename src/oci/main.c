@@ -67,13 +67,22 @@ static int usage_error(nook_error *err, const char *cmd, const char *what) {
 static int need_args(int argc, int want, const char *cmd, const char *usage, nook_error *err) {
         if (argc - optind == want)
                 return 0;
-        return nook_err_set(err, NOOK_E_INVALID, "'%s' takes %s, got %d argument(s)", cmd, usage, argc - optind);
+        return nook_err_set(
+                err, NOOK_E_INVALID, "'%s' takes %s, got %d argument(s)", cmd, usage, argc - optind);
 }
 
 /* ---- create, run, start ---- */
 
-enum { OPT_BUNDLE = 1000, OPT_PID_FILE, OPT_CONSOLE, OPT_NO_PIVOT, OPT_NO_KEYRING, OPT_DETACH, OPT_PRESERVE_FDS,
-        OPT_NO_SUBREAPER };
+enum {
+        OPT_BUNDLE = 1000,
+        OPT_PID_FILE,
+        OPT_CONSOLE,
+        OPT_NO_PIVOT,
+        OPT_NO_KEYRING,
+        OPT_DETACH,
+        OPT_PRESERVE_FDS,
+        OPT_NO_SUBREAPER
+};
 
 static const struct option create_opts[] = {
         { "bundle", required_argument, NULL, 'b' },
@@ -88,7 +97,19 @@ static const struct option create_opts[] = {
         {},
 };
 
-static int parse_create(int argc, char **argv, const char *cmd, oci_create_opts *o, bool *detach, nook_error *err) {
+static int parse_preserve(const char *s, unsigned *ret, nook_error *err) {
+        char *end = NULL;
+        errno = 0;
+        unsigned long v = strtoul(s, &end, 10);
+        if (errno || !end || *end || v > 1024)
+                return nook_err_set(
+                        err, NOOK_E_INVALID, "--preserve-fds '%s' is not a number of fds (0..1024)", s);
+        *ret = (unsigned)v;
+        return 0;
+}
+
+static int parse_create(
+        int argc, char **argv, const char *cmd, oci_create_opts *o, bool *detach, nook_error *err) {
         int c;
         o->bundle = ".";
         while ((c = getopt_long(argc, argv, "b:dh", create_opts, NULL)) >= 0)
@@ -108,12 +129,16 @@ static int parse_create(int argc, char **argv, const char *cmd, oci_create_opts 
                 case 'd':
                         *detach = true;
                         break;
-                case OPT_NO_KEYRING:
                 case OPT_PRESERVE_FDS:
+                        if (parse_preserve(optarg, &o->preserve_fds, err) < 0)
+                                return -NOOK_E_INVALID;
+                        break;
+                case OPT_NO_KEYRING:
                 case OPT_NO_SUBREAPER:
-                        break; /* no session keyring is joined anyway; fds 0-2 only */
+                        break; /* no session keyring is joined anyway; nook-oci is never a subreaper */
                 case 'h':
-                        (void)printf("Usage: nook-oci %s [--bundle DIR] [--pid-file F] [--console-socket S] [--no-pivot] ID\n",
+                        (void)printf(
+                                "Usage: nook-oci %s [--bundle DIR] [--pid-file F] [--console-socket S] [--no-pivot] ID\n",
                                 cmd);
                         exit(0);
                 default:
@@ -198,7 +223,8 @@ static int cmd_resume(int argc, char **argv, nook_error *err) {
 }
 
 static int cmd_kill(int argc, char **argv, nook_error *err) {
-        static const struct option o[] = { { "all", no_argument, NULL, 'a' }, { "help", no_argument, NULL, 'h' }, {} };
+        static const struct option o[] = { { "all", no_argument, NULL, 'a' },
+                { "help", no_argument, NULL, 'h' }, {} };
         bool all = false;
         int c, sig = SIGTERM;
         while ((c = getopt_long(argc, argv, "ah", o, NULL)) >= 0) {
@@ -213,13 +239,15 @@ static int cmd_kill(int argc, char **argv, nook_error *err) {
         if (argc - optind < 1 || argc - optind > 2)
                 return usage_error(err, "kill", "give ID [SIGNAL]");
         if (argc - optind == 2 && (sig = oci_signal_parse(argv[optind + 1])) < 0)
-                return nook_err_set(err, NOOK_E_INVALID, "kill: unknown signal '%s' (a name like KILL or TERM, or a number)",
+                return nook_err_set(err, NOOK_E_INVALID,
+                        "kill: unknown signal '%s' (a name like KILL or TERM, or a number)",
                         argv[optind + 1]);
         return oci_kill(arg_root, argv[optind], sig, all, err);
 }
 
 static int cmd_delete(int argc, char **argv, nook_error *err) {
-        static const struct option o[] = { { "force", no_argument, NULL, 'f' }, { "help", no_argument, NULL, 'h' }, {} };
+        static const struct option o[] = { { "force", no_argument, NULL, 'f' },
+                { "help", no_argument, NULL, 'h' }, {} };
         bool force = false;
         int c;
         while ((c = getopt_long(argc, argv, "fh", o, NULL)) >= 0) {
@@ -236,8 +264,8 @@ static int cmd_delete(int argc, char **argv, nook_error *err) {
 }
 
 static int cmd_list(int argc, char **argv, nook_error *err) {
-        static const struct option o[] = { { "format", required_argument, NULL, 'f' }, { "quiet", no_argument, NULL, 'q' },
-                { "help", no_argument, NULL, 'h' }, {} };
+        static const struct option o[] = { { "format", required_argument, NULL, 'f' },
+                { "quiet", no_argument, NULL, 'q' }, { "help", no_argument, NULL, 'h' }, {} };
         bool json = false, quiet = false;
         int c;
         while ((c = getopt_long(argc, argv, "f:qh", o, NULL)) >= 0) {
@@ -255,7 +283,8 @@ static int cmd_list(int argc, char **argv, nook_error *err) {
 }
 
 static int cmd_ps(int argc, char **argv, nook_error *err) {
-        static const struct option o[] = { { "format", required_argument, NULL, 'f' }, { "help", no_argument, NULL, 'h' }, {} };
+        static const struct option o[] = { { "format", required_argument, NULL, 'f' },
+                { "help", no_argument, NULL, 'h' }, {} };
         bool json = false;
         int c;
         while ((c = getopt_long(argc, argv, "+f:h", o, NULL)) >= 0) {
@@ -275,12 +304,18 @@ static int cmd_ps(int argc, char **argv, nook_error *err) {
 static int cmd_update(int argc, char **argv, nook_error *err) {
         enum { O_MEM = 2000, O_SWAP, O_QUOTA, O_PERIOD, O_SHARES, O_PIDS, O_CPUS, O_IGNORED };
         static const struct option o[] = {
-                { "resources", required_argument, NULL, 'r' }, { "memory", required_argument, NULL, O_MEM },
-                { "memory-swap", required_argument, NULL, O_SWAP }, { "cpu-quota", required_argument, NULL, O_QUOTA },
-                { "cpu-period", required_argument, NULL, O_PERIOD }, { "cpu-share", required_argument, NULL, O_SHARES },
-                { "pids-limit", required_argument, NULL, O_PIDS }, { "cpuset-cpus", required_argument, NULL, O_CPUS },
+                { "resources", required_argument, NULL, 'r' },
+                { "memory", required_argument, NULL, O_MEM },
+                { "memory-swap", required_argument, NULL, O_SWAP },
+                { "cpu-quota", required_argument, NULL, O_QUOTA },
+                { "cpu-period", required_argument, NULL, O_PERIOD },
+                { "cpu-share", required_argument, NULL, O_SHARES },
+                { "pids-limit", required_argument, NULL, O_PIDS },
+                { "cpuset-cpus", required_argument, NULL, O_CPUS },
                 { "memory-reservation", required_argument, NULL, O_IGNORED },
-                { "blkio-weight", required_argument, NULL, O_IGNORED }, { "help", no_argument, NULL, 'h' }, {},
+                { "blkio-weight", required_argument, NULL, O_IGNORED },
+                { "help", no_argument, NULL, 'h' },
+                {},
         };
         oci_update_opts u = { 0 };
         int c;
@@ -313,8 +348,9 @@ static int cmd_update(int argc, char **argv, nook_error *err) {
                 case O_IGNORED:
                         break;
                 case 'h':
-                        (void)printf("Usage: nook-oci update [--resources FILE|-] [--memory N] [--memory-swap N] [--cpu-quota N]\n"
-                                     "       [--cpu-period N] [--cpu-share N] [--pids-limit N] [--cpuset-cpus LIST] ID\n");
+                        (void)printf(
+                                "Usage: nook-oci update [--resources FILE|-] [--memory N] [--memory-swap N] [--cpu-quota N]\n"
+                                "       [--cpu-period N] [--cpu-share N] [--pids-limit N] [--cpuset-cpus LIST] ID\n");
                         exit(0);
                 default:
                         return usage_error(err, "update", "unknown option");
@@ -324,15 +360,22 @@ static int cmd_update(int argc, char **argv, nook_error *err) {
 }
 
 static int cmd_exec(int argc, char **argv, nook_error *err) {
-        enum { O_PROCESS = 3000, O_PIDFILE, O_CONSOLE, O_CWD, O_IGNORED, O_IGNORED_ARG };
+        enum { O_PROCESS = 3000, O_PIDFILE, O_CONSOLE, O_CWD, O_IGNORED, O_IGNORED_ARG, O_PRESERVE };
         static const struct option o[] = {
-                { "process", required_argument, NULL, 'p' }, { "detach", no_argument, NULL, 'd' },
-                { "pid-file", required_argument, NULL, O_PIDFILE }, { "console-socket", required_argument, NULL, O_CONSOLE },
-                { "tty", no_argument, NULL, 't' }, { "cwd", required_argument, NULL, O_CWD },
-                { "env", required_argument, NULL, 'e' }, { "user", required_argument, NULL, 'u' },
-                { "preserve-fds", required_argument, NULL, O_IGNORED_ARG }, { "no-subreaper", no_argument, NULL, O_IGNORED },
+                { "process", required_argument, NULL, 'p' },
+                { "detach", no_argument, NULL, 'd' },
+                { "pid-file", required_argument, NULL, O_PIDFILE },
+                { "console-socket", required_argument, NULL, O_CONSOLE },
+                { "tty", no_argument, NULL, 't' },
+                { "cwd", required_argument, NULL, O_CWD },
+                { "env", required_argument, NULL, 'e' },
+                { "user", required_argument, NULL, 'u' },
+                { "preserve-fds", required_argument, NULL, O_PRESERVE },
+                { "no-subreaper", no_argument, NULL, O_IGNORED },
                 { "process-label", required_argument, NULL, O_IGNORED_ARG },
-                { "apparmor", required_argument, NULL, O_IGNORED_ARG }, { "help", no_argument, NULL, 'h' }, {},
+                { "apparmor", required_argument, NULL, O_IGNORED_ARG },
+                { "help", no_argument, NULL, 'h' },
+                {},
         };
         oci_exec_opts x = { .root = arg_root };
         _cleanup_strv_free_ char **env = NULL;
@@ -368,8 +411,9 @@ static int cmd_exec(int argc, char **argv, nook_error *err) {
                 case O_IGNORED_ARG:
                         break;
                 case 'h':
-                        (void)printf("Usage: nook-oci exec [--process FILE] [--detach] [--pid-file F] [--console-socket S]\n"
-                                     "       [--tty] [--cwd DIR] [--env K=V]... [--user UID[:GID]] ID [COMMAND [ARG...]]\n");
+                        (void)printf(
+                                "Usage: nook-oci exec [--process FILE] [--detach] [--pid-file F] [--console-socket S]\n"
+                                "       [--tty] [--cwd DIR] [--env K=V]... [--user UID[:GID]] ID [COMMAND [ARG...]]\n");
                         exit(0);
                 default:
                         return usage_error(err, "exec", "unknown option");
@@ -423,8 +467,8 @@ static const char default_spec[] =
         "}\n";
 
 static int cmd_spec(int argc, char **argv, nook_error *err) {
-        static const struct option o[] = { { "bundle", required_argument, NULL, 'b' }, { "rootless", no_argument, NULL, 'r' },
-                { "help", no_argument, NULL, 'h' }, {} };
+        static const struct option o[] = { { "bundle", required_argument, NULL, 'b' },
+                { "rootless", no_argument, NULL, 'r' }, { "help", no_argument, NULL, 'h' }, {} };
         const char *bundle = ".";
         int c;
         while ((c = getopt_long(argc, argv, "b:h", o, NULL)) >= 0) {
@@ -443,8 +487,8 @@ static int cmd_spec(int argc, char **argv, nook_error *err) {
                 return nook_err_oom(err);
         int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
         if (fd < 0)
-                return nook_err_errno(err, errno == EEXIST ? NOOK_E_EXISTS : NOOK_E_IO, "Cannot create '%s'%s", path,
-                        errno == EEXIST ? ": it exists already" : "");
+                return nook_err_errno(err, errno == EEXIST ? NOOK_E_EXISTS : NOOK_E_IO,
+                        "Cannot create '%s'%s", path, errno == EEXIST ? ": it exists already" : "");
         ssize_t n = write(fd, default_spec, strlen(default_spec));
         safe_close(fd);
         if (n != (ssize_t)strlen(default_spec))
@@ -496,28 +540,35 @@ static const struct {
 };
 
 static void help(void) {
-        (void)printf("Usage: nook-oci [--root DIR] [--log FILE] [--log-format text|json] [--debug] COMMAND [ARGS...]\n\n"
-                     "nook's OCI runtime (runc's command line) for podman, containerd and Kubernetes.\n\nCommands:\n");
+        (void)printf(
+                "Usage: nook-oci [--root DIR] [--log FILE] [--log-format text|json] [--debug] COMMAND [ARGS...]\n\n"
+                "nook's OCI runtime (runc's command line) for podman, containerd and Kubernetes.\n\nCommands:\n");
         for (size_t i = 0; i < ELEMENTSOF(commands); i++)
                 (void)printf("  %-9s %s\n", commands[i].name, commands[i].summary);
-        (void)printf("\nOptions:\n"
-                     "  --root DIR          state folder (default /run/nook-oci as root, $XDG_RUNTIME_DIR/nook-oci)\n"
-                     "  --log FILE          append errors there (--log-format json: JSON lines, as runc)\n"
-                     "  --systemd-cgroup    refused: nook-oci manages cgroupfs paths\n"
-                     "  --rootless auto|true|false  accepted; rootless follows the effective uid\n\n"
-                     "Annotations: io.nook.profile=default|restricted, io.nook.network=public|policy,\n"
-                     "io.nook.allow=CIDR[:PORTS],... (nftables in the container's network namespace).\n");
+        (void)printf(
+                "\nOptions:\n"
+                "  --root DIR          state folder (default /run/nook-oci as root, $XDG_RUNTIME_DIR/nook-oci)\n"
+                "  --log FILE          append errors there (--log-format json: JSON lines, as runc)\n"
+                "  --systemd-cgroup    refused: nook-oci manages cgroupfs paths\n"
+                "  --rootless auto|true|false  accepted; rootless follows the effective uid\n\n"
+                "Annotations: io.nook.profile=default|restricted, io.nook.network=public|policy,\n"
+                "io.nook.allow=CIDR[:PORTS],... (nftables in the container's network namespace).\n");
 }
 
 enum { G_ROOT = 4000, G_LOG, G_LOG_FORMAT, G_DEBUG, G_SYSTEMD, G_ROOTLESS, G_CRIU, G_VERSION };
 
 static int parse_globals(int argc, char **argv, nook_error *err) {
         static const struct option o[] = {
-                { "root", required_argument, NULL, G_ROOT }, { "log", required_argument, NULL, G_LOG },
-                { "log-format", required_argument, NULL, G_LOG_FORMAT }, { "debug", no_argument, NULL, G_DEBUG },
-                { "systemd-cgroup", no_argument, NULL, G_SYSTEMD }, { "rootless", required_argument, NULL, G_ROOTLESS },
-                { "criu", required_argument, NULL, G_CRIU }, { "version", no_argument, NULL, 'v' },
-                { "help", no_argument, NULL, 'h' }, {},
+                { "root", required_argument, NULL, G_ROOT },
+                { "log", required_argument, NULL, G_LOG },
+                { "log-format", required_argument, NULL, G_LOG_FORMAT },
+                { "debug", no_argument, NULL, G_DEBUG },
+                { "systemd-cgroup", no_argument, NULL, G_SYSTEMD },
+                { "rootless", required_argument, NULL, G_ROOTLESS },
+                { "criu", required_argument, NULL, G_CRIU },
+                { "version", no_argument, NULL, 'v' },
+                { "help", no_argument, NULL, 'h' },
+                {},
         };
         int c;
         while ((c = getopt_long(argc, argv, "+hv", o, NULL)) >= 0)
@@ -530,7 +581,8 @@ static int parse_globals(int argc, char **argv, nook_error *err) {
                         break;
                 case G_LOG_FORMAT:
                         if (!streq(optarg, "json") && !streq(optarg, "text"))
-                                return nook_err_set(err, NOOK_E_INVALID, "--log-format '%s': use text or json", optarg);
+                                return nook_err_set(
+                                        err, NOOK_E_INVALID, "--log-format '%s': use text or json", optarg);
                         arg_log_json = streq(optarg, "json");
                         break;
                 case G_DEBUG:
@@ -549,7 +601,8 @@ static int parse_globals(int argc, char **argv, nook_error *err) {
                         help();
                         exit(0);
                 default:
-                        return nook_err_set(err, NOOK_E_INVALID, "unknown global option (see 'nook-oci --help')");
+                        return nook_err_set(
+                                err, NOOK_E_INVALID, "unknown global option (see 'nook-oci --help')");
                 }
         return 0;
 }

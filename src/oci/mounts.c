@@ -30,7 +30,8 @@
 #include "util/str.h"
 
 static int resolve_in(int root, const char *rel, int *ret) {
-        struct open_how how = { .flags = O_PATH | O_CLOEXEC, .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS };
+        struct open_how how = { .flags = O_PATH | O_CLOEXEC,
+                .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS };
         int fd = (int)syscall(SYS_openat2, root, rel[0] ? rel : ".", &how, sizeof(how));
         if (fd < 0)
                 return -errno;
@@ -59,13 +60,15 @@ static int open_target(int root, const char *target, bool dir, int *ret_fd, nook
                         int r = resolve_in(root, slash == buf ? "" : buf + 1, &parent);
                         *slash = '/';
                         if (r < 0)
-                                return nook_err_errnum(err, NOOK_E_IO, -r, "Cannot resolve the mount point '%s'", target);
+                                return nook_err_errnum(
+                                        err, NOOK_E_IO, -r, "Cannot resolve the mount point '%s'", target);
                         _cleanup_close_ int pdir = openat(parent, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-                        int k = pdir < 0 ? -1
+                        int k = pdir < 0         ? -1
                                 : (last && !dir) ? mknodat(pdir, slash + 1, S_IFREG | 0644, 0)
                                                  : mkdirat(pdir, slash + 1, 0755);
                         if (k < 0 && errno != EEXIST)
-                                return nook_err_errno(err, NOOK_E_IO, "Cannot create the mount point '%s'", target);
+                                return nook_err_errno(
+                                        err, NOOK_E_IO, "Cannot create the mount point '%s'", target);
                         (void)resolve_in(root, buf + 1, &fd);
                 }
                 if (fd < 0)
@@ -95,7 +98,8 @@ static int remount_flags(int root, const oci_mount *m, unsigned long extra, nook
                 return r;
         (void)fd_path(fd, p);
         if (mount(NULL, p, NULL, MS_BIND | MS_REMOUNT | fl | (iso_locked_flags(p) & ~m->clear), NULL) < 0)
-                return nook_err_errno(err, NOOK_E_IO, "Cannot set the options of the mount at '%s'", m->destination);
+                return nook_err_errno(
+                        err, NOOK_E_IO, "Cannot set the options of the mount at '%s'", m->destination);
         return 0;
 }
 
@@ -109,7 +113,8 @@ static int set_propagation(int root, const oci_mount *m, nook_error *err) {
                 return r;
         (void)fd_path(fd, p);
         if (mount(NULL, p, NULL, m->propagation, NULL) < 0)
-                return nook_err_errno(err, NOOK_E_IO, "Cannot set the propagation of the mount at '%s'", m->destination);
+                return nook_err_errno(
+                        err, NOOK_E_IO, "Cannot set the propagation of the mount at '%s'", m->destination);
         return 0;
 }
 
@@ -118,8 +123,8 @@ static int mount_bind(int root, const oci_mount *m, nook_error *err) {
         _cleanup_close_ int fd = -1;
         char p[64];
         if (stat(m->source, &st) < 0)
-                return nook_err_errno(err, NOOK_E_NOT_FOUND, "Bind source '%s' of '%s' does not exist", m->source,
-                        m->destination);
+                return nook_err_errno(err, NOOK_E_NOT_FOUND, "Bind source '%s' of '%s' does not exist",
+                        m->source, m->destination);
         int r = open_target(root, m->destination, S_ISDIR(st.st_mode), &fd, err);
         if (r < 0)
                 return r;
@@ -135,7 +140,8 @@ static int mount_bind(int root, const oci_mount *m, nook_error *err) {
 /* A cgroup v1 view (hybrid hosts): a tmpfs with the container's own cgroup of each controller
  * bound in, as runc does; cgroup2 where the host has it as the main hierarchy. */
 static int mount_cgroup(int root, const oci_mount *m, iso_cgroup *cg, nook_error *err) {
-        static const char *const ctls[] = { "cpu", "cpuacct", "memory", "pids", "freezer", "devices", "cpuset" };
+        static const char *const ctls[] = { "cpu", "cpuacct", "memory", "pids", "freezer", "devices",
+                "cpuset" };
         _cleanup_close_ int fd = -1;
         char p[64];
         int r = open_target(root, m->destination, true, &fd, err);
@@ -148,7 +154,8 @@ static int mount_cgroup(int root, const oci_mount *m, iso_cgroup *cg, nook_error
                         return 0;
         }
         if (mount("tmpfs", p, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=755") < 0)
-                return nook_err_errno(err, NOOK_E_IO, "Cannot mount the cgroup view at '%s'", m->destination);
+                return nook_err_errno(
+                        err, NOOK_E_IO, "Cannot mount the cgroup view at '%s'", m->destination);
         for (size_t i = 0; cg && i < ELEMENTSOF(ctls); i++) {
                 const char *dir = iso_cgroup_dir(cg, ctls[i]);
                 char dst[PATH_MAX];
@@ -163,7 +170,8 @@ static int mount_cgroup(int root, const oci_mount *m, iso_cgroup *cg, nook_error
                 (void)fd_path(t, tp);
                 if (mount(dir, tp, NULL, MS_BIND, NULL) < 0)
                         return nook_err_errno(err, NOOK_E_IO, "Cannot bind the cgroup '%s'", dir);
-                (void)mount(NULL, tp, NULL, MS_BIND | MS_REMOUNT | (m->flags & MS_RDONLY) | iso_locked_flags(tp), NULL);
+                (void)mount(NULL, tp, NULL,
+                        MS_BIND | MS_REMOUNT | (m->flags & MS_RDONLY) | iso_locked_flags(tp), NULL);
         }
         oci_mount ro = *m;
         ro.flags &= MS_RDONLY;
@@ -221,6 +229,9 @@ static int make_device(int root, const oci_device *d, bool in_userns, nook_error
                 (void)unlinkat(dir, name, 0);
                 if (dir < 0 || mknodat(dir, name, type | d->mode, makedev(d->major, d->minor)) < 0)
                         return nook_err_errno(err, NOOK_E_IO, "Cannot create the device '%s'", d->path);
+                /* mknod(2) applies the umask; the spec's fileMode is the mode to have */
+                if (fchmodat(dir, name, d->mode, 0) < 0)
+                        return nook_err_errno(err, NOOK_E_IO, "Cannot chmod the device '%s'", d->path);
                 if (fchownat(dir, name, d->uid, d->gid, AT_SYMLINK_NOFOLLOW) < 0)
                         return nook_err_errno(err, NOOK_E_IO, "Cannot chown the device '%s'", d->path);
                 return 0;
@@ -230,7 +241,8 @@ static int make_device(int root, const oci_device *d, bool in_userns, nook_error
                 return r;
         (void)fd_path(fd, p);
         if (mount(d->path, p, NULL, MS_BIND, NULL) < 0)
-                return nook_err_errno(err, NOOK_E_IO, "Cannot bind the host's '%s' into the container", d->path);
+                return nook_err_errno(
+                        err, NOOK_E_IO, "Cannot bind the host's '%s' into the container", d->path);
         return 0;
 }
 
@@ -244,8 +256,11 @@ static int setup_devices(int root, const oci_spec *s, bool in_userns, nook_error
                 { "/dev/tty", 'c', 5, 0, 0666, false, false, 0, 0 },
         };
         static const char *const links[][2] = {
-                { "/proc/self/fd", "fd" }, { "/proc/self/fd/0", "stdin" }, { "/proc/self/fd/1", "stdout" },
-                { "/proc/self/fd/2", "stderr" }, { "pts/ptmx", "ptmx" },
+                { "/proc/self/fd", "fd" },
+                { "/proc/self/fd/0", "stdin" },
+                { "/proc/self/fd/1", "stdout" },
+                { "/proc/self/fd/2", "stderr" },
+                { "pts/ptmx", "ptmx" },
         };
         /* a /dev bound from the host already has its nodes */
         for (size_t i = 0; i < s->n_mounts; i++)
@@ -315,7 +330,8 @@ int oci_rootfs_setup(const oci_spec *s, iso_cgroup *cg, bool in_userns, bool no_
         unsigned long prop = s->rootfs_propagation ? s->rootfs_propagation : MS_SLAVE | MS_REC;
 
         if (mount(NULL, "/", NULL, (prop & MS_SHARED) ? MS_SLAVE | MS_REC : prop, NULL) < 0)
-                return nook_err_errno(err, NOOK_E_IO, "Cannot set the propagation of the container's mounts");
+                return nook_err_errno(
+                        err, NOOK_E_IO, "Cannot set the propagation of the container's mounts");
         if (mount(s->root, s->root, NULL, MS_BIND | MS_REC, NULL) < 0)
                 return nook_err_errno(err, NOOK_E_IO, "Cannot bind root.path '%s' onto itself", s->root);
         _cleanup_close_ int root = open(s->root, O_PATH | O_DIRECTORY | O_CLOEXEC);

@@ -65,12 +65,13 @@ int oci_start(const char *root, const char *id, nook_error *err) {
                 return r;
         oci_status s = oci_state_status(st);
         if (s != OCI_STATUS_CREATED)
-                return nook_err_set(err, NOOK_E_STATE, "cannot start a container that is %s (only a created one)",
-                        oci_status_to_string(s));
+                return nook_err_set(err, NOOK_E_STATE,
+                        "cannot start a container that is %s (only a created one)", oci_status_to_string(s));
         (void)snprintf(fifo, sizeof(fifo), "%s/exec.fifo", st->dir);
         _cleanup_close_ int fd = open(fifo, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
         if (fd < 0)
-                return nook_err_errno(err, NOOK_E_STATE, "cannot start container \"%s\": its init is gone", id);
+                return nook_err_errno(
+                        err, NOOK_E_STATE, "cannot start container \"%s\": its init is gone", id);
         if (write(fd, "0", 1) != 1)
                 return nook_err_errno(err, NOOK_E_IO, "Cannot signal the container init through '%s'", fifo);
         (void)unlink(fifo);
@@ -90,7 +91,8 @@ int oci_kill(const char *root, const char *id, int sig, bool all, nook_error *er
                 iso_cgroup *cg = NULL;
                 _cleanup_free_ pid_t *pids = NULL;
                 size_t n = 0;
-                if (iso_cgroup_open_path(st->cgroup_path, &cg, err) == 0 && iso_cgroup_pids(cg, &pids, &n, err) == 0) {
+                if (iso_cgroup_open_path(st->cgroup_path, &cg, err) == 0 &&
+                        iso_cgroup_pids(cg, &pids, &n, err) == 0) {
                         if (sig == SIGKILL)
                                 (void)iso_cgroup_freeze(cg, true, err);
                         for (size_t i = 0; i < n; i++)
@@ -109,7 +111,8 @@ int oci_kill(const char *root, const char *id, int sig, bool all, nook_error *er
         r = pidfd_send_signal_(fd, sig);
         safe_close(fd);
         if (r < 0)
-                return nook_err_errnum(err, NOOK_E_IO, -r, "Cannot send signal %d to container \"%s\"", sig, id);
+                return nook_err_errnum(
+                        err, NOOK_E_IO, -r, "Cannot send signal %d to container \"%s\"", sig, id);
         return 0;
 }
 
@@ -128,10 +131,11 @@ int oci_delete(const char *root, const char *id, bool force, nook_error *err) {
         oci_status s = oci_state_status(st);
         if ((s == OCI_STATUS_RUNNING || s == OCI_STATUS_PAUSED) && !force)
                 return nook_err_set(err, NOOK_E_STATE,
-                        "cannot delete container \"%s\" that is not stopped: %s (use --force, or kill it first)", id,
-                        oci_status_to_string(s));
+                        "cannot delete container \"%s\" that is not stopped: %s (use --force, or kill it first)",
+                        id, oci_status_to_string(s));
         iso_cgroup *cg = NULL;
-        if (st->cgroup_path && iso_cgroup_open_path(st->cgroup_path, &cg, err) == 0 && s == OCI_STATUS_PAUSED)
+        if (st->cgroup_path && iso_cgroup_open_path(st->cgroup_path, &cg, err) == 0 &&
+                s == OCI_STATUS_PAUSED)
                 (void)iso_cgroup_freeze(cg, false, err);
         if (s != OCI_STATUS_STOPPED) {
                 (void)kill(st->pid, SIGKILL);
@@ -153,10 +157,11 @@ int oci_pause(const char *root, const char *id, bool pause, nook_error *err) {
                 return r;
         oci_status s = oci_state_status(st);
         if (s != (pause ? OCI_STATUS_RUNNING : OCI_STATUS_PAUSED))
-                return nook_err_set(err, NOOK_E_STATE, "container \"%s\" is %s, not %s", id, oci_status_to_string(s),
-                        pause ? "running" : "paused");
+                return nook_err_set(err, NOOK_E_STATE, "container \"%s\" is %s, not %s", id,
+                        oci_status_to_string(s), pause ? "running" : "paused");
         if (!st->cgroup_path)
-                return nook_err_set(err, NOOK_E_MISSING_FEATURE, "container \"%s\" has no cgroup to freeze", id);
+                return nook_err_set(
+                        err, NOOK_E_MISSING_FEATURE, "container \"%s\" has no cgroup to freeze", id);
         r = iso_cgroup_open_path(st->cgroup_path, &cg, err);
         if (r < 0)
                 return r;
@@ -196,8 +201,9 @@ int oci_list(const char *root, bool json, bool quiet, nook_error *err) {
                 if (quiet)
                         (void)printf("%s\n", st->id);
                 else if (!json)
-                        (void)printf("%-24s %-8d %-10s %-40s %s\n", st->id, s == OCI_STATUS_STOPPED ? 0 : (int)st->pid,
-                                oci_status_to_string(s), st->bundle ? st->bundle : "", st->created ? st->created : "");
+                        (void)printf("%-24s %-8d %-10s %-40s %s\n", st->id,
+                                s == OCI_STATUS_STOPPED ? 0 : (int)st->pid, oci_status_to_string(s),
+                                st->bundle ? st->bundle : "", st->created ? st->created : "");
                 else
                         (void)json_array_append_new(arr, oci_state_to_json(st));
                 oci_state_free(st);
@@ -256,7 +262,8 @@ static int resources_json(const char *file, iso_cgroup_values *v, json_t **keep,
         _cleanup_free_ char *text = NULL;
         size_t len = 0;
         json_t *j = NULL, *o;
-        _cleanup_close_ int fd = streq(file, "-") ? fcntl(0, F_DUPFD_CLOEXEC, 3) : open(file, O_RDONLY | O_CLOEXEC);
+        _cleanup_close_ int fd =
+                streq(file, "-") ? fcntl(0, F_DUPFD_CLOEXEC, 3) : open(file, O_RDONLY | O_CLOEXEC);
         if (fd < 0)
                 return nook_err_errno(err, NOOK_E_NOT_FOUND, "Cannot open --resources '%s'", file);
         int r = fd_read_to_end(fd, JSON_MAX_BYTES, &text, &len, err);
@@ -284,7 +291,8 @@ static int resources_json(const char *file, iso_cgroup_values *v, json_t **keep,
                 if (json_is_string(c) && json_string_length(c))
                         v->cpuset_cpus = json_string_value(c);
         }
-        if ((o = json_object_get(j, "pids")) && json_is_object(o) && json_is_integer(json_object_get(o, "limit")))
+        if ((o = json_object_get(j, "pids")) && json_is_object(o) &&
+                json_is_integer(json_object_get(o, "limit")))
                 v->has_pids = true, v->pids = json_integer_value(json_object_get(o, "limit"));
         return 0;
 }
@@ -318,8 +326,9 @@ int oci_update(const char *root, const char *id, const oci_update_opts *o, nook_
                 v.cpu_shares = (uint64_t)shares;
         if (o->cpuset_cpus)
                 v.cpuset_cpus = o->cpuset_cpus;
-        r = st->cgroup_path ? iso_cgroup_open_path(st->cgroup_path, &cg, err)
-                            : nook_err_set(err, NOOK_E_MISSING_FEATURE, "container \"%s\" has no cgroup", id);
+        r = st->cgroup_path
+                ? iso_cgroup_open_path(st->cgroup_path, &cg, err)
+                : nook_err_set(err, NOOK_E_MISSING_FEATURE, "container \"%s\" has no cgroup", id);
         if (r >= 0)
                 r = iso_cgroup_apply(cg, &v, err);
         iso_cgroup_free(cg);
@@ -339,7 +348,8 @@ int oci_devices_apply(iso_cgroup *cg, const oci_spec *s, nook_error *err) {
                 json_t *ma = json_object_get(e, "major"), *mi = json_object_get(e, "minor");
                 char rule[96], smaj[24] = "*", smin[24] = "*";
                 if (!json_is_object(e))
-                        return nook_err_set(err, NOOK_E_INVALID, "linux.resources.devices[%zu] must be an object", i);
+                        return nook_err_set(
+                                err, NOOK_E_INVALID, "linux.resources.devices[%zu] must be an object", i);
                 if (json_is_integer(ma))
                         (void)snprintf(smaj, sizeof(smaj), "%lld", (long long)json_integer_value(ma));
                 if (json_is_integer(mi))
@@ -347,21 +357,22 @@ int oci_devices_apply(iso_cgroup *cg, const oci_spec *s, nook_error *err) {
                 if (!type || streq(type, "a"))
                         (void)snprintf(rule, sizeof(rule), "a");
                 else if (strlen(type) == 1 && strchr("cb", type[0]))
-                        (void)snprintf(rule, sizeof(rule), "%s %s:%s %s", type, smaj, smin, access ? access : "rwm");
+                        (void)snprintf(rule, sizeof(rule), "%s %s:%s %s", type, smaj, smin,
+                                access ? access : "rwm");
                 else
-                        return nook_err_set(err, NOOK_E_INVALID, "linux.resources.devices[%zu]: type '%s' is not a, c or b", i,
-                                type);
+                        return nook_err_set(err, NOOK_E_INVALID,
+                                "linux.resources.devices[%zu]: type '%s' is not a, c or b", i, type);
                 if (access && strspn(access, "rwm") != strlen(access))
-                        return nook_err_set(err, NOOK_E_INVALID, "linux.resources.devices[%zu]: access '%s' is not of r, w, m", i,
-                                access);
+                        return nook_err_set(err, NOOK_E_INVALID,
+                                "linux.resources.devices[%zu]: access '%s' is not of r, w, m", i, access);
                 int r = iso_cgroup_devices(cg, allow, rule, err);
                 if (r < 0)
                         return nook_err_wrap(err, "linux.resources.devices[%zu]", i);
         }
         /* What every container gets whatever the rules say (runc's default allow list): the six
          * default nodes, /dev/console, /dev/ptmx and the ptys; then the nodes of linux.devices. */
-        static const char *const always[] = { "c 1:3 rwm", "c 1:5 rwm", "c 1:7 rwm", "c 1:8 rwm", "c 1:9 rwm",
-                "c 5:0 rwm", "c 5:1 rwm", "c 5:2 rwm", "c 136:* rwm" };
+        static const char *const always[] = { "c 1:3 rwm", "c 1:5 rwm", "c 1:7 rwm", "c 1:8 rwm",
+                "c 1:9 rwm", "c 5:0 rwm", "c 5:1 rwm", "c 5:2 rwm", "c 136:* rwm" };
         for (size_t k = 0; k < ELEMENTSOF(always); k++) {
                 int r = iso_cgroup_devices(cg, true, always[k], err);
                 if (r < 0)

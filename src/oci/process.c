@@ -31,7 +31,8 @@ int oci_proc_terminal(int console_fd, nook_error *err) {
         _cleanup_close_ int slave = -1;
         char name[64] = "";
         if (master < 0)
-                return nook_err_errno(err, NOOK_E_IO, "Cannot open /dev/ptmx in the container (is /dev/pts mounted?)");
+                return nook_err_errno(
+                        err, NOOK_E_IO, "Cannot open /dev/ptmx in the container (is /dev/pts mounted?)");
         if (unlockpt(master) < 0)
                 return nook_err_errno(err, NOOK_E_IO, "Cannot unlock the container's pty");
         slave = ioctl(master, TIOCGPTPEER, O_RDWR | O_NOCTTY);
@@ -69,7 +70,8 @@ static int apply_oom_score(const oci_process *p, nook_error *err) {
         _cleanup_close_ int fd = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
         (void)snprintf(v, sizeof(v), "%d", p->oom_score_adj);
         if (fd < 0 || write(fd, v, strlen(v)) < 0)
-                return nook_err_errno(err, NOOK_E_IO, "Cannot set process.oomScoreAdj to %d", p->oom_score_adj);
+                return nook_err_errno(
+                        err, NOOK_E_IO, "Cannot set process.oomScoreAdj to %d", p->oom_score_adj);
         return 0;
 }
 
@@ -92,11 +94,13 @@ static int switch_user(const oci_proc_ctx *c, nook_error *err) {
         if (!c->setgroups_denied && setgroups(p->n_gids, p->gids) < 0)
                 return nook_err_errno(err, NOOK_E_IO, "Cannot set the additional groups of process.user");
         if (setresgid(p->gid, p->gid, p->gid) < 0)
-                return nook_err_errno(err, NOOK_E_INVALID, "Cannot switch to gid %u (process.user.gid)", p->gid);
+                return nook_err_errno(
+                        err, NOOK_E_INVALID, "Cannot switch to gid %u (process.user.gid)", p->gid);
         if (prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0) < 0)
                 return nook_err_errno(err, NOOK_E_IO, "Cannot keep capabilities across setuid");
         if (setresuid(p->uid, p->uid, p->uid) < 0)
-                return nook_err_errno(err, NOOK_E_INVALID, "Cannot switch to uid %u (process.user.uid)", p->uid);
+                return nook_err_errno(
+                        err, NOOK_E_INVALID, "Cannot switch to uid %u (process.user.uid)", p->uid);
         (void)prctl(PR_SET_KEEPCAPS, 0, 0, 0, 0);
         return 0;
 }
@@ -141,7 +145,8 @@ int oci_proc_credentials(const oci_proc_ctx *c, nook_error *err) {
         if (r < 0)
                 return r;
         if (chdir(p->cwd) < 0)
-                return nook_err_errno(err, NOOK_E_INVALID, "Cannot change to process.cwd '%s' in the container", p->cwd);
+                return nook_err_errno(
+                        err, NOOK_E_INVALID, "Cannot change to process.cwd '%s' in the container", p->cwd);
         r = apply_caps(c, err);
         if (r < 0)
                 return r;
@@ -165,8 +170,8 @@ int oci_proc_lookup(const oci_process *p, char ret[PATH_MAX], nook_error *err) {
         const char *cmd = p->args[0];
         if (strchr(cmd, '/')) {
                 if (!is_executable(cmd))
-                        return nook_err_errno(err, NOOK_E_NOT_FOUND, "exec: \"%s\": stat %s: no such file or directory", cmd,
-                                cmd);
+                        return nook_err_errno(err, NOOK_E_NOT_FOUND,
+                                "exec: \"%s\": stat %s: no such file or directory", cmd, cmd);
                 (void)snprintf(ret, PATH_MAX, "%s", cmd);
                 return 0;
         }

@@ -18,8 +18,8 @@ static void ctx_releasep(scmp_filter_ctx *ctx) {
                 seccomp_release(*ctx);
 }
 
-static int action_parse(const char *name, json_t *errno_ret, uint32_t default_errno, uint32_t *ret,
-        nook_error *err) {
+static int action_parse(
+        const char *name, json_t *errno_ret, uint32_t default_errno, uint32_t *ret, nook_error *err) {
         uint32_t e = default_errno;
         if (errno_ret && json_is_integer(errno_ret))
                 e = (uint32_t)json_integer_value(errno_ret);
@@ -49,8 +49,12 @@ static int op_parse(const char *s, enum scmp_compare *ret) {
                 const char *name;
                 enum scmp_compare op;
         } ops[] = {
-                { "SCMP_CMP_NE", SCMP_CMP_NE }, { "SCMP_CMP_LT", SCMP_CMP_LT }, { "SCMP_CMP_LE", SCMP_CMP_LE },
-                { "SCMP_CMP_EQ", SCMP_CMP_EQ }, { "SCMP_CMP_GE", SCMP_CMP_GE }, { "SCMP_CMP_GT", SCMP_CMP_GT },
+                { "SCMP_CMP_NE", SCMP_CMP_NE },
+                { "SCMP_CMP_LT", SCMP_CMP_LT },
+                { "SCMP_CMP_LE", SCMP_CMP_LE },
+                { "SCMP_CMP_EQ", SCMP_CMP_EQ },
+                { "SCMP_CMP_GE", SCMP_CMP_GE },
+                { "SCMP_CMP_GT", SCMP_CMP_GT },
                 { "SCMP_CMP_MASKED_EQ", SCMP_CMP_MASKED_EQ },
         };
         for (size_t i = 0; i < ELEMENTSOF(ops); i++)
@@ -70,7 +74,8 @@ static int args_parse(json_t *args, struct scmp_arg_cmp *cmps, unsigned *ret_n, 
                 return 0;
         }
         if (!json_is_array(args) || json_array_size(args) > 6)
-                return nook_err_set(err, NOOK_E_INVALID, "linux.seccomp: 'args' must be an array of at most 6");
+                return nook_err_set(
+                        err, NOOK_E_INVALID, "linux.seccomp: 'args' must be an array of at most 6");
         json_array_foreach(args, i, a) {
                 uint64_t idx = 0, v = 0, v2 = 0;
                 const char *op = NULL;
@@ -81,10 +86,12 @@ static int args_parse(json_t *args, struct scmp_arg_cmp *cmps, unsigned *ret_n, 
                         json_get_string(a, "op", true, &op, err) < 0)
                         return nook_err_wrap(err, "linux.seccomp args[%zu]", i);
                 if (idx > 5 || op_parse(op, &cmp) < 0)
-                        return nook_err_set(
-                                err, NOOK_E_INVALID, "linux.seccomp args[%zu]: bad index %llu or op '%s'", i,
+                        return nook_err_set(err, NOOK_E_INVALID,
+                                "linux.seccomp args[%zu]: bad index %llu or op '%s'", i,
                                 (unsigned long long)idx, op);
-                cmps[n++] = (struct scmp_arg_cmp){ .arg = (unsigned)idx, .op = cmp, .datum_a = v, .datum_b = v2 };
+                cmps[n++] = (struct scmp_arg_cmp){
+                        .arg = (unsigned)idx, .op = cmp, .datum_a = v, .datum_b = v2
+                };
         }
         *ret_n = n;
         return 0;
@@ -104,7 +111,8 @@ static int add_rule(scmp_filter_ctx ctx, uint32_t act, int nr, const struct scmp
         return 0;
 }
 
-static int add_syscalls(scmp_filter_ctx ctx, json_t *list, uint32_t def_act, uint32_t def_errno, nook_error *err) {
+static int add_syscalls(
+        scmp_filter_ctx ctx, json_t *list, uint32_t def_act, uint32_t def_errno, nook_error *err) {
         size_t i, k;
         json_t *e, *name;
         if (!list || json_is_null(list))
@@ -123,20 +131,22 @@ static int add_syscalls(scmp_filter_ctx ctx, json_t *list, uint32_t def_act, uin
                         args_parse(json_object_get(e, "args"), cmps, &n, err) < 0)
                         return nook_err_wrap(err, "linux.seccomp.syscalls[%zu]", i);
                 if (!json_is_array(names))
-                        return nook_err_set(err, NOOK_E_INVALID, "linux.seccomp.syscalls[%zu].names must be an array", i);
+                        return nook_err_set(err, NOOK_E_INVALID,
+                                "linux.seccomp.syscalls[%zu].names must be an array", i);
                 if (act == def_act)
                         continue; /* libseccomp refuses a rule equal to the default action */
                 json_array_foreach(names, k, name) {
                         if (!json_is_string(name))
-                                return nook_err_set(err, NOOK_E_INVALID, "linux.seccomp.syscalls[%zu].names[%zu] must be a string",
-                                        i, k);
+                                return nook_err_set(err, NOOK_E_INVALID,
+                                        "linux.seccomp.syscalls[%zu].names[%zu] must be a string", i, k);
                         int nr = seccomp_syscall_resolve_name(json_string_value(name));
                         if (nr == __NR_SCMP_ERROR)
                                 continue;
                         int r = add_rule(ctx, act, nr, cmps, n);
                         if (r < 0)
                                 return nook_err_errnum(err, NOOK_E_INVALID, -r,
-                                        "linux.seccomp: cannot add the rule for '%s'", json_string_value(name));
+                                        "linux.seccomp: cannot add the rule for '%s'",
+                                        json_string_value(name));
                 }
         }
         return 0;
@@ -149,7 +159,8 @@ static int add_arches(scmp_filter_ctx ctx, json_t *arches, nook_error *err) {
                 return 0;
         json_array_foreach(arches, i, a) {
                 if (!json_is_string(a) || !startswith(json_string_value(a), "SCMP_ARCH_"))
-                        return nook_err_set(err, NOOK_E_INVALID, "linux.seccomp.architectures[%zu] is not SCMP_ARCH_*", i);
+                        return nook_err_set(err, NOOK_E_INVALID,
+                                "linux.seccomp.architectures[%zu] is not SCMP_ARCH_*", i);
                 _cleanup_free_ char *lower = strdup(json_string_value(a) + strlen("SCMP_ARCH_"));
                 if (!lower)
                         return nook_err_oom(err);
@@ -160,8 +171,8 @@ static int add_arches(scmp_filter_ctx ctx, json_t *arches, nook_error *err) {
                         continue; /* an architecture this libseccomp does not know */
                 int r = seccomp_arch_add(ctx, arch);
                 if (r < 0 && r != -EEXIST)
-                        return nook_err_errnum(err, NOOK_E_INVALID, -r, "linux.seccomp: cannot add architecture '%s'",
-                                json_string_value(a));
+                        return nook_err_errnum(err, NOOK_E_INVALID, -r,
+                                "linux.seccomp: cannot add architecture '%s'", json_string_value(a));
         }
         return 0;
 }
@@ -181,7 +192,8 @@ int oci_seccomp_prepare(json_t *sc, oci_seccomp **ret, nook_error *err) {
                 return r;
         ctx = seccomp_init(def_act);
         if (!ctx)
-                return nook_err_set(err, NOOK_E_INVALID, "linux.seccomp: libseccomp refused the default action");
+                return nook_err_set(
+                        err, NOOK_E_INVALID, "linux.seccomp: libseccomp refused the default action");
         /* no_new_privs stays the spec's decision (process.noNewPrivileges) */
         (void)seccomp_attr_set(ctx, SCMP_FLTATR_CTL_NNP, 0);
         r = add_arches(ctx, json_object_get(sc, "architectures"), err);
@@ -197,7 +209,8 @@ int oci_seccomp_prepare(json_t *sc, oci_seccomp **ret, nook_error *err) {
 int oci_seccomp_load(oci_seccomp *f, nook_error *err) {
         int r = seccomp_load((scmp_filter_ctx)f);
         if (r < 0)
-                return nook_err_errnum(err, NOOK_E_IO, -r, "Cannot load the seccomp filter of linux.seccomp");
+                return nook_err_errnum(
+                        err, NOOK_E_IO, -r, "Cannot load the seccomp filter of linux.seccomp");
         return 0;
 }
 

@@ -52,12 +52,47 @@ const oci_ns *oci_spec_ns(const oci_spec *s, int flag) {
 }
 
 static const char *const cap_names[] = {
-        "CHOWN", "DAC_OVERRIDE", "DAC_READ_SEARCH", "FOWNER", "FSETID", "KILL", "SETGID", "SETUID",
-        "SETPCAP", "LINUX_IMMUTABLE", "NET_BIND_SERVICE", "NET_BROADCAST", "NET_ADMIN", "NET_RAW",
-        "IPC_LOCK", "IPC_OWNER", "SYS_MODULE", "SYS_RAWIO", "SYS_CHROOT", "SYS_PTRACE", "SYS_PACCT",
-        "SYS_ADMIN", "SYS_BOOT", "SYS_NICE", "SYS_RESOURCE", "SYS_TIME", "SYS_TTY_CONFIG", "MKNOD", "LEASE",
-        "AUDIT_WRITE", "AUDIT_CONTROL", "SETFCAP", "MAC_OVERRIDE", "MAC_ADMIN", "SYSLOG", "WAKE_ALARM",
-        "BLOCK_SUSPEND", "AUDIT_READ", "PERFMON", "BPF", "CHECKPOINT_RESTORE",
+        "CHOWN",
+        "DAC_OVERRIDE",
+        "DAC_READ_SEARCH",
+        "FOWNER",
+        "FSETID",
+        "KILL",
+        "SETGID",
+        "SETUID",
+        "SETPCAP",
+        "LINUX_IMMUTABLE",
+        "NET_BIND_SERVICE",
+        "NET_BROADCAST",
+        "NET_ADMIN",
+        "NET_RAW",
+        "IPC_LOCK",
+        "IPC_OWNER",
+        "SYS_MODULE",
+        "SYS_RAWIO",
+        "SYS_CHROOT",
+        "SYS_PTRACE",
+        "SYS_PACCT",
+        "SYS_ADMIN",
+        "SYS_BOOT",
+        "SYS_NICE",
+        "SYS_RESOURCE",
+        "SYS_TIME",
+        "SYS_TTY_CONFIG",
+        "MKNOD",
+        "LEASE",
+        "AUDIT_WRITE",
+        "AUDIT_CONTROL",
+        "SETFCAP",
+        "MAC_OVERRIDE",
+        "MAC_ADMIN",
+        "SYSLOG",
+        "WAKE_ALARM",
+        "BLOCK_SUSPEND",
+        "AUDIT_READ",
+        "PERFMON",
+        "BPF",
+        "CHECKPOINT_RESTORE",
 };
 
 int oci_cap_from_name(const char *name) {
@@ -73,14 +108,39 @@ static const struct {
         const char *name;
         int sig;
 } sig_names[] = {
-        { "HUP", SIGHUP }, { "INT", SIGINT }, { "QUIT", SIGQUIT }, { "ILL", SIGILL }, { "TRAP", SIGTRAP },
-        { "ABRT", SIGABRT }, { "IOT", SIGIOT }, { "BUS", SIGBUS }, { "FPE", SIGFPE }, { "KILL", SIGKILL },
-        { "USR1", SIGUSR1 }, { "SEGV", SIGSEGV }, { "USR2", SIGUSR2 }, { "PIPE", SIGPIPE },
-        { "ALRM", SIGALRM }, { "TERM", SIGTERM }, { "STKFLT", SIGSTKFLT }, { "CHLD", SIGCHLD },
-        { "CONT", SIGCONT }, { "STOP", SIGSTOP }, { "TSTP", SIGTSTP }, { "TTIN", SIGTTIN },
-        { "TTOU", SIGTTOU }, { "URG", SIGURG }, { "XCPU", SIGXCPU }, { "XFSZ", SIGXFSZ },
-        { "VTALRM", SIGVTALRM }, { "PROF", SIGPROF }, { "WINCH", SIGWINCH }, { "IO", SIGIO },
-        { "POLL", SIGPOLL }, { "PWR", SIGPWR }, { "SYS", SIGSYS },
+        { "HUP", SIGHUP },
+        { "INT", SIGINT },
+        { "QUIT", SIGQUIT },
+        { "ILL", SIGILL },
+        { "TRAP", SIGTRAP },
+        { "ABRT", SIGABRT },
+        { "IOT", SIGIOT },
+        { "BUS", SIGBUS },
+        { "FPE", SIGFPE },
+        { "KILL", SIGKILL },
+        { "USR1", SIGUSR1 },
+        { "SEGV", SIGSEGV },
+        { "USR2", SIGUSR2 },
+        { "PIPE", SIGPIPE },
+        { "ALRM", SIGALRM },
+        { "TERM", SIGTERM },
+        { "STKFLT", SIGSTKFLT },
+        { "CHLD", SIGCHLD },
+        { "CONT", SIGCONT },
+        { "STOP", SIGSTOP },
+        { "TSTP", SIGTSTP },
+        { "TTIN", SIGTTIN },
+        { "TTOU", SIGTTOU },
+        { "URG", SIGURG },
+        { "XCPU", SIGXCPU },
+        { "XFSZ", SIGXFSZ },
+        { "VTALRM", SIGVTALRM },
+        { "PROF", SIGPROF },
+        { "WINCH", SIGWINCH },
+        { "IO", SIGIO },
+        { "POLL", SIGPOLL },
+        { "PWR", SIGPWR },
+        { "SYS", SIGSYS },
 };
 
 int oci_signal_parse(const char *s) {
@@ -124,8 +184,8 @@ static int get_u32(json_t *obj, const char *field, bool required, uint32_t *ret,
         if (r <= 0)
                 return r;
         if (v > UINT32_MAX)
-                return nook_err_set(
-                        err, NOOK_E_INVALID, "field '%s' is %llu, more than 4294967295", field, (unsigned long long)v);
+                return nook_err_set(err, NOOK_E_INVALID, "field '%s' is %llu, more than 4294967295", field,
+                        (unsigned long long)v);
         *ret = (uint32_t)v;
         return 1;
 }
@@ -155,12 +215,22 @@ static const struct {
         const char *name;
         int res;
 } rlimit_names[] = {
-        { "RLIMIT_AS", RLIMIT_AS }, { "RLIMIT_CORE", RLIMIT_CORE }, { "RLIMIT_CPU", RLIMIT_CPU },
-        { "RLIMIT_DATA", RLIMIT_DATA }, { "RLIMIT_FSIZE", RLIMIT_FSIZE }, { "RLIMIT_LOCKS", RLIMIT_LOCKS },
-        { "RLIMIT_MEMLOCK", RLIMIT_MEMLOCK }, { "RLIMIT_MSGQUEUE", RLIMIT_MSGQUEUE },
-        { "RLIMIT_NICE", RLIMIT_NICE }, { "RLIMIT_NOFILE", RLIMIT_NOFILE }, { "RLIMIT_NPROC", RLIMIT_NPROC },
-        { "RLIMIT_RSS", RLIMIT_RSS }, { "RLIMIT_RTPRIO", RLIMIT_RTPRIO }, { "RLIMIT_RTTIME", RLIMIT_RTTIME },
-        { "RLIMIT_SIGPENDING", RLIMIT_SIGPENDING }, { "RLIMIT_STACK", RLIMIT_STACK },
+        { "RLIMIT_AS", RLIMIT_AS },
+        { "RLIMIT_CORE", RLIMIT_CORE },
+        { "RLIMIT_CPU", RLIMIT_CPU },
+        { "RLIMIT_DATA", RLIMIT_DATA },
+        { "RLIMIT_FSIZE", RLIMIT_FSIZE },
+        { "RLIMIT_LOCKS", RLIMIT_LOCKS },
+        { "RLIMIT_MEMLOCK", RLIMIT_MEMLOCK },
+        { "RLIMIT_MSGQUEUE", RLIMIT_MSGQUEUE },
+        { "RLIMIT_NICE", RLIMIT_NICE },
+        { "RLIMIT_NOFILE", RLIMIT_NOFILE },
+        { "RLIMIT_NPROC", RLIMIT_NPROC },
+        { "RLIMIT_RSS", RLIMIT_RSS },
+        { "RLIMIT_RTPRIO", RLIMIT_RTPRIO },
+        { "RLIMIT_RTTIME", RLIMIT_RTTIME },
+        { "RLIMIT_SIGPENDING", RLIMIT_SIGPENDING },
+        { "RLIMIT_STACK", RLIMIT_STACK },
 };
 
 static int parse_rlimits(json_t *arr, oci_process *p, nook_error *err) {
@@ -184,11 +254,12 @@ static int parse_rlimits(json_t *arr, oci_process *p, nook_error *err) {
                         if (streq(rlimit_names[k].name, type))
                                 rl.resource = rlimit_names[k].res;
                 if (rl.resource < 0)
-                        return nook_err_set(err, NOOK_E_INVALID, "process.rlimits[%zu]: unknown type '%s'", i, type);
+                        return nook_err_set(
+                                err, NOOK_E_INVALID, "process.rlimits[%zu]: unknown type '%s'", i, type);
                 if (rl.soft > rl.hard)
                         return nook_err_set(err, NOOK_E_INVALID,
-                                "process.rlimits[%zu] (%s): soft limit %llu is above the hard limit %llu", i, type,
-                                (unsigned long long)rl.soft, (unsigned long long)rl.hard);
+                                "process.rlimits[%zu] (%s): soft limit %llu is above the hard limit %llu", i,
+                                type, (unsigned long long)rl.soft, (unsigned long long)rl.hard);
                 p->rlimits[p->n_rlimits++] = rl;
         }
         return 0;
@@ -215,8 +286,8 @@ static int parse_user(json_t *user, oci_process *p, nook_error *err) {
                 return nook_err_set(err, NOOK_E_INVALID, "process.user.additionalGids must be an array");
         json_array_foreach(gids, i, e) {
                 if (!json_is_integer(e) || json_integer_value(e) < 0 || json_integer_value(e) > UINT32_MAX)
-                        return nook_err_set(
-                                err, NOOK_E_INVALID, "process.user.additionalGids[%zu] must be a group id", i);
+                        return nook_err_set(err, NOOK_E_INVALID,
+                                "process.user.additionalGids[%zu] must be a group id", i);
                 if (p->n_gids >= OCI_MAX_GIDS)
                         return nook_err_set(err, NOOK_E_INVALID,
                                 "process.user.additionalGids has more than %d entries", OCI_MAX_GIDS);
@@ -287,15 +358,29 @@ static const struct {
         bool clear;
         unsigned long flag;
 } mount_flags[] = {
-        { "ro", false, MS_RDONLY }, { "rw", true, MS_RDONLY }, { "nosuid", false, MS_NOSUID },
-        { "suid", true, MS_NOSUID }, { "nodev", false, MS_NODEV }, { "dev", true, MS_NODEV },
-        { "noexec", false, MS_NOEXEC }, { "exec", true, MS_NOEXEC }, { "sync", false, MS_SYNCHRONOUS },
-        { "async", true, MS_SYNCHRONOUS }, { "dirsync", false, MS_DIRSYNC }, { "remount", false, MS_REMOUNT },
-        { "mand", false, MS_MANDLOCK }, { "nomand", true, MS_MANDLOCK }, { "atime", true, MS_NOATIME },
-        { "noatime", false, MS_NOATIME }, { "diratime", true, MS_NODIRATIME },
-        { "nodiratime", false, MS_NODIRATIME }, { "relatime", false, MS_RELATIME },
-        { "norelatime", true, MS_RELATIME }, { "strictatime", false, MS_STRICTATIME },
-        { "nostrictatime", true, MS_STRICTATIME }, { "bind", false, MS_BIND },
+        { "ro", false, MS_RDONLY },
+        { "rw", true, MS_RDONLY },
+        { "nosuid", false, MS_NOSUID },
+        { "suid", true, MS_NOSUID },
+        { "nodev", false, MS_NODEV },
+        { "dev", true, MS_NODEV },
+        { "noexec", false, MS_NOEXEC },
+        { "exec", true, MS_NOEXEC },
+        { "sync", false, MS_SYNCHRONOUS },
+        { "async", true, MS_SYNCHRONOUS },
+        { "dirsync", false, MS_DIRSYNC },
+        { "remount", false, MS_REMOUNT },
+        { "mand", false, MS_MANDLOCK },
+        { "nomand", true, MS_MANDLOCK },
+        { "atime", true, MS_NOATIME },
+        { "noatime", false, MS_NOATIME },
+        { "diratime", true, MS_NODIRATIME },
+        { "nodiratime", false, MS_NODIRATIME },
+        { "relatime", false, MS_RELATIME },
+        { "norelatime", true, MS_RELATIME },
+        { "strictatime", false, MS_STRICTATIME },
+        { "nostrictatime", true, MS_STRICTATIME },
+        { "bind", false, MS_BIND },
         { "rbind", false, MS_BIND | MS_REC },
 };
 
@@ -303,9 +388,14 @@ static const struct {
         const char *name;
         unsigned long flag;
 } prop_flags[] = {
-        { "private", MS_PRIVATE }, { "rprivate", MS_PRIVATE | MS_REC }, { "shared", MS_SHARED },
-        { "rshared", MS_SHARED | MS_REC }, { "slave", MS_SLAVE }, { "rslave", MS_SLAVE | MS_REC },
-        { "unbindable", MS_UNBINDABLE }, { "runbindable", MS_UNBINDABLE | MS_REC },
+        { "private", MS_PRIVATE },
+        { "rprivate", MS_PRIVATE | MS_REC },
+        { "shared", MS_SHARED },
+        { "rshared", MS_SHARED | MS_REC },
+        { "slave", MS_SLAVE },
+        { "rslave", MS_SLAVE | MS_REC },
+        { "unbindable", MS_UNBINDABLE },
+        { "runbindable", MS_UNBINDABLE | MS_REC },
 };
 
 static unsigned long propagation_from(const char *s) {
@@ -333,7 +423,8 @@ static int option_apply(const char *o, oci_mount *m, char **data) {
                 return 0;
         }
         /* crun's and podman's extensions that mean nothing to us */
-        if (streq(o, "tmpcopyup") || streq(o, "notmpcopyup") || startswith(o, "idmap") || streq(o, "copy-symlink"))
+        if (streq(o, "tmpcopyup") || streq(o, "notmpcopyup") || startswith(o, "idmap") ||
+                streq(o, "copy-symlink"))
                 return 0;
         char *n = *data ? strprintf("%s,%s", *data, o) : strdup(o);
         if (!n)
@@ -355,7 +446,8 @@ int oci_mount_options(json_t *opts, oci_mount *m, nook_error *err) {
                 if (!json_is_string(e))
                         return nook_err_set(err, NOOK_E_INVALID, "options[%zu] must be a string", i);
                 if (strlen(json_string_value(e)) > 4096)
-                        return nook_err_set(err, NOOK_E_INVALID, "options[%zu] is longer than 4096 bytes", i);
+                        return nook_err_set(
+                                err, NOOK_E_INVALID, "options[%zu] is longer than 4096 bytes", i);
                 if (option_apply(json_string_value(e), m, &data) < 0)
                         return nook_err_oom(err);
         }
@@ -381,7 +473,8 @@ static int parse_mount(json_t *e, size_t i, const char *bundle, oci_mount *m, no
                 json_get_string(e, "source", false, &src, err) < 0 ||
                 oci_mount_options(json_object_get(e, "options"), m, err) < 0)
                 return nook_err_wrap(err, "mounts[%zu]", i);
-        if (m->destination[0] != '/' || path_has_dotdot(m->destination) || strlen(m->destination) >= PATH_MAX / 2)
+        if (m->destination[0] != '/' || path_has_dotdot(m->destination) ||
+                strlen(m->destination) >= PATH_MAX / 2)
                 return nook_err_set(err, NOOK_E_INVALID,
                         "mounts[%zu].destination '%s' must be an absolute path inside the container, without '..'",
                         i, m->destination);
@@ -399,8 +492,8 @@ static int parse_mount(json_t *e, size_t i, const char *bundle, oci_mount *m, no
         if (!m->source)
                 return nook_err_oom(err);
         if (m->bind && access(m->source, F_OK) < 0)
-                return nook_err_errno(err, NOOK_E_NOT_FOUND, "mounts[%zu]: bind source '%s' does not exist", i,
-                        m->source);
+                return nook_err_errno(
+                        err, NOOK_E_NOT_FOUND, "mounts[%zu]: bind source '%s' does not exist", i, m->source);
         return 0;
 }
 
@@ -446,11 +539,12 @@ static int parse_namespaces(oci_spec *s, json_t *linux_, nook_error *err) {
                                 "linux.namespaces[%zu]: unknown type '%s' (pid, network, mount, ipc, uts, user, cgroup, time)",
                                 i, type);
                 if (oci_spec_ns(s, flag))
-                        return nook_err_set(err, NOOK_E_INVALID, "linux.namespaces: '%s' is given twice", type);
+                        return nook_err_set(
+                                err, NOOK_E_INVALID, "linux.namespaces: '%s' is given twice", type);
                 if (path && (path[0] != '/' || access(path, F_OK) < 0))
                         return nook_err_set(err, NOOK_E_INVALID,
-                                "linux.namespaces[%zu]: path '%s' of the %s namespace to join does not exist", i,
-                                path, type);
+                                "linux.namespaces[%zu]: path '%s' of the %s namespace to join does not exist",
+                                i, path, type);
                 if (isempty(path))
                         path = NULL;
                 s->ns[s->n_ns++] = (oci_ns){ .type = flag, .path = path };
@@ -464,12 +558,13 @@ static int parse_idmaps(json_t *linux_, const char *field, oci_idmap *maps, size
         if (!arr || json_is_null(arr))
                 return 0;
         if (!json_is_array(arr) || json_array_size(arr) > OCI_MAX_IDMAPS)
-                return nook_err_set(
-                        err, NOOK_E_INVALID, "linux.%s must be an array of at most %d maps", field, OCI_MAX_IDMAPS);
+                return nook_err_set(err, NOOK_E_INVALID, "linux.%s must be an array of at most %d maps",
+                        field, OCI_MAX_IDMAPS);
         json_array_foreach(arr, i, e) {
                 oci_idmap m = { 0 };
                 if (!json_is_object(e) || get_u32(e, "containerID", true, &m.container, err) < 0 ||
-                        get_u32(e, "hostID", true, &m.host, err) < 0 || get_u32(e, "size", true, &m.size, err) < 0)
+                        get_u32(e, "hostID", true, &m.host, err) < 0 ||
+                        get_u32(e, "size", true, &m.size, err) < 0)
                         return nook_err_wrap(err, "linux.%s[%zu]", field, i);
                 if (m.size == 0 || (uint64_t)m.container + m.size > UINT32_MAX ||
                         (uint64_t)m.host + m.size > UINT32_MAX)
@@ -489,9 +584,17 @@ static int parse_resources(oci_spec *s, json_t *res, nook_error *err) {
         if (!json_is_object(res))
                 return nook_err_set(err, NOOK_E_INVALID, "linux.resources must be an object");
         if ((mem = json_object_get(res, "memory")) && json_is_object(mem)) {
+                int64_t sw = 0;
                 if (get_int64(mem, "limit", &r->has_memory, &r->memory, err) < 0 ||
-                        get_int64(mem, "swap", &r->has_swap, &r->swap, err) < 0)
+                        get_int64(mem, "swap", &r->has_swap, &r->swap, err) < 0 ||
+                        get_int64(mem, "reservation", &r->has_reservation, &r->reservation, err) < 0 ||
+                        get_int64(mem, "swappiness", &r->has_swappiness, &sw, err) < 0 ||
+                        json_get_bool(mem, "disableOOMKiller", false, &r->disable_oom_killer, err) < 0)
                         return nook_err_wrap(err, "linux.resources.memory");
+                if (r->has_swappiness && (sw < 0 || sw > 100))
+                        return nook_err_set(err, NOOK_E_INVALID,
+                                "linux.resources.memory.swappiness %lld is outside 0..100", (long long)sw);
+                r->swappiness = (uint64_t)sw;
                 if (r->has_memory && r->memory == 0)
                         r->has_memory = false;
                 if (r->has_memory && r->memory > 0 && r->memory < 4096 * 16)
@@ -515,7 +618,8 @@ static int parse_resources(oci_spec *s, json_t *res, nook_error *err) {
                                 (unsigned long long)r->cpu_period);
                 if (r->has_cpu_quota && r->cpu_quota > 0 && r->cpu_quota < 1000)
                         return nook_err_set(err, NOOK_E_INVALID,
-                                "linux.resources.cpu.quota %lld is below 1000 microseconds", (long long)r->cpu_quota);
+                                "linux.resources.cpu.quota %lld is below 1000 microseconds",
+                                (long long)r->cpu_quota);
         }
         if ((pids = json_object_get(res, "pids")) && json_is_object(pids) &&
                 get_int64(pids, "limit", &has, &r->pids, err) < 0)
@@ -531,7 +635,8 @@ static int parse_devices(oci_spec *s, json_t *linux_, nook_error *err) {
         if (!arr || json_is_null(arr))
                 return 0;
         if (!json_is_array(arr) || json_array_size(arr) > 1024)
-                return nook_err_set(err, NOOK_E_INVALID, "linux.devices must be an array of at most 1024 devices");
+                return nook_err_set(
+                        err, NOOK_E_INVALID, "linux.devices must be an array of at most 1024 devices");
         s->devices = calloc(json_array_size(arr) + 1, sizeof(oci_device));
         if (!s->devices)
                 return nook_err_oom(err);
@@ -550,11 +655,11 @@ static int parse_devices(oci_spec *s, json_t *linux_, nook_error *err) {
                         return nook_err_wrap(err, "linux.devices[%zu]", i);
                 if (d->path[0] != '/' || path_has_dotdot(d->path) || !startswith(d->path, "/dev/"))
                         return nook_err_set(err, NOOK_E_INVALID,
-                                "linux.devices[%zu]: path '%s' must be an absolute path under /dev without '..'", i,
-                                d->path);
+                                "linux.devices[%zu]: path '%s' must be an absolute path under /dev without '..'",
+                                i, d->path);
                 if (strlen(type) != 1 || !strchr("cbup", type[0]))
-                        return nook_err_set(err, NOOK_E_INVALID, "linux.devices[%zu]: type '%s' is not c, b, u or p",
-                                i, type);
+                        return nook_err_set(err, NOOK_E_INVALID,
+                                "linux.devices[%zu]: type '%s' is not c, b, u or p", i, type);
                 d->type = type[0];
                 d->mode = (mode_t)(mode & 07777);
                 d->uid = (uid_t)uid;
@@ -592,14 +697,16 @@ static int parse_linux(oci_spec *s, nook_error *err) {
                         "linux.cgroupsPath '%s' must not contain '..' segments (and at most 1024 bytes)",
                         s->cgroups_path);
         if (prop && !(s->rootfs_propagation = propagation_from(prop)))
-                return nook_err_set(err, NOOK_E_INVALID, "linux.rootfsPropagation '%s' is not a propagation mode",
-                        prop);
+                return nook_err_set(
+                        err, NOOK_E_INVALID, "linux.rootfsPropagation '%s' is not a propagation mode", prop);
         STRV_FOREACH (p, s->masked_paths)
                 if ((*p)[0] != '/' || path_has_dotdot(*p))
-                        return nook_err_set(err, NOOK_E_INVALID, "linux.maskedPaths: '%s' is not an absolute path", *p);
+                        return nook_err_set(
+                                err, NOOK_E_INVALID, "linux.maskedPaths: '%s' is not an absolute path", *p);
         STRV_FOREACH (p, s->readonly_paths)
                 if ((*p)[0] != '/' || path_has_dotdot(*p))
-                        return nook_err_set(err, NOOK_E_INVALID, "linux.readonlyPaths: '%s' is not an absolute path", *p);
+                        return nook_err_set(err, NOOK_E_INVALID,
+                                "linux.readonlyPaths: '%s' is not an absolute path", *p);
         STRV_FOREACH (p, s->sysctl)
                 if (strstr(*p, "..") || strchr(*p, '/') > strchr(*p, '='))
                         return nook_err_set(err, NOOK_E_INVALID, "linux.sysctl: bad key in '%s'", *p);
@@ -641,7 +748,8 @@ static int read_config(const char *bundle, json_t **ret, nook_error *err) {
         (void)snprintf(path, sizeof(path), "%s/config.json", bundle);
         _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
         if (fd < 0)
-                return nook_err_errno(err, NOOK_E_NOT_FOUND, "Cannot open '%s' (is --bundle the right folder?)", path);
+                return nook_err_errno(
+                        err, NOOK_E_NOT_FOUND, "Cannot open '%s' (is --bundle the right folder?)", path);
         int r = fd_read_to_end(fd, CONFIG_MAX_BYTES, &text, &len, err);
         if (r < 0)
                 return nook_err_wrap(err, "reading '%s'", path);

@@ -18,7 +18,14 @@
 #define OCI_MAX_RLIMITS 16
 #define OCI_MAX_GIDS 64
 
-enum { OCI_CAP_BOUNDING, OCI_CAP_EFFECTIVE, OCI_CAP_INHERITABLE, OCI_CAP_PERMITTED, OCI_CAP_AMBIENT, _OCI_CAP_MAX };
+enum {
+        OCI_CAP_BOUNDING,
+        OCI_CAP_EFFECTIVE,
+        OCI_CAP_INHERITABLE,
+        OCI_CAP_PERMITTED,
+        OCI_CAP_AMBIENT,
+        _OCI_CAP_MAX
+};
 
 typedef struct oci_rlimit {
         int resource;
@@ -70,6 +77,9 @@ typedef struct oci_resources {
         uint64_t cpu_period, cpu_shares;
         int64_t pids; /* <= 0: unlimited */
         const char *cpuset_cpus, *cpuset_mems;
+        bool has_reservation, has_swappiness, disable_oom_killer;
+        int64_t reservation;
+        uint64_t swappiness;
 } oci_resources;
 
 typedef struct oci_device {

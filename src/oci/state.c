@@ -21,7 +21,8 @@
 
 #define OCI_VERSION "1.0.2"
 
-static const char *const status_names[_OCI_STATUS_MAX] = { "creating", "created", "running", "stopped", "paused" };
+static const char *const status_names[_OCI_STATUS_MAX] = { "creating", "created", "running", "stopped",
+        "paused" };
 
 const char *oci_status_to_string(oci_status s) {
         return s >= 0 && s < _OCI_STATUS_MAX ? status_names[s] : NULL;
@@ -30,7 +31,8 @@ const char *oci_status_to_string(oci_status s) {
 int oci_id_check(const char *id, nook_error *err) {
         size_t n = strlen(id);
         if (n == 0 || n > OCI_ID_MAX)
-                return nook_err_set(err, NOOK_E_INVALID, "Container id must be 1 to %d bytes long", OCI_ID_MAX);
+                return nook_err_set(
+                        err, NOOK_E_INVALID, "Container id must be 1 to %d bytes long", OCI_ID_MAX);
         if (streq(id, ".") || streq(id, ".."))
                 return nook_err_set(err, NOOK_E_INVALID, "Container id '%s' is not allowed", id);
         for (const char *c = id; *c; c++)
@@ -107,9 +109,10 @@ int oci_state_load(const char *root, const char *id, oci_state **ret, nook_error
 }
 
 int oci_state_save(const oci_state *st, nook_error *err) {
-        json_t *j = json_pack("{s:s, s:I, s:I, s:s, s:s?, s:s, s:O?}", "id", st->id, "pid", (json_int_t)st->pid,
-                "start_time", (json_int_t)st->start_time, "bundle", st->bundle ? st->bundle : "", "cgroup_path",
-                st->cgroup_path, "created", st->created ? st->created : "", "annotations", st->annotations);
+        json_t *j = json_pack("{s:s, s:I, s:I, s:s, s:s?, s:s, s:O?}", "id", st->id, "pid",
+                (json_int_t)st->pid, "start_time", (json_int_t)st->start_time, "bundle",
+                st->bundle ? st->bundle : "", "cgroup_path", st->cgroup_path, "created",
+                st->created ? st->created : "", "annotations", st->annotations);
         char tmp[PATH_MAX], path[PATH_MAX];
         if (!j)
                 return nook_err_oom(err);
@@ -161,9 +164,10 @@ oci_status oci_state_status(const oci_state *st) {
 json_t *oci_state_to_json(const oci_state *st) {
         oci_status s = oci_state_status(st);
         json_t *a = json_is_object(st->annotations) ? json_incref(st->annotations) : json_object();
-        return json_pack("{s:s, s:s, s:s, s:I, s:s, s:o, s:s?}", "ociVersion", OCI_VERSION, "id", st->id, "status",
-                oci_status_to_string(s), "pid", (json_int_t)(s == OCI_STATUS_STOPPED ? 0 : st->pid), "bundle",
-                st->bundle ? st->bundle : "", "annotations", a, "created", st->created);
+        return json_pack("{s:s, s:s, s:s, s:I, s:s, s:o, s:s?}", "ociVersion", OCI_VERSION, "id", st->id,
+                "status", oci_status_to_string(s), "pid",
+                (json_int_t)(s == OCI_STATUS_STOPPED ? 0 : st->pid), "bundle", st->bundle ? st->bundle : "",
+                "annotations", a, "created", st->created);
 }
 
 int oci_state_remove(const char *dir, nook_error *err) {

@@ -20,7 +20,7 @@ oci_rootfs() {
         local d=$1 c
         mkdir -p "$d/bin" "$d/proc" "$d/dev" "$d/sys" "$d/tmp" "$d/etc" "$d/run"
         cp "$(command -v busybox)" "$d/bin/busybox"
-        for c in sh echo cat ls sleep id true false ps mount hostname grep touch kill wc head stat; do
+        for c in sh echo cat ls sleep id true false ps mount hostname grep touch kill wc head stat tty; do
                 ln -sf busybox "$d/bin/$c"
         done
         echo "root:x:0:0:root:/:/bin/sh" >"$d/etc/passwd"

@@ -14,7 +14,7 @@ if [[ -n "$reason" ]]; then
         exit 0
 fi
 command -v busybox >/dev/null && command -v jq >/dev/null || bail_out "needs busybox (busybox-static) and jq"
-plan 46
+plan 54
 
 B="$NOOK_HOME/b"
 oci_bundle "$B" '.process.args = ["true"]' || bail_out "nook-oci spec failed"
@@ -91,3 +91,27 @@ oci run --bundle "$B" s1
 is "$status" 0 "a mount through an absolute symlink in the image works ($err)"
 check "it landed inside the root filesystem, not on the host's /etc" test ! -e /etc/nook-oci-probe -a -d "$B/rootfs/etc/nook-oci-probe"
 rm -f "$B/rootfs/evil"
+
+# huge values: the kernel's refusal, named, and nothing left (jq would round these: python)
+python3 -c 'import json,sys; c=json.load(open(sys.argv[1])); c["linux"]["resources"]={"pids":{"limit":99999999999999999}}; json.dump(c,open(sys.argv[2],"w"))' \
+        "$NOOK_HOME/good.json" "$B/config.json"
+oci create --bundle "$B" big1
+like "$status $err" "^1 .*linux.resources: Cannot write '99999999999999999' to .*pids.max" "a huge pids limit: the cgroup's refusal, named"
+is "$(oci_leftovers big1)$(ls "$OCI_ROOT")" "" "a huge pids limit: nothing left"
+python3 -c 'import json,sys; c=json.load(open(sys.argv[1])); c["process"]["args"]=["x"*100]*20000; json.dump(c,open(sys.argv[2],"w"))' \
+        "$NOOK_HOME/good.json" "$B/config.json"
+oci create --bundle "$B" big2
+like "$status $err" "^1 .*larger than the limit of 1048576 bytes" "a config.json over 1 MiB is refused"
+
+# global options: --systemd-cgroup refused, --log-format json errors, unknown command
+oci --systemd-cgroup list
+like "$status $err" "^1 .*--systemd-cgroup is not supported: nook-oci manages cgroupfs paths" "--systemd-cgroup is refused, saying why"
+timeout 10 "$NOOK_OCI" --root "$OCI_ROOT" --log "$NOOK_HOME/log.json" --log-format json state nosuch 2>/dev/null
+is "$(jq -r '.level + " " + .msg' "$NOOK_HOME/log.json" 2>&1)" 'error container "nosuch" does not exist' \
+        "--log-format json: the error as a JSON line with level and msg"
+is "$(jq -r 'has("time")' "$NOOK_HOME/log.json" 2>&1)" "true" "--log-format json: with its time"
+oci frobnicate
+like "$status $err" "^1 .*unknown command 'frobnicate'" "an unknown command"
+oci features
+is "$(jq -r '[.ociVersionMax, (.linux.namespaces | index("user") != null), .linux.cgroup.systemd] | join(" ")' <<<"$out")" \
+        "1.1.0 true false" "features: JSON with namespaces and cgroup support"

@@ -13,7 +13,7 @@ if [[ -n "$reason" ]]; then
         exit 0
 fi
 command -v busybox >/dev/null && command -v jq >/dev/null || bail_out "needs busybox (busybox-static) and jq"
-plan 37
+plan 43
 
 B="$NOOK_HOME/b"
 oci_bundle "$B" '.process.args = ["sleep", "1000"] | .hostname = "ocihost" | .annotations = {"a.b": "c"}' ||
@@ -112,3 +112,38 @@ oci_bundle "$NOOK_HOME/p" '.process.args = ["sh", "-c", "grep CapBnd /proc/self/
         | .annotations = {"io.nook.profile": "restricted"}'
 oci run --bundle "$NOOK_HOME/p" p1
 is "$out" "CapBnd:	0000000000000420" "io.nook.profile=restricted narrows the spec's capabilities (SYS_ADMIN, MKNOD, AUDIT_WRITE dropped)"
+
+# --- user namespace with mappings, seccomp from the spec, sysctl ---
+# The container's root (host uid 200000) must reach the bundle: not under the 0700 NOOK_HOME.
+UB=$(mktemp -d /var/tmp/nook-oci-userns.XXXXXX)
+chmod 0755 "$UB"
+oci_bundle "$UB/u" '.process.args = ["sh", "-c", "id -u; cat /proc/self/uid_map; mkdir /tmp/x 2>&1; cat /proc/sys/kernel/shmmni"]
+        | .root.readonly = false
+        | .linux.namespaces += [{"type": "user"}]
+        | .linux.uidMappings = [{"containerID": 0, "hostID": 200000, "size": 65536}]
+        | .linux.gidMappings = [{"containerID": 0, "hostID": 200000, "size": 65536}]
+        | .linux.sysctl = {"kernel.shmmni": "1234"}
+        | .linux.seccomp = {"defaultAction": "SCMP_ACT_ALLOW", "architectures": ["SCMP_ARCH_X86_64"],
+                            "syscalls": [{"names": ["mkdir", "mkdirat", "no_such_syscall"], "action": "SCMP_ACT_ERRNO"}]}'
+oci run --bundle "$UB/u" u1
+rm -rf "$UB"
+is "$(head -2 <<<"$out" | tr -s ' ' | tr '\n' '|')" "0| 0 200000 65536|" "linux.uidMappings: root in the container is host uid 200000"
+like "$out" "can't create directory '/tmp/x': Operation not permitted" "linux.seccomp from the spec: mkdir answers EPERM"
+is "$(tail -1 <<<"$out")" "1234" "linux.sysctl set in the container's ipc namespace"
+
+# --- io.nook.network: nftables in the container's network namespace ---
+if command -v nft >/dev/null && command -v nsenter >/dev/null; then
+        oci_bundle "$NOOK_HOME/n" '.process.args = ["sleep", "1000"]
+                | .annotations = {"io.nook.network": "policy", "io.nook.allow": "10.1.2.3:443"}'
+        oci create --bundle "$NOOK_HOME/n" --pid-file "$NOOK_HOME/npid" n1
+        rules=$(nsenter -t "$(cat "$NOOK_HOME/npid")" -n nft list table inet nook 2>&1)
+        like "$rules" "ip daddr 10.1.2.3 .*dport.* 443 .*accept" "io.nook.network=policy: the allow rule is in the container's netns"
+        is "$(nft list table inet nook 2>&1 | grep -c 10.1.2.3)" "0" "and not in the host's"
+        oci delete --force n1
+else
+        skip "nft and nsenter are needed to look at the container's ruleset"
+        skip "nft and nsenter are needed to look at the container's ruleset"
+fi
+oci_bundle "$NOOK_HOME/n2" '.linux.namespaces |= map(select(.type != "network")) | .annotations = {"io.nook.network": "public"}'
+oci create --bundle "$NOOK_HOME/n2" n2
+like "$status $err" "^1 .*io.nook.network needs a network namespace" "io.nook.network without a network namespace is refused (it would firewall the host)"

@@ -121,7 +121,7 @@ else
         not_ok "meson install --destdir of the package build" "$(tail -10 "$tmp/install.log" 2>/dev/null)"
 fi
 layout_missing=""
-for f in usr/bin/nook usr/libexec/nook-supervisor "usr/lib/$multiarch/libnook.so.0" "usr/lib/$multiarch/libnook.so" \
+for f in usr/bin/nook usr/bin/nook-oci usr/libexec/nook-supervisor "usr/lib/$multiarch/libnook.so.0" "usr/lib/$multiarch/libnook.so" \
         usr/include/nook.h "usr/lib/$multiarch/pkgconfig/nook.pc" usr/share/man/man1/nook.1 \
         usr/share/bash-completion/completions/nook usr/share/zsh/vendor-completions/_nook \
         usr/share/fish/vendor_completions.d/nook.fish; do
@@ -236,7 +236,7 @@ else
         ok "purge: dpkg knows nothing of nook"
 fi
 left=""
-for d in /usr/share/doc/nook /usr/lib/"$multiarch"/libnook.so.0 /usr/libexec/nook-supervisor; do
+for d in /usr/share/doc/nook /usr/lib/"$multiarch"/libnook.so.0 /usr/libexec/nook-supervisor /usr/bin/nook-oci; do
         [[ -e $d ]] && left+=" $d"
 done
 [[ -z $left ]] && ok "purge: nothing of the package is left" || not_ok "purge: nothing of the package is left" "left:$left"

@@ -35,6 +35,10 @@ packages=(
         # install (issue 12): the deb stage builds and installs the package (dpkg-buildpackage,
         # debhelper's meson support, man -w); zsh and fish to test their completion scripts
         dpkg-dev debhelper fakeroot man-db bash-completion zsh fish
+        # OCI engines (issue 16, tests/oci and test_oci_containerd/podman_conf): runc is the
+        # reference runtime, containerd (ctr, runc v2 shim) and podman drive nook-oci; golang-go
+        # builds the runtime-tools validation suite offline (its source: tests/oci/validation.sh)
+        runc containerd podman golang-go
 )
 
 log() { [[ "${NOOK_DEPS_VERBOSE:-0}" == 1 ]] && echo "deps: $*" >&2 || true; }

@@ -47,6 +47,8 @@ cleanup() {
         if [[ -n "$ctrd_pid" ]]; then
                 kill -TERM "$ctrd_pid" 2>/dev/null
                 wait "$ctrd_pid" 2>/dev/null
+                # The shims leave the runtimes' (empty) --root of our namespace behind.
+                rmdir "/run/containerd/runc/nookbench-$$" 2>/dev/null
         fi
         if command -v podman >/dev/null && [[ -d "$T/storage" ]]; then
                 podman --root "$T/storage" --runroot "$T/runroot" --storage-driver vfs rm -af -t 0 >/dev/null 2>&1

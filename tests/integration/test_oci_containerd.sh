@@ -56,6 +56,16 @@ ctrd_cleanup() {
                 kill -TERM "$ctrd_pid" 2>/dev/null
                 wait "$ctrd_pid" 2>/dev/null
         fi
+        # A shim whose task could not be deleted outlives containerd: ours name our socket.
+        local pid d
+        for pid in $(pgrep -f -- "-address $T/c.sock" 2>/dev/null); do kill -KILL "$pid" 2>/dev/null; done
+        # And the runtime's state of such a task (the shim's --root is /run/containerd/runc/NS).
+        for d in "/run/containerd/runc/$ns"/*/; do
+                [[ -d "$d" ]] || continue
+                for rt in "$NOOK_OCI" "$(command -v runc)"; do
+                        [[ -x "$rt" ]] && "$rt" --root "/run/containerd/runc/$ns" delete --force "$(basename "$d")" >/dev/null 2>&1
+                done
+        done
         rmdir "/run/containerd/runc/$ns" 2>/dev/null
         return 0
 }
@@ -126,9 +136,13 @@ memory_limit_of() {
 # exercise LABEL RUNTIME: the same $per_runtime checks for one runtime binary.
 exercise() {
         local label=$1 runtime=$2 wrap="$T/$1-runtime" calls="$T/$1-calls" o rc id pid
+        # LeakSanitizer cannot stop the world once the process joined the container's pid namespace (its
+        # tracer is born in that namespace): an ASan-built `nook-oci exec` hangs at exit with
+        # detect_leaks=1 (asan stages). Leak checking stays on for every other command.
         cat >"$wrap" <<EOF
 #!/bin/sh
 echo "\$*" >>'$calls'
+case " \$* " in *" exec "*) ASAN_OPTIONS="\${ASAN_OPTIONS:+\$ASAN_OPTIONS:}detect_leaks=0"; export ASAN_OPTIONS ;; esac
 exec '$runtime' "\$@"
 EOF
         chmod 0755 "$wrap"

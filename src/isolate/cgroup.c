@@ -743,7 +743,7 @@ int iso_cgroup_pids(iso_cgroup *cg, pid_t **ret, size_t *ret_n, nook_error *err)
         pid_t *pids = calloc(len / 2 + 1, sizeof(pid_t));
         if (!pids)
                 return nook_err_oom(err);
-        for (char *s = text; s && *s;) {
+        for (char *s = text ? text : (char *)""; *s;) {
                 long v = strtol(s, &s, 10);
                 if (v > 0)
                         pids[n++] = (pid_t)v;

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* `exec`: a new process in a running container.  The parent moves itself into the container's
- * cgroup and pid namespace (setns(CLONE_NEWPID) applies to its children) and forks; the child
- * joins the user, ipc, uts, net, cgroup and mount namespaces of the container init, applies the
+ * cgroup; a short-lived middle process joins its pid namespace and clones the child with
+ * CLONE_PARENT (so it is the parent's child, in the container's pid namespace); the child joins the user, ipc, uts, net, cgroup and mount namespaces of the container init, applies the
  * process' credentials and the container's seccomp, and execs.  The parent stays in the host's
  * mount namespace so that --pid-file is a host path.  With --detach the parent exits once the
  * exec succeeded, and the engine's subreaper adopts the process, as with runc. */
@@ -16,6 +16,7 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -178,9 +179,8 @@ _noreturn_ static void exec_child(const oci_state *st, exec_plan *p, unsigned pr
                 /* report_fd is CLOEXEC and must stay open for an exec failure */
                 int keep = report_fd;
                 (void)fd_close_all_except(3 + (int)preserve, &keep, 1);
-        }
-        if (r >= 0)
                 r = oci_proc_seccomp_late(&c, &err);
+        }
         if (r >= 0)
                 r = oci_proc_exec(&p->proc, path, &err);
         (void)!write(report_fd, &err, sizeof(err));
@@ -197,19 +197,55 @@ static int write_pid_file(const char *path, pid_t pid, nook_error *err) {
         return 0;
 }
 
-static int enter_cgroup_and_pidns(const oci_state *st, nook_error *err) {
+static int enter_cgroup(const oci_state *st, nook_error *err) {
         iso_cgroup *cg = NULL;
-        char p[64];
         if (st->cgroup_path && iso_cgroup_open_path(st->cgroup_path, &cg, err) == 0) {
                 int r = iso_cgroup_attach_all(cg, getpid(), err);
                 iso_cgroup_free(cg);
                 if (r < 0)
                         return nook_err_wrap(err, "joining the container's cgroup");
         }
-        (void)snprintf(p, sizeof(p), "/proc/%d/ns/pid", (int)st->pid);
-        _cleanup_close_ int fd = open(p, O_RDONLY | O_CLOEXEC);
-        if (fd < 0 || setns(fd, CLONE_NEWPID) < 0)
-                return nook_err_errno(err, NOOK_E_IO, "Cannot join the container's pid namespace");
+        return 0;
+}
+
+/* A short-lived middle process joins the container's pid namespace and clones the exec'd
+ * process with CLONE_PARENT, so that it is our child (we wait for it) in their namespace (as
+ * runc's nsexec does), while nook-oci itself never has a pid namespace for children other than
+ * its own: a helper it forks later (LeakSanitizer's tracer, say) must see it. */
+static int spawn_in_pidns(
+        const oci_state *st, exec_plan *p, unsigned preserve, int report_fd, pid_t *ret, nook_error *err) {
+        _cleanup_close_pair_ int pp[2] = { -1, -1 };
+        char path[64];
+        int status = 0;
+        if (pipe2(pp, O_CLOEXEC) < 0)
+                return nook_err_errno(err, NOOK_E_IO, "Cannot create a pipe");
+        (void)snprintf(path, sizeof(path), "/proc/%d/ns/pid", (int)st->pid);
+        _cleanup_close_ int ns = open(path, O_RDONLY | O_CLOEXEC);
+        if (ns < 0)
+                return nook_err_errno(err, NOOK_E_STATE, "Cannot open the container's pid namespace");
+        pid_t mid = fork();
+        if (mid < 0)
+                return nook_err_errno(err, NOOK_E_IO, "Cannot fork");
+        if (mid == 0) {
+                pid_t pid = -1;
+                if (setns(ns, CLONE_NEWPID) == 0)
+                        pid = (pid_t)syscall(SYS_clone, CLONE_PARENT | SIGCHLD, NULL, NULL, NULL, NULL);
+                if (pid == 0) {
+                        safe_close(pp[0]);
+                        safe_close(pp[1]);
+                        exec_child(st, p, preserve, report_fd);
+                }
+                (void)!write(pp[1], &pid, sizeof(pid));
+                _exit(pid > 0 ? 0 : 1);
+        }
+        pp[1] = safe_close(pp[1]);
+        pid_t pid = -1;
+        ssize_t n = read(pp[0], &pid, sizeof(pid));
+        (void)pid_wait(mid, &status);
+        if (n != (ssize_t)sizeof(pid) || pid <= 0)
+                return nook_err_set(
+                        err, NOOK_E_IO, "Cannot start a process in the container's pid namespace");
+        *ret = pid;
         return 0;
 }
 
@@ -227,17 +263,17 @@ int oci_exec(const oci_exec_opts *o, int *ret_status, nook_error *err) {
         r = plan_exec(o, st, &p, err);
         if (r < 0)
                 return r;
-        r = enter_cgroup_and_pidns(st, err);
+        r = enter_cgroup(st, err);
         if (r < 0)
                 return r;
         if (pipe2(pfd, O_CLOEXEC) < 0)
                 return nook_err_errno(err, NOOK_E_IO, "Cannot create a pipe");
-        pid_t pid = fork();
-        if (pid < 0)
-                return nook_err_errno(err, NOOK_E_IO, "Cannot fork the exec process");
-        if (pid == 0) {
+        pid_t pid = -1;
+        r = spawn_in_pidns(st, &p, o->preserve_fds, pfd[1], &pid, err);
+        if (r < 0) {
                 safe_close(pfd[0]);
-                exec_child(st, &p, o->preserve_fds, pfd[1]);
+                safe_close(pfd[1]);
+                return r;
         }
         safe_close(pfd[1]);
         nook_error child_err = { 0 };

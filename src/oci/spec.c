@@ -759,19 +759,19 @@ static int read_config(const char *bundle, json_t **ret, nook_error *err) {
         return 0;
 }
 
-int oci_spec_load(const char *bundle, oci_spec **ret, nook_error *err) {
+int oci_spec_from_json(json_t *j, const char *bundle, oci_spec **ret, nook_error *err) {
         _cleanup_(oci_spec_freep) oci_spec *s = calloc(1, sizeof(*s));
+        const char *ver = NULL;
         json_t *proc;
         int r;
-        if (!s)
+        if (!s) {
+                json_decref(j);
                 return nook_err_oom(err);
-        s->bundle = realpath(bundle, NULL);
+        }
+        s->json = j;
+        s->bundle = strdup(bundle);
         if (!s->bundle)
-                return nook_err_errno(err, NOOK_E_NOT_FOUND, "Bundle folder '%s' does not exist", bundle);
-        r = read_config(s->bundle, &s->json, err);
-        if (r < 0)
-                return r;
-        const char *ver = NULL;
+                return nook_err_oom(err);
         if (json_get_string(s->json, "ociVersion", true, &ver, err) < 0)
                 return nook_err_wrap(err, "config.json");
         if (!startswith(ver, "1."))
@@ -803,6 +803,17 @@ int oci_spec_load(const char *bundle, oci_spec **ret, nook_error *err) {
                 return nook_err_set(err, NOOK_E_INVALID, "'annotations' must be an object of strings");
         *ret = TAKE_PTR(s);
         return 0;
+}
+
+int oci_spec_load(const char *bundle, oci_spec **ret, nook_error *err) {
+        _cleanup_free_ char *abs = realpath(bundle, NULL);
+        json_t *j = NULL;
+        if (!abs)
+                return nook_err_errno(err, NOOK_E_NOT_FOUND, "Bundle folder '%s' does not exist", bundle);
+        int r = read_config(abs, &j, err);
+        if (r < 0)
+                return r;
+        return oci_spec_from_json(j, abs, ret, err);
 }
 
 const char *oci_spec_annotation(const oci_spec *s, const char *key) {

@@ -120,6 +120,8 @@ typedef struct oci_spec {
 
 /* Reads and validates BUNDLE/config.json.  Every error names the field. */
 int oci_spec_load(const char *bundle, oci_spec **ret, nook_error *err);
+/* The same on a parsed document (takes j, even on failure); bundle is absolute.  Fuzzed. */
+int oci_spec_from_json(json_t *j, const char *bundle, oci_spec **ret, nook_error *err);
 oci_spec *oci_spec_free(oci_spec *s);
 /* A process object ("process" of config.json, or exec --process).  cwd must be absolute. */
 int oci_process_parse(json_t *j, oci_process *ret, nook_error *err);

@@ -13,7 +13,7 @@ if [[ -n "$reason" ]]; then
         exit 0
 fi
 command -v busybox >/dev/null && command -v jq >/dev/null || bail_out "needs busybox (busybox-static) and jq"
-plan 43
+plan 45
 
 B="$NOOK_HOME/b"
 oci_bundle "$B" '.process.args = ["sleep", "1000"] | .hostname = "ocihost" | .annotations = {"a.b": "c"}' ||
@@ -147,3 +147,11 @@ fi
 oci_bundle "$NOOK_HOME/n2" '.linux.namespaces |= map(select(.type != "network")) | .annotations = {"io.nook.network": "public"}'
 oci create --bundle "$NOOK_HOME/n2" n2
 like "$status $err" "^1 .*io.nook.network needs a network namespace" "io.nook.network without a network namespace is refused (it would firewall the host)"
+
+# --- no mount namespace: the caller's mounts are left alone (nothing pivoted or masked; chroot) ---
+mounts_before=$(wc -l </proc/self/mountinfo)
+oci_bundle "$NOOK_HOME/nm" '.process.args = ["/bin/cat", "/etc/passwd"] | .linux.namespaces |= map(select(.type != "mount"))'
+oci run --bundle "$NOOK_HOME/nm" nm1
+is "$status $out" "0 root:x:0:0:root:/:/bin/sh" "a container without a mount namespace runs in its root (chroot) ($err)"
+is "$(wc -l </proc/self/mountinfo) $(test -d /proc/acpi && stat -f -c %T /proc/acpi)" \
+        "$mounts_before $(test -d /proc/acpi && echo proc)" "and leaves the caller's mount table as it was"

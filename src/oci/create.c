@@ -66,7 +66,7 @@ typedef struct child_ctx {
         int sync_fd;
         int fifo_fd;
         int mnt_ns_fd; /* join this mount namespace, or -1 */
-        bool new_userns, new_cgroupns, new_uts, new_mntns, no_pivot;
+        bool new_userns, new_cgroupns, new_uts, own_mntns, no_pivot;
         unsigned preserve_fds;
         oci_proc_ctx proc;
 } child_ctx;
@@ -109,22 +109,23 @@ static int child_setup(child_ctx *c, nook_error *err) {
                 return nook_err_errno(err, NOOK_E_IO, "Cannot join the mount namespace of linux.namespaces");
         if (c->new_cgroupns && unshare(CLONE_NEWCGROUP) < 0)
                 return nook_err_errno(err, NOOK_E_IO, "Cannot create the cgroup namespace");
-        /* Without a mount namespace of its own the container shares the caller's mounts: setting
-         * up a root there would pivot (and mask paths of) the caller's.  Nothing is mounted then;
+        /* A mount namespace of the spec (new, or joined by path) gets the root and the mounts.
+         * Without one the container shares the caller's mounts: setting up a root there would
+         * pivot (and mask paths of) the caller's.  Nothing is mounted then;
          * the process is chrooted into root.path (runc chroots too, after mounting into the
          * caller's namespace, which we do not). */
-        if (c->new_mntns) {
+        if (c->own_mntns) {
                 r = oci_rootfs_setup(s, c->cg, c->new_userns, c->no_pivot, err);
                 if (r < 0)
                         return r;
-        } else if (c->mnt_ns_fd < 0 && (chroot(s->root) < 0 || chdir("/") < 0))
+        } else if (chroot(s->root) < 0 || chdir("/") < 0)
                 return nook_err_errno(err, NOOK_E_IO, "Cannot chroot into root.path '%s'", s->root);
         r = oci_sysctl_apply(s->sysctl, err);
         if (r < 0)
                 return r;
         if (c->new_uts && s->hostname && sethostname(s->hostname, strlen(s->hostname)) < 0)
                 return nook_err_errno(err, NOOK_E_IO, "Cannot set the hostname '%s'", s->hostname);
-        if (c->new_mntns) {
+        if (c->own_mntns) {
                 r = oci_rootfs_finalize(s, err);
                 if (r < 0)
                         return r;
@@ -169,7 +170,8 @@ _noreturn_ static void child_main(child_ctx *c) {
         c->sync_fd = safe_close(c->sync_fd);
         if (wait_fifo(c->fifo_fd) < 0)
                 _exit(1); /* deleted before start */
-        c->fifo_fd = safe_close(c->fifo_fd);
+        /* fifo_fd stays open until the fds are closed right before execve: `start` waits for
+         * that, so the program runs when start returns */
         r = oci_hooks_run(c->spec->hooks, "startContainer", "{}", &err);
         if (r >= 0) {
                 /* the engine's fds (conmon's sync pipe, log fds) never reach the container */
@@ -577,7 +579,7 @@ static int spawn_init(const oci_create_opts *o, create_plan *p, pid_t *ret_pid, 
                 .new_userns = user && !user->path,
                 .new_cgroupns = oci_spec_ns(s, CLONE_NEWCGROUP) && !oci_spec_ns(s, CLONE_NEWCGROUP)->path,
                 .new_uts = oci_spec_ns(s, CLONE_NEWUTS) && !oci_spec_ns(s, CLONE_NEWUTS)->path,
-                .new_mntns = oci_spec_ns(s, CLONE_NEWNS) && !oci_spec_ns(s, CLONE_NEWNS)->path,
+                .own_mntns = oci_spec_ns(s, CLONE_NEWNS) != NULL, /* new, or joined: set up, as runc */
                 .no_pivot = o->no_pivot,
                 .preserve_fds = o->preserve_fds,
                 .proc = { .proc = &s->process,

@@ -57,7 +57,7 @@ static int load_process_file(const char *file, exec_plan *p, nook_error *err) {
         _cleanup_close_ int fd = open(file, O_RDONLY | O_CLOEXEC);
         if (fd < 0)
                 return nook_err_errno(err, NOOK_E_NOT_FOUND, "Cannot open --process '%s'", file);
-        int r = fd_read_to_end(fd, JSON_MAX_BYTES, &text, &len, err);
+        int r = fd_read_to_end(fd, (size_t)JSON_MAX_BYTES, &text, &len, err);
         if (r >= 0)
                 r = json_parse_object(text, len, &p->process_json, err);
         if (r >= 0)
@@ -87,13 +87,16 @@ static int process_from_flags(const oci_exec_opts *o, exec_plan *p, nook_error *
         if (r < 0)
                 return r;
         if (o->user) {
-                unsigned uid = 0, gid = 0;
-                int n = sscanf(o->user, "%u:%u", &uid, &gid);
-                if (n < 1)
+                char *end = NULL;
+                errno = 0;
+                unsigned long uid = strtoul(o->user, &end, 10), gid = p->proc.gid;
+                if (!errno && end != o->user && *end == ':')
+                        gid = strtoul(end + 1, &end, 10);
+                if (errno || end == o->user || *end || uid > UINT32_MAX || gid > UINT32_MAX)
                         return nook_err_set(
                                 err, NOOK_E_INVALID, "--user '%s': give uid[:gid] as numbers", o->user);
-                p->proc.uid = uid;
-                p->proc.gid = n == 2 ? gid : p->proc.gid;
+                p->proc.uid = (uid_t)uid;
+                p->proc.gid = (gid_t)gid;
         }
         return 0;
 }

@@ -247,14 +247,17 @@ static int make_device(int root, const oci_device *d, bool in_userns, nook_error
 }
 
 static int setup_devices(int root, const oci_spec *s, bool in_userns, nook_error *err) {
+#define DEV(p, ma, mi)                                                                                      \
+        { .path = (p), .major = (ma), .minor = (mi), .mode = 0666, .type = 'c' }
         static const oci_device defaults[] = {
-                { "/dev/null", 'c', 1, 3, 0666, false, false, 0, 0 },
-                { "/dev/zero", 'c', 1, 5, 0666, false, false, 0, 0 },
-                { "/dev/full", 'c', 1, 7, 0666, false, false, 0, 0 },
-                { "/dev/random", 'c', 1, 8, 0666, false, false, 0, 0 },
-                { "/dev/urandom", 'c', 1, 9, 0666, false, false, 0, 0 },
-                { "/dev/tty", 'c', 5, 0, 0666, false, false, 0, 0 },
+                DEV("/dev/null", 1, 3),
+                DEV("/dev/zero", 1, 5),
+                DEV("/dev/full", 1, 7),
+                DEV("/dev/random", 1, 8),
+                DEV("/dev/urandom", 1, 9),
+                DEV("/dev/tty", 5, 0),
         };
+#undef DEV
         static const char *const links[][2] = {
                 { "/proc/self/fd", "fd" },
                 { "/proc/self/fd/0", "stdin" },

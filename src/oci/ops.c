@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -75,6 +76,9 @@ int oci_start(const char *root, const char *id, nook_error *err) {
         if (write(fd, "0", 1) != 1)
                 return nook_err_errno(err, NOOK_E_IO, "Cannot signal the container init through '%s'", fifo);
         (void)unlink(fifo);
+        /* the init closes its end right before execve: then the program is what runs */
+        struct pollfd pfd = { .fd = fd, .events = 0 };
+        (void)poll(&pfd, 1, 2000);
         run_late_hooks(st, "poststart");
         return 0;
 }
@@ -266,7 +270,7 @@ static int resources_json(const char *file, iso_cgroup_values *v, json_t **keep,
                 streq(file, "-") ? fcntl(0, F_DUPFD_CLOEXEC, 3) : open(file, O_RDONLY | O_CLOEXEC);
         if (fd < 0)
                 return nook_err_errno(err, NOOK_E_NOT_FOUND, "Cannot open --resources '%s'", file);
-        int r = fd_read_to_end(fd, JSON_MAX_BYTES, &text, &len, err);
+        int r = fd_read_to_end(fd, (size_t)JSON_MAX_BYTES, &text, &len, err);
         if (r >= 0)
                 r = json_parse_object(text, len, &j, err);
         if (r < 0)

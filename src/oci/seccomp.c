@@ -21,7 +21,7 @@ static void ctx_releasep(scmp_filter_ctx *ctx) {
 static int action_parse(
         const char *name, json_t *errno_ret, uint32_t default_errno, uint32_t *ret, nook_error *err) {
         uint32_t e = default_errno;
-        if (errno_ret && json_is_integer(errno_ret))
+        if (json_is_integer(errno_ret))
                 e = (uint32_t)json_integer_value(errno_ret);
         if (streq(name, "SCMP_ACT_ALLOW"))
                 *ret = SCMP_ACT_ALLOW;

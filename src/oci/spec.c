@@ -21,7 +21,7 @@
 #include "util/macro.h"
 #include "util/str.h"
 
-#define CONFIG_MAX_BYTES JSON_MAX_BYTES
+#define CONFIG_MAX_BYTES ((size_t)JSON_MAX_BYTES)
 
 static const struct {
         const char *name;
@@ -159,9 +159,10 @@ int oci_signal_parse(const char *s) {
                 if (strcasecmp(sig_names[i].name, n) == 0)
                         return sig_names[i].sig;
         if (startswith(n, "RTMIN+")) {
-                int v = atoi(n + 6);
-                if (v >= 0 && SIGRTMIN + v <= SIGRTMAX)
-                        return SIGRTMIN + v;
+                char *end = NULL;
+                long v = strtol(n + 6, &end, 10);
+                if (end && !*end && v >= 0 && SIGRTMIN + v <= SIGRTMAX)
+                        return SIGRTMIN + (int)v;
         }
         return -1;
 }
@@ -597,7 +598,7 @@ static int parse_resources(oci_spec *s, json_t *res, nook_error *err) {
                 r->swappiness = (uint64_t)sw;
                 if (r->has_memory && r->memory == 0)
                         r->has_memory = false;
-                if (r->has_memory && r->memory > 0 && r->memory < 4096 * 16)
+                if (r->has_memory && r->memory > 0 && r->memory < 65536)
                         return nook_err_set(err, NOOK_E_INVALID,
                                 "linux.resources.memory.limit %lld bytes is too small (64 KiB at least)",
                                 (long long)r->memory);
@@ -711,7 +712,7 @@ static int parse_linux(oci_spec *s, nook_error *err) {
                 if (strstr(*p, "..") || strchr(*p, '/') > strchr(*p, '='))
                         return nook_err_set(err, NOOK_E_INVALID, "linux.sysctl: bad key in '%s'", *p);
         s->seccomp = json_object_get(linux_, "seccomp");
-        if (s->seccomp && json_is_null(s->seccomp))
+        if (json_is_null(s->seccomp))
                 s->seccomp = NULL;
         if (s->seccomp && !json_is_object(s->seccomp))
                 return nook_err_set(err, NOOK_E_INVALID, "linux.seccomp must be an object");
@@ -818,7 +819,7 @@ int oci_spec_load(const char *bundle, oci_spec **ret, nook_error *err) {
 
 const char *oci_spec_annotation(const oci_spec *s, const char *key) {
         json_t *v = s->annotations ? json_object_get(s->annotations, key) : NULL;
-        return v && json_is_string(v) ? json_string_value(v) : NULL;
+        return json_is_string(v) ? json_string_value(v) : NULL;
 }
 
 oci_spec *oci_spec_free(oci_spec *s) {

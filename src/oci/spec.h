@@ -84,12 +84,12 @@ typedef struct oci_resources {
 
 typedef struct oci_device {
         const char *path;
-        char type; /* c, b, u, p */
         int64_t major, minor;
         mode_t mode;
-        bool has_uid, has_gid;
         uid_t uid;
         gid_t gid;
+        char type; /* c, b, u, p */
+        bool has_uid, has_gid;
 } oci_device;
 
 typedef struct oci_spec {

@@ -89,7 +89,7 @@ int oci_state_load(const char *root, const char *id, oci_state **ret, nook_error
                 return nook_err_set(err, NOOK_E_NOT_FOUND, "container \"%s\" does not exist", id);
         if (fd < 0)
                 return nook_err_errno(err, NOOK_E_IO, "Cannot open '%s'", path);
-        r = fd_read_to_end(fd, JSON_MAX_BYTES, &text, &len, err);
+        r = fd_read_to_end(fd, (size_t)JSON_MAX_BYTES, &text, &len, err);
         if (r < 0)
                 return r;
         r = json_parse_object(text, len, &st->json, err);

@@ -43,6 +43,13 @@ packages=(
         # egress gateway (src/egress, issue 14): OpenSSL 3 for TLS, the CA and leaf certificates;
         # nghttp2 for its HTTP/2 front
         libssl-dev libnghttp2-dev
+        # OCI engines (issue 16, tests/oci and test_oci_containerd/podman_conf): runc is the
+        # reference runtime, containerd (ctr, runc v2 shim) and podman drive nook-oci; golang-go
+        # builds the runtime-tools validation suite offline (its source: tests/oci/validation.sh)
+        runc containerd podman golang-go
+        # memory checkpoints (issue 15): nook doctor and nook checkpoint probe the real criu, and
+        # test_checkpoint confirms the cause it names with `criu check`
+        criu
 )
 
 log() { [[ "${NOOK_DEPS_VERBOSE:-0}" == 1 ]] && echo "deps: $*" >&2 || true; }

@@ -62,8 +62,12 @@ static void help(FILE *f) {
                 "Usage: nook [--home DIR] [--json] COMMAND [ARGS...]\n\n"
                 "nook runs untrusted code in local sandboxes: isolated Linux containers with a\n"
                 "workspace that is a host directory, mounted at /workspace.\n\nCommands:\n");
-        for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
-                fprintf(f, "  %-9s %s\n", commands[i].name, commands[i].summary);
+        int width = 0;
+        for (size_t i = 0; i < cli_n_commands; i++)
+                if ((int)strlen(commands[i].name) > width)
+                        width = (int)strlen(commands[i].name);
+        for (size_t i = 0; i < cli_n_commands; i++)
+                fprintf(f, "  %-*s %s\n", width, commands[i].name, commands[i].summary);
         fprintf(f,
                 "\nOptions:\n"
                 "  --home DIR   state folder (default $NOOK_HOME, /var/lib/nook as root,\n"

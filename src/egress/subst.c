@@ -143,6 +143,8 @@ int subst_stream_feed(subst_stream *st, const char *p, size_t n, bool final, sub
 #define REDACT_MIN 8
 
 void redact_buffer(const egress_config *c, char *buf, size_t n) {
+        if (n == 0)
+                return;
         for (size_t i = 0; i < c->n_secrets; i++) {
                 const egress_secret *s = &c->secrets[i];
                 if (s->value_len < REDACT_MIN)
@@ -188,6 +190,8 @@ int redact_stream_feed(redact_stream *r, const char *p, size_t n, bool final, su
         if (hold_max == 0)
                 return n > 0 ? emit(ud, p, n) : 0;
         hold_max--;
+        if (r->n + n == 0)
+                return 0; /* nothing held, nothing new (buf may not exist yet) */
         if (redact_reserve(r, r->n + n) < 0)
                 return -ENOMEM;
         if (n)

@@ -1026,11 +1026,9 @@ void egress_conn_run(const egress_ctx *ctx, int fd, bool https) {
         if (original_dst(&c, fd) < 0)
                 audit_conn(NULL,
                         "refused: no original destination (the connection did not come through the redirect)");
-        else if (!https)
-                conn_loop(&c);
-        else if (guest_tls(&c, fd) == 0 && egress_tls_alpn_is_h2(c.guest.ssl))
+        else if (https && guest_tls(&c, fd) == 0 && egress_tls_alpn_is_h2(c.guest.ssl))
                 egress_h2_serve(ctx, c.guest.ssl, fd, c.sni, &c.dst, c.dst_len);
-        else if (c.guest.ssl && c.sni)
+        else if (!https || (c.guest.ssl && c.sni)) /* plain HTTP, or TLS with a server name */
                 conn_loop(&c);
         upstream_release(&c);
         guest_close_gracefully(&c);

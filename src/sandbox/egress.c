@@ -58,9 +58,9 @@ static int placeholder_new(char ret[8 + 32 + 1], nook_error *err) {
         uint8_t rnd[16];
         if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
                 return nook_err_errno(err, NOOK_E_IO, "Cannot read random bytes for a secret's placeholder");
-        memcpy(ret, "nook-ph-", 8);
+        int n = snprintf(ret, 9, "nook-ph-");
         for (size_t i = 0; i < sizeof(rnd); i++)
-                (void)snprintf(ret + 8 + 2 * i, 3, "%02x", rnd[i]);
+                n += snprintf(ret + n, 3, "%02x", rnd[i]);
         return 0;
 }
 

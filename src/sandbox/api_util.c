@@ -16,6 +16,7 @@
 #include "isolate/idmap.h"
 #include "isolate/userns.h"
 #include "sandbox/ctx.h"
+#include "sandbox/egress.h"
 #include "sandbox/state.h"
 #include "util/error.h"
 #include "util/macro.h"
@@ -182,6 +183,22 @@ static void checkpoint_row(json_t *checks) {
                         false, "detail", why, "fix", ok ? NULL : fix));
 }
 
+/* --secret, --allow-http and --egress-audit start nook-egress: is it where create will look? */
+static void egress_row(json_t *checks) {
+        _cleanup_free_ char *program = sb_libexec_find("nook-egress", "egress", "NOOK_EGRESS");
+        bool ok = program && access(program, X_OK) == 0;
+        _cleanup_free_ char *detail = ok
+                ? strprintf("%s: --secret, --allow-http and --egress-audit work", program)
+                : strprintf("no nook-egress at %s: --secret, --allow-http and "
+                            "--egress-audit are refused",
+                          program ? program : "(unknown)");
+        json_array_append_new(checks,
+                json_pack("{s:s, s:b, s:b, s:s, s:s?}", "name", "egress gateway", "ok", ok, "required",
+                        false, "detail", detail ? detail : "out of memory", "fix",
+                        ok ? NULL
+                           : "install nook's nook-egress beside nook-supervisor, or point NOOK_EGRESS at it"));
+}
+
 int nook_doctor(char **ret_json, nook_error *err) {
         host_caps c;
         host_cap_row rows[HOST_CAPS_ROWS_MAX];
@@ -202,6 +219,7 @@ int nook_doctor(char **ret_json, nook_error *err) {
         identity_rows(checks);
         pause_row(checks);
         checkpoint_row(checks);
+        egress_row(checks);
         json_t *o = json_pack("{s:b, s:s, s:b, s:o}", "ok", ok, "kernel", c.kernel, "rootless", c.rootless,
                 "checks", checks);
         char *t = o ? json_dumps(o, JSON_COMPACT) : NULL;

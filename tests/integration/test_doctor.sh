@@ -7,7 +7,7 @@
 . "$(dirname "$0")/lib.sh"
 
 require_bin "$NOOK"
-plan 19
+plan 21
 
 PY=/usr/bin/python3
 [[ -x $PY ]] || PY=python3
@@ -84,6 +84,13 @@ while IFS= read -r name; do
 done < <($PY -c 'import json,sys; [print(c["name"]) for c in json.load(sys.stdin)["checks"]]' <<<"$json")
 is "$missing" "" "the text table lists every check of the JSON"
 check "the text table marks each check (ok/--/FAIL)" grep -Eq '^(FAIL|ok|--) +cgroup delegation ' <<<"$text"
+# the egress gateway row: the build tree's nook-egress is found; a missing one is named, with a fix
+r=$($PY -c 'import json,os,sys; ck={c["name"]:c for c in json.load(sys.stdin)["checks"]}; e=ck["egress gateway"]; print(e["ok"], os.path.realpath(e["detail"].split(":")[0]))' <<<"$json")
+is "$r" "True $(realpath "$NOOK_BUILD_DIR/src/egress/nook-egress")" "the egress gateway row finds this build's nook-egress"
+r=$(NOOK_EGRESS=/nonexistent/nook-egress "$NOOK" doctor --json 2>/dev/null |
+        $PY -c 'import json,sys; ck={c["name"]:c for c in json.load(sys.stdin)["checks"]}; e=ck["egress gateway"]; print(e["ok"], e["detail"], bool(e.get("fix")))')
+is "$r" "False no nook-egress at /nonexistent/nook-egress: --secret, --allow-http and --egress-audit are refused True" \
+        "a missing nook-egress is named in the row, with a fix"
 expect_fail 2 "an unknown argument" doctor --bogus
 run_nook doctor --help
 is "$status" 0 "doctor --help exits 0"

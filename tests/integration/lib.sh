@@ -311,6 +311,12 @@ _tap_cleanup() {
                 chmod -R u+rwX "$NOOK_HOME" 2>/dev/null
                 rm -rf --one-file-system "$NOOK_HOME" 2>/dev/null
         } || echo "# could not remove $NOOK_HOME"
+        # files a test made beside the home, named after it ("$NOOK_HOME.spec.json", ".ca", ...)
+        local f
+        for f in "$NOOK_HOME".*; do
+                [[ -e $f || -L $f ]] && rm -rf --one-file-system -- "$f"
+        done
+        return 0
 }
 
 NOOK_HOME=$(mktemp -d /var/tmp/nook-test.XXXXXXXX) || bail_out "mktemp under /var/tmp failed"

@@ -260,6 +260,12 @@ static char *build_redirect(net_mode mode, const char *const *rules, size_t n, u
         return t;
 }
 
+/* Where needle starts in hay, SIZE_MAX when it is not there. */
+static size_t offset_of(const char *hay, const char *needle) {
+        const char *p = strstr(hay, needle);
+        return p ? (size_t)(p - hay) : SIZE_MAX;
+}
+
 /* The egress gateway's redirect: nat output to the listeners, loopback and named private allows
  * (an egress proxy) skipped, QUIC rejected, and the filter before the nat. */
 Test(net, egress_redirect_ruleset) {
@@ -268,11 +274,12 @@ Test(net, egress_redirect_ruleset) {
         cr_assert(strstr(t, "type filter hook output priority -150;"), "filter before nat:\n%s", t);
         cr_assert(strstr(t, "udp dport 443 reject"), "QUIC rejected:\n%s", t);
         cr_assert(strstr(t, "type nat hook output priority -100;"), "%s", t);
-        const char *lo = strstr(t, "ip daddr 127.0.0.0/8 return"),
-                   *proxy = strstr(t, "ip daddr 10.99.0.10 tcp dport { 3128 } return");
-        const char *r80 = strstr(t, "tcp dport 80 redirect to :40080"),
-                   *r443 = strstr(t, "tcp dport 443 redirect to :40443");
-        cr_assert(lo && proxy && r80 && r443 && lo < r80 && proxy < r80, "redirect chain:\n%s", t);
+        /* offsets, not pointers into t (which is freed and rebuilt below) */
+        size_t lo = offset_of(t, "ip daddr 127.0.0.0/8 return"),
+               proxy = offset_of(t, "ip daddr 10.99.0.10 tcp dport { 3128 } return"),
+               r80 = offset_of(t, "tcp dport 80 redirect to :40080"),
+               r443 = offset_of(t, "tcp dport 443 redirect to :40443");
+        cr_assert(r443 != SIZE_MAX && r80 != SIZE_MAX && lo < r80 && proxy < r80, "redirect chain:\n%s", t);
         cr_assert_null(strstr(t, "ip daddr 0.0.0.0/0 return"), "a broad allow is not exempt:\n%s", t);
         assert_loads(t);
         free(t);

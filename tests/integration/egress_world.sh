@@ -24,6 +24,8 @@ egress_world_down() {
                 kill "$EG_DRIVER_PID" 2>/dev/null
                 wait "$EG_DRIVER_PID" 2>/dev/null
         fi
+        # by pid too: a process outlives its network namespace's name, and ip netns pids needs it
+        ((${#EG_UP_PIDS[@]})) && kill -9 "${EG_UP_PIDS[@]}" 2>/dev/null
         for ns in "$EG_G" "$EG_X" "$EG_P"; do
                 ip netns pids "$ns" 2>/dev/null | xargs -r kill -9 2>/dev/null
                 ip netns del "$ns" 2>/dev/null
@@ -41,8 +43,10 @@ _eg_mkcert() { # NAME CA SANS...
                 -addext "subjectAltName=${san%,}" 2>/dev/null
 }
 
-_eg_upstream() { # LOG ADDR PORT [CERT KEY]: an upstream in the public netns (disowned: killed with the netns)
+EG_UP_PIDS=()
+_eg_upstream() { # LOG ADDR PORT [CERT KEY]: an upstream in the public netns (disowned; killed by egress_world_down)
         ip netns exec "$EG_P" python3 "$EG_HERE/egress_upstream.py" "$@" >/dev/null 2>>"$EG_D/upstream.err" &
+        EG_UP_PIDS+=("$!")
         disown
 }
 
@@ -59,6 +63,8 @@ egress_world_up() { # DIR
         ip link set "${EG_X}a" netns "$EG_X" && ip link set "${EG_P}b" netns "$EG_P" || return 1
         for a in 198.51.100.1/24 10.99.0.1/24; do ip -n "$EG_X" addr add $a dev "${EG_X}a"; done
         for a in 198.51.100.10/24 198.51.100.11/24 10.99.0.10/24; do ip -n "$EG_P" addr add $a dev "${EG_P}b"; done
+        # by pid too: a process outlives its network namespace's name, and ip netns pids needs it
+        ((${#EG_UP_PIDS[@]})) && kill -9 "${EG_UP_PIDS[@]}" 2>/dev/null
         for ns in "$EG_G" "$EG_X" "$EG_P"; do ip -n "$ns" link set lo up; done
         ip -n "$EG_X" link set "${EG_X}a" up && ip -n "$EG_P" link set "${EG_P}b" up
         # the guest's default route: a veth pair inside it; nothing is behind it, the redirect takes all

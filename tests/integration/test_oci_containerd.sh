@@ -67,6 +67,10 @@ ctrd_cleanup() {
                 done
         done
         rmdir "/run/containerd/runc/$ns" 2>/dev/null
+        # containerd's cgroup parent for our namespace, in every hierarchy (empty once the tasks went)
+        for d in /sys/fs/cgroup/*/"$ns"; do
+                [[ -d "$d" ]] && find "$d" -depth -type d -exec rmdir {} + 2>/dev/null
+        done
         return 0
 }
 # shellcheck disable=SC2154 # _rc is assigned inside the trap string

@@ -322,18 +322,25 @@ int iso_cgroup_open(const char *home, const char *name, iso_cgroup **ret, nook_e
         return 0;
 }
 
-int iso_cgroup_attach(iso_cgroup *cg, pid_t pid, nook_error *err) {
+/* Writes pid into cgroup.procs of every hierarchy of cg; skip_missing: those whose folder does
+ * not exist are left out (a cgroup by path for the OCI runtime), else they fail. */
+static int attach(iso_cgroup *cg, pid_t pid, bool skip_missing, nook_error *err) {
         char v[32];
         (void)snprintf(v, sizeof(v), "%d", (int)pid);
         if (cg->v2)
                 return write_file(cg->path, "cgroup.procs", v, err);
-        for (int i = 0; i < _V1_MAX; i++)
-                if (cg->v1[i]) {
-                        int r = write_file(cg->v1[i], "cgroup.procs", v, err);
-                        if (r < 0)
-                                return r;
-                }
+        for (int i = 0; i < _V1_MAX; i++) {
+                if (!cg->v1[i] || (skip_missing && access(cg->v1[i], F_OK) < 0))
+                        continue;
+                int r = write_file(cg->v1[i], "cgroup.procs", v, err);
+                if (r < 0)
+                        return r;
+        }
         return 0;
+}
+
+int iso_cgroup_attach(iso_cgroup *cg, pid_t pid, nook_error *err) {
+        return attach(cg, pid, false, err);
 }
 
 int iso_cgroup_set_limits(iso_cgroup *cg, const iso_limits *l, nook_error *err) {
@@ -820,17 +827,7 @@ int iso_cgroup_apply(iso_cgroup *cg, const iso_cgroup_values *v, nook_error *err
 }
 
 int iso_cgroup_attach_all(iso_cgroup *cg, pid_t pid, nook_error *err) {
-        char v[32];
-        (void)snprintf(v, sizeof(v), "%d", (int)pid);
-        if (cg->v2)
-                return write_file(cg->path, "cgroup.procs", v, err);
-        for (int i = 0; i < _V1_MAX; i++)
-                if (cg->v1[i] && access(cg->v1[i], F_OK) == 0) {
-                        int r = write_file(cg->v1[i], "cgroup.procs", v, err);
-                        if (r < 0)
-                                return r;
-                }
-        return 0;
+        return attach(cg, pid, true, err);
 }
 
 int iso_cgroup_pids(iso_cgroup *cg, pid_t **ret, size_t *ret_n, nook_error *err) {

@@ -528,16 +528,6 @@ static int plan_prepare(const oci_create_opts *o, create_plan *p, nook_error *er
         return plan_cgroup(p, o->id, err);
 }
 
-static int write_pid_file(const char *path, pid_t pid, nook_error *err) {
-        char tmp[PATH_MAX], v[32];
-        (void)snprintf(tmp, sizeof(tmp), "%s.nook-tmp", path);
-        (void)snprintf(v, sizeof(v), "%d", (int)pid);
-        _cleanup_close_ int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-        if (fd < 0 || fd_write_all(fd, v, strlen(v)) < 0 || rename(tmp, path) < 0)
-                return nook_err_errno(err, NOOK_E_IO, "Cannot write --pid-file '%s'", path);
-        return 0;
-}
-
 static int parent_finish(const oci_create_opts *o, create_plan *p, pid_t pid, nook_error *err) {
         char created[64];
         oci_state st = { .id = (char *)o->id,
@@ -553,7 +543,7 @@ static int parent_finish(const oci_create_opts *o, create_plan *p, pid_t pid, no
         int r = oci_state_save(&st, err);
         if (r < 0)
                 return r;
-        if (o->pid_file && (r = write_pid_file(o->pid_file, pid, err)) < 0)
+        if (o->pid_file && (r = oci_pid_file_write(o->pid_file, pid, err)) < 0)
                 return r;
         json_t *j = oci_state_to_json(&st);
         _cleanup_free_ char *state = j ? json_dumps(j, JSON_COMPACT) : NULL;

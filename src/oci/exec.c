@@ -195,16 +195,6 @@ _noreturn_ static void exec_child(const oci_state *st, exec_plan *p, unsigned pr
         _exit(r == -NOOK_E_REFUSED ? 126 : 127);
 }
 
-static int write_pid_file(const char *path, pid_t pid, nook_error *err) {
-        char tmp[PATH_MAX], v[32];
-        (void)snprintf(tmp, sizeof(tmp), "%s.nook-tmp", path);
-        (void)snprintf(v, sizeof(v), "%d", (int)pid);
-        _cleanup_close_ int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-        if (fd < 0 || fd_write_all(fd, v, strlen(v)) < 0 || rename(tmp, path) < 0)
-                return nook_err_errno(err, NOOK_E_IO, "Cannot write --pid-file '%s'", path);
-        return 0;
-}
-
 static int enter_cgroup(const oci_state *st, nook_error *err) {
         iso_cgroup *cg = NULL;
         if (st->cgroup_path && iso_cgroup_open_path(st->cgroup_path, &cg, err) == 0) {
@@ -292,7 +282,7 @@ int oci_exec(const oci_exec_opts *o, int *ret_status, nook_error *err) {
                 *err = child_err;
                 return -(int)(child_err.code ? child_err.code : NOOK_E_INTERNAL);
         }
-        if (o->pid_file && (r = write_pid_file(o->pid_file, pid, err)) < 0)
+        if (o->pid_file && (r = oci_pid_file_write(o->pid_file, pid, err)) < 0)
                 return r;
         if (o->detach) {
                 *ret_status = 0;

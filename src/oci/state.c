@@ -178,3 +178,13 @@ int oci_state_remove(const char *dir, nook_error *err) {
                 return r;
         return 0;
 }
+
+int oci_pid_file_write(const char *path, pid_t pid, nook_error *err) {
+        char tmp[PATH_MAX], v[32];
+        (void)snprintf(tmp, sizeof(tmp), "%s.nook-tmp", path);
+        (void)snprintf(v, sizeof(v), "%d", (int)pid);
+        _cleanup_close_ int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        if (fd < 0 || fd_write_all(fd, v, strlen(v)) < 0 || rename(tmp, path) < 0)
+                return nook_err_errno(err, NOOK_E_IO, "Cannot write --pid-file '%s'", path);
+        return 0;
+}

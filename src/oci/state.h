@@ -55,3 +55,5 @@ oci_status oci_state_status(const oci_state *st);
 json_t *oci_state_to_json(const oci_state *st);
 /* Removes ROOT/ID and everything in it. */
 int oci_state_remove(const char *dir, nook_error *err);
+/* --pid-file: pid written to a temporary file beside path, then renamed over it (create, exec). */
+int oci_pid_file_write(const char *path, pid_t pid, nook_error *err);

@@ -94,21 +94,23 @@ not_ok() {
 check() {
         local desc=$1
         shift
-        if "$@"; then ok "$desc"; else not_ok "$desc" "command failed: $*"; fi
+        if "$@"; then ok "$desc"; else not_ok "$desc" "command failed: $*"; return 1; fi
 }
 
-# is GOT WANT DESC
+# is GOT WANT DESC (is, isnt, like, unlike and check return 1 when the check failed, so that
+# `is ... || diag "$err"` shows the cause and `is ... || bail_out ...` stops the file)
 is() {
         if [[ "$1" == "$2" ]]; then
                 ok "$3"
         else
                 not_ok "$3" "got:  '$1'" "want: '$2'"
+                return 1
         fi
 }
 
 # isnt GOT UNWANTED DESC
 isnt() {
-        if [[ "$1" != "$2" ]]; then ok "$3"; else not_ok "$3" "got the unwanted '$1'"; fi
+        if [[ "$1" != "$2" ]]; then ok "$3"; else not_ok "$3" "got the unwanted '$1'"; return 1; fi
 }
 
 # like GOT REGEX DESC (bash ERE)
@@ -117,12 +119,13 @@ like() {
                 ok "$3"
         else
                 not_ok "$3" "got:  '$1'" "want a match for: $2"
+                return 1
         fi
 }
 
 # unlike GOT REGEX DESC
 unlike() {
-        if [[ ! "$1" =~ $2 ]]; then ok "$3"; else not_ok "$3" "got:  '$1'" "want no match for: $2"; fi
+        if [[ ! "$1" =~ $2 ]]; then ok "$3"; else not_ok "$3" "got:  '$1'" "want no match for: $2"; return 1; fi
 }
 
 # skip REASON: a skipped test; a failure under NOOK_MUST_WORK=1.
@@ -192,10 +195,13 @@ require_bin() {
 
 # wait_for SECONDS CMD...: polls every 0.1 s until CMD succeeds; false when time runs out.
 wait_for() {
-        local i n=$(($1 * 10))
+        # Bounded by wall time as well as by tries: a check that itself takes long (a client
+        # call to a stuck server) must not multiply the wait by the number of tries.
+        local i n=$(($1 * 10)) deadline=$((SECONDS + $1))
         shift
         for ((i = 0; i < n; i++)); do
                 "$@" && return 0
+                ((SECONDS >= deadline)) && return 1
                 sleep 0.1
         done
         return 1

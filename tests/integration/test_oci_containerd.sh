@@ -40,7 +40,46 @@ fi
 T="$NOOK_HOME/ctrd"
 ns="nooktest-$$"
 mkdir -p "$T"
-ctr_() { timeout --kill-after=5 60 ctr --address "$T/c.sock" --namespace "$ns" "$@"; }
+# ctr_ ARGS: ctr against our containerd, 30 s at most. Once a call timed out containerd is taken as
+# stuck: what it and the runtimes were doing goes to the log once, and later calls fail at once
+# (a stuck containerd must cost one timeout, not one per remaining check).
+ctr_() {
+        [[ -e "$T/stuck" ]] && return 124
+        timeout --kill-after=5 30 ctr --address "$T/c.sock" --namespace "$ns" "$@"
+        local rc=$?
+        if [[ $rc == 124 ]]; then # (137 is not a timeout here: a task killed by SIGKILL)
+                {
+                        echo "ctr $* timed out; processes:"
+                        ps -eo pid,ppid,stat,wchan:24,args | grep -E '[n]ook-oci|[r]unc|[s]him|[c]ontainerd' | cut -c1-200
+                } >"$T/stuck"
+                diag "$(cat "$T/stuck")" >&2
+        fi
+        return $rc
+}
+
+# stop_pid PID: TERM, up to 10 s to go, then KILL; never waits unbounded (a containerd stuck on a
+# shim must not hold the test until meson's timeout).
+stop_pid() {
+        local pid=$1 i
+        kill -TERM "$pid" 2>/dev/null || return 0
+        for ((i = 0; i < 100; i++)); do
+                kill -0 "$pid" 2>/dev/null || break
+                sleep 0.1
+        done
+        kill -KILL "$pid" 2>/dev/null
+        wait "$pid" 2>/dev/null
+        return 0
+}
+
+# ctrd_diag: what containerd and the runtimes said last, for a failed check.
+ctrd_diag() {
+        [[ -e "$T/stuck" ]] && cat "$T/stuck"
+        echo "containerd.log: $(grep -E 'level=(error|warning)' "$T/containerd.log" 2>/dev/null | tail -n 6)"
+        local f
+        for f in "$T"/*-calls; do
+                [[ -f "$f" ]] && echo "$(basename "$f"): $(tail -n 4 "$f" | tr '\n' '|')"
+        done
+}
 
 # ctrd_cleanup: every task and container of our namespace, then containerd itself. Runs before
 # lib.sh's leak check (which would see the shims and containerd: their arguments name NOOK_HOME).
@@ -48,13 +87,13 @@ ctrd_pid=""
 ctrd_cleanup() {
         local id
         if [[ -n "$ctrd_pid" ]]; then
+                rm -f "$T/stuck" # one more try each, for the cleanup
                 for id in $(ctr_ containers list -q 2>/dev/null); do
                         ctr_ task kill -s SIGKILL "$id" >/dev/null 2>&1
                         ctr_ task delete --force "$id" >/dev/null 2>&1
                         ctr_ containers delete "$id" >/dev/null 2>&1
                 done
-                kill -TERM "$ctrd_pid" 2>/dev/null
-                wait "$ctrd_pid" 2>/dev/null
+                stop_pid "$ctrd_pid"
         fi
         # A shim whose task could not be deleted outlives containerd: ours name our socket.
         local pid d
@@ -63,7 +102,7 @@ ctrd_cleanup() {
         for d in "/run/containerd/runc/$ns"/*/; do
                 [[ -d "$d" ]] || continue
                 for rt in "$NOOK_OCI" "$(command -v runc)"; do
-                        [[ -x "$rt" ]] && "$rt" --root "/run/containerd/runc/$ns" delete --force "$(basename "$d")" >/dev/null 2>&1
+                        [[ -x "$rt" ]] && timeout -k 5 20 "$rt" --root "/run/containerd/runc/$ns" delete --force "$(basename "$d")" >/dev/null 2>&1
                 done
         done
         rmdir "/run/containerd/runc/$ns" 2>/dev/null
@@ -154,7 +193,7 @@ EOF
 
         o=$(ctr_ "${run[@]}" --rm "$image" "$label-echo" sh -c "echo hello from $label" 2>&1)
         rc=$?
-        is "$rc:$o" "0:hello from $label" "$label: ctr run --rm prints the process's output and exits 0"
+        is "$rc:$o" "0:hello from $label" "$label: ctr run --rm prints the process's output and exits 0" || diag "$(ctrd_diag)"
 
         ctr_ "${run[@]}" --rm "$image" "$label-exit" sh -c 'exit 3' >/dev/null 2>&1
         is "$?" 3 "$label: ctr run returns the process's exit code (3)"
@@ -171,7 +210,7 @@ EOF
         if wait_for 10 test "$(task_status "$id")" = RUNNING; then
                 ok "$label: ctr run -d leaves a RUNNING task"
         else
-                not_ok "$label: ctr run -d leaves a RUNNING task" "$(ctr_ task ls 2>&1)" "$(tail -n 5 "$T/containerd.log")"
+                not_ok "$label: ctr run -d leaves a RUNNING task" "$(ctr_ task ls 2>&1)" "$(ctrd_diag)"
         fi
 
         pid=$(task_pid "$id")
@@ -181,13 +220,13 @@ EOF
         # shellcheck disable=SC2016 # $0 expands in the task's shell
         o=$(ctr_ task exec --exec-id e1 "$id" sh -c 'echo in $0; exit 5' "$label" 2>&1)
         rc=$?
-        is "$rc:$o" "5:in $label" "$label: ctr task exec runs in the task, with its output and exit code (5)"
+        is "$rc:$o" "5:in $label" "$label: ctr task exec runs in the task, with its output and exit code (5)" || diag "$(ctrd_diag)"
 
         ctr_ task kill -s SIGKILL "$id" >/dev/null 2>&1
         if wait_for 10 is_stopped "$id"; then
                 ok "$label: ctr task kill -s SIGKILL stops the task"
         else
-                not_ok "$label: ctr task kill -s SIGKILL stops the task" "status: $(task_status "$id")"
+                not_ok "$label: ctr task kill -s SIGKILL stops the task" "status: $(task_status "$id")" "$(ctrd_diag)"
         fi
 
         ctr_ task delete "$id" >/dev/null 2>&1
@@ -201,16 +240,16 @@ EOF
                         "delete status $rc" "state: $("$runtime" --root "/run/containerd/runc/$ns" state "$id" 2>&1)"
         fi
 
-        o=$(script -qec "timeout 60 ctr --address '$T/c.sock' --namespace '$ns' ${run[*]} --rm -t $image $label-tty sh -c 'tty; exit 4'" /dev/null </dev/null 2>&1)
+        o=$(script -qec "timeout -k 5 30 ctr --address '$T/c.sock' --namespace '$ns' ${run[*]} --rm -t $image $label-tty sh -c 'tty; exit 4'" /dev/null </dev/null 2>&1)
         rc=$?
-        like "$rc:$o" "^4:.*/dev/pts/[0-9]+" "$label: ctr run -t gives the process a terminal (console socket) and its exit code (4)"
+        like "$rc:$o" "^4:.*/dev/pts/[0-9]+" "$label: ctr run -t gives the process a terminal (console socket) and its exit code (4)" || diag "$(ctrd_diag)"
 
         ctr_ "${run[@]}" --rm "$image" "$label-kill" sleep 300 >/dev/null 2>&1 &
         local ctr_run=$!
         wait_for 10 test "$(task_status "$label-kill")" = RUNNING
         ctr_ task kill -s SIGKILL "$label-kill" >/dev/null 2>&1
         wait "$ctr_run"
-        is "$?" 137 "$label: a task killed with SIGKILL makes ctr run exit 137"
+        is "$?" 137 "$label: a task killed with SIGKILL makes ctr run exit 137" || diag "$(ctrd_diag)"
 }
 
 exercise runc "$(command -v runc)"
@@ -251,8 +290,7 @@ EOF
                 grep -q 'nook:{Type:io.containerd.runc.v2 .*PodAnnotations:\[io.nook.\*\] ContainerAnnotations:\[io.nook.\*\] .*Options:map\[BinaryName:/usr/bin/nook-oci SystemdCgroup:false\]' "$c/log"; then
                 rc=0
         fi
-        kill -TERM "$pid" 2>/dev/null
-        wait "$pid" 2>/dev/null
+        stop_pid "$pid"
         return $rc
 }
 desc="containerd's CRI plugin loads the nook handler of docs/kubernetes.md (runc.v2 shim, BinaryName, io.nook.* annotations)"

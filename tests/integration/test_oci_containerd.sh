@@ -38,7 +38,9 @@ if [[ -z "$busybox" ]] || ! file -L "$busybox" 2>/dev/null | grep -q 'statically
 fi
 
 T="$NOOK_HOME/ctrd"
-ns="nooktest-$$"
+# containerd namespace: unique per run (the random part of NOOK_HOME), so no cgroup or runtime state
+# left by an earlier, killed run can be met again under a reused pid
+ns="nooktest-${NOOK_HOME##*.}"
 mkdir -p "$T"
 # ctr_ ARGS: ctr against our containerd, 30 s at most. Once a call timed out containerd is taken as
 # stuck: what it and the runtimes were doing goes to the log once, and later calls fail at once

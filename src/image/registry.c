@@ -384,6 +384,19 @@ static int plain_http_error(const registry *reg, nook_error *err) {
                 reg->name, reg->name, reg->name);
 }
 
+/* "Authorization: Basic BASE64(user:password)"; NULL when out of memory. The encoded
+ * credentials are wiped from the scratch buffer (the header itself is the caller's to wipe). */
+static char *basic_auth_header(const char *basic) {
+        size_t bl = strlen(basic);
+        _cleanup_free_ char *b64 = malloc(4 * ((bl + 2) / 3) + 1);
+        if (!b64)
+                return NULL;
+        (void)EVP_EncodeBlock((unsigned char *)b64, (const unsigned char *)basic, (int)bl);
+        char *hdr = strprintf("Authorization: Basic %s", b64);
+        explicit_bzero(b64, strlen(b64));
+        return hdr;
+}
+
 static int fetch_token(registry *reg, const char *challenge, char **ret_header, nook_error *err) {
         char realm[512], service[256] = "", scope[512] = "";
         if (!challenge_param(challenge, "realm", realm, sizeof(realm)))
@@ -405,17 +418,8 @@ static int fetch_token(registry *reg, const char *challenge, char **ret_header, 
         _cleanup_free_ char *basic_hdr = NULL;
         if (!url || !esvc || !escope)
                 return nook_err_oom(err);
-        if (reg->basic) {
-                size_t bl = strlen(reg->basic);
-                _cleanup_free_ char *b64 = malloc(4 * ((bl + 2) / 3) + 1);
-                if (!b64)
-                        return nook_err_oom(err);
-                (void)EVP_EncodeBlock((unsigned char *)b64, (const unsigned char *)reg->basic, (int)bl);
-                basic_hdr = strprintf("Authorization: Basic %s", b64);
-                explicit_bzero(b64, strlen(b64));
-                if (!basic_hdr)
-                        return nook_err_oom(err);
-        }
+        if (reg->basic && !(basic_hdr = basic_auth_header(reg->basic)))
+                return nook_err_oom(err);
         xfer x = { .fd = -1, .max = 256 * 1024 };
         char errbuf[CURL_ERROR_SIZE];
         CURLcode rc = perform(reg, url, NULL, basic_hdr, &x, errbuf);
@@ -466,13 +470,7 @@ static int authenticate(registry *reg, const char *challenge, const char *tried,
                 if (r < 0)
                         return r;
         } else if (strncasecmp(challenge, "Basic", 5) == 0 && reg->basic && !tried) {
-                size_t bl = strlen(reg->basic);
-                _cleanup_free_ char *b64 = malloc(4 * ((bl + 2) / 3) + 1);
-                if (!b64)
-                        return nook_err_oom(err);
-                (void)EVP_EncodeBlock((unsigned char *)b64, (const unsigned char *)reg->basic, (int)bl);
-                hdr = strprintf("Authorization: Basic %s", b64);
-                explicit_bzero(b64, strlen(b64));
+                hdr = basic_auth_header(reg->basic);
                 if (!hdr)
                         return nook_err_oom(err);
         } else

@@ -338,7 +338,7 @@ static void plan_secrets(conn *c, req *q) {
         const egress_config *cfg = c->ctx->cfg;
         q->body_subst = false;
         for (size_t i = 0; i < cfg->n_secrets && i < ELEMENTSOF(q->head_act); i++) {
-                bool ok = c->https && strcasecmp(c->sni, q->host) == 0 &&
+                bool ok = c->https && strcasecmp(c->sni, q->host) == 0 && cfg->secrets[i].value &&
                         egress_secret_allows_host(&cfg->secrets[i], q->host);
                 q->head_act[i] = ok ? SUBST_REPLACE : SUBST_BLOCK;
                 q->body_act[i] = !ok ? SUBST_BLOCK : cfg->secrets[i].body ? SUBST_REPLACE : SUBST_KEEP;
@@ -349,6 +349,14 @@ static void plan_secrets(conn *c, req *q) {
 
 static void reason_blocked(conn *c, req *q, size_t k) {
         const egress_secret *s = &c->ctx->cfg->secrets[k];
+        if (!s->value) {
+                (void)snprintf(q->reason, sizeof(q->reason),
+                        "blocked: the value of secret %s was not kept across the restart of this sandbox "
+                        "(secret values are never stored); create the sandbox again with %s in the "
+                        "environment (--secret %s@HOST) to use it",
+                        s->name, s->name, s->name);
+                return;
+        }
         (void)snprintf(q->reason, sizeof(q->reason),
                 "blocked: the placeholder of secret %s goes only to its hosts over HTTPS (%s%s), not to %s://%s",
                 s->name, s->hosts[0], s->n_hosts > 1 ? ", ..." : "", c->https ? "https" : "http", q->host);

@@ -17,6 +17,7 @@
 
 #include "nook.h"
 #include "egress/audit.h"
+#include "egress/h2up.h"
 #include "egress/http1.h"
 #include "egress/io.h"
 #include "egress/proxy.h"
@@ -48,6 +49,7 @@ typedef struct conn {
         const char *proto; /* for the audit: http/1.1, or h2 for a stream bridged from h2.c */
         bool up_open;
         char up_host[EGRESS_HOST_MAX + 1];
+        egress_h2up *up_h2; /* the upstream chose h2: c->up is the bridge's socketpair (h2up.c) */
 } conn;
 
 typedef struct req {
@@ -406,6 +408,7 @@ static char *build_upstream_head(const http1_head *h, req *q, size_t *ret_len) {
 static void upstream_close(conn *c) {
         if (c->up_open)
                 egress_io_done(&c->up);
+        c->up_h2 = egress_h2up_unref(c->up_h2);
         c->up_open = false;
         c->up_host[0] = 0;
 }
@@ -452,6 +455,7 @@ static bool upstream_stale(const conn *c) {
 
 typedef struct pooled {
         egress_io io;
+        egress_h2up *h2;
         struct sockaddr_storage dst;
         time_t since;
         socklen_t dst_len;
@@ -462,9 +466,10 @@ typedef struct pooled {
 static pooled pool[POOL_MAX];
 static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static bool pool_key_is(const pooled *p, const conn *c, const char *host) {
+/* h2_ok: an h2 upstream will do (not for a WebSocket upgrade, which needs HTTP/1.1). */
+static bool pool_key_is(const pooled *p, const conn *c, const char *host, bool h2_ok) {
         return p->used && p->https == c->https && strcmp(p->host, host) == 0 && p->dst_len == c->dst_len &&
-                memcmp(&p->dst, &c->dst, c->dst_len) == 0;
+                memcmp(&p->dst, &c->dst, c->dst_len) == 0 && (h2_ok || !p->h2);
 }
 
 /* A reusable upstream goes to the pool (the oldest entry makes room); c no longer owns it. */
@@ -488,24 +493,29 @@ static void upstream_release(conn *c) {
         pool[slot] = (pooled){ .used = true,
                 .https = c->https,
                 .io = c->up,
+                .h2 = c->up_h2,
                 .dst = c->dst,
                 .dst_len = c->dst_len,
                 .since = time(NULL) };
         (void)snprintf(pool[slot].host, sizeof(pool[slot].host), "%s", c->up_host);
         pthread_mutex_unlock(&pool_lock);
-        if (old.used)
+        if (old.used) {
                 egress_io_done(&old.io);
+                egress_h2up_unref(old.h2);
+        }
         c->up_open = false;
+        c->up_h2 = NULL;
         c->up_host[0] = 0;
 }
 
 /* An idle upstream for host at c's destination, if the pool has a live one. */
-static bool pool_take(conn *c, const char *host) {
+static bool pool_take(conn *c, const char *host, bool h2_ok) {
         bool found = false;
         pthread_mutex_lock(&pool_lock);
         for (size_t i = 0; i < POOL_MAX && !found; i++)
-                if (pool_key_is(&pool[i], c, host)) {
+                if (pool_key_is(&pool[i], c, host, h2_ok)) {
                         c->up = pool[i].io;
+                        c->up_h2 = pool[i].h2;
                         pool[i].used = false;
                         found = true;
                 }
@@ -531,18 +541,21 @@ void egress_pool_prune(void) {
                         pool[i].used = false;
                 }
                 pthread_mutex_unlock(&pool_lock);
-                if (old.used)
+                if (old.used) {
                         egress_io_done(&old.io);
+                        egress_h2up_unref(old.h2);
+                }
         }
 }
 
 /* The upstream for q->host at the verified original destination; reused while the host stays
  * the same. */
 static int upstream_open(conn *c, req *q) {
-        if (c->up_open && strcmp(c->up_host, q->host) == 0 && !c->up.eof && !upstream_stale(c))
+        if (c->up_open && strcmp(c->up_host, q->host) == 0 && !c->up.eof && !(q->websocket && c->up_h2) &&
+                !upstream_stale(c))
                 return 0;
         upstream_release(c);
-        if (pool_take(c, q->host))
+        if (pool_take(c, q->host, !q->websocket))
                 return 0;
         int fd = connect_dst(c);
         if (fd < 0) {
@@ -550,7 +563,7 @@ static int upstream_open(conn *c, req *q) {
                         c->dst_text, c->dst_port, strerror(-fd));
                 return fd;
         }
-        SSL *ssl = c->https ? egress_tls_upstream_ssl(c->ctx->tls, fd, q->host) : NULL;
+        SSL *ssl = c->https ? egress_tls_upstream_ssl(c->ctx->tls, fd, q->host, !q->websocket) : NULL;
         if (c->https && (!ssl || SSL_connect(ssl) != 1)) {
                 char why[300];
                 egress_tls_describe_error(ssl, why, sizeof(why));
@@ -559,9 +572,19 @@ static int upstream_open(conn *c, req *q) {
                 close(fd);
                 return -EPROTO;
         }
+        if (ssl && egress_tls_alpn_is_h2(ssl)) {
+                int r = egress_h2up_start(ssl, fd, q->host, &c->up_h2, &fd); /* takes ssl and fd */
+                if (r < 0) {
+                        (void)snprintf(q->reason, sizeof(q->reason),
+                                "cannot start HTTP/2 to %s: %s", q->host, strerror(-r));
+                        return -EPROTO;
+                }
+                ssl = NULL;
+        }
         if (egress_io_init(&c->up, fd, ssl, IO_BUF + HTTP1_HEAD_MAX) < 0) {
                 SSL_free(ssl);
                 close(fd);
+                c->up_h2 = egress_h2up_unref(c->up_h2);
                 return -ENOMEM;
         }
         c->up_open = true;
@@ -929,6 +952,8 @@ static int handle_request(conn *c, req *q, const http1_head *h) {
         }
         bool close_up = false, close_guest = false;
         r = relay_response(c, q, &close_up, &close_guest);
+        if (r < 0 && c->up_h2 && !q->reason[0]) /* why the h2 bridge ended, if it did */
+                egress_h2up_reason(c->up_h2, q->reason, sizeof(q->reason));
         if (r < 0 || close_up)
                 upstream_close(c);
         if (r < 0) {

@@ -99,8 +99,8 @@ static int sp_write(bridge *b, const void *p, size_t n) {
 /* ---- the request: HTTP/1.1 from proxy.c into a stream ------------------------------------------ */
 
 static bool is_connection_specific(const http1_field *f) {
-        static const char *const drop[] = { "Connection", "Keep-Alive", "Proxy-Connection", "Transfer-Encoding",
-                "Upgrade", "Host" };
+        static const char *const drop[] = { "Connection", "Keep-Alive", "Proxy-Connection",
+                "Transfer-Encoding", "Upgrade", "Host" };
         for (size_t i = 0; i < sizeof(drop) / sizeof(drop[0]); i++)
                 if (http1_field_is(f, drop[i]))
                         return true;
@@ -166,7 +166,8 @@ static int submit_request(bridge *b, http1_head *h) {
         b->dc = (http1_dechunk){ 0 };
         b->is_head = h->method_len == 4 && memcmp(h->method, "HEAD", 4) == 0;
         nghttp2_data_provider dp = { .read_callback = req_body_cb };
-        int32_t id = nghttp2_submit_request(b->s, NULL, nv, n, b->req_fr == HTTP1_BODY_NONE ? NULL : &dp, NULL);
+        int32_t id =
+                nghttp2_submit_request(b->s, NULL, nv, n, b->req_fr == HTTP1_BODY_NONE ? NULL : &dp, NULL);
         if (id < 0)
                 return -EIO;
         b->stream = id;
@@ -243,8 +244,8 @@ static int header_cb(nghttp2_session *s, const nghttp2_frame *f, const uint8_t *
         if (!q)
                 return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
         b->head = q;
-        b->head_len += (size_t)sprintf(q + b->head_len, "%.*s: %.*s\r\n", (int)nn, (const char *)name, (int)vn,
-                (const char *)value);
+        b->head_len += (size_t)sprintf(q + b->head_len, "%.*s: %.*s\r\n", (int)nn, (const char *)name,
+                (int)vn, (const char *)value);
         b->has_length |= nn == 14 && memcmp(name, "content-length", 14) == 0;
         return 0;
 }
@@ -289,7 +290,8 @@ static int frame_recv_cb(nghttp2_session *s, const nghttp2_frame *f, void *ud) {
         return 0;
 }
 
-static int data_cb(nghttp2_session *s, uint8_t flags, int32_t id, const uint8_t *data, size_t len, void *ud) {
+static int data_cb(
+        nghttp2_session *s, uint8_t flags, int32_t id, const uint8_t *data, size_t len, void *ud) {
         bridge *b = ud;
         char line[24];
         if (id != b->stream || !b->answered || len == 0 || b->is_head)

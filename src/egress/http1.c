@@ -299,7 +299,8 @@ static int dechunk_line(http1_dechunk *d, const char *in, size_t ln) {
         }
 }
 
-ssize_t http1_dechunk_feed(http1_dechunk *d, const char *in, size_t n, char *out, size_t max, size_t *ret_used) {
+ssize_t http1_dechunk_feed(
+        http1_dechunk *d, const char *in, size_t n, char *out, size_t max, size_t *ret_used) {
         size_t used = 0, got = 0;
         while (d->state != HTTP1_DECHUNK_DONE) {
                 const char *p = in + used;
@@ -318,6 +319,10 @@ ssize_t http1_dechunk_feed(http1_dechunk *d, const char *in, size_t n, char *out
                                 d->state = HTTP1_DECHUNK_DATA_CRLF;
                         continue;
                 }
+                /* after a chunk's data comes CRLF at once: refused as soon as it is not */
+                if (d->state == HTTP1_DECHUNK_DATA_CRLF &&
+                        ((avail >= 1 && p[0] != '\r') || (avail >= 2 && p[1] != '\n')))
+                        return -EBADMSG;
                 const char *eol = avail ? memmem(p, avail, "\r\n", 2) : NULL;
                 size_t ln = eol ? (size_t)(eol - p) : avail;
                 if (ln >= DECHUNK_LINE_MAX)

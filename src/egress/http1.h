@@ -73,4 +73,5 @@ typedef struct http1_dechunk {
  * *ret_used to the input consumed.  Stops when the input runs out, out is full or the body ends
  * (state DONE; trailers are read and dropped).  -EBADMSG: a bad size, no CRLF after a chunk, a
  * control line of 1 KiB or more, a trailer without ':' or more than 64 of them. */
-ssize_t http1_dechunk_feed(http1_dechunk *d, const char *in, size_t n, char *out, size_t max, size_t *ret_used);
+ssize_t http1_dechunk_feed(
+        http1_dechunk *d, const char *in, size_t n, char *out, size_t max, size_t *ret_used);

@@ -575,8 +575,8 @@ static int upstream_open(conn *c, req *q) {
         if (ssl && egress_tls_alpn_is_h2(ssl)) {
                 int r = egress_h2up_start(ssl, fd, q->host, &c->up_h2, &fd); /* takes ssl and fd */
                 if (r < 0) {
-                        (void)snprintf(q->reason, sizeof(q->reason),
-                                "cannot start HTTP/2 to %s: %s", q->host, strerror(-r));
+                        (void)snprintf(q->reason, sizeof(q->reason), "cannot start HTTP/2 to %s: %s",
+                                q->host, strerror(-r));
                         return -EPROTO;
                 }
                 ssl = NULL;

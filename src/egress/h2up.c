@@ -60,6 +60,7 @@ typedef struct bridge {
         int32_t stream;
         http1_framing req_fr;
         uint64_t req_left;
+        bool req_open, drain; /* body bytes still to come; to drop (the stream ended first) */
         http1_dechunk dc;
         bool is_head;
         /* its answer */
@@ -108,32 +109,58 @@ static bool is_connection_specific(const http1_field *f) {
         return http1_field_is(f, "TE") && !(f->value_len == 8 && memcmp(f->value, "trailers", 8) == 0);
 }
 
-static ssize_t req_body_cb(nghttp2_session *s, int32_t id, uint8_t *buf, size_t length, uint32_t *flags,
-        nghttp2_data_source *src, void *ud) {
-        bridge *b = ud;
+/* Up to max body bytes of the current request out of b->in: their count (0: none yet), or
+ * -EBADMSG; *ret_end at the body's end. */
+static ssize_t take_body(bridge *b, uint8_t *buf, size_t max, bool *ret_end) {
         size_t got = 0, used = 0;
         if (b->req_fr == HTTP1_BODY_CHUNKED) {
-                ssize_t k = http1_dechunk_feed(&b->dc, b->in, b->in_len, (char *)buf, length, &used);
+                ssize_t k = http1_dechunk_feed(&b->dc, b->in, b->in_len, (char *)buf, max, &used);
                 if (k < 0)
-                        return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+                        return k;
                 got = (size_t)k;
-                if (b->dc.state == HTTP1_DECHUNK_DONE)
-                        *flags |= NGHTTP2_DATA_FLAG_EOF;
+                *ret_end = b->dc.state == HTTP1_DECHUNK_DONE;
         } else {
-                got = b->in_len < length ? b->in_len : length;
+                got = b->in_len < max ? b->in_len : max;
                 if (got > b->req_left)
                         got = (size_t)b->req_left;
                 memcpy(buf, b->in, got);
                 used = got;
                 b->req_left -= got;
-                if (b->req_left == 0)
-                        *flags |= NGHTTP2_DATA_FLAG_EOF;
+                *ret_end = b->req_left == 0;
         }
         memmove(b->in, b->in + used, b->in_len - used);
         b->in_len -= used;
-        if (got == 0 && !(*flags & NGHTTP2_DATA_FLAG_EOF))
-                return b->in_eof ? NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE : NGHTTP2_ERR_DEFERRED;
+        if (*ret_end)
+                b->req_open = false;
         return (ssize_t)got;
+}
+
+static ssize_t req_body_cb(nghttp2_session *s, int32_t id, uint8_t *buf, size_t length, uint32_t *flags,
+        nghttp2_data_source *src, void *ud) {
+        bridge *b = ud;
+        bool end = false;
+        ssize_t got = take_body(b, buf, length, &end);
+        if (got < 0)
+                return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+        if (end)
+                *flags |= NGHTTP2_DATA_FLAG_EOF;
+        if (got == 0 && !end)
+                return b->in_eof ? NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE : NGHTTP2_ERR_DEFERRED;
+        return got;
+}
+
+/* The upstream answered and closed the stream before the request body was all sent (an early
+ * 401 or 413): the rest proxy.c writes is read and dropped, so the answer still reaches it. */
+static void drain_body(bridge *b) {
+        uint8_t scratch[IO_BUF];
+        bool end = false;
+        ssize_t k;
+        do
+                k = take_body(b, scratch, sizeof(scratch), &end);
+        while (k > 0 && !end);
+        if (k < 0)
+                bridge_fail(b, "the request body for %s is not valid chunked framing", b->host);
+        b->drain = !end;
 }
 
 static void nv_set(nghttp2_nv *nv, const char *name, size_t nn, const char *value, size_t vn) {
@@ -164,6 +191,7 @@ static int submit_request(bridge *b, http1_head *h) {
         }
         b->req_left = len;
         b->dc = (http1_dechunk){ 0 };
+        b->req_open = b->req_fr != HTTP1_BODY_NONE;
         b->is_head = h->method_len == 4 && memcmp(h->method, "HEAD", 4) == 0;
         nghttp2_data_provider dp = { .read_callback = req_body_cb };
         int32_t id =
@@ -238,8 +266,10 @@ static int header_cb(nghttp2_session *s, const nghttp2_frame *f, const uint8_t *
         }
         if (nn > 0 && name[0] == ':')
                 return 0;
-        if (b->head_len + nn + vn + 4 > H2UP_HEAD_MAX)
+        if (b->head_len + nn + vn + 4 > H2UP_HEAD_MAX) {
+                bridge_fail(b, "the upstream %s sent an answer head over 64 KiB", b->host);
                 return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+        }
         char *q = realloc(b->head, b->head_len + nn + vn + 5);
         if (!q)
                 return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
@@ -285,9 +315,17 @@ static int frame_recv_cb(nghttp2_session *s, const nghttp2_frame *f, void *ud) {
                 bridge_fail(b, "the upstream %s answered over HTTP/2 without a valid :status", b->host);
                 return NGHTTP2_ERR_CALLBACK_FAILURE;
         }
-        if (write_answer_head(b, f->hd.flags & NGHTTP2_FLAG_END_STREAM) < 0)
+        if (write_answer_head(b, f->hd.flags & NGHTTP2_FLAG_END_STREAM) < 0) {
+                bridge_fail(b, "the request to %s was abandoned", b->host);
                 return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+        }
         return 0;
+}
+
+/* proxy.c stopped reading (the guest went away or stalled for 30 s). */
+static int data_abandoned(bridge *b) {
+        bridge_fail(b, "the answer from %s was not read on", b->host);
+        return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
 }
 
 static int data_cb(
@@ -299,10 +337,10 @@ static int data_cb(
         if (b->chunked) {
                 int n = snprintf(line, sizeof(line), "%zx\r\n", len);
                 if (sp_write(b, line, (size_t)n) < 0)
-                        return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+                        return data_abandoned(b);
         }
         if (sp_write(b, data, len) < 0 || (b->chunked && sp_write(b, "\r\n", 2) < 0))
-                return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+                return data_abandoned(b);
         return 0;
 }
 
@@ -319,6 +357,7 @@ static int stream_close_cb(nghttp2_session *s, int32_t id, uint32_t code, void *
         }
         if (b->chunked && sp_write(b, "0\r\n\r\n", 5) < 0)
                 b->done = true;
+        b->drain = b->req_open;
         return 0;
 }
 
@@ -384,7 +423,9 @@ static void up_readable(bridge *b) {
 }
 
 static void bridge_step(bridge *b) {
-        if (!b->stream && b->in_len > 0 && next_request(b) < 0)
+        if (b->drain)
+                drain_body(b);
+        if (!b->stream && !b->drain && b->in_len > 0 && next_request(b) < 0)
                 return;
         if (nghttp2_session_send(b->s) != 0) {
                 bridge_fail(b, "cannot write to the upstream %s over HTTP/2", b->host);

@@ -9,6 +9,7 @@ body length, sha256 and the body when short), and answers by path:
   /rst        RST_STREAM (INTERNAL_ERROR) before any answer
   /goaway     GOAWAY (ENHANCE_YOUR_CALM, last stream below this one), then the socket closes
   /rstmid     headers and 1000 bytes, then RST_STREAM
+  /early      413 as soon as the request head arrives, then RST_STREAM (NO_ERROR): the body is not read
   else        200 "h2 upstream saw METHOD PATH"
 
 egress_h2_upstream.py LOG ADDR PORT CERT KEY
@@ -24,6 +25,7 @@ import h2.config
 import h2.connection
 import h2.errors
 import h2.events
+import h2.exceptions
 
 log_path, addr, port, cert, key = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5]
 lock = threading.Lock()
@@ -104,15 +106,29 @@ class Conn:
         self.h2.send_headers(sid, headers)
         self.send_body(sid, out)
 
+    def early(self, sid, st):
+        with lock, open(log_path, "a") as f:
+            f.write(json.dumps({"proto": "h2", "conn": self.number, "path": "/early", "early": True}) + "\n")
+        self.h2.send_headers(sid, [(":status", "413"), ("content-length", "13")])
+        self.h2.send_data(sid, b"too large ...", end_stream=True)
+        self.h2.reset_stream(sid, h2.errors.ErrorCodes.NO_ERROR)
+        self.flush()
+
     def handle(self, ev):
         if isinstance(ev, h2.events.RequestReceived):
             self.streams[ev.stream_id] = {"headers": [[k.decode(), v.decode()] for k, v in ev.headers],
                                           "body": bytearray()}
             if ev.stream_ended:
                 self.respond(ev.stream_id, self.streams.pop(ev.stream_id))
+            elif dict(self.streams[ev.stream_id]["headers"]).get(":path") == "/early":
+                self.early(ev.stream_id, self.streams.pop(ev.stream_id))
         elif isinstance(ev, h2.events.DataReceived):
-            self.streams[ev.stream_id]["body"] += ev.data
-            self.h2.acknowledge_received_data(ev.flow_controlled_length, ev.stream_id)
+            if ev.stream_id in self.streams:
+                self.streams[ev.stream_id]["body"] += ev.data
+            try:
+                self.h2.acknowledge_received_data(ev.flow_controlled_length, ev.stream_id)
+            except h2.exceptions.StreamClosedError:
+                pass
         elif isinstance(ev, h2.events.StreamEnded) and ev.stream_id in self.streams:
             self.respond(ev.stream_id, self.streams.pop(ev.stream_id))
         elif isinstance(ev, h2.events.ConnectionTerminated):

@@ -29,7 +29,7 @@ done
 D=$(mktemp -d /tmp/nook-egress-h2.XXXXXX)
 G=$EG_G
 trap '[[ -n ${KEEP:-} ]] && cp "$D/audit.log" /tmp/egress-h2-audit.log; egress_world_down; _tap_finish' EXIT
-plan 44
+plan 47
 egress_world_up "$D" || bail_out "cannot build the egress test world"
 
 # ---- the h2 upstream: h2.test and h2b.test at 198.51.100.12 ----
@@ -131,6 +131,13 @@ gc -o /dev/null -w '%{size_download}' https://h2.test/nolen/3000001
 like "$out" "^3000001" "a 3 MB answer without content-length arrives whole (chunked to the guest)"
 grep -q '"path":"/big/20000000".*"status":200.*"bytesDown":200000[0-9][0-9]' "$D/audit.log" &&
         ok "the audit counts the answer's bytes down" || not_ok "audit bytes" "$(grep big "$D/audit.log")"
+
+# an upstream that answers before it has read the body (h2: RST_STREAM NO_ERROR after the answer)
+gc --data-binary @"$D/rand.body" https://h2b.test/early
+is "${out##*$'\n'}" 413 "an early answer before the body was read reaches the guest"
+like "$out" "too large" "with its body"
+gc https://h2b.test/repos/after-early
+is "${out##*$'\n'}" 200 "and the next request on that h2 connection works (the rest of the body was dropped)"
 
 # ---- HTTP/2 on both sides; one h2 upstream connection carries requests as streams ----
 : >"$D/h2.log"

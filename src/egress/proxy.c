@@ -917,6 +917,12 @@ static int check_head_placeholders(conn *c, req *q, const http1_head *h) {
         return r;
 }
 
+/* Why the HTTP/2 bridge of c's upstream ended, into q->reason; false if it has not. */
+static bool h2up_failed(conn *c, req *q) {
+        egress_h2up_reason(c->up_h2, q->reason, sizeof(q->reason));
+        return q->reason[0] != 0;
+}
+
 /* One request: returns 1 to keep the guest connection for another, 0 to close it. */
 static int handle_request(conn *c, req *q, const http1_head *h) {
         int r = read_request_fields(c, h, q);
@@ -944,6 +950,11 @@ static int handle_request(conn *c, req *q, const http1_head *h) {
                 refuse(c, q, 502, "Bad Gateway", "error");
                 return 0;
         }
+        if (r < 0 && c->up_h2 && h2up_failed(c, q)) { /* the h2 bridge ended while the request went */
+                upstream_close(c);
+                refuse(c, q, 502, "Bad Gateway", "error");
+                return 0;
+        }
         if (r < 0) {
                 upstream_close(c);
                 (void)snprintf(q->reason, sizeof(q->reason), "the request failed: %s", strerror(-r));
@@ -953,7 +964,7 @@ static int handle_request(conn *c, req *q, const http1_head *h) {
         bool close_up = false, close_guest = false;
         r = relay_response(c, q, &close_up, &close_guest);
         if (r < 0 && c->up_h2 && !q->reason[0]) /* why the h2 bridge ended, if it did */
-                egress_h2up_reason(c->up_h2, q->reason, sizeof(q->reason));
+                (void)h2up_failed(c, q);
         if (r < 0 || close_up)
                 upstream_close(c);
         if (r < 0) {

@@ -9,6 +9,7 @@ body length, sha256 and the body when short), and answers by path:
   /rst        RST_STREAM (INTERNAL_ERROR) before any answer
   /goaway     GOAWAY (ENHANCE_YOUR_CALM, last stream below this one), then the socket closes
   /rstmid     headers and 1000 bytes, then RST_STREAM
+  /rstbody    RST_STREAM (REFUSED_STREAM) as soon as the request head arrives
   /early      413 as soon as the request head arrives, then RST_STREAM (NO_ERROR): the body is not read
   else        200 "h2 upstream saw METHOD PATH"
 
@@ -122,6 +123,10 @@ class Conn:
                 self.respond(ev.stream_id, self.streams.pop(ev.stream_id))
             elif dict(self.streams[ev.stream_id]["headers"]).get(":path") == "/early":
                 self.early(ev.stream_id, self.streams.pop(ev.stream_id))
+            elif dict(self.streams[ev.stream_id]["headers"]).get(":path") == "/rstbody":
+                del self.streams[ev.stream_id]
+                self.h2.reset_stream(ev.stream_id, h2.errors.ErrorCodes.REFUSED_STREAM)
+                self.flush()
         elif isinstance(ev, h2.events.DataReceived):
             if ev.stream_id in self.streams:
                 self.streams[ev.stream_id]["body"] += ev.data

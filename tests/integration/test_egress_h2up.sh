@@ -29,7 +29,7 @@ done
 D=$(mktemp -d /tmp/nook-egress-h2.XXXXXX)
 G=$EG_G
 trap '[[ -n ${KEEP:-} ]] && cp "$D/audit.log" /tmp/egress-h2-audit.log; egress_world_down; _tap_finish' EXIT
-plan 47
+plan 49
 egress_world_up "$D" || bail_out "cannot build the egress test world"
 
 # ---- the h2 upstream: h2.test and h2b.test at 198.51.100.12 ----
@@ -157,6 +157,9 @@ is "${out##*$'\n'}" 502 "GOAWAY before the answer: 502"
 like "$out" "ended the HTTP/2 connection before answering .GOAWAY, ENHANCE_YOUR_CALM." "the 502 body names the GOAWAY"
 GC_HTTP=--http2 gc https://h2.test/rst
 is "${out##*$'\n'}" 502 "an h2 guest gets the 502 too"
+gc --data-binary @"$D/rand.body" https://h2b.test/rstbody
+is "${out##*$'\n'}" 502 "RST_STREAM while the guest's body is on its way: 502"
+like "$out" "reset the HTTP/2 stream before answering .REFUSED_STREAM." "with the reason"
 gc -o /dev/null https://h2.test/rstmid
 isnt "$status" 0 "a reset in the middle of the answer fails the guest's transfer (curl: $err)"
 grep -q '"path":"/rstmid".*"decision":"error".*in the middle of the answer' "$D/audit.log" &&

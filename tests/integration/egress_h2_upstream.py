@@ -53,13 +53,14 @@ class Conn:
 
     def send_body(self, sid, data, end=True):
         """Within the flow-control windows: waits for WINDOW_UPDATE frames as needed."""
+        data = memoryview(data)  # slices without copies
         while data:
             n = min(self.h2.local_flow_control_window(sid), self.h2.max_outbound_frame_size, len(data))
             if n == 0:
                 self.flush()
                 self.pending += self.read_events()
                 continue
-            self.h2.send_data(sid, data[:n])
+            self.h2.send_data(sid, data[:n].tobytes())
             data = data[n:]
             self.flush()
         if end:

@@ -83,6 +83,11 @@ class Conn:
         if path == "/goaway":
             self.h2.close_connection(h2.errors.ErrorCodes.ENHANCE_YOUR_CALM, last_stream_id=sid - 2 if sid > 2 else 0)
             self.flush()
+            # the peer closes first: closing with its frames unread would reset the connection
+            # and could drop the GOAWAY before it is read
+            self.sock.settimeout(5)
+            while self.sock.recv(65536):
+                pass
             raise ConnectionError("goaway")
         if path == "/rstmid":
             self.h2.send_headers(sid, [(":status", "200"), ("content-length", "100000")])

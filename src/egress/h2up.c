@@ -437,7 +437,7 @@ static void bridge_step(bridge *b) {
         }
         struct pollfd p[2] = { { .fd = b->sp, .events = b->in_len < H2UP_IN_CAP ? POLLIN : 0 },
                 { .fd = b->fd, .events = POLLIN } };
-        bool pending = SSL_pending(b->ssl) > 0;
+        bool pending = SSL_has_pending(b->ssl) == 1; /* a record read but not yet returned */
         int n = poll(p, 2, pending ? 0 : (b->stream ? H2UP_ANSWER_SECS : H2UP_IDLE_SECS) * 1000);
         if (n < 0 && errno == EINTR)
                 return;

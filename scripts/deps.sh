@@ -47,6 +47,8 @@ packages=(
         # reference runtime, containerd (ctr, runc v2 shim) and podman drive nook-oci; golang-go
         # builds the runtime-tools validation suite offline (its source: tests/oci/validation.sh)
         runc containerd podman golang-go
+        # egress HTTP/2 upstreams (issue 14, egressh2): test_egress_h2up.sh's h2-only upstream
+        python3-h2
         # memory checkpoints (issue 15): nook doctor and nook checkpoint probe the real criu, and
         # test_checkpoint confirms the cause it names with `criu check`
         criu

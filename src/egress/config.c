@@ -102,6 +102,32 @@ static int secret_hosts(json_t *hosts, egress_secret *s, const char *name, nook_
         return 0;
 }
 
+/* "value": a string, or null for a value this start does not have (a sticky sandbox started
+ * again: values are never stored); such a secret is never substituted, its placeholder always
+ * blocked with a reason that says so (proxy.c). */
+static int secret_value(json_t *val, egress_secret *s, const char *name, nook_error *err) {
+        if (json_is_null(val))
+                return 0;
+        if (!json_is_string(val) || json_string_length(val) == 0 ||
+                json_string_length(val) > EGRESS_SECRET_MAX)
+                return nook_err_set(err, NOOK_E_INVALID,
+                        "secret '%s': 'value' must be a string of 1 to %zu bytes, or null (value not kept)",
+                        name, EGRESS_SECRET_MAX);
+        const char *v = json_string_value(val);
+        size_t vn = json_string_length(val);
+        for (size_t i = 0; i < vn; i++)
+                if (v[i] == 0 || v[i] == '\r' || v[i] == '\n')
+                        return nook_err_set(err, NOOK_E_INVALID,
+                                "secret '%s': the value holds a NUL, CR or LF byte, which cannot go into an HTTP header",
+                                name);
+        s->value = malloc(vn + 1);
+        if (!s->value)
+                return nook_err_oom(err);
+        memcpy(s->value, v, vn + 1);
+        s->value_len = vn;
+        return 0;
+}
+
 static int parse_secret(json_t *o, egress_secret *s, nook_error *err) {
         const char *name = json_string_value(json_object_get(o, "name"));
         json_t *ph = json_object_get(o, "placeholder"), *val = json_object_get(o, "value");
@@ -117,22 +143,9 @@ static int parse_secret(json_t *o, egress_secret *s, nook_error *err) {
                 return nook_err_set(err, NOOK_E_INVALID,
                         "secret '%s': 'placeholder' must be 'nook-ph-' and 32 hex digits", name);
         memcpy(s->placeholder, json_string_value(ph), EGRESS_PH_LEN + 1);
-        if (!json_is_string(val) || json_string_length(val) == 0 ||
-                json_string_length(val) > EGRESS_SECRET_MAX)
-                return nook_err_set(err, NOOK_E_INVALID,
-                        "secret '%s': 'value' must be a string of 1 to %zu bytes", name, EGRESS_SECRET_MAX);
-        const char *v = json_string_value(val);
-        size_t vn = json_string_length(val);
-        for (size_t i = 0; i < vn; i++)
-                if (v[i] == 0 || v[i] == '\r' || v[i] == '\n')
-                        return nook_err_set(err, NOOK_E_INVALID,
-                                "secret '%s': the value holds a NUL, CR or LF byte, which cannot go into an HTTP header",
-                                name);
-        s->value = malloc(vn + 1);
-        if (!s->value)
-                return nook_err_oom(err);
-        memcpy(s->value, v, vn + 1);
-        s->value_len = vn;
+        int r = secret_value(val, s, name, err);
+        if (r < 0)
+                return r;
         if (body && !json_is_boolean(body))
                 return nook_err_set(err, NOOK_E_INVALID, "secret '%s': 'body' must be true or false", name);
         s->body = json_is_true(body);

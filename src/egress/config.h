@@ -17,7 +17,7 @@
 typedef struct egress_secret {
         char *name;
         char placeholder[EGRESS_PH_LEN + 1];
-        char *value;
+        char *value; /* NULL: not kept across a restart ("value": null); never substituted */
         size_t value_len;
         char **hosts; /* patterns, see egress_host_match */
         size_t n_hosts;

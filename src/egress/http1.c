@@ -266,3 +266,73 @@ int http1_parse_chunk_size(const char *line, size_t n, uint64_t *ret) {
         *ret = v;
         return 0;
 }
+
+/* Control lines (sizes, the CRLF after data, trailers) longer than this are refused. */
+#define DECHUNK_LINE_MAX 1024
+#define DECHUNK_TRAILERS_MAX 64
+
+/* One control line at in (n bytes, a whole line is there): the next state. */
+static int dechunk_line(http1_dechunk *d, const char *in, size_t ln) {
+        uint64_t size;
+        switch (d->state) {
+        case HTTP1_DECHUNK_SIZE:
+                if (http1_parse_chunk_size(in, ln, &size) < 0)
+                        return -EBADMSG;
+                d->left = size;
+                d->state = size ? HTTP1_DECHUNK_DATA : HTTP1_DECHUNK_TRAILER;
+                return 0;
+        case HTTP1_DECHUNK_DATA_CRLF:
+                if (ln != 0)
+                        return -EBADMSG;
+                d->state = HTTP1_DECHUNK_SIZE;
+                return 0;
+        case HTTP1_DECHUNK_TRAILER:
+                if (ln == 0)
+                        d->state = HTTP1_DECHUNK_DONE;
+                else if (++d->trailers > DECHUNK_TRAILERS_MAX || memchr(in, ':', ln) == NULL)
+                        return -EBADMSG;
+                return 0;
+        case HTTP1_DECHUNK_DATA:
+        case HTTP1_DECHUNK_DONE:
+        default:
+                return -EBADMSG;
+        }
+}
+
+ssize_t http1_dechunk_feed(
+        http1_dechunk *d, const char *in, size_t n, char *out, size_t max, size_t *ret_used) {
+        size_t used = 0, got = 0;
+        while (d->state != HTTP1_DECHUNK_DONE) {
+                const char *p = in + used;
+                size_t avail = n - used;
+                if (d->state == HTTP1_DECHUNK_DATA) {
+                        size_t k = avail < max - got ? avail : max - got;
+                        if (k > d->left)
+                                k = (size_t)d->left;
+                        if (k == 0)
+                                break;
+                        memcpy(out + got, p, k);
+                        got += k;
+                        used += k;
+                        d->left -= k;
+                        if (d->left == 0)
+                                d->state = HTTP1_DECHUNK_DATA_CRLF;
+                        continue;
+                }
+                /* after a chunk's data comes CRLF at once: refused as soon as it is not */
+                if (d->state == HTTP1_DECHUNK_DATA_CRLF &&
+                        ((avail >= 1 && p[0] != '\r') || (avail >= 2 && p[1] != '\n')))
+                        return -EBADMSG;
+                const char *eol = avail ? memmem(p, avail, "\r\n", 2) : NULL;
+                size_t ln = eol ? (size_t)(eol - p) : avail;
+                if (ln >= DECHUNK_LINE_MAX)
+                        return -EBADMSG;
+                if (!eol)
+                        break;
+                if (dechunk_line(d, p, ln) < 0)
+                        return -EBADMSG;
+                used += ln + 2;
+        }
+        *ret_used = used;
+        return (ssize_t)got;
+}

@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #define HTTP1_HEAD_MAX ((size_t)64 * 1024)
 #define HTTP1_HEADERS_MAX 128
@@ -52,3 +53,25 @@ int http1_request_framing(const http1_head *h, http1_framing *ret, uint64_t *ret
 int http1_response_framing(const http1_head *h, bool is_head, http1_framing *ret, uint64_t *ret_len);
 /* A chunk-size line "1a;ext" (without CRLF): the size, or -EBADMSG. */
 int http1_parse_chunk_size(const char *line, size_t n, uint64_t *ret);
+
+/* A chunked body decoded as it streams (the HTTP/2 upstream bridge's request bodies). */
+typedef enum http1_dechunk_state {
+        HTTP1_DECHUNK_SIZE,
+        HTTP1_DECHUNK_DATA,
+        HTTP1_DECHUNK_DATA_CRLF,
+        HTTP1_DECHUNK_TRAILER,
+        HTTP1_DECHUNK_DONE,
+} http1_dechunk_state;
+
+typedef struct http1_dechunk {
+        http1_dechunk_state state; /* zero: at the first size line */
+        uint64_t left; /* DATA: bytes left in this chunk */
+        unsigned trailers;
+} http1_dechunk;
+
+/* Decodes from in (n bytes) into out (at most max bytes): returns the body bytes written and sets
+ * *ret_used to the input consumed.  Stops when the input runs out, out is full or the body ends
+ * (state DONE; trailers are read and dropped).  -EBADMSG: a bad size, no CRLF after a chunk, a
+ * control line of 1 KiB or more, a trailer without ':' or more than 64 of them. */
+ssize_t http1_dechunk_feed(
+        http1_dechunk *d, const char *in, size_t n, char *out, size_t max, size_t *ret_used);

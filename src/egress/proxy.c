@@ -17,6 +17,7 @@
 
 #include "nook.h"
 #include "egress/audit.h"
+#include "egress/h2up.h"
 #include "egress/http1.h"
 #include "egress/io.h"
 #include "egress/proxy.h"
@@ -48,6 +49,7 @@ typedef struct conn {
         const char *proto; /* for the audit: http/1.1, or h2 for a stream bridged from h2.c */
         bool up_open;
         char up_host[EGRESS_HOST_MAX + 1];
+        egress_h2up *up_h2; /* the upstream chose h2: c->up is the bridge's socketpair (h2up.c) */
 } conn;
 
 typedef struct req {
@@ -338,7 +340,7 @@ static void plan_secrets(conn *c, req *q) {
         const egress_config *cfg = c->ctx->cfg;
         q->body_subst = false;
         for (size_t i = 0; i < cfg->n_secrets && i < ELEMENTSOF(q->head_act); i++) {
-                bool ok = c->https && strcasecmp(c->sni, q->host) == 0 &&
+                bool ok = c->https && strcasecmp(c->sni, q->host) == 0 && cfg->secrets[i].value &&
                         egress_secret_allows_host(&cfg->secrets[i], q->host);
                 q->head_act[i] = ok ? SUBST_REPLACE : SUBST_BLOCK;
                 q->body_act[i] = !ok ? SUBST_BLOCK : cfg->secrets[i].body ? SUBST_REPLACE : SUBST_KEEP;
@@ -349,6 +351,14 @@ static void plan_secrets(conn *c, req *q) {
 
 static void reason_blocked(conn *c, req *q, size_t k) {
         const egress_secret *s = &c->ctx->cfg->secrets[k];
+        if (!s->value) {
+                (void)snprintf(q->reason, sizeof(q->reason),
+                        "blocked: the value of secret %s was not kept across the restart of this sandbox "
+                        "(secret values are never stored); create the sandbox again with %s in the "
+                        "environment (--secret %s@HOST) to use it",
+                        s->name, s->name, s->name);
+                return;
+        }
         (void)snprintf(q->reason, sizeof(q->reason),
                 "blocked: the placeholder of secret %s goes only to its hosts over HTTPS (%s%s), not to %s://%s",
                 s->name, s->hosts[0], s->n_hosts > 1 ? ", ..." : "", c->https ? "https" : "http", q->host);
@@ -398,6 +408,7 @@ static char *build_upstream_head(const http1_head *h, req *q, size_t *ret_len) {
 static void upstream_close(conn *c) {
         if (c->up_open)
                 egress_io_done(&c->up);
+        c->up_h2 = egress_h2up_unref(c->up_h2);
         c->up_open = false;
         c->up_host[0] = 0;
 }
@@ -444,6 +455,7 @@ static bool upstream_stale(const conn *c) {
 
 typedef struct pooled {
         egress_io io;
+        egress_h2up *h2;
         struct sockaddr_storage dst;
         time_t since;
         socklen_t dst_len;
@@ -454,9 +466,10 @@ typedef struct pooled {
 static pooled pool[POOL_MAX];
 static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static bool pool_key_is(const pooled *p, const conn *c, const char *host) {
+/* h2_ok: an h2 upstream will do (not for a WebSocket upgrade, which needs HTTP/1.1). */
+static bool pool_key_is(const pooled *p, const conn *c, const char *host, bool h2_ok) {
         return p->used && p->https == c->https && strcmp(p->host, host) == 0 && p->dst_len == c->dst_len &&
-                memcmp(&p->dst, &c->dst, c->dst_len) == 0;
+                memcmp(&p->dst, &c->dst, c->dst_len) == 0 && (h2_ok || !p->h2);
 }
 
 /* A reusable upstream goes to the pool (the oldest entry makes room); c no longer owns it. */
@@ -480,24 +493,29 @@ static void upstream_release(conn *c) {
         pool[slot] = (pooled){ .used = true,
                 .https = c->https,
                 .io = c->up,
+                .h2 = c->up_h2,
                 .dst = c->dst,
                 .dst_len = c->dst_len,
                 .since = time(NULL) };
         (void)snprintf(pool[slot].host, sizeof(pool[slot].host), "%s", c->up_host);
         pthread_mutex_unlock(&pool_lock);
-        if (old.used)
+        if (old.used) {
                 egress_io_done(&old.io);
+                egress_h2up_unref(old.h2);
+        }
         c->up_open = false;
+        c->up_h2 = NULL;
         c->up_host[0] = 0;
 }
 
 /* An idle upstream for host at c's destination, if the pool has a live one. */
-static bool pool_take(conn *c, const char *host) {
+static bool pool_take(conn *c, const char *host, bool h2_ok) {
         bool found = false;
         pthread_mutex_lock(&pool_lock);
         for (size_t i = 0; i < POOL_MAX && !found; i++)
-                if (pool_key_is(&pool[i], c, host)) {
+                if (pool_key_is(&pool[i], c, host, h2_ok)) {
                         c->up = pool[i].io;
+                        c->up_h2 = pool[i].h2;
                         pool[i].used = false;
                         found = true;
                 }
@@ -523,18 +541,21 @@ void egress_pool_prune(void) {
                         pool[i].used = false;
                 }
                 pthread_mutex_unlock(&pool_lock);
-                if (old.used)
+                if (old.used) {
                         egress_io_done(&old.io);
+                        egress_h2up_unref(old.h2);
+                }
         }
 }
 
 /* The upstream for q->host at the verified original destination; reused while the host stays
  * the same. */
 static int upstream_open(conn *c, req *q) {
-        if (c->up_open && strcmp(c->up_host, q->host) == 0 && !c->up.eof && !upstream_stale(c))
+        if (c->up_open && strcmp(c->up_host, q->host) == 0 && !c->up.eof && !(q->websocket && c->up_h2) &&
+                !upstream_stale(c))
                 return 0;
         upstream_release(c);
-        if (pool_take(c, q->host))
+        if (pool_take(c, q->host, !q->websocket))
                 return 0;
         int fd = connect_dst(c);
         if (fd < 0) {
@@ -542,7 +563,7 @@ static int upstream_open(conn *c, req *q) {
                         c->dst_text, c->dst_port, strerror(-fd));
                 return fd;
         }
-        SSL *ssl = c->https ? egress_tls_upstream_ssl(c->ctx->tls, fd, q->host) : NULL;
+        SSL *ssl = c->https ? egress_tls_upstream_ssl(c->ctx->tls, fd, q->host, !q->websocket) : NULL;
         if (c->https && (!ssl || SSL_connect(ssl) != 1)) {
                 char why[300];
                 egress_tls_describe_error(ssl, why, sizeof(why));
@@ -551,9 +572,19 @@ static int upstream_open(conn *c, req *q) {
                 close(fd);
                 return -EPROTO;
         }
+        if (ssl && egress_tls_alpn_is_h2(ssl)) {
+                int r = egress_h2up_start(ssl, fd, q->host, &c->up_h2, &fd); /* takes ssl and fd */
+                if (r < 0) {
+                        (void)snprintf(q->reason, sizeof(q->reason), "cannot start HTTP/2 to %s: %s",
+                                q->host, strerror(-r));
+                        return -EPROTO;
+                }
+                ssl = NULL;
+        }
         if (egress_io_init(&c->up, fd, ssl, IO_BUF + HTTP1_HEAD_MAX) < 0) {
                 SSL_free(ssl);
                 close(fd);
+                c->up_h2 = egress_h2up_unref(c->up_h2);
                 return -ENOMEM;
         }
         c->up_open = true;
@@ -886,6 +917,12 @@ static int check_head_placeholders(conn *c, req *q, const http1_head *h) {
         return r;
 }
 
+/* Why the HTTP/2 bridge of c's upstream ended, into q->reason; false if it has not. */
+static bool h2up_failed(conn *c, req *q) {
+        egress_h2up_reason(c->up_h2, q->reason, sizeof(q->reason));
+        return q->reason[0] != 0;
+}
+
 /* One request: returns 1 to keep the guest connection for another, 0 to close it. */
 static int handle_request(conn *c, req *q, const http1_head *h) {
         int r = read_request_fields(c, h, q);
@@ -913,6 +950,11 @@ static int handle_request(conn *c, req *q, const http1_head *h) {
                 refuse(c, q, 502, "Bad Gateway", "error");
                 return 0;
         }
+        if (r < 0 && c->up_h2 && h2up_failed(c, q)) { /* the h2 bridge ended while the request went */
+                upstream_close(c);
+                refuse(c, q, 502, "Bad Gateway", "error");
+                return 0;
+        }
         if (r < 0) {
                 upstream_close(c);
                 (void)snprintf(q->reason, sizeof(q->reason), "the request failed: %s", strerror(-r));
@@ -921,6 +963,8 @@ static int handle_request(conn *c, req *q, const http1_head *h) {
         }
         bool close_up = false, close_guest = false;
         r = relay_response(c, q, &close_up, &close_guest);
+        if (r < 0 && c->up_h2 && !q->reason[0]) /* why the h2 bridge ended, if it did */
+                (void)h2up_failed(c, q);
         if (r < 0 || close_up)
                 upstream_close(c);
         if (r < 0) {

@@ -316,14 +316,16 @@ SSL *egress_tls_guest_ssl(egress_tls *t, int fd) {
         return s;
 }
 
-SSL *egress_tls_upstream_ssl(egress_tls *t, int fd, const char *host) {
+SSL *egress_tls_upstream_ssl(egress_tls *t, int fd, const char *host, bool offer_h2) {
+        static const unsigned char h2_first[] = "\x02h2\x08http/1.1";
         if (!ensure_ctx(t))
                 return NULL;
         SSL *s = SSL_new(t->client);
         if (!s)
                 return NULL;
         if (SSL_set_fd(s, fd) != 1 || SSL_set_tlsext_host_name(s, host) != 1 ||
-                SSL_set1_host(s, host) != 1) {
+                SSL_set1_host(s, host) != 1 ||
+                (offer_h2 && SSL_set_alpn_protos(s, h2_first, sizeof(h2_first) - 1) != 0)) {
                 SSL_free(s);
                 return NULL;
         }

@@ -17,9 +17,10 @@ egress_tls *egress_tls_free(egress_tls *t);
 int egress_tls_ca_pem(egress_tls *t, char **ret, nook_error *err);
 /* A server SSL for an accepted guest socket; the SNI callback installs the leaf. */
 SSL *egress_tls_guest_ssl(egress_tls *t, int fd);
-/* A client SSL for an upstream socket, verifying host. */
-SSL *egress_tls_upstream_ssl(egress_tls *t, int fd, const char *host);
-/* The guest chose h2 by ALPN (offered first; http/1.1 else). */
+/* A client SSL for an upstream socket, verifying host; ALPN offers h2 first when offer_h2,
+ * else http/1.1 only (a WebSocket upgrade needs HTTP/1.1). */
+SSL *egress_tls_upstream_ssl(egress_tls *t, int fd, const char *host, bool offer_h2);
+/* The peer chose h2 by ALPN (guest side: offered first; upstream side: when offered). */
 bool egress_tls_alpn_is_h2(SSL *ssl);
 /* The SNI the guest sent (NULL if none), after the handshake. */
 const char *egress_tls_sni(SSL *ssl);

@@ -28,22 +28,15 @@
 #define NOBODY 65534
 
 /* A secret whose value this start does not have (a sticky sandbox started again: values are
- * never stored) is bound to this name only, which never resolves (RFC 6761 .invalid), with its own
- * placeholder as a stand-in value: the gateway then blocks the placeholder wherever it goes, and
- * its 403 and audit reason name this host, which says why. */
-#define NO_VALUE_HOST "value-not-stored-create-again.nook.invalid"
-
+ * never stored) goes with "value": null: the gateway never substitutes it and blocks its
+ * placeholder wherever it is sent, with a 403 and an audit reason saying to create the sandbox
+ * again with the value. */
 static json_t *secret_entry(json_t *x, json_t *vals) {
         json_t *s = json_deep_copy(x);
         json_t *v = json_object_get(vals, json_string_value(json_object_get(x, "name")));
         if (!s)
                 return NULL;
-        if (json_is_string(v)) {
-                json_object_set_new(s, "value", json_string(json_string_value(v)));
-                return s;
-        }
-        json_object_set(s, "value", json_object_get(x, "placeholder"));
-        json_object_set_new(s, "hosts", json_pack("[s]", NO_VALUE_HOST));
+        json_object_set_new(s, "value", json_is_string(v) ? json_string(json_string_value(v)) : json_null());
         return s;
 }
 

@@ -28,7 +28,7 @@ typedef struct sup_egress {
 #define SUP_EGRESS_INIT ((sup_egress){ .pid = 0, .sock = -1 })
 
 /* Step 1; nothing when c->egress is NULL.  values: {"NAME": "value"} or NULL (a restart:
- * each secret goes bound to a host that never resolves, so the gateway blocks its placeholder). */
+ * each secret goes with "value": null, so the gateway blocks its placeholder and says why). */
 int sup_egress_start(
         sup_egress *e, const sup_config *c, const char *state_dir, const char *values, nook_error *err);
 /* Step 2: the CA into the bundle, then fds[0] (port 80's listener) and fds[1] (443's), which stay

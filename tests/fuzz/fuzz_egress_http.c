@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* nook-egress's own HTTP/1.1 head parser and the placeholder stream on guest bytes: no crash,
- * no read past the input, heads that parse are self-consistent, and the stream's output does
- * not depend on where the input was split. */
+ * no read past the input, heads that parse are self-consistent, and the outputs of the
+ * placeholder stream and of the chunked decoder (h2up.c's request bodies) do not depend on where
+ * the input was split. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,6 +66,40 @@ static void check_stream(const egress_config *c, const char *buf, size_t size) {
         free(split.p);
 }
 
+/* Decodes all of buf (n bytes) in windows of step bytes (more while a line is incomplete) into
+ * outputs of at most step bytes: the decoded bytes, or NULL when refused or incomplete. */
+static char *dechunk_all(const char *buf, size_t n, size_t step, size_t *ret_len) {
+        http1_dechunk d = { 0 };
+        char *out = malloc(n + 1);
+        size_t off = 0, got = 0, win = step; /* the window grows while a line is incomplete */
+        if (!out)
+                abort();
+        while (d.state != HTTP1_DECHUNK_DONE) {
+                size_t used = 0, avail = n - off < win ? n - off : win;
+                ssize_t k = http1_dechunk_feed(&d, buf + off, avail, out + got, step, &used);
+                if (k < 0 || (k == 0 && used == 0 && off + avail == n)) {
+                        free(out);
+                        return NULL;
+                }
+                if ((size_t)k > step || used > avail)
+                        abort();
+                win = k == 0 && used == 0 ? win + step : step;
+                got += (size_t)k;
+                off += used;
+        }
+        *ret_len = got;
+        return out;
+}
+
+static void check_dechunk(const char *buf, size_t size) {
+        size_t a_len = 0, b_len = 0, step = size ? (unsigned char)buf[0] % 7 + 1 : 1;
+        char *a = dechunk_all(buf, size, size + 1, &a_len), *b = dechunk_all(buf, size, step, &b_len);
+        if (!a != !b || (a && (a_len != b_len || memcmp(a, b, a_len) != 0)))
+                abort();
+        free(a);
+        free(b);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         static egress_config *cfg;
         if (!cfg) {
@@ -81,6 +116,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         memcpy(buf, data, size);
         check_head(buf, size);
         check_stream(cfg, buf, size);
+        check_dechunk(buf, size);
         free(buf);
         return 0;
 }

@@ -4,6 +4,7 @@
  * every possible read boundary substituted, and one that may not go blocked. */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -250,4 +251,89 @@ Test(egress_http, redaction_masks_echoed_values_across_splits) {
         redact_buffer(c, body, strlen(body));
         cr_expect_str_eq(body, "B is a short value: B stays", "values under 8 bytes are not masked");
         egress_config_free(c);
+}
+
+/* "value": null (a restart without the values): parsed, no value, still redacts nothing; an
+ * absent, empty, numeric or false value is still refused. */
+Test(egress_http, a_secret_without_its_value) {
+        const char *json =
+                "{\"sandbox\":\"t\",\"mode\":\"public\",\"secrets\":[{\"name\":\"A\",\"placeholder\":\"" PH
+                "\",\"value\":null,\"hosts\":[\"a.test\"]}]}";
+        egress_config *c = NULL;
+        nook_error err = {};
+        cr_assert_eq(egress_config_parse(json, strlen(json), &c, &err), 0, "%s", err.msg);
+        cr_expect_null(c->secrets[0].value);
+        cr_expect_eq(c->secrets[0].value_len, 0);
+        char body[] = "nothing to mask here";
+        redact_buffer(c, body, strlen(body));
+        cr_expect_str_eq(body, "nothing to mask here");
+        egress_config_free(c);
+        static const char *const bad[] = { "", ",\"value\":\"\"", ",\"value\":0", ",\"value\":false" };
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+                _cleanup_free_ char *j = NULL;
+                cr_assert_gt(asprintf(&j,
+                                     "{\"sandbox\":\"t\",\"mode\":\"public\",\"secrets\":[{\"name\":\"A\","
+                                     "\"placeholder\":\"" PH "\",\"hosts\":[\"a.test\"]%s}]}",
+                                     bad[i]),
+                        0);
+                egress_config *x = (egress_config *)0x1;
+                cr_expect_eq(
+                        egress_config_parse(j, strlen(j), &x, &err), -NOOK_E_INVALID, "#%zu accepted", i);
+                cr_expect_eq(x, (egress_config *)0x1);
+                cr_expect(strstr(err.msg, "or null") != NULL, "%s", err.msg);
+        }
+}
+
+/* The h2 upstream bridge's chunked decoder: the same body whatever the split, trailers dropped. */
+Test(egress_http, dechunk_across_every_split) {
+        const char *in = "5\r\nhello\r\n1;ext=1\r\n \r\n6\r\nworld!\r\n0\r\nX-Trailer: t\r\n\r\nNEXT";
+        size_t n = strlen(in) - 4;
+        for (size_t cut = 0; cut <= n; cut++) {
+                http1_dechunk d = { 0 };
+                char out[64];
+                size_t used = 0, got = 0, off = 0;
+                ssize_t k = http1_dechunk_feed(&d, in, cut, out, sizeof(out), &used);
+                cr_assert_geq(k, 0);
+                got += (size_t)k;
+                off += used;
+                /* the rest, in 3-byte outputs: out being full must not lose bytes */
+                while (d.state != HTTP1_DECHUNK_DONE) {
+                        k = http1_dechunk_feed(&d, in + off, n - off, out + got, 3, &used);
+                        cr_assert_geq(k, 0, "cut %zu", cut);
+                        cr_assert(k > 0 || used > 0, "no progress at cut %zu", cut);
+                        got += (size_t)k;
+                        off += used;
+                }
+                cr_expect_eq(off, n, "cut %zu: the body ends where the trailers do", cut);
+                cr_expect_eq(got, 12);
+                cr_expect_eq(memcmp(out, "hello world!", 12), 0, "cut %zu", cut);
+        }
+}
+
+Test(egress_http, dechunk_refuses_bad_framing) {
+        char big[2048];
+        memset(big, '1', sizeof(big) - 1);
+        big[sizeof(big) - 1] = 0;
+        _cleanup_free_ char *trailers = NULL;
+        size_t tn = 0;
+        FILE *f = open_memstream(&trailers, &tn);
+        cr_assert_not_null(f);
+        fputs("0\r\n", f);
+        for (int i = 0; i < 65; i++)
+                fputs("X: y\r\n", f);
+        fputs("\r\n", f);
+        fclose(f);
+        const char *bad[] = { "zz\r\n", "5\r\nhelloXY", "5\r\nhello\n0\r\n\r\n", "-1\r\n",
+                "0\r\nno colon\r\n\r\n", "1\n\r\n", big, trailers };
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+                http1_dechunk d = { 0 };
+                char out[16];
+                size_t used = 0, off = 0, n = strlen(bad[i]);
+                ssize_t k = 0;
+                for (int step = 0; step < 200 && k >= 0 && d.state != HTTP1_DECHUNK_DONE; step++) {
+                        k = http1_dechunk_feed(&d, bad[i] + off, n - off, out, sizeof(out), &used);
+                        off += used;
+                }
+                cr_expect_eq(k, -EBADMSG, "#%zu accepted", i);
+        }
 }

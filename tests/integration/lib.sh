@@ -144,6 +144,7 @@ skip_expected() { _tap_result ok "$1" "SKIP $1"; }
 bail_out() {
         echo "Bail out! $*"
         _tap_done=1
+        _tap_bailed=1
         exit 1
 }
 
@@ -272,6 +273,8 @@ _tap_finish() {
         local rc=$? leftover
         if [[ $_tap_done == 1 ]]; then
                 _tap_cleanup
+                # a bail-out fails the file even when an EXIT trap ran a cleanup before us
+                [[ ${_tap_bailed:-0} == 1 ]] && exit 1
                 exit $rc
         fi
         _tap_done=1

@@ -6,8 +6,9 @@
 . "$(dirname "$0")/net_topology.sh"
 
 require_bin "$NOOK" "$NOOK_SUPERVISOR"
-if [[ $(id -u) != 0 ]]; then
-        # Not a host gap: this stage runs as a user, and the test world needs ip netns (root).
+if ! nook_rootful; then
+        # Not a host gap: this stage runs as a user (or inside `unshare -r`, where ip netns cannot
+        # make /run/netns a shared mount), and the test world needs ip netns as host root.
         # The rootless path is the same code plus /dev/net/tun access (see docs/design/network.md).
         plan 1
         skip_expected "the netns test world needs root (stage ${NOOK_TEST_STAGE:-manual})"

@@ -138,7 +138,8 @@ static int parse_create(
                         break; /* no session keyring is joined anyway; nook-oci is never a subreaper */
                 case 'h':
                         (void)printf(
-                                "Usage: nook-oci %s [--bundle DIR] [--pid-file F] [--console-socket S] [--no-pivot] ID\n",
+                                "Usage: nook-oci %s [--bundle DIR] [--pid-file F] [--console-socket S] [--no-pivot]\n"
+                                "       [--preserve-fds N] ID\n",
                                 cmd);
                         exit(0);
                 default:
@@ -410,10 +411,15 @@ static int cmd_exec(int argc, char **argv, nook_error *err) {
                 case O_IGNORED:
                 case O_IGNORED_ARG:
                         break;
+                case O_PRESERVE:
+                        if (parse_preserve(optarg, &x.preserve_fds, err) < 0)
+                                return -NOOK_E_INVALID;
+                        break;
                 case 'h':
                         (void)printf(
                                 "Usage: nook-oci exec [--process FILE] [--detach] [--pid-file F] [--console-socket S]\n"
-                                "       [--tty] [--cwd DIR] [--env K=V]... [--user UID[:GID]] ID [COMMAND [ARG...]]\n");
+                                "       [--tty] [--cwd DIR] [--env K=V]... [--user UID[:GID]] [--preserve-fds N]\n"
+                                "       ID [COMMAND [ARG...]]\n");
                         exit(0);
                 default:
                         return usage_error(err, "exec", "unknown option");

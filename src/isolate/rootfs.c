@@ -253,19 +253,35 @@ static int setup_proc_sys(nook_error *err) {
         return 0;
 }
 
+/* Binds the host's src at rel under the new root, read-only.  The remount goes through a second
+ * open of rel: the fd opened before the bind names the mount point under it, and a remount
+ * needs the new mount's root (mount(2): EINVAL otherwise). */
+static int bind_ro_in_root(const char *src, const char *rel, bool dir, nook_error *err) {
+        _cleanup_close_ int tfd = -1;
+        char dst[64];
+        int r = open_target(rel, dir, &tfd, err);
+        if (r < 0)
+                return r;
+        (void)snprintf(dst, sizeof(dst), "/proc/self/fd/%d", tfd);
+        if (mount(src, dst, NULL, MS_BIND | MS_REC, NULL) < 0)
+                return nook_err_errno(err, NOOK_E_IO, "Cannot bind '%s' into the sandbox", src);
+        tfd = safe_close(tfd);
+        r = open_target(rel, dir, &tfd, err);
+        if (r < 0)
+                return r;
+        (void)snprintf(dst, sizeof(dst), "/proc/self/fd/%d", tfd);
+        unsigned long fl = MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | iso_locked_flags(dst);
+        if (mount(NULL, dst, NULL, fl, NULL) < 0)
+                return nook_err_errno(err, NOOK_E_IO, "Cannot make '%s' read-only in the sandbox", src);
+        return 0;
+}
+
 static int setup_binds(const iso_rootfs *rf, nook_error *err) {
-        int r;
         STRV_FOREACH (p, rf->ro_binds) {
                 struct stat st;
                 if (stat(*p, &st) < 0)
                         continue; /* the host lacks it; the image does not need it then */
-                _cleanup_close_ int tfd = -1;
-                char dst[64];
-                r = open_target(*p, S_ISDIR(st.st_mode), &tfd, err);
-                if (r < 0)
-                        return r;
-                (void)snprintf(dst, sizeof(dst), "/proc/self/fd/%d", tfd);
-                r = bind_ro(*p, dst, true, MS_NOSUID | MS_NODEV, err);
+                int r = bind_ro_in_root(*p, *p, S_ISDIR(st.st_mode), err);
                 if (r < 0)
                         return r;
         }

@@ -528,6 +528,7 @@ static const struct {
         const char *name;
         cmd_fn fn;
         const char *summary;
+        bool stateless; /* needs no --root: runs for any user without XDG_RUNTIME_DIR */
 } commands[] = {
         { "create", cmd_create, "create a container (its process waits for 'start')" },
         { "start", cmd_start, "run the process of a created container" },
@@ -541,8 +542,8 @@ static const struct {
         { "resume", cmd_resume, "thaw a paused container" },
         { "update", cmd_update, "change the container's resource limits" },
         { "list", cmd_list, "list containers under --root" },
-        { "spec", cmd_spec, "write a default config.json" },
-        { "features", cmd_features, "print what this runtime supports (JSON)" },
+        { "spec", cmd_spec, "write a default config.json", true },
+        { "features", cmd_features, "print what this runtime supports (JSON)", true },
 };
 
 static void help(void) {
@@ -623,23 +624,24 @@ int main(int argc, char **argv) {
                 help();
                 return 1;
         }
-        if (!arg_root) {
-                r = oci_root_default(&root, &err);
-                if (r < 0)
-                        return fail(&err);
-                arg_root = root;
-        }
         const char *cmd = argv[optind];
         argc -= optind;
         argv += optind;
         optind = 1;
-        for (size_t i = 0; i < ELEMENTSOF(commands); i++)
-                if (streq(commands[i].name, cmd)) {
-                        if (arg_debug)
-                                log_line("debug", cmd);
-                        r = commands[i].fn(argc, argv, &err);
-                        return r < 0 ? fail(&err) : r;
+        for (size_t i = 0; i < ELEMENTSOF(commands); i++) {
+                if (!streq(commands[i].name, cmd))
+                        continue;
+                if (!arg_root && !commands[i].stateless) {
+                        r = oci_root_default(&root, &err);
+                        if (r < 0)
+                                return fail(&err);
+                        arg_root = root;
                 }
+                if (arg_debug)
+                        log_line("debug", cmd);
+                r = commands[i].fn(argc, argv, &err);
+                return r < 0 ? fail(&err) : r;
+        }
         (void)nook_err_set(&err, NOOK_E_INVALID, "unknown command '%s' (see 'nook-oci --help')", cmd);
         return fail(&err);
 }

@@ -4,12 +4,14 @@
 # `nook-oci --help` has its section, every flag a --help text lists is documented, the page
 # renders without a groff warning, and the io.nook.* annotations that `nook-oci features` reports
 # are those the man page and docs/kubernetes.md describe.  Also exec's --preserve-fds, which the
-# page documents: a bad value is refused naming the flag.  No container is made: every stage.
+# page documents: a bad value is refused naming the flag; and `create` by anyone but host root
+# (another user, root of `unshare -r`) refused up front, saying rootless is not implemented.
+# No container is made: every stage.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/oci_lib.sh"
 
 require_bin "$NOOK_OCI"
-plan 9
+plan 11
 
 src=$(cd "$(dirname "$0")/../.." && pwd)
 page="$NOOK_BUILD_DIR/man/nook-oci.1"
@@ -60,3 +62,25 @@ oci exec --preserve-fds lots some-id
 like "$status:$err" "^1:.*--preserve-fds 'lots' is not a number" "exec --preserve-fds with a bad value: refused, naming it"
 oci exec --preserve-fds 2 no-such-container true
 like "$status:$err" "^1:.*no-such-container" "exec --preserve-fds 2 is accepted (the error is the missing container)"
+
+# rootless create: this stage if it is not host root, else the same binary under `unshare -r`
+mkdir -p "$NOOK_HOME/rl"
+"$NOOK_OCI" spec --bundle "$NOOK_HOME/rl"
+if [[ -z $(oci_stage_reason) ]]; then
+        if unshare -r true 2>/dev/null; then
+                err=$(unshare -r "$NOOK_OCI" --root "$OCI_ROOT" create --bundle "$NOOK_HOME/rl" rl1 2>&1 </dev/null)
+                status=$?
+        else
+                err="" status=skip
+        fi
+else
+        oci create --bundle "$NOOK_HOME/rl" rl1
+fi
+if [[ $status == skip ]]; then
+        skip "unshare -r does not work here"
+        skip "unshare -r does not work here"
+else
+        like "$status:$err" "^1:nook-oci: nook-oci is not running as host root \\(uid [0-9]+.*rootless nook-oci is not implemented.*start the engine as root" \
+                "create as other than host root: refused, saying rootless is not implemented and what to do"
+        is "$(ls -A "$OCI_ROOT" 2>/dev/null)" "" "...and nothing is left in --root"
+fi

@@ -631,7 +631,8 @@ int main(int argc, char **argv) {
         for (size_t i = 0; i < ELEMENTSOF(commands); i++) {
                 if (!streq(commands[i].name, cmd))
                         continue;
-                if (!arg_root && !commands[i].stateless) {
+                bool help_only = argc > 1 && (streq(argv[1], "--help") || streq(argv[1], "-h"));
+                if (!arg_root && !commands[i].stateless && !help_only) {
                         r = oci_root_default(&root, &err);
                         if (r < 0)
                                 return fail(&err);

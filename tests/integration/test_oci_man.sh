@@ -41,7 +41,8 @@ done
 # every --flag of the global help and of each command's --help
 flags=$(grep -oE -- '--[a-z][a-z-]*' <<<"$help")
 for c in $commands; do
-        flags+=$'\n'$("$NOOK_OCI" --root "$NOOK_HOME/oci" "$c" --help | grep -oE -- '--[a-z][a-z-]*')
+        # no --root: a command's --help needs none (any user, XDG_RUNTIME_DIR or not)
+        flags+=$'\n'$(env -u XDG_RUNTIME_DIR "$NOOK_OCI" "$c" --help | grep -oE -- '--[a-z][a-z-]*')
 done
 missing=""
 for f in $(sort -u <<<"$flags"); do

@@ -13,6 +13,7 @@
 
 #include "nook.h"
 #include "isolate/cgroup.h"
+#include "isolate/devfilter.h"
 #include "util/error.h"
 #include "util/fd.h"
 #include "util/macro.h"
@@ -44,6 +45,8 @@ struct iso_cgroup {
         bool v2;
         char *path; /* v2 */
         char *v1[_V1_MAX]; /* v1, NULL where the controller is missing */
+        iso_dev_rule *dev_rules; /* v2: iso_cgroup_devices' rules until iso_cgroup_devices_commit */
+        size_t n_dev_rules;
 };
 
 static int write_file(const char *dir, const char *file, const char *value, nook_error *err) {
@@ -440,6 +443,7 @@ iso_cgroup *iso_cgroup_free(iso_cgroup *cg) {
         free(cg->path);
         for (int i = 0; i < _V1_MAX; i++)
                 free(cg->v1[i]);
+        free(cg->dev_rules);
         free(cg);
         return NULL;
 }
@@ -870,7 +874,30 @@ const char *iso_cgroup_dir(iso_cgroup *cg, const char *controller) {
 }
 
 int iso_cgroup_devices(iso_cgroup *cg, bool allow, const char *rule, nook_error *err) {
-        if (cg->v2 || !cg->v1[V1_DEVICES])
-                return 0; /* v2 device control is an eBPF program: not applied (documented) */
+        if (cg->v2) {
+                /* v2: an eBPF program made of the whole list (iso_cgroup_devices_commit) */
+                iso_dev_rule r;
+                int k = iso_dev_rule_parse(rule, allow, &r, err);
+                if (k < 0)
+                        return k;
+                iso_dev_rule *n = reallocarray(cg->dev_rules, cg->n_dev_rules + 1, sizeof(*n));
+                if (!n)
+                        return nook_err_oom(err);
+                cg->dev_rules = n;
+                cg->dev_rules[cg->n_dev_rules++] = r;
+                return 0;
+        }
+        if (!cg->v1[V1_DEVICES])
+                return 0;
         return write_file(cg->v1[V1_DEVICES], allow ? "devices.allow" : "devices.deny", rule, err);
+}
+
+int iso_cgroup_devices_commit(iso_cgroup *cg, nook_error *err) {
+        if (!cg->v2 || cg->n_dev_rules == 0)
+                return 0;
+        int r = iso_devfilter_apply(cg->path, cg->dev_rules, cg->n_dev_rules, err);
+        free(cg->dev_rules);
+        cg->dev_rules = NULL;
+        cg->n_dev_rules = 0;
+        return r;
 }

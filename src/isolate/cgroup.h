@@ -103,5 +103,9 @@ int iso_cgroup_attach_all(iso_cgroup *cg, pid_t pid, nook_error *err);
 int iso_cgroup_pids(iso_cgroup *cg, pid_t **ret, size_t *ret_n, nook_error *err);
 /* The directory of one v1 controller ("memory"), or the v2 directory; NULL when absent. */
 const char *iso_cgroup_dir(iso_cgroup *cg, const char *controller);
-/* A v1 device cgroup rule ("c 1:3 rwm", "a"); a no-op on cgroup v2. */
+/* A device cgroup rule ("c 1:3 rwm", "a"): v1 writes it to devices.allow or devices.deny at
+ * once; v2 keeps it for iso_cgroup_devices_commit (INVALID for a rule it cannot parse). */
 int iso_cgroup_devices(iso_cgroup *cg, bool allow, const char *rule, nook_error *err);
+/* v2: the rules given so far as one eBPF device program attached to the cgroup (isolate/
+ * devfilter.h: the last rule that decides wins, nothing decided is denied); v1: nothing to do. */
+int iso_cgroup_devices_commit(iso_cgroup *cg, nook_error *err);

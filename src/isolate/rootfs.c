@@ -18,6 +18,7 @@
 #include "isolate/rootfs.h"
 #include "util/error.h"
 #include "util/macro.h"
+#include "util/path.h"
 #include "util/str.h"
 
 /* Scratch place for the new root inside our private mount namespace.  /tmp exists on every
@@ -33,40 +34,15 @@ static int mkdir_at_root(const char *rel, mode_t mode, nook_error *err) {
         return 0;
 }
 
-/* Creates every missing directory of rel under the new root (the overlay's upper layer takes
- * them, the image stays untouched). */
-static int mkdir_p_at_root(const char *rel, nook_error *err) {
-        char buf[PATH_MAX];
-        if (strlen(rel) >= sizeof(buf))
-                return nook_err_set(err, NOOK_E_INVALID, "Path too long: '%s'", rel);
-        strcpy(buf, rel);
-        for (char *s = buf + 1;; s++) {
-                if (*s != '/' && *s != 0)
-                        continue;
-                char saved = *s;
-                *s = 0;
-                int r = mkdir_at_root(buf, 0755, err);
-                if (r < 0)
-                        return r;
-                *s = saved;
-                if (!saved)
-                        return 0;
-        }
-}
-
-static int touch_at_root(const char *rel, nook_error *err) {
-        char path[PATH_MAX];
-        struct stat st;
-        (void)snprintf(path, sizeof(path), NEWROOT "%s", rel);
-        /* One the image already has is used as it is: opening it for writing would copy it up
-         * into the writable layer (and fail on a file the sandbox's root does not own). */
-        if (fstatat(AT_FDCWD, path, &st, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISLNK(st.st_mode))
-                return 0;
-        int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
-        if (fd < 0 && errno != EEXIST)
-                return nook_err_errno(err, NOOK_E_IO, "Cannot create mount point '%s'", rel);
-        safe_close(fd);
-        return 0;
+/* Opens (creating what is missing) a mount point under the new root: util/path.c's walker,
+ * every lookup openat2(RESOLVE_IN_ROOT) from the new root, so a symlink in the image (say
+ * /data -> /etc, or /etc/ssl -> /) resolves inside the sandbox's tree, never on the host's. */
+static int open_target(const char *target, bool dir, int *ret_fd, nook_error *err) {
+        _cleanup_close_ int root = open(NEWROOT, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (root < 0)
+                return nook_err_errno(err, NOOK_E_IO, "Cannot open the new root");
+        int r = path_open_in_root(root, target, dir, ret_fd, err);
+        return r < 0 ? nook_err_wrap(err, "mount point '%s'", target) : r;
 }
 
 /* A bind mount keeps the flags of its source; a read-only remount inside a user namespace must
@@ -180,11 +156,12 @@ static int setup_dev(nook_error *err) {
                 char src[64], rel[64];
                 (void)snprintf(src, sizeof(src), "/dev/%s", nodes[i]);
                 (void)snprintf(rel, sizeof(rel), "/dev/%s", nodes[i]);
-                r = touch_at_root(rel, err);
+                _cleanup_close_ int tfd = -1;
+                r = open_target(rel, /* dir= */ false, &tfd, err);
                 if (r < 0)
                         return r;
-                char dst[PATH_MAX];
-                (void)snprintf(dst, sizeof(dst), NEWROOT "%s", rel);
+                char dst[64];
+                (void)snprintf(dst, sizeof(dst), "/proc/self/fd/%d", tfd);
                 if (mount(src, dst, NULL, MS_BIND, NULL) < 0)
                         return nook_err_errno(err, NOOK_E_IO, "Cannot bind '%s' into the sandbox", src);
         }
@@ -276,21 +253,35 @@ static int setup_proc_sys(nook_error *err) {
         return 0;
 }
 
+/* Binds the host's src at rel under the new root, read-only.  The remount goes through a second
+ * open of rel: the fd opened before the bind names the mount point under it, and a remount
+ * needs the new mount's root (mount(2): EINVAL otherwise). */
+static int bind_ro_in_root(const char *src, const char *rel, bool dir, nook_error *err) {
+        _cleanup_close_ int tfd = -1;
+        char dst[64];
+        int r = open_target(rel, dir, &tfd, err);
+        if (r < 0)
+                return r;
+        (void)snprintf(dst, sizeof(dst), "/proc/self/fd/%d", tfd);
+        if (mount(src, dst, NULL, MS_BIND | MS_REC, NULL) < 0)
+                return nook_err_errno(err, NOOK_E_IO, "Cannot bind '%s' into the sandbox", src);
+        tfd = safe_close(tfd);
+        r = open_target(rel, dir, &tfd, err);
+        if (r < 0)
+                return r;
+        (void)snprintf(dst, sizeof(dst), "/proc/self/fd/%d", tfd);
+        unsigned long fl = MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | iso_locked_flags(dst);
+        if (mount(NULL, dst, NULL, fl, NULL) < 0)
+                return nook_err_errno(err, NOOK_E_IO, "Cannot make '%s' read-only in the sandbox", src);
+        return 0;
+}
+
 static int setup_binds(const iso_rootfs *rf, nook_error *err) {
-        int r;
         STRV_FOREACH (p, rf->ro_binds) {
                 struct stat st;
                 if (stat(*p, &st) < 0)
                         continue; /* the host lacks it; the image does not need it then */
-                char dst[PATH_MAX];
-                (void)snprintf(dst, sizeof(dst), NEWROOT "%s", *p);
-                if (S_ISDIR(st.st_mode))
-                        r = mkdir_p_at_root(*p, err);
-                else
-                        r = touch_at_root(*p, err);
-                if (r < 0)
-                        return r;
-                r = bind_ro(*p, dst, true, MS_NOSUID | MS_NODEV, err);
+                int r = bind_ro_in_root(*p, *p, S_ISDIR(st.st_mode), err);
                 if (r < 0)
                         return r;
         }
@@ -319,54 +310,6 @@ static int setup_workspace_tmp(const iso_rootfs *rf, nook_error *err) {
                     NULL) < 0)
                 return nook_err_errno(err, NOOK_E_IO, "Cannot set nosuid,nodev on /workspace");
         return 0;
-}
-
-/* Opens (creating what is missing) a volume's mount point under the new root.  Every lookup is
- * openat2(RESOLVE_IN_ROOT) from the new root, so a symlink in the image (say /data -> /etc)
- * resolves inside the sandbox's tree, never on the host's. */
-static int open_target(const char *target, bool dir, int *ret_fd, nook_error *err) {
-        _cleanup_close_ int root = open(NEWROOT, O_PATH | O_DIRECTORY | O_CLOEXEC);
-        struct open_how how = { .flags = O_PATH | O_CLOEXEC,
-                .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS };
-        char buf[PATH_MAX];
-        if (root < 0)
-                return nook_err_errno(err, NOOK_E_IO, "Cannot open the new root");
-        if (strlen(target) >= sizeof(buf))
-                return nook_err_set(err, NOOK_E_INVALID, "Mount point too long: '%s'", target);
-        strcpy(buf, target);
-        for (char *s = buf + 1;; s++) {
-                if (*s != '/' && *s != 0)
-                        continue;
-                char saved = *s;
-                bool last = saved == 0;
-                *s = 0;
-                int fd = (int)syscall(SYS_openat2, root, buf + 1, &how, sizeof(how));
-                if (fd < 0 && errno == ENOENT) {
-                        char *slash = strrchr(buf, '/');
-                        _cleanup_close_ int parent = -1;
-                        *slash = 0;
-                        parent = buf[0] ? (int)syscall(SYS_openat2, root, buf + 1, &how, sizeof(how))
-                                        : fcntl(root, F_DUPFD_CLOEXEC, 3);
-                        *slash = '/';
-                        if (parent < 0)
-                                return nook_err_errno(
-                                        err, NOOK_E_IO, "Cannot resolve the mount point '%s'", target);
-                        int k = (last && !dir) ? mknodat(parent, slash + 1, S_IFREG | 0644, 0)
-                                               : mkdirat(parent, slash + 1, 0755);
-                        if (k < 0 && errno != EEXIST)
-                                return nook_err_errno(
-                                        err, NOOK_E_IO, "Cannot create the mount point '%s'", target);
-                        fd = (int)syscall(SYS_openat2, root, buf + 1, &how, sizeof(how));
-                }
-                if (fd < 0)
-                        return nook_err_errno(err, NOOK_E_IO, "Cannot resolve the mount point '%s'", target);
-                if (last) {
-                        *ret_fd = fd;
-                        return 0;
-                }
-                safe_close(fd);
-                *s = saved;
-        }
 }
 
 /* User volumes: binds of fds the child opened before dropping host credentials, and tmpfs.

@@ -39,6 +39,7 @@
 #include "nook.h"
 #include "isolate/cgroup.h"
 #include "isolate/net.h"
+#include "isolate/userns.h"
 #include "oci/container.h"
 #include "oci/hooks.h"
 #include "oci/internal.h"
@@ -623,6 +624,12 @@ static int spawn_init(const oci_create_opts *o, create_plan *p, pid_t *ret_pid, 
 
 int oci_create(const oci_create_opts *o, pid_t *ret_pid, nook_error *err) {
         create_plan p = { .fifo_fd = -1, .console_fd = -1, .mnt_fd = -1 };
+        /* Before anything is made: as another user, or as root of a user namespace, the
+         * cgroup, device rules and mknod would fail half-way with a less telling error. */
+        if (!iso_rootful())
+                return nook_err_set(err, NOOK_E_MISSING_FEATURE,
+                        "nook-oci is not running as host root (uid %u%s): rootless nook-oci is not implemented (it needs a delegated cgroup subtree and newuidmap); start the engine as root (podman, containerd and the kubelet do), or give rootless podman crun or runc",
+                        (unsigned)geteuid(), geteuid() == 0 ? " of a user namespace" : "");
         int r = plan_prepare(o, &p, err);
         if (r >= 0)
                 r = spawn_init(o, &p, ret_pid, err);

@@ -138,7 +138,8 @@ static int parse_create(
                         break; /* no session keyring is joined anyway; nook-oci is never a subreaper */
                 case 'h':
                         (void)printf(
-                                "Usage: nook-oci %s [--bundle DIR] [--pid-file F] [--console-socket S] [--no-pivot] ID\n",
+                                "Usage: nook-oci %s [--bundle DIR] [--pid-file F] [--console-socket S] [--no-pivot]\n"
+                                "       [--preserve-fds N] ID\n",
                                 cmd);
                         exit(0);
                 default:
@@ -410,10 +411,15 @@ static int cmd_exec(int argc, char **argv, nook_error *err) {
                 case O_IGNORED:
                 case O_IGNORED_ARG:
                         break;
+                case O_PRESERVE:
+                        if (parse_preserve(optarg, &x.preserve_fds, err) < 0)
+                                return -NOOK_E_INVALID;
+                        break;
                 case 'h':
                         (void)printf(
                                 "Usage: nook-oci exec [--process FILE] [--detach] [--pid-file F] [--console-socket S]\n"
-                                "       [--tty] [--cwd DIR] [--env K=V]... [--user UID[:GID]] ID [COMMAND [ARG...]]\n");
+                                "       [--tty] [--cwd DIR] [--env K=V]... [--user UID[:GID]] [--preserve-fds N]\n"
+                                "       ID [COMMAND [ARG...]]\n");
                         exit(0);
                 default:
                         return usage_error(err, "exec", "unknown option");
@@ -522,6 +528,7 @@ static const struct {
         const char *name;
         cmd_fn fn;
         const char *summary;
+        bool stateless; /* needs no --root: runs for any user without XDG_RUNTIME_DIR */
 } commands[] = {
         { "create", cmd_create, "create a container (its process waits for 'start')" },
         { "start", cmd_start, "run the process of a created container" },
@@ -535,8 +542,8 @@ static const struct {
         { "resume", cmd_resume, "thaw a paused container" },
         { "update", cmd_update, "change the container's resource limits" },
         { "list", cmd_list, "list containers under --root" },
-        { "spec", cmd_spec, "write a default config.json" },
-        { "features", cmd_features, "print what this runtime supports (JSON)" },
+        { "spec", cmd_spec, "write a default config.json", true },
+        { "features", cmd_features, "print what this runtime supports (JSON)", true },
 };
 
 static void help(void) {
@@ -617,23 +624,25 @@ int main(int argc, char **argv) {
                 help();
                 return 1;
         }
-        if (!arg_root) {
-                r = oci_root_default(&root, &err);
-                if (r < 0)
-                        return fail(&err);
-                arg_root = root;
-        }
         const char *cmd = argv[optind];
         argc -= optind;
         argv += optind;
         optind = 1;
-        for (size_t i = 0; i < ELEMENTSOF(commands); i++)
-                if (streq(commands[i].name, cmd)) {
-                        if (arg_debug)
-                                log_line("debug", cmd);
-                        r = commands[i].fn(argc, argv, &err);
-                        return r < 0 ? fail(&err) : r;
+        for (size_t i = 0; i < ELEMENTSOF(commands); i++) {
+                if (!streq(commands[i].name, cmd))
+                        continue;
+                bool help_only = argc > 1 && (streq(argv[1], "--help") || streq(argv[1], "-h"));
+                if (!arg_root && !commands[i].stateless && !help_only) {
+                        r = oci_root_default(&root, &err);
+                        if (r < 0)
+                                return fail(&err);
+                        arg_root = root;
                 }
+                if (arg_debug)
+                        log_line("debug", cmd);
+                r = commands[i].fn(argc, argv, &err);
+                return r < 0 ? fail(&err) : r;
+        }
         (void)nook_err_set(&err, NOOK_E_INVALID, "unknown command '%s' (see 'nook-oci --help')", cmd);
         return fail(&err);
 }

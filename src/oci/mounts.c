@@ -27,59 +27,14 @@
 #include "oci/mounts.h"
 #include "util/error.h"
 #include "util/macro.h"
+#include "util/path.h"
 #include "util/str.h"
 
-static int resolve_in(int root, const char *rel, int *ret) {
-        struct open_how how = { .flags = O_PATH | O_CLOEXEC,
-                .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS };
-        int fd = (int)syscall(SYS_openat2, root, rel[0] ? rel : ".", &how, sizeof(how));
-        if (fd < 0)
-                return -errno;
-        *ret = fd;
-        return 0;
-}
-
 /* Opens target (absolute, inside the root), creating missing directories, and the last
- * component as a directory or an empty file. */
+ * component as a directory or an empty file: util/path.c's walker. */
 static int open_target(int root, const char *target, bool dir, int *ret_fd, nook_error *err) {
-        char buf[PATH_MAX];
-        if (strlen(target) >= sizeof(buf))
-                return nook_err_set(err, NOOK_E_INVALID, "Mount point too long: '%s'", target);
-        strcpy(buf, target);
-        for (char *s = buf + 1;; s++) {
-                if (*s != '/' && *s != 0)
-                        continue;
-                char saved = *s;
-                bool last = saved == 0;
-                int fd = -1;
-                *s = 0;
-                if (resolve_in(root, buf + 1, &fd) == -ENOENT) {
-                        char *slash = strrchr(buf, '/');
-                        _cleanup_close_ int parent = -1;
-                        *slash = 0;
-                        int r = resolve_in(root, slash == buf ? "" : buf + 1, &parent);
-                        *slash = '/';
-                        if (r < 0)
-                                return nook_err_errnum(
-                                        err, NOOK_E_IO, -r, "Cannot resolve the mount point '%s'", target);
-                        _cleanup_close_ int pdir = openat(parent, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-                        int k = pdir < 0         ? -1
-                                : (last && !dir) ? mknodat(pdir, slash + 1, S_IFREG | 0644, 0)
-                                                 : mkdirat(pdir, slash + 1, 0755);
-                        if (k < 0 && errno != EEXIST)
-                                return nook_err_errno(
-                                        err, NOOK_E_IO, "Cannot create the mount point '%s'", target);
-                        (void)resolve_in(root, buf + 1, &fd);
-                }
-                if (fd < 0)
-                        return nook_err_errno(err, NOOK_E_IO, "Cannot resolve the mount point '%s'", target);
-                if (last) {
-                        *ret_fd = fd;
-                        return 0;
-                }
-                safe_close(fd);
-                *s = saved;
-        }
+        int r = path_open_in_root(root, target, dir, ret_fd, err);
+        return r < 0 ? nook_err_wrap(err, "mount point '%s'", target) : r;
 }
 
 static int fd_path(int fd, char buf[static 64]) {

@@ -411,5 +411,5 @@ int oci_devices_apply(iso_cgroup *cg, const oci_spec *s, nook_error *err) {
                 if (r < 0)
                         return r;
         }
-        return 0;
+        return iso_cgroup_devices_commit(cg, err);
 }

@@ -2,10 +2,13 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <linux/openat2.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "nook.h"
@@ -161,4 +164,55 @@ int path_rm_rf(const char *path, nook_error *err) {
                 return nook_err_errno(err, NOOK_E_IO, "Cannot open '%s'", dir);
         }
         return path_rm_rf_at(dfd, base, err);
+}
+
+static int open_in(int root_fd, const char *rel) {
+        struct open_how how = { .flags = O_PATH | O_CLOEXEC,
+                .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS };
+        return (int)syscall(SYS_openat2, root_fd, rel, &how, sizeof(how));
+}
+
+/* One component: opened by its whole prefix from the root (so a symlink anywhere resolves in
+ * the root), made in its parent's fd when missing. */
+static int open_component(int root_fd, int parent_fd, const char *prefix, const char *name, bool dir,
+        const char *path, nook_error *err) {
+        int fd = open_in(root_fd, prefix);
+        if (fd < 0 && errno == ENOENT && !streq(name, "..")) {
+                int k = dir ? mkdirat(parent_fd, name, 0755) : mknodat(parent_fd, name, S_IFREG | 0644, 0);
+                if (k < 0 && errno != EEXIST)
+                        return nook_err_errno(
+                                err, NOOK_E_IO, "Cannot create '%s' of '%s' inside the root", prefix, path);
+                fd = open_in(root_fd, prefix);
+        }
+        if (fd < 0)
+                return nook_err_errno(
+                        err, NOOK_E_IO, "Cannot resolve '%s' of '%s' inside the root", prefix, path);
+        return fd;
+}
+
+int path_open_in_root(int root_fd, const char *path, bool last_dir, int *ret_fd, nook_error *err) {
+        char buf[PATH_MAX], prefix[PATH_MAX] = "";
+        size_t plen = 0;
+        if (strlen(path) >= sizeof(buf))
+                return nook_err_set(err, NOOK_E_INVALID, "Path too long (%zu bytes, at most %d): '%.64s...'",
+                        strlen(path), PATH_MAX - 1, path);
+        strcpy(buf, path);
+        _cleanup_close_ int cur = fcntl(root_fd, F_DUPFD_CLOEXEC, 3);
+        if (cur < 0)
+                return nook_err_errno(err, NOOK_E_IO, "Cannot open the root for '%s'", path);
+        char *save = NULL;
+        for (char *c = strtok_r(buf, "/", &save); c; c = strtok_r(NULL, "/", &save)) {
+                if (streq(c, "."))
+                        continue;
+                bool last = !save || save[strspn(save, "/")] == 0;
+                /* the prefix is never longer than path, which fits */
+                plen += (size_t)snprintf(prefix + plen, sizeof(prefix) - plen, "%s%s", plen ? "/" : "", c);
+                int fd = open_component(root_fd, cur, prefix, c, !last || last_dir, path, err);
+                if (fd < 0)
+                        return fd;
+                safe_close(cur);
+                cur = fd;
+        }
+        *ret_fd = TAKE_FD(cur);
+        return 0;
 }

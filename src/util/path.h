@@ -2,6 +2,7 @@
 /* Host paths: the state root, directory creation, tree removal that never follows symlinks. */
 #pragma once
 
+#include <stdbool.h>
 #include <sys/types.h>
 
 #include "nook.h"
@@ -16,3 +17,13 @@ int path_mkdir_p(const char *path, mode_t mode, nook_error *err);
 int path_rm_rf_at(int dirfd, const char *name, nook_error *err);
 /* path_rm_rf_at for an absolute path. */
 int path_rm_rf(const char *path, nook_error *err);
+/* Opens path (absolute or relative, taken inside root_fd) as an O_PATH fd, creating what is
+ * missing: directories 0755, the last component a directory or, with last_dir false, an empty
+ * 0644 file.  Every lookup is openat2(RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS) from root_fd, so
+ * "..", absolute symlinks and symlinks to "/" resolve inside the root, never above it; a
+ * missing name is made with mkdirat/mknodat in its resolved parent's fd, one component at a
+ * time, so nothing is created outside the root either.  An existing last component is opened as
+ * it is (never for writing: no copy-up on an overlay).  Empty and "." components are skipped.
+ * INVALID for a path of PATH_MAX bytes or more; IO (with errno) when a component cannot be
+ * resolved or made (ENOTDIR, ENAMETOOLONG, ELOOP, a dangling symlink: ENOENT). */
+int path_open_in_root(int root_fd, const char *path, bool last_dir, int *ret_fd, nook_error *err);

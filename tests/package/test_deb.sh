@@ -122,7 +122,7 @@ else
 fi
 layout_missing=""
 for f in usr/bin/nook usr/bin/nook-oci usr/libexec/nook-supervisor usr/libexec/nook-egress "usr/lib/$multiarch/libnook.so.0" "usr/lib/$multiarch/libnook.so" "usr/lib/$multiarch/nook/libnook-image.so" \
-        usr/include/nook.h "usr/lib/$multiarch/pkgconfig/nook.pc" usr/share/man/man1/nook.1 \
+        usr/include/nook.h "usr/lib/$multiarch/pkgconfig/nook.pc" usr/share/man/man1/nook.1 usr/share/man/man1/nook-oci.1 \
         usr/share/bash-completion/completions/nook usr/share/zsh/vendor-completions/_nook \
         usr/share/fish/vendor_completions.d/nook.fish; do
         [[ -e $dest/$f ]] || layout_missing+=" $f"

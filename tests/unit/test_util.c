@@ -2,6 +2,7 @@
 /* util: errors (make, wrap, truncate), strings, names, paths (tree removal never follows a
  * symlink out). */
 #include <criterion/criterion.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -321,6 +322,151 @@ Test(util, rm_rf_at_removes_a_file, .init = tmp_setup, .fini = tmp_teardown) {
         cr_expect_eq(path_rm_rf_at(dfd, "file", &err), 0);
         close(dfd);
         cr_expect(!exists(f));
+}
+
+/* path_open_in_root: tmp/root is the root, tmp/outside a folder beside it that no walk may
+ * reach.  fd_is checks the returned fd is the file at path (same device and inode). */
+static void fd_is(int fd, const char *path, mode_t type) {
+        struct stat a, b;
+        cr_assert_eq(fstat(fd, &a), 0);
+        cr_assert_eq(lstat(path, &b), 0, "%s: %m", path);
+        cr_expect(a.st_dev == b.st_dev && a.st_ino == b.st_ino, "the fd is not '%s'", path);
+        cr_expect_eq(a.st_mode & S_IFMT, type, "%s: type %o", path, a.st_mode & S_IFMT);
+}
+
+static int walk(const char *rel, bool last_dir, int *ret_fd, nook_error *err) {
+        _cleanup_free_ char *root = strprintf("%s/root", tmp);
+        _cleanup_close_ int rfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        cr_assert_geq(rfd, 0, "%s: %m", root);
+        return path_open_in_root(rfd, rel, last_dir, ret_fd, err);
+}
+
+static void walker_setup(void) {
+        tmp_setup();
+        _cleanup_free_ char *root = strprintf("%s/root", tmp);
+        _cleanup_free_ char *outside = strprintf("%s/outside", tmp);
+        _cleanup_free_ char *abs_link = strprintf("%s/root/abs", tmp);
+        _cleanup_free_ char *slash_link = strprintf("%s/root/slash", tmp);
+        _cleanup_free_ char *up_link = strprintf("%s/root/up", tmp);
+        _cleanup_free_ char *dangling = strprintf("%s/root/dangling", tmp);
+        _cleanup_free_ char *file = strprintf("%s/root/file", tmp);
+        cr_assert_eq(mkdir(root, 0755), 0);
+        cr_assert_eq(mkdir(outside, 0755), 0);
+        cr_assert_eq(symlink(outside, abs_link), 0); /* absolute, to a real folder outside */
+        cr_assert_eq(symlink("/", slash_link), 0);
+        cr_assert_eq(symlink("../../../../outside", up_link), 0);
+        cr_assert_eq(symlink("/nonexistent-walker/x", dangling), 0);
+        touch(file);
+        /* where the symlinks lead when resolved inside the root */
+        _cleanup_free_ char *twin = strprintf("%s/root%s", tmp, outside);
+        _cleanup_free_ char *twin_up = strprintf("%s/root/outside", tmp);
+        nook_error err = {};
+        cr_assert_eq(path_mkdir_p(twin, 0755, &err), 0, "%s", err.msg);
+        cr_assert_eq(mkdir(twin_up, 0755), 0);
+}
+
+Test(util, open_in_root_creates_dirs_and_file, .init = walker_setup, .fini = tmp_teardown) {
+        _cleanup_free_ char *d = strprintf("%s/root/a/b/c", tmp);
+        _cleanup_free_ char *f = strprintf("%s/root/a/b/f", tmp);
+        _cleanup_free_ char *root = strprintf("%s/root", tmp);
+        _cleanup_free_ char *file = strprintf("%s/root/file", tmp);
+        nook_error err = {};
+        int fd = -1;
+        cr_assert_eq(walk("/a/b/c", true, &fd, &err), 0, "%s", err.msg);
+        fd_is(fd, d, S_IFDIR);
+        close(fd);
+        cr_assert_eq(walk("a/b/f", false, &fd, &err), 0, "%s", err.msg);
+        fd_is(fd, f, S_IFREG);
+        close(fd);
+        /* empty and "." components are skipped; "" and "/" are the root itself */
+        cr_assert_eq(walk("//a///./b//c/", true, &fd, &err), 0, "%s", err.msg);
+        fd_is(fd, d, S_IFDIR);
+        close(fd);
+        cr_assert_eq(walk("", true, &fd, &err), 0, "%s", err.msg);
+        fd_is(fd, root, S_IFDIR);
+        close(fd);
+        cr_assert_eq(walk("/", true, &fd, &err), 0, "%s", err.msg);
+        fd_is(fd, root, S_IFDIR);
+        close(fd);
+        /* an existing file is opened as it is (not truncated) */
+        cr_assert_eq(walk("/file", false, &fd, &err), 0, "%s", err.msg);
+        fd_is(fd, file, S_IFREG);
+        close(fd);
+        struct stat st;
+        cr_expect(stat(file, &st) == 0 && st.st_size == 1);
+}
+
+Test(util, open_in_root_stays_in_root, .init = walker_setup, .fini = tmp_teardown) {
+        _cleanup_free_ char *outside = strprintf("%s/outside", tmp);
+        _cleanup_free_ char *base = strdup(strrchr(tmp, '/') + 1);
+        nook_error err = {};
+        int fd = -1;
+        /* ".." above the root stays at the root */
+        cr_assert_eq(walk("/../../../dotdot", true, &fd, &err), 0, "%s", err.msg);
+        _cleanup_free_ char *in1 = strprintf("%s/root/dotdot", tmp);
+        fd_is(fd, in1, S_IFDIR);
+        close(fd);
+        _cleanup_free_ char *out1 = strprintf("%s/dotdot", tmp);
+        cr_expect(!exists(out1), "'..' created '%s' above the root", out1);
+        /* an absolute symlink to a real folder outside: followed inside the root */
+        cr_assert_eq(walk("/abs/x", true, &fd, &err), 0, "%s", err.msg);
+        _cleanup_free_ char *in2 = strprintf("%s/root%s/x", tmp, outside);
+        fd_is(fd, in2, S_IFDIR);
+        close(fd);
+        _cleanup_free_ char *out2 = strprintf("%s/x", outside);
+        cr_expect(!exists(out2), "an absolute symlink led to '%s'", out2);
+        /* a symlink to "/" is the root */
+        _cleanup_free_ char *name = strprintf("/slash/walker-%s", base);
+        cr_assert_eq(walk(name, false, &fd, &err), 0, "%s", err.msg);
+        _cleanup_free_ char *in3 = strprintf("%s/root/walker-%s", tmp, base);
+        fd_is(fd, in3, S_IFREG);
+        close(fd);
+        cr_expect(!exists(name + strlen("/slash")), "a symlink to / created '%s' on the host", name + 6);
+        /* a relative symlink climbing out: clamped at the root */
+        cr_assert_eq(walk("/up/y", true, &fd, &err), 0, "%s", err.msg);
+        _cleanup_free_ char *in4 = strprintf("%s/root/outside/y", tmp);
+        fd_is(fd, in4, S_IFDIR);
+        close(fd);
+        _cleanup_free_ char *out4 = strprintf("%s/y", outside);
+        cr_expect(!exists(out4), "a relative symlink led to '%s'", out4);
+}
+
+Test(util, open_in_root_refuses_bad_paths, .init = walker_setup, .fini = tmp_teardown) {
+        _cleanup_free_ char *outside = strprintf("%s/outside", tmp);
+        nook_error err = {};
+        int fd = -1;
+        /* a dangling symlink: an error, nothing made where it points (inside or out) */
+        cr_expect_eq(walk("/dangling", true, &fd, &err), -NOOK_E_IO);
+        cr_expect_eq(err.sys_errno, ENOENT);
+        cr_expect(strstr(err.msg, "'dangling'"), "%s", err.msg);
+        cr_expect(!exists("/nonexistent-walker"));
+        /* through a file */
+        cr_expect_eq(walk("/file/sub", true, &fd, &err), -NOOK_E_IO);
+        cr_expect_eq(err.sys_errno, ENOTDIR);
+        /* a component longer than NAME_MAX: refused (the parent made before it stays) */
+        char long_name[NAME_MAX + 32];
+        memset(long_name, 'n', sizeof(long_name) - 1);
+        long_name[sizeof(long_name) - 1] = 0;
+        _cleanup_free_ char *p = strprintf("/ln/%s/z", long_name);
+        cr_expect_eq(walk(p, true, &fd, &err), -NOOK_E_IO);
+        cr_expect_eq(err.sys_errno, ENAMETOOLONG);
+        /* a path of PATH_MAX bytes: INVALID before anything is made */
+        char huge[PATH_MAX + 1];
+        memset(huge, 'h', sizeof(huge) - 1);
+        huge[0] = '/';
+        huge[sizeof(huge) - 1] = 0;
+        cr_expect_eq(walk(huge, true, &fd, &err), -NOOK_E_INVALID);
+        cr_expect(strstr(err.msg, "too long"), "%s", err.msg);
+        /* nothing was made outside */
+        DIR *d = opendir(outside);
+        cr_assert_not_null(d);
+        struct dirent *e;
+        size_t n = 0;
+        while ((e = readdir(d)))
+                n += !streq(e->d_name, ".") && !streq(e->d_name, "..");
+        closedir(d);
+        cr_expect_eq(n, 0, "something was made in '%s'", outside);
+        cr_expect_eq(fd, -1, "no fd on failure");
 }
 
 Test(util, mkdir_p_modes_and_conflicts, .init = tmp_setup, .fini = tmp_teardown) {

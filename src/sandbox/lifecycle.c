@@ -425,11 +425,12 @@ static int lifeline_keep(nook *n, int fd, nook_error *err) {
 /* The baseline diff and merge compare with (docs/design/diff-merge.md): taken once the
  * workspace and the writable layer are complete and before the supervisor starts, so no guest
  * write precedes it. */
-static int baseline_capture(const char *sdir, const char *wsdir, bool fresh_upper, nook_error *err) {
+static int baseline_capture(
+        const char *sdir, const char *wsdir, bool fresh_upper, bool sticky, nook_error *err) {
         _cleanup_free_ char *upper = strprintf("%s/upper", sdir);
         if (!upper)
                 return nook_err_oom(err);
-        return sb_baseline_capture(sdir, wsdir, upper, fresh_upper, err);
+        return sb_baseline_capture(sdir, wsdir, upper, fresh_upper, /* upper_durable= */ sticky, err);
 }
 
 /* Creates (or re-creates over the same workspace) and starts; the caller holds the lock. */
@@ -495,7 +496,7 @@ int sb_create_locked(nook *n, const char *name, const sb_spec *spec, unsigned fl
                 goto out;
         r = prepare_state(n, name, spec, keep_upper, sdir, wsdir, &rec.image_digest, err);
         if (r >= 0)
-                r = baseline_capture(sdir, wsdir, !keep_upper, err);
+                r = baseline_capture(sdir, wsdir, !keep_upper, spec->sticky, err);
         pid_t pid = 0;
         bool spawned = r >= 0;
         int life[2] = { -1, -1 };

@@ -141,7 +141,7 @@ Test(manifest, capture_diff_merge) {
         cr_assert_str_eq(m->e[0].path, "dir");
         cr_assert_str_eq(m->e[1].path, "dir/x");
         cr_assert_str_eq(m->e[4].target, "/etc/passwd");
-        cr_assert_eq(manifest_save(m, sfd, MF_FILE_NAME, &err), 0, "%s", err.msg);
+        cr_assert_eq(manifest_save(m, sfd, MF_FILE_NAME, /* durable= */ true, &err), 0, "%s", err.msg);
         manifest_free(m);
         r = manifest_capture(bfd, true, 3, &m, &err);
         cr_assert_eq(r, -NOOK_E_REFUSED, "a bound on the entries: %d %s", r, err.msg);
@@ -213,4 +213,40 @@ Test(manifest, merge_journal_refusals) {
         cr_assert_eq(access(p, F_OK), 0, "a file of another inode is left alone");
         close(fd);
         (void)path_rm_rf(t, &err);
+}
+
+/* An empty manifest is saved without fsync; a power loss may leave it zero-length, and that
+ * loads as the empty manifest.  A file with anything else than a manifest stays refused. */
+Test(manifest, empty_file_is_the_empty_manifest) {
+        char dir[] = "/tmp/nook-mf-empty.XXXXXX";
+        cr_assert_not_null(mkdtemp(dir));
+        int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        cr_assert_geq(dfd, 0);
+        manifest *m = NULL;
+        nook_error err = { 0 };
+        cr_assert_eq(parse("nook-manifest 1\n", &m, &err), 0, "%s", err.msg);
+        cr_assert_eq(manifest_save(m, dfd, "empty", /* durable= */ true, &err), 0, "%s", err.msg);
+        manifest_free(m);
+        m = NULL;
+        cr_assert_eq(manifest_load(dfd, "empty", &m, &err), 0, "%s", err.msg);
+        cr_assert_eq(m->n, 0);
+        manifest_free(m);
+        m = NULL;
+        int fd = openat(dfd, "cut", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+        cr_assert_geq(fd, 0);
+        close(fd);
+        cr_assert_eq(manifest_load(dfd, "cut", &m, &err), 0, "%s", err.msg);
+        cr_assert_eq(m->n, 0);
+        manifest_free(m);
+        m = NULL;
+        fd = openat(dfd, "junk", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+        cr_assert_geq(fd, 0);
+        cr_assert_eq(write(fd, "x", 1), 1);
+        close(fd);
+        cr_assert_eq(manifest_load(dfd, "junk", &m, &err), -NOOK_E_INVALID);
+        cr_assert_null(m);
+        close(dfd);
+        char cmd[128];
+        snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+        cr_assert_eq(system(cmd), 0);
 }

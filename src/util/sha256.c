@@ -84,7 +84,7 @@ static uint32_t load_be32(const uint8_t *b) {
 static void sha256_block(uint32_t h[8], const uint8_t b[64]) {
         uint32_t w[64];
 
-        for (int t = 0; t < 16; t++)
+        for (size_t t = 0; t < 16; t++)
                 w[t] = load_be32(b + 4 * t);
         for (int t = 16; t < 64; t++) {
                 uint32_t s0 = ror(w[t - 15], 7) ^ ror(w[t - 15], 18) ^ (w[t - 15] >> 3);
@@ -152,7 +152,7 @@ void sha256_final(sha256_ctx *c, uint8_t ret[SHA256_LEN]) {
         for (int i = 0; i < 8; i++)
                 pad[n + (size_t)i] = (uint8_t)(bits >> (56 - 8 * i));
         sha256_update(c, pad, n + 8);
-        for (int i = 0; i < 8; i++) {
+        for (size_t i = 0; i < 8; i++) {
                 ret[4 * i] = (uint8_t)(c->h[i] >> 24);
                 ret[4 * i + 1] = (uint8_t)(c->h[i] >> 16);
                 ret[4 * i + 2] = (uint8_t)(c->h[i] >> 8);

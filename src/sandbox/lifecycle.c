@@ -663,9 +663,9 @@ int nook_sandbox_stop(nook *n, const char *name, uint64_t timeout_ms, nook_error
 /* ---- remove --------------------------------------------------------------------------------------- */
 
 /* The workspace leaves its name in one step (an rmdir when it is empty, else a rename into
- * <home>/trash/ws-XXXXXX, which holds an owner lock until it is deleted): a handle opened before finds it gone, a killed rm leaves a
- * whole workspace or none (and the trash is swept), and what a guest made undeletable never
- * fails rm with "Directory not empty". */
+ * <home>/trash/ws-XXXXXX, which holds an owner lock until it is deleted): a handle opened before
+ * finds it gone, a killed rm leaves a whole workspace or none (and the trash is swept), and what
+ * a guest made undeletable never fails rm with "Directory not empty". */
 static int remove_workspace(nook *n, const char *wsdir, nook_error *err) {
         struct stat st;
         if (lstat(wsdir, &st) < 0)

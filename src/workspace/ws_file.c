@@ -181,7 +181,8 @@ static bool ws_flink_refused; /* the kernel refused linkat(AT_EMPTY_PATH) once: 
  * linked through /proc.  The component-walk mode (a kernel without openat2, or
  * NOOK_TEST_NO_OPENAT2=1) always takes /proc, so the tests cover both ways. */
 static int ws_tmp_link(const ws *w, int fd, int dfd, const char *name) {
-        bool flink = !w->no_openat2 && !__atomic_load_n(&ws_flink_refused, __ATOMIC_RELAXED);
+        bool flink = !__atomic_load_n(&w->no_openat2, __ATOMIC_RELAXED) &&
+                !__atomic_load_n(&ws_flink_refused, __ATOMIC_RELAXED);
         if (flink && linkat(fd, "", dfd, name, AT_EMPTY_PATH) == 0)
                 return 0;
         if (flink && errno != ENOENT && errno != EPERM)

@@ -48,7 +48,7 @@ static void note_failure(int sfd, const char *file, const nook_error *why) {
                 (void)fd_write_all(fd, why->msg, strlen(why->msg));
 }
 
-static void capture_one(int sfd, const char *tree, const char *file) {
+static void capture_one(int sfd, const char *tree, const char *file, bool durable) {
         _cleanup_close_ int fd = -1;
         _cleanup_(manifest_freep) manifest *m = NULL;
         _cleanup_free_ char *ename = strprintf("%s.error", file);
@@ -60,23 +60,23 @@ static void capture_one(int sfd, const char *tree, const char *file) {
         if (r >= 0)
                 r = manifest_capture(fd, /* hash= */ true, 0, &m, &err);
         if (r >= 0)
-                r = manifest_save(m, sfd, file, &err);
+                r = manifest_save(m, sfd, file, durable, &err);
         if (r < 0) {
                 (void)nook_err_wrap(&err, "taking the baseline of '%s'", tree);
                 note_failure(sfd, file, &err);
         }
 }
 
-int sb_baseline_capture(
-        const char *sdir, const char *wsdir, const char *upper, bool fresh_upper, nook_error *err) {
+int sb_baseline_capture(const char *sdir, const char *wsdir, const char *upper, bool fresh_upper,
+        bool upper_durable, nook_error *err) {
         _cleanup_close_ int sfd = -1;
         int r = open_dir(sdir, "the state folder", &sfd, err);
         if (r < 0)
                 return r;
         if (faccessat(sfd, MF_FILE_NAME, F_OK, AT_SYMLINK_NOFOLLOW) < 0)
-                capture_one(sfd, wsdir, MF_FILE_NAME);
+                capture_one(sfd, wsdir, MF_FILE_NAME, /* durable= */ true);
         if (fresh_upper || faccessat(sfd, MF_ROOT_FILE_NAME, F_OK, AT_SYMLINK_NOFOLLOW) < 0)
-                capture_one(sfd, upper, MF_ROOT_FILE_NAME);
+                capture_one(sfd, upper, MF_ROOT_FILE_NAME, upper_durable);
         return 0;
 }
 

@@ -12,9 +12,11 @@
  * the layer is new (fresh_upper) or has none.  A capture that fails (a tree over the bounds of
  * manifest_capture, an I/O error) does not fail the create: the reason is kept beside the
  * manifest's name (".error") and diff and merge of that sandbox say it.  Fails only when the
- * state folder cannot be opened. */
-int sb_baseline_capture(
-        const char *sdir, const char *wsdir, const char *upper, bool fresh_upper, nook_error *err);
+ * state folder cannot be opened.  upper_durable: the layer's baseline survives a power loss
+ * (manifest_save's fsync); false for an ephemeral sandbox, whose layer does not (its overlay is
+ * mounted 'volatile' and a crash discards it). */
+int sb_baseline_capture(const char *sdir, const char *wsdir, const char *upper, bool fresh_upper,
+        bool upper_durable, nook_error *err);
 
 /* Removes the baselines (and a merge journal) from the state folder sdir, so the next create
  * takes new ones: for a branch whose state folder was copied from its source's, before its

@@ -425,11 +425,12 @@ static int lifeline_keep(nook *n, int fd, nook_error *err) {
 /* The baseline diff and merge compare with (docs/design/diff-merge.md): taken once the
  * workspace and the writable layer are complete and before the supervisor starts, so no guest
  * write precedes it. */
-static int baseline_capture(const char *sdir, const char *wsdir, bool fresh_upper, nook_error *err) {
+static int baseline_capture(
+        const char *sdir, const char *wsdir, bool fresh_upper, bool sticky, nook_error *err) {
         _cleanup_free_ char *upper = strprintf("%s/upper", sdir);
         if (!upper)
                 return nook_err_oom(err);
-        return sb_baseline_capture(sdir, wsdir, upper, fresh_upper, err);
+        return sb_baseline_capture(sdir, wsdir, upper, fresh_upper, /* upper_durable= */ sticky, err);
 }
 
 /* Creates (or re-creates over the same workspace) and starts; the caller holds the lock. */
@@ -495,7 +496,7 @@ int sb_create_locked(nook *n, const char *name, const sb_spec *spec, unsigned fl
                 goto out;
         r = prepare_state(n, name, spec, keep_upper, sdir, wsdir, &rec.image_digest, err);
         if (r >= 0)
-                r = baseline_capture(sdir, wsdir, !keep_upper, err);
+                r = baseline_capture(sdir, wsdir, !keep_upper, spec->sticky, err);
         pid_t pid = 0;
         bool spawned = r >= 0;
         int life[2] = { -1, -1 };
@@ -661,13 +662,17 @@ int nook_sandbox_stop(nook *n, const char *name, uint64_t timeout_ms, nook_error
 
 /* ---- remove --------------------------------------------------------------------------------------- */
 
-/* The workspace leaves its name in one step (a rename into <home>/trash/ws-XXXXXX, which holds
- * an owner lock until it is deleted): a handle opened before finds it gone, a killed rm leaves a
- * whole workspace or none (and the trash is swept), and what a guest made undeletable never
- * fails rm with "Directory not empty". */
+/* The workspace leaves its name in one step (an rmdir when it is empty, else a rename into
+ * <home>/trash/ws-XXXXXX, which holds an owner lock until it is deleted): a handle opened before
+ * finds it gone, a killed rm leaves a whole workspace or none (and the trash is swept), and what
+ * a guest made undeletable never fails rm with "Directory not empty". */
 static int remove_workspace(nook *n, const char *wsdir, nook_error *err) {
         struct stat st;
         if (lstat(wsdir, &st) < 0)
+                return 0;
+        /* An empty workspace (a `nook run` that wrote nothing) goes in one step by itself: rmdir
+         * is as atomic as the rename, and saves making, locking and deleting a trash folder. */
+        if (S_ISDIR(st.st_mode) && rmdir(wsdir) == 0)
                 return 0;
         _cleanup_free_ char *trash = strprintf("%s/trash", n->home);
         _cleanup_free_ char *t = strprintf("%s/trash/ws-XXXXXX", n->home);

@@ -75,9 +75,12 @@ int mf_open_parent(int dirfd, const char *path, const char **ret_name);
  * manifest_format writes (NOOK_E_INVALID, naming the line). */
 int manifest_format(const manifest *m, char **ret, size_t *ret_len, nook_error *err);
 int manifest_parse(const char *text, size_t len, manifest **ret, nook_error *err);
-/* Writes m to dirfd/name atomically (a temporary file, fsync, rename). */
-int manifest_save(const manifest *m, int dirfd, const char *name, nook_error *err);
-/* Reads dirfd/name (NOOK_E_NOT_FOUND when absent). */
+/* Writes m to dirfd/name atomically for readers and kills (a temporary file, then a rename).
+ * durable: fsync before the rename, so that a power loss too leaves the old file or the new one
+ * whole.  An empty manifest is never synced (the fsync was most of a create's wall time): a
+ * power loss can leave it zero-length, which manifest_load reads as the empty manifest it was. */
+int manifest_save(const manifest *m, int dirfd, const char *name, bool durable, nook_error *err);
+/* Reads dirfd/name (NOOK_E_NOT_FOUND when absent; an empty file is the empty manifest). */
 int manifest_load(int dirfd, const char *name, manifest **ret, nook_error *err);
 
 /* The format's escaping of one field (%XX for '%', bytes below 0x21 and 0x7f) and back; NULL on

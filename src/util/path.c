@@ -44,7 +44,8 @@ int path_home_default(char **ret, nook_error *err) {
         return 0;
 }
 
-int path_mkdir_p(const char *path, mode_t mode, nook_error *err) {
+/* mkdir of every component of path in turn (existing ones are fine). */
+static int mkdir_parents(const char *path, mode_t mode, nook_error *err) {
         _cleanup_free_ char *p = strdup(path);
         if (!p)
                 return nook_err_oom(err);
@@ -57,7 +58,21 @@ int path_mkdir_p(const char *path, mode_t mode, nook_error *err) {
                         return nook_err_errno(err, NOOK_E_IO, "Cannot create directory '%s'", p);
                 *s = saved;
                 if (!saved)
-                        break;
+                        return 0;
+        }
+}
+
+int path_mkdir_p(const char *path, mode_t mode, nook_error *err) {
+        /* The common case first: the parent exists (one mkdir, not one per component: a create
+         * calls this for folders that exist since the first one). */
+        if (mkdir(path, mode) < 0) {
+                if (errno != ENOENT && errno != EEXIST)
+                        return nook_err_errno(err, NOOK_E_IO, "Cannot create directory '%s'", path);
+                if (errno == ENOENT) {
+                        int r = mkdir_parents(path, mode, err);
+                        if (r < 0)
+                                return r;
+                }
         }
         struct stat st;
         if (stat(path, &st) < 0)

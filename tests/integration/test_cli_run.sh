@@ -8,7 +8,7 @@
 
 require_bin "$NOOK" "$NOOK_SUPERVISOR"
 command -v jq >/dev/null || plan skip_all "jq is needed to read nook's JSON"
-plan 53
+plan 57
 
 field() { "$NOOK" inspect "$1" 2>/dev/null | jq -r "$2 // empty" 2>/dev/null; }
 names() { "$NOOK" ls --json 2>/dev/null | jq -r '.[].name' 2>/dev/null | sort | tr '\n' ' '; }
@@ -136,6 +136,17 @@ check "run -d: the sandbox stops when its command ends" wait_for 10 state_is det
 is "$("$NOOK" logs det1 2>&1)" "from-run-d" "its output is in nook logs after it stopped"
 run_nook rm det1
 is "$status" 0 "rm of the run -d sandbox"
+
+# ---- the workspace's removal: an empty one by rmdir, a written one through the trash ----------
+rm -rf "$NOOK_HOME/trash"
+run_nook run --name ws0 -- true
+is "$status" 0 "run of a command that writes nothing"
+check "its empty workspace went by rmdir: no trash folder was made" \
+        test ! -e "$NOOK_HOME/trash" -a ! -e "$NOOK_HOME/workspaces/ws0"
+run_nook run --name ws1 -- sh -c 'mkdir -p /workspace/d && echo x >/workspace/d/f'
+is "$status" 0 "run of a command that writes into its workspace"
+check "its workspace went through the trash, which is empty again" \
+        test -d "$NOOK_HOME/trash" -a -z "$(ls -A "$NOOK_HOME/trash" 2>/dev/null)" -a ! -e "$NOOK_HOME/workspaces/ws1"
 
 run_nook rm ex
 is "$(supervisors)" "" "no supervisor left at the end"

@@ -16,6 +16,8 @@ packages=(
         # libraries (DESIGN.md "Dependencies")
         libseccomp-dev libjansson-dev libsqlite3-dev sqlite3 libcurl4-openssl-dev libarchive-dev
         libnftables-dev
+        # SHA-256 of diff/merge baselines (src/tree/manifest.c) without loading libcrypto
+        nettle-dev
         # tests
         libcriterion-dev
         # runtime helpers and peers (bench compares against bubblewrap)

@@ -21,14 +21,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <nettle/sha2.h>
+
 #include "nook.h"
 #include "tree/manifest.h"
-#include "image/digest.h"
-#include "image/module.h" /* SHA-256 of large amounts: libcrypto, loaded on first use */
 #include "util/error.h"
 #include "util/fd.h"
 #include "util/macro.h"
-#include "util/sha256.h"
 #include "util/str.h"
 
 #define MF_MAGIC "nook-manifest 1\n"
@@ -157,19 +156,15 @@ static int hexval(char c) {
         return -1;
 }
 
-/* Small amounts are hashed with util/sha256.c, the rest with libcrypto through the image module:
- * loading that module (libcrypto, libcurl and ~40 libraries) was most of the CPU of a `nook run`,
- * whose baseline hashes two small files; on a large tree libcrypto (SHA-NI, ~2 GB/s) is 20x
- * faster than util/sha256.c.  Per process, the first MF_HASH_SMALL bytes in files under that size
- * take the small way: a create over a few files never loads the module, a 100 MiB workspace
- * pays its load (~10 ms) once. */
-#define MF_HASH_SMALL ((uint64_t)1 << 20)
-static uint64_t mf_hashed_small;
-
-static int mf_hash_read(int fd, sha256_ctx *c, image_hasher *h, nook_error *err) {
+/* SHA-256 through nettle (Debian's libnettle8: one small library, no dependencies, SHA-NI on
+ * x86_64): a create hashes its baseline's files without loading the image module and the ~40
+ * libraries libcrypto and libcurl bring, which was most of the CPU of a `nook run`. */
+int mf_hash_fd(int fd, uint8_t ret[MF_HASH_LEN], nook_error *err) {
         _cleanup_free_ char *b = malloc(1 << 16);
         if (!b)
                 return nook_err_oom(err);
+        struct sha256_ctx c;
+        sha256_init(&c);
         for (;;) {
                 ssize_t k = read(fd, b, 1 << 16);
                 if (k < 0 && errno == EINTR)
@@ -177,55 +172,14 @@ static int mf_hash_read(int fd, sha256_ctx *c, image_hasher *h, nook_error *err)
                 if (k < 0)
                         return nook_err_errno(err, NOOK_E_IO, "Cannot read a file to hash it");
                 if (k == 0)
-                        return 0;
-                if (c)
-                        sha256_update(c, b, (size_t)k);
-                else
-                        IMG(image_hasher_update)(h, b, (size_t)k);
+                        break;
+                sha256_update(&c, (size_t)k, (const uint8_t *)b);
         }
-}
-
-static int mf_hash_small(int fd, uint8_t ret[MF_HASH_LEN], nook_error *err) {
-        sha256_ctx c;
-        sha256_init(&c);
-        int r = mf_hash_read(fd, &c, NULL, err);
-        if (r < 0)
-                return r;
-        sha256_final(&c, ret);
+        sha256_digest(&c, MF_HASH_LEN, ret);
         return 0;
 }
 
-static int mf_hash_crypto(int fd, uint8_t ret[MF_HASH_LEN], nook_error *err) {
-        _cleanup_(img_image_hasher_freep) image_hasher *h = IMG(image_hasher_new)();
-        char hex[IMAGE_DIGEST_LEN + 1];
-        if (!h)
-                return nook_err_oom(err);
-        int r = mf_hash_read(fd, NULL, h, err);
-        if (r < 0)
-                return r;
-        IMG(image_hasher_final)(h, hex);
-        const char *x = image_digest_hex(hex);
-        for (size_t i = 0; i < MF_HASH_LEN; i++) {
-                int hi = hexval(x[2 * i]), lo = hexval(x[2 * i + 1]);
-                if (hi < 0 || lo < 0)
-                        return nook_err_set(err, NOOK_E_INTERNAL, "Bad digest from the hasher");
-                ret[i] = (uint8_t)(hi * 16 + lo);
-        }
-        return 0;
-}
-
-_Static_assert(MF_HASH_LEN == SHA256_LEN, "a manifest's hash is a SHA-256");
-
-int mf_hash_fd(int fd, uint8_t ret[MF_HASH_LEN], nook_error *err) {
-        struct stat st;
-        if (fstat(fd, &st) < 0)
-                return nook_err_errno(err, NOOK_E_IO, "Cannot stat a file to hash it");
-        uint64_t size = st.st_size > 0 ? (uint64_t)st.st_size : 0;
-        if (size < MF_HASH_SMALL &&
-                __atomic_add_fetch(&mf_hashed_small, size, __ATOMIC_RELAXED) <= MF_HASH_SMALL)
-                return mf_hash_small(fd, ret, err);
-        return mf_hash_crypto(fd, ret, err);
-}
+_Static_assert(MF_HASH_LEN == SHA256_DIGEST_SIZE, "a manifest's hash is a SHA-256");
 
 static mf_type type_of(mode_t m) {
         if (S_ISREG(m))

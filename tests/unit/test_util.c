@@ -13,13 +13,11 @@
 #include <unistd.h>
 
 #include "nook.h"
-#include "image/module.h"
 #include "util/error.h"
 #include "util/fd.h"
 #include "util/macro.h"
 #include "util/name.h"
 #include "util/path.h"
-#include "util/sha256.h"
 #include "util/str.h"
 #include "util/tmpdir.h"
 
@@ -539,55 +537,4 @@ Test(util, tmp_sweep_removes_only_what_no_live_owner_holds) {
         cr_expect_eq(tmp_sweep(root, rm_entry), 1);
         cr_expect_eq(tmp_sweep("/nonexistent/nook", rm_entry), 0, "a missing folder is no error");
         cr_expect_eq(rmdir(root), 0);
-}
-
-/* ---- sha256.c ----------------------------------------------------------------------------- */
-
-static void sha256_hex(const void *buf, size_t len, size_t chunk, char ret[2 * SHA256_LEN + 1]) {
-        const uint8_t *p = buf;
-        uint8_t d[SHA256_LEN];
-        sha256_ctx c;
-
-        sha256_init(&c);
-        for (size_t off = 0; off < len; off += chunk)
-                sha256_update(&c, p + off, len - off < chunk ? len - off : chunk);
-        sha256_final(&c, d);
-        for (size_t i = 0; i < SHA256_LEN; i++)
-                snprintf(ret + 2 * i, 3, "%02x", d[i]);
-}
-
-/* FIPS 180-4 examples (NIST's SHA256.pdf and SHA2_Additional.pdf). */
-Test(util, sha256_known_answers) {
-        char hex[2 * SHA256_LEN + 1];
-        const char *two_blocks = "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq";
-        sha256_hex("", 0, 1, hex);
-        cr_expect_str_eq(hex, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
-        sha256_hex("abc", 3, 1, hex);
-        cr_expect_str_eq(hex, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
-        sha256_hex(two_blocks, strlen(two_blocks), 7, hex);
-        cr_expect_str_eq(hex, "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
-        char *million = malloc(1000000);
-        cr_assert_not_null(million);
-        memset(million, 'a', 1000000);
-        sha256_hex(million, 1000000, 4096, hex);
-        cr_expect_str_eq(hex, "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
-        free(million);
-}
-
-/* The same digest as libcrypto's (the image module's hasher) at every length around the block
- * and padding boundaries, fed in one piece or in odd chunks. */
-Test(util, sha256_matches_libcrypto) {
-        uint8_t buf[300];
-        for (size_t i = 0; i < sizeof(buf); i++)
-                buf[i] = (uint8_t)(i * 131 + 7);
-        for (size_t len = 0; len <= sizeof(buf); len++) {
-                char ours[2 * SHA256_LEN + 1], ours_chunked[2 * SHA256_LEN + 1],
-                        theirs[IMAGE_DIGEST_LEN + 1];
-                nook_error err = {};
-                sha256_hex(buf, len, len ? len : 1, ours);
-                sha256_hex(buf, len, 13, ours_chunked);
-                cr_assert_eq(IMG(image_digest_buf)(buf, len, theirs, &err), 0, "%s", err.msg);
-                cr_expect_str_eq(ours, image_digest_hex(theirs), "length %zu", len);
-                cr_expect_str_eq(ours_chunked, ours, "length %zu in chunks of 13", len);
-        }
 }

@@ -33,6 +33,7 @@ const LIBS = [
   ["libcurl", "libcurl4-openssl-dev"],
   ["libarchive", "libarchive-dev"],
   ["libcrypto", "libssl-dev"],
+  ["nettle", "nettle-dev"],
 ];
 // command -> Debian package
 const TOOLS = [

@@ -73,7 +73,7 @@ static int usage(void) {
         fprintf(stderr,
                 "usage: nook-probe id | caps | mounts | cgroup | try-syscall [NAME...] | write PATH "
                 "CONTENT\n"
-                "                  | read PATH | sleep-tree SECONDS | spin SECONDS | alloc MIB\n"
+                "                  | read PATH | sleep-tree SECONDS | spin SECONDS | spin-cpu SECONDS | alloc MIB\n"
                 "                  | fork-bomb [MAX] | net | env | fds | exit CODE\n");
         return 2;
 }
@@ -404,6 +404,23 @@ static int cmd_spin(long seconds) {
         return 0;
 }
 
+/* Spins until this process has used SECONDS of CPU (not of wall time: a loaded machine then
+ * still gets the same amount of work), or 60 s of wall time passed. */
+static int cmd_spin_cpu(long seconds) {
+        struct timespec start, now, cpu;
+        volatile uint64_t n = 0;
+
+        clock_gettime(CLOCK_MONOTONIC, &start);
+        do {
+                for (int i = 0; i < 1000000; i++)
+                        n++;
+                clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &cpu);
+                clock_gettime(CLOCK_MONOTONIC, &now);
+        } while (cpu.tv_sec < seconds && now.tv_sec - start.tv_sec < 60);
+        printf("{\"cpu_seconds\":%ld}\n", (long)cpu.tv_sec);
+        return 0;
+}
+
 /* Touches every page so the memory is charged to the cgroup, not just reserved. */
 static int cmd_alloc(long mib) {
         size_t len = (size_t)mib << 20;
@@ -536,6 +553,8 @@ int main(int argc, char **argv) {
                 return cmd_sleep_tree(v);
         if (strcmp(cmd, "spin") == 0 && nargs == 1 && parse_long(args[0], 0, 86400, &v))
                 return cmd_spin(v);
+        if (strcmp(cmd, "spin-cpu") == 0 && nargs == 1 && parse_long(args[0], 0, 3600, &v))
+                return cmd_spin_cpu(v);
         if (strcmp(cmd, "alloc") == 0 && nargs == 1 && parse_long(args[0], 1, 1 << 20, &v))
                 return cmd_alloc(v);
         if (strcmp(cmd, "fork-bomb") == 0 && nargs <= 1) {

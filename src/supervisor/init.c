@@ -73,6 +73,7 @@ static struct {
         int status_fd; /* read end of the helper's status pipe (helper_rec) */
 } spare = { .pid = 0, .sock = -1, .status_fd = -1 };
 static bool spare_blocked; /* the last fork failed: no retry until an exec or a reap */
+static int init_sfd = -1; /* init's signalfd (SIGCHLD and the stop signals) */
 
 _Noreturn static void fail_to_supervisor(int sock, const nook_error *e) {
         json_t *m = proto_error_msg(e);
@@ -693,12 +694,20 @@ _Noreturn static void init_stop(uint64_t timeout_ms) {
         /* From PID 1, kill(-1) reaches every other process in our pid namespace. */
         (void)kill(-1, SIGTERM);
         uint64_t deadline = now_ms() + timeout_ms;
-        while (now_ms() < deadline) {
+        for (uint64_t now = now_ms(); now < deadline; now = now_ms()) {
                 pid_t p = waitpid(-1, NULL, WNOHANG);
                 if (p < 0 && errno == ECHILD)
                         break;
-                if (p <= 0)
+                if (p > 0)
+                        continue;
+                /* until the next child exits (SIGCHLD is blocked and read from init_sfd), not a
+                 * fixed sleep: a spare helper ends as soon as it sees the hang-up */
+                struct pollfd pfd = { .fd = init_sfd, .events = POLLIN };
+                struct signalfd_siginfo si;
+                if (init_sfd < 0 || poll(&pfd, 1, (int)(deadline - now)) < 0)
                         usleep(5000);
+                while (init_sfd >= 0 && read(init_sfd, &si, sizeof(si)) == sizeof(si))
+                        ;
         }
         /* Leaving PID 1 makes the kernel SIGKILL whatever is left in the namespace. */
         _exit(0);
@@ -744,6 +753,7 @@ _Noreturn static void init_loop(int sock) {
         sigaddset(&mask, SIGINT);
         sigaddset(&mask, SIGHUP);
         int sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+        init_sfd = sfd;
         /* block the helpers' signals too: a fork inherits the mask (see helper_signals) */
         sigset_t all;
         helper_sigset(&all);

@@ -852,7 +852,8 @@ static int bench_memory(void) {
         }
         mem_row("nook idle sandbox: sum", 0, &sum);
         if (nt != 3)
-                printf("  (expected 3 processes, supervisor, init and its spare exec helper; found %zu)\n", nt);
+                printf("  (expected 3 processes, supervisor, init and its spare exec helper; found %zu)\n",
+                        nt);
         (void)nook_sandbox_remove(g_nook, "bench-mem", &err);
 
         /* bwrap: the outer bwrap (monitor), its pid-1 bwrap, and the payload `sleep` */

@@ -844,14 +844,16 @@ static int bench_memory(void) {
                 xsnprintf(what, sizeof(what), "nook %s %s",
                         i == 0           ? "supervisor"
                                 : i == 1 ? "init"
+                                : i == 2 ? "spare exec helper"
                                          : "child",
                         comm);
                 mem_row(what, tree[i], &m);
                 mem_add(&sum, &m);
         }
         mem_row("nook idle sandbox: sum", 0, &sum);
-        if (nt != 2)
-                printf("  (expected 2 processes, supervisor + init; found %zu)\n", nt);
+        if (nt != 3)
+                printf("  (expected 3 processes, supervisor, init and its spare exec helper; found %zu)\n",
+                        nt);
         (void)nook_sandbox_remove(g_nook, "bench-mem", &err);
 
         /* bwrap: the outer bwrap (monitor), its pid-1 bwrap, and the payload `sleep` */

@@ -19,6 +19,7 @@
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/signalfd.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -56,6 +57,23 @@ typedef struct helper_rec {
 
 static init_exec execs[MAX_EXECS];
 static size_t n_execs;
+
+/* The signals whose disposition init inherited or set away from SIG_DFL (SIGPIPE ignored, ...):
+ * the only ones a command's child must reset.  Noted once by init_signals_note, before any
+ * helper is forked; nothing in init or a helper changes a disposition afterwards. */
+static int reset_sigs[64];
+static size_t n_reset_sigs;
+
+/* The spare helper: forked while init is idle, waiting on its request socket for the next exec,
+ * so that an exec does not wait for a fork (~0.3-0.75 ms on a small VM, and the copy-on-write
+ * faults after it).  pid 0: none. */
+static struct {
+        pid_t pid;
+        int sock; /* init's end: the exec request (JSON and the stdio fds) goes here, once */
+        int status_fd; /* read end of the helper's status pipe (helper_rec) */
+} spare = { .pid = 0, .sock = -1, .status_fd = -1 };
+static bool spare_blocked; /* the last fork failed: no retry until an exec or a reap */
+static int init_sfd = -1; /* init's signalfd (SIGCHLD and the stop signals) */
 
 _Noreturn static void fail_to_supervisor(int sock, const nook_error *e) {
         json_t *m = proto_error_msg(e);
@@ -313,10 +331,10 @@ __attribute__((no_sanitize("address"))) static int spawn_child(void *arg) {
                 SPAWN_FAIL(a, "change directory");
         /* The supervisor ignores SIGPIPE and exec keeps an ignored signal: the command gets every
          * signal at its default (`yes | head -1` must end quietly).  Our handler table is our own
-         * copy (no CLONE_SIGHAND). */
-        for (int sig = 1; sig < SIGRTMIN; sig++)
-                if (sig != SIGKILL && sig != SIGSTOP)
-                        (void)signal(sig, SIG_DFL);
+         * copy (no CLONE_SIGHAND); only the signals init found not at their default are reset (one
+         * call each instead of ~30: init_signals_note). */
+        for (size_t i = 0; i < n_reset_sigs; i++)
+                (void)signal(reset_sigs[i], SIG_DFL);
         sigemptyset(&none);
         (void)sigprocmask(SIG_SETMASK, &none, NULL);
         /* execvp searches the PATH of environ, which the helper set to the command's. */
@@ -496,43 +514,128 @@ static int open_pty(json_t *msg, int *ret_master, int fds[3]) {
         return 0;
 }
 
-static void init_start_exec(int sock, json_t *msg, int fds[3]) {
-        exec_req req = { 0 };
-        uint64_t id = (uint64_t)json_integer_value(json_object_get(msg, "id"));
-        int pipefd[2];
+/* The exec request as the spare helper received it; false when it is malformed (init checked
+ * nothing but the id: the supervisor built it). */
+static bool spare_parse(json_t *msg, exec_req *req) {
+        *req = (exec_req){ 0 };
+        if (json_strv(json_object_get(msg, "argv"), &req->argv) < 0 ||
+                json_strv(json_object_get(msg, "env"), &req->env) < 0 || !req->argv[0])
+                return false;
+        req->cwd = json_string_value(json_object_get(msg, "cwd"));
+        req->user = json_string_value(json_object_get(msg, "user"));
+        req->tty = json_is_true(json_object_get(msg, "tty"));
+        return true;
+}
 
-        if (n_execs >= MAX_EXECS || json_strv(json_object_get(msg, "argv"), &req.argv) < 0 ||
-                json_strv(json_object_get(msg, "env"), &req.env) < 0 || !req.argv[0] ||
-                pipe2(pipefd, O_CLOEXEC) < 0) {
-                init_report(sock, "exited", id, 126 << 8, "status");
-                strv_free(req.argv);
-                strv_free(req.env);
+/* A spare helper: a subreaper from birth, it waits for one exec request from init (the JSON as
+ * the supervisor sent it and the command's stdio), then is that exec's helper (helper_main).
+ * Init hanging up (stop, or its death) ends it. */
+_Noreturn static void spare_main(int req_sock, int status_fd) {
+        json_t *msg = NULL;
+        int fds[PROTO_MAX_FDS];
+        size_t n_fds = 0;
+        exec_req req;
+
+        (void)prctl(PR_SET_PDEATHSIG, SIGKILL);
+        (void)prctl(PR_SET_CHILD_SUBREAPER, 1);
+        int r = proto_recv(req_sock, &msg, fds, &n_fds);
+        safe_close(req_sock);
+        if (r <= 0)
+                _exit(0);
+        int std[3] = { -1, -1, -1 };
+        for (size_t i = 0; i < 3 && i < n_fds; i++) {
+                std[i] = fds[i];
+                fds[i] = -1;
+        }
+        proto_close_fds(fds, n_fds);
+        if (!spare_parse(msg, &req)) {
+                helper_rec rec = { .kind = HELPER_EXITED, .status = 126 << 8 };
+                (void)snprintf(rec.why, sizeof(rec.why), "malformed exec request");
+                (void)fd_write_all(status_fd, &rec, sizeof(rec));
+                _exit(0);
+        }
+        helper_main(&req, std, status_fd); /* msg stays: req points into it */
+}
+
+static void spare_forget(void) {
+        spare.sock = safe_close(spare.sock);
+        spare.status_fd = safe_close(spare.status_fd);
+        spare.pid = 0;
+}
+
+/* Forks the spare helper.  It keeps only its request socket and status pipe (and stdio, which
+ * are /dev/null); the signals it takes are blocked already (init_loop), so one sent to it before
+ * its sigwaitinfo waits. */
+static void spare_fork(void) {
+        int sp[2], pf[2];
+        if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0) {
+                spare_blocked = true;
                 return;
         }
-        req.cwd = json_string_value(json_object_get(msg, "cwd"));
-        req.user = json_string_value(json_object_get(msg, "user"));
-        req.tty = json_is_true(json_object_get(msg, "tty"));
-        int master = -1;
-        if (req.tty && open_pty(msg, &master, fds) < 0) {
-                safe_close(pipefd[0]);
-                safe_close(pipefd[1]);
-                init_report(sock, "exited", id, 126 << 8, "status");
-                strv_free(req.argv);
-                strv_free(req.env);
+        if (pipe2(pf, O_CLOEXEC) < 0) {
+                safe_close(sp[0]);
+                safe_close(sp[1]);
+                spare_blocked = true;
                 return;
         }
-        pid_t helper = fork();
-        if (helper == 0) {
-                safe_close(pipefd[0]);
-                safe_close(sock);
-                safe_close(master);
-                helper_main(&req, fds, pipefd[1]);
+        pid_t pid = fork();
+        if (pid == 0) {
+                int keep[] = { sp[1], pf[1] };
+                (void)fd_close_all_except(3, keep, ELEMENTSOF(keep));
+                spare_main(sp[1], pf[1]);
         }
-        safe_close(pipefd[1]);
-        strv_free(req.argv);
-        strv_free(req.env);
+        safe_close(sp[1]);
+        safe_close(pf[1]);
+        if (pid < 0) {
+                safe_close(sp[0]);
+                safe_close(pf[0]);
+                spare_blocked = true;
+                return;
+        }
+        spare.pid = pid;
+        spare.sock = sp[0];
+        spare.status_fd = pf[0];
+}
+
+/* Hands the request to the spare helper (forked now if there is none); it serves this exec only.
+ * Its pid, or -1 when no helper could take it. */
+static pid_t spare_take(json_t *msg, const int fds[3], int *ret_status_fd) {
+        int n = 0;
+        while (n < 3 && fds[n] >= 0)
+                n++;
+        for (int attempt = 0; attempt < 2; attempt++) {
+                if (spare.pid <= 0)
+                        spare_fork();
+                if (spare.pid <= 0)
+                        return -1;
+                int r = proto_send(spare.sock, msg, fds, (size_t)n);
+                pid_t pid = spare.pid;
+                int status_fd = spare.status_fd;
+                spare.status_fd = -1;
+                spare_forget();
+                if (r >= 0) {
+                        *ret_status_fd = status_fd;
+                        return pid;
+                }
+                /* it died (killed from inside the sandbox?): the next one */
+                (void)kill(pid, SIGKILL);
+                safe_close(status_fd);
+        }
+        return -1;
+}
+
+static void init_start_exec(int sock, json_t *msg, int fds[3]) {
+        uint64_t id = (uint64_t)json_integer_value(json_object_get(msg, "id"));
+        bool tty = json_is_true(json_object_get(msg, "tty"));
+        int master = -1, status_fd = -1;
+
+        spare_blocked = false;
+        if (n_execs >= MAX_EXECS || (tty && open_pty(msg, &master, fds) < 0)) {
+                init_report(sock, "exited", id, 126 << 8, "status");
+                return;
+        }
+        pid_t helper = spare_take(msg, fds, &status_fd);
         if (helper < 0) {
-                safe_close(pipefd[0]);
                 safe_close(master);
                 init_report(sock, "exited", id, 126 << 8, "status");
                 return;
@@ -540,7 +643,7 @@ static void init_start_exec(int sock, json_t *msg, int fds[3]) {
         /* "started" waits for the helper's HELPER_STARTED: a command that cannot start is
          * reported "exited" with its reason instead */
         execs[n_execs++] =
-                (init_exec){ .id = id, .helper = helper, .status_fd = pipefd[0], .master = master };
+                (init_exec){ .id = id, .helper = helper, .status_fd = status_fd, .master = master };
 }
 
 static init_exec *find_exec(uint64_t id) {
@@ -586,15 +689,25 @@ static bool init_exec_read(int sock, init_exec *e) {
 }
 
 _Noreturn static void init_stop(uint64_t timeout_ms) {
+        /* the spare helper blocks SIGTERM while it waits: hanging up its socket ends it */
+        spare_forget();
         /* From PID 1, kill(-1) reaches every other process in our pid namespace. */
         (void)kill(-1, SIGTERM);
         uint64_t deadline = now_ms() + timeout_ms;
-        while (now_ms() < deadline) {
+        for (uint64_t now = now_ms(); now < deadline; now = now_ms()) {
                 pid_t p = waitpid(-1, NULL, WNOHANG);
                 if (p < 0 && errno == ECHILD)
                         break;
-                if (p <= 0)
+                if (p > 0)
+                        continue;
+                /* until the next child exits (SIGCHLD is blocked and read from init_sfd), not a
+                 * fixed sleep: a spare helper ends as soon as it sees the hang-up */
+                struct pollfd pfd = { .fd = init_sfd, .events = POLLIN };
+                struct signalfd_siginfo si;
+                if (init_sfd < 0 || poll(&pfd, 1, (int)(deadline - now)) < 0)
                         usleep(5000);
+                while (init_sfd >= 0 && read(init_sfd, &si, sizeof(si)) == sizeof(si))
+                        ;
         }
         /* Leaving PID 1 makes the kernel SIGKILL whatever is left in the namespace. */
         _exit(0);
@@ -621,6 +734,17 @@ static void init_handle_msg(int sock, json_t *msg, int *fds, size_t n_fds) {
         proto_close_fds(fds, n_fds);
 }
 
+static void init_signals_note(void) {
+        n_reset_sigs = 0;
+        for (int sig = 1; sig < SIGRTMIN && n_reset_sigs < ELEMENTSOF(reset_sigs); sig++) {
+                struct sigaction sa;
+                if (sig == SIGKILL || sig == SIGSTOP || sigaction(sig, NULL, &sa) < 0)
+                        continue;
+                if (sa.sa_handler != SIG_DFL)
+                        reset_sigs[n_reset_sigs++] = sig;
+        }
+}
+
 _Noreturn static void init_loop(int sock) {
         sigset_t mask;
         sigemptyset(&mask);
@@ -629,11 +753,13 @@ _Noreturn static void init_loop(int sock) {
         sigaddset(&mask, SIGINT);
         sigaddset(&mask, SIGHUP);
         int sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+        init_sfd = sfd;
         /* block the helpers' signals too: a fork inherits the mask (see helper_signals) */
         sigset_t all;
         helper_sigset(&all);
         sigorset(&all, &all, &mask);
         (void)sigprocmask(SIG_BLOCK, &all, NULL);
+        init_signals_note();
 
         for (;;) {
                 struct pollfd pfd[2 + MAX_EXECS];
@@ -642,8 +768,15 @@ _Noreturn static void init_loop(int sock) {
                 pfd[n++] = (struct pollfd){ .fd = sfd, .events = POLLIN };
                 for (size_t i = 0; i < n_execs; i++)
                         pfd[n++] = (struct pollfd){ .fd = execs[i].status_fd, .events = POLLIN };
-                if (poll(pfd, n, -1) < 0 && errno != EINTR)
+                /* Idle (nothing to read right now) and no spare helper: fork one now, so that the
+                 * next exec does not wait for it. */
+                int ready = poll(pfd, n, spare.pid > 0 || spare_blocked ? -1 : 0);
+                if (ready < 0 && errno != EINTR)
                         _exit(1);
+                if (ready == 0) {
+                        spare_fork();
+                        continue;
+                }
                 if (pfd[0].revents & (POLLHUP | POLLERR))
                         _exit(0); /* the supervisor is gone: so is the sandbox */
                 if (pfd[0].revents & POLLIN) {
@@ -678,6 +811,11 @@ _Noreturn static void init_loop(int sock) {
                         pid_t p = waitpid(-1, &st, WNOHANG);
                         if (p <= 0)
                                 break;
+                        spare_blocked = false;
+                        if (p == spare.pid) {
+                                spare_forget(); /* killed from inside: another one when idle */
+                                continue;
+                        }
                         for (size_t i = 0; i < n_execs; i++) {
                                 if (execs[i].helper != p)
                                         continue;

@@ -523,6 +523,8 @@ static void handle_client(sup *s, size_t i, short revents) {
         json_decref(msg);
 }
 
+/* A client usually sends its request right after connecting: read it now rather than after
+ * another poll (handle_client returns on EAGAIN when it is not there yet). */
 static void accept_clients(sup *s) {
         for (;;) {
                 int fd = accept4(s->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
@@ -533,6 +535,7 @@ static void accept_clients(sup *s) {
                         continue;
                 }
                 s->clients[s->n_clients++] = (client){ .fd = fd };
+                handle_client(s, s->n_clients - 1, 0);
         }
 }
 

@@ -7,7 +7,7 @@
 
 require_bin "$NOOK" "$NOOK_SUPERVISOR" "$NOOK_PROBE"
 command -v jq >/dev/null || plan skip_all "jq is needed to read nook's JSON"
-plan 50
+plan 53
 
 field() { "$NOOK" inspect "$1" 2>/dev/null | jq -r "$2 // empty" 2>/dev/null; }
 
@@ -208,6 +208,20 @@ if [[ $status != 0 && $err == *NOOK_TEST_UNSET_VAR* ]]; then ok "--secret-env of
 # A secret in a failing exec does not end up in the error message.
 NOOK_SECRET_X="$sentinel" run_nook exec --secret-env NOOK_SECRET_X -w relative ex -- true
 unlike "$err$out" "$sentinel" "a failing exec's error message does not contain the secret"
+
+# ---- the spare helper (init forks the next exec's helper ahead of time) ----------------------
+# A process in the sandbox may kill it (guest root can): the next exec gets a new one. The spare
+# is a nook-init that is neither PID 1 nor our own helper ($PPID); init forks one when idle.
+run_nook exec ex -- sh -c 'for i in $(seq 100); do
+        for d in /proc/[0-9]*; do p=${d#/proc/}
+                [ "$p" != 1 ] && [ "$p" != "$PPID" ] && [ "$(cat "$d/comm" 2>/dev/null)" = nook-init ] &&
+                        kill -9 "$p" && echo killed && exit 0
+        done; sleep 0.1; done; echo "no spare"'
+is "$out" "killed" "a spare helper (nook-init) waits in the sandbox and guest root can kill it"
+run_nook exec ex -- echo after-spare-killed
+is "$status/$out" "0/after-spare-killed" "an exec after its spare helper was killed runs"
+run_nook exec ex -- sh -c 'exit 3'
+is "$status" 3 "and so does the one after it (exit status 3 kept)"
 
 run_nook rm ex
 is "$status" 0 "rm ex"

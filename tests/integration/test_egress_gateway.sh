@@ -29,7 +29,7 @@ done
 D=$(mktemp -d /tmp/nook-egress.XXXXXX)
 G=$EG_G P=$EG_P
 trap '[[ -n ${KEEP:-} ]] && cp "$D/audit.log" /tmp/egress-audit.log; egress_world_down; _tap_finish' EXIT
-plan 65
+plan 71
 egress_world_up "$D" || bail_out "cannot build the egress test world"
 
 # ---- the gateway: secrets, rules, the test CA as extraCaPem ----
@@ -141,6 +141,24 @@ is "$(python3 -c "import json; print(len({json.loads(l)['peer'] for l in open('$
         "two guest connections in a row share one pooled upstream connection"
 gc https://up.test/repos/chunked
 like "$out" "hello chunked world" "a chunked response is relayed"
+
+# ---- bulk bodies: read-ahead and several TLS records per write keep every byte in place ----
+pattern_sha() { python3 "$HERE/egress_upstream.py" --pattern-sha256 "$@"; }
+gc -o "$D/dl" https://up.test/repos/pattern/5000000
+is "$(sha256sum <"$D/dl" | cut -d' ' -f1)" "$(pattern_sha 5000000)" "a 5 MB body (Content-Length) arrives byte for byte"
+gc -o "$D/dl" https://up.test/repos/patternchunked/3000000
+is "$(sha256sum <"$D/dl" | cut -d' ' -f1)" "$(pattern_sha 3000000)" "a 3 MB chunked body (70000-byte chunks) arrives byte for byte"
+gc -o "$D/dl" -H "Authorization: Bearer $PH" https://up.test/repos/patternecho/1000000
+is "$(sha256sum <"$D/dl" | cut -d' ' -f1)" "$(pattern_sha 1000000 "$SENTINEL")" \
+        "the value an upstream writes across every 64 KiB of a 1 MB body comes back masked, the rest exact"
+: >"$D/up.log"
+gc https://up.test/repos/empty https://up.test/repos/empty https://up.test/repos/x
+like "$(printf '%s' "$out" | tr '\n' ' ')" "^ 200 200upstream saw GET /repos/x  200$" \
+        "empty bodies on a keep-alive connection: each answer arrives, the next request goes on"
+is "$(python3 -c "import json; print(len({json.loads(l)['peer'] for l in open('$D/up.log')}))")" 1 \
+        "and the three requests shared one upstream connection"
+gc -I https://other.test/pattern/100 https://other.test/x
+like "$out" "Content-Length: 100.*200.*Content-Length.*200" "HEAD then GET on a keep-alive connection: both answered"
 
 # ---- HTTP/2 from the guest (ALPN h2): the same checks per stream, HTTP/1.1 upstream ----
 : >"$D/up.log"

@@ -29,7 +29,7 @@ done
 D=$(mktemp -d /tmp/nook-egress.XXXXXX)
 G=$EG_G P=$EG_P
 trap '[[ -n ${KEEP:-} ]] && cp "$D/audit.log" /tmp/egress-audit.log; egress_world_down; _tap_finish' EXIT
-plan 71
+plan 74
 egress_world_up "$D" || bail_out "cannot build the egress test world"
 
 # ---- the gateway: secrets, rules, the test CA as extraCaPem ----
@@ -239,6 +239,18 @@ out=$(bad_config '{"sandbox":"x","mode":"public","secrets":[{"name":"A","placeho
 like "$out" '"error":"secret .A.: the value holds a NUL, CR or LF byte.* 1$' "a secret value with CRLF is refused by name, exit 1"
 out=$(bad_config '{"sandbox":"x","mode":"public","allowHttp":["get https://a.test/"]}')
 like "$out" "Invalid --allow-http rule 'get https://a.test/'.*upper case" "a bad rule is refused naming it"
+out=$(bad_config '{"sandbox":"x","mode":"public","extraCaPem":"not a certificate"}')
+like "$out" "'extraCaPem' holds no PEM certificate.* 1$" "a bad extraCaPem is refused at start (by the child that makes the CA), exit 1"
+
+# ---- idle: 10 s after the last connection the gateway hands library pages back, and still works ----
+rss_file() { awk '/^RssFile/ {print $2}' "/proc/$GW_PID/status"; }
+gc -o /dev/null https://up.test/repos/pattern/1000000
+busy=$(rss_file)
+wait_for 40 sh -c "[ \$(awk '/^RssFile/ {print \$2}' /proc/$GW_PID/status) -lt $((busy / 2)) ]" &&
+        ok "idle, the gateway's mapped library pages shrink (RssFile below half of ${busy} KiB)" ||
+        not_ok "idle page drop" "RssFile $(rss_file) KiB, after the traffic ${busy} KiB"
+gc https://up.test/repos/after-idle
+like "$out" "upstream saw GET /repos/after-idle.*200" "after the idle drop a request is served (pages fault back in)"
 
 # ---- the gateway ends with its supervisor ----
 egress_gateway_stop

@@ -217,7 +217,8 @@ static void serve(const egress_ctx *ctx, const int lfds[2]) {
                         served = false;
                 }
                 int n = poll(p, 3, 10 * 1000);
-                egress_pool_prune();
+                if (egress_pool_prune() > 0)
+                        served = true; /* what the closed connections held goes at the next turn */
                 if (n == 0 || (n < 0 && errno == EINTR))
                         continue;
                 served = true;

@@ -513,8 +513,9 @@ static bool pool_take(conn *c, const char *host) {
         return true;
 }
 
-void egress_pool_prune(void) {
+size_t egress_pool_prune(void) {
         time_t now = time(NULL);
+        size_t closed = 0;
         for (size_t i = 0; i < POOL_MAX; i++) {
                 pooled old = { 0 };
                 pthread_mutex_lock(&pool_lock);
@@ -523,9 +524,12 @@ void egress_pool_prune(void) {
                         pool[i].used = false;
                 }
                 pthread_mutex_unlock(&pool_lock);
-                if (old.used)
+                if (old.used) {
                         egress_io_done(&old.io);
+                        closed++;
+                }
         }
+        return closed;
 }
 
 /* The upstream for q->host at the verified original destination; reused while the host stays

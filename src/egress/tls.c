@@ -399,7 +399,8 @@ static int ca_from_child(egress_tls *t, const char *sandbox, const char *extra_c
         _cleanup_free_ unsigned char *buf = malloc(SEED_MAX);
         size_t n = 0;
         ssize_t k = 0;
-        while (buf && n < SEED_MAX && ((k = read(p[0], buf + n, SEED_MAX - n)) > 0 || (k < 0 && errno == EINTR)))
+        while (buf && n < SEED_MAX &&
+                ((k = read(p[0], buf + n, SEED_MAX - n)) > 0 || (k < 0 && errno == EINTR)))
                 n += k > 0 ? (size_t)k : 0;
         close(p[0]);
         int status = 0;

@@ -198,8 +198,8 @@ static void drop_idle_file_pages(void) {
         fclose(f);
         /* after the reading: pages touched while reading (stdio, fault-around) go too */
         for (size_t i = 0; i < n; i++)
-                (void)madvise((void *)m[i].lo, m[i].hi - m[i].lo,
-                        m[i].advice); // NOLINT(performance-no-int-to-ptr)
+                // NOLINTNEXTLINE(performance-no-int-to-ptr): an address from /proc/self/smaps
+                (void)madvise((void *)m[i].lo, m[i].hi - m[i].lo, m[i].advice);
 }
 
 /* Until fd 3 hangs up. */

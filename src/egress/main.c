@@ -209,17 +209,19 @@ static void serve(const egress_ctx *ctx, const int lfds[2]) {
                 { .fd = lfds[0], .events = POLLIN },
                 { .fd = lfds[1], .events = POLLIN },
         };
-        bool served = true; /* since the last trim: start-up counts */
+        malloc_trim(0);
+        drop_idle_file_pages();
+        bool served = false; /* since the last trim */
         for (;;) {
-                /* idle (no connection, none for 10 s): heap and library pages handed back */
-                if (served && atomic_load(&active_conns) == 0) {
+                int n = poll(p, 3, 10 * 1000);
+                if (egress_pool_prune() > 0)
+                        served = true;
+                /* 10 s without a new connection, none open: heap and library pages go back */
+                if (n == 0 && served && atomic_load(&active_conns) == 0) {
                         malloc_trim(0);
                         drop_idle_file_pages();
                         served = false;
                 }
-                int n = poll(p, 3, 10 * 1000);
-                if (egress_pool_prune() > 0)
-                        served = true; /* what the closed connections held goes at the next turn */
                 if (n == 0 || (n < 0 && errno == EINTR))
                         continue;
                 served = true;

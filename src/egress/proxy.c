@@ -588,17 +588,19 @@ static int body_emit(void *ud, const char *p, size_t n) {
         return 0;
 }
 
-/* n bytes from src through the substitution stream. */
+/* n bytes from src through the substitution stream, from src's buffer, what has arrived
+ * gathered (up to IO_BATCH) as for downloads (copy_span). */
 static int relay_span(
         egress_io *src, uint64_t n, subst_stream *st, body_out *o, uint64_t *count, size_t *ret_blocked) {
-        char buf[IO_BUF];
         while (n > 0) {
-                ssize_t k = egress_io_read(src, buf, n < sizeof(buf) ? (size_t)n : sizeof(buf));
+                ssize_t k = egress_io_gather(src, IO_BATCH);
                 if (k <= 0)
                         return k == 0 ? -ECONNRESET : (int)k;
-                *count += (uint64_t)k;
-                n -= (uint64_t)k;
-                int r = subst_stream_feed(st, buf, (size_t)k, false, body_emit, o, ret_blocked);
+                size_t m = (uint64_t)k < n ? (size_t)k : (size_t)n;
+                *count += m;
+                n -= m;
+                int r = subst_stream_feed(st, src->buf + src->start, m, false, body_emit, o, ret_blocked);
+                egress_io_consume(src, m);
                 if (r < 0)
                         return r;
         }

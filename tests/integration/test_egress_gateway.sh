@@ -29,7 +29,7 @@ done
 D=$(mktemp -d /tmp/nook-egress.XXXXXX)
 G=$EG_G P=$EG_P
 trap '[[ -n ${KEEP:-} ]] && cp "$D/audit.log" /tmp/egress-audit.log; egress_world_down; _tap_finish' EXIT
-plan 74
+plan 75
 egress_world_up "$D" || bail_out "cannot build the egress test world"
 
 # ---- the gateway: secrets, rules, the test CA as extraCaPem ----
@@ -107,6 +107,18 @@ import json,sys
 recs=[json.loads(l) for l in open('$D/up.log')]
 b=recs[-1]['body']
 sys.exit(0 if b=='y'*100000+'$BODYSECRET'+'z'*50001 else 1)" && ok "a placeholder across read boundaries of a chunked 150 KB body is substituted" || not_ok "streaming substitution"
+# a 2 MB Content-Length body, bytes that never repeat, the placeholder over every 64 KiB boundary
+python3 - "$D/big2.body" "$D/big2.want" "$PHB" "$BODYSECRET" <<'PY'
+import hashlib, sys
+out, want, ph, value = sys.argv[1], sys.argv[2], sys.argv[3].encode(), sys.argv[4].encode()
+body = b"".join(hashlib.sha256(b"%d" % i).digest() for i in range(65536))
+parts = [body[i:i + 65536 - 20] for i in range(0, len(body), 65536)]
+open(out, "wb").write(ph.join(parts))
+open(want, "w").write(hashlib.sha256(value.join(parts)).hexdigest())
+PY
+gc --data-binary @"$D/big2.body" https://up.test/upload
+is "$(python3 -c "import hashlib, json; print(hashlib.sha256(json.loads(open('$D/up.log').readlines()[-1])['body'].encode('latin-1')).hexdigest())")" \
+        "$(cat "$D/big2.want")" "a 2 MB body with the placeholder over every 64 KiB arrives substituted, the rest exact"
 
 # ---- --allow-http: by method and path, with the 403 body ----
 gc -X POST https://up.test/repos/x

@@ -657,6 +657,12 @@ static int guest_emit(void *ud, const char *p, size_t n) {
         return egress_io_write(ud, p, n);
 }
 
+/* Before the relay may wait on the upstream, what the guest was given with egress_io_put (a
+ * head, chunk lines) goes out: a streamed answer's head must not wait for its first bytes. */
+static int flush_before_wait(conn *c) {
+        return egress_io_has_pending(&c->up) ? 0 : egress_io_flush(&c->guest);
+}
+
 /* n bytes from the upstream to the guest, an echoed secret value masked.  Straight from the
  * upstream's buffer, what has arrived gathered (up to IO_BATCH) into one write: with bulk
  * streams one read and one write syscall move four TLS records. */
@@ -664,7 +670,7 @@ static int copy_span(conn *c, uint64_t n, uint64_t *count) {
         redact_stream rs = { .c = c->ctx->cfg };
         int r = 0;
         while (n > 0 && r >= 0) {
-                ssize_t k = egress_io_gather(&c->up, IO_BATCH);
+                ssize_t k = flush_before_wait(c) < 0 ? -EIO : egress_io_gather(&c->up, IO_BATCH);
                 if (k <= 0) {
                         r = k == 0 ? -ECONNRESET : (int)k;
                         break;
@@ -682,7 +688,7 @@ static int copy_span(conn *c, uint64_t n, uint64_t *count) {
 }
 
 static int copy_line(conn *c, char *line, size_t max, uint64_t *count) {
-        int n = egress_io_read_line(&c->up, line, max - 2);
+        int n = flush_before_wait(c) < 0 ? -EIO : egress_io_read_line(&c->up, line, max - 2);
         if (n < 0)
                 return n;
         memcpy(line + n, "\r\n", 2);
@@ -719,7 +725,7 @@ static int copy_until_close(conn *c, uint64_t *count) {
         redact_stream rs = { .c = c->ctx->cfg };
         int r;
         for (;;) {
-                ssize_t k = egress_io_gather(&c->up, IO_BATCH);
+                ssize_t k = flush_before_wait(c) < 0 ? -EIO : egress_io_gather(&c->up, IO_BATCH);
                 r = redact_stream_feed(
                         &rs, c->up.buf + c->up.start, k > 0 ? (size_t)k : 0, k <= 0, guest_emit, &c->guest);
                 if (k <= 0 || r < 0)

@@ -29,6 +29,7 @@ if sys.argv[1] == "--pattern-sha256":  # N [TOKEN]: what a test expects, TOKEN m
     sys.exit(0)
 log_path, addr, port = sys.argv[1], sys.argv[2], int(sys.argv[3])
 lock = threading.Lock()
+released = threading.Event()  # /headfirst's body waits for a request to /release (15 s at most)
 
 
 class Handler(http.server.BaseHTTPRequestHandler):
@@ -90,6 +91,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return
         if "/pattern" in self.path or "/empty" in self.path:
             return self._pattern()
+        if "/release" in self.path or "/headfirst" in self.path:
+            return self._headfirst()
         if "chunked" in self.path:
             self.send_response(200)
             self.send_header("Transfer-Encoding", "chunked")
@@ -113,6 +116,19 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.end_headers()
         if self.command != "HEAD":
             self.wfile.write(out)
+
+    def _headfirst(self):
+        """/headfirst: the head now, the body once /release was asked for; /release: 200."""
+        self.send_response(200)
+        self.send_header("Content-Length", "5")
+        self.end_headers()
+        self.wfile.flush()
+        if "/release" in self.path:
+            released.set()
+        else:
+            released.wait(15)
+            released.clear()
+        self.wfile.write(b"body\n")
 
     def _pattern(self):
         """Bulk bodies of the gateway's relay (egressperf): /pattern/N (Content-Length), /patternchunked/N

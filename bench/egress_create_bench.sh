@@ -47,6 +47,9 @@ sup=$("$nook" inspect --format '{{.supervisorPid}}' idle)
 gw=$(pgrep -P "$sup" -x nook-egress || true)
 rss() { awk '/^VmRSS/ { print $2 }' "/proc/$1/status"; }
 if [ -n "$gw" ]; then
-        echo "idle sandbox: gateway RSS $(rss "$gw") KiB (budget 2048), supervisor RSS $(rss "$sup") KiB"
+        # Pss and private are the per-sandbox cost; VmRSS also counts pages other processes share
+        share=$(awk '/^Pss:/ {pss = $2} /^Private_(Clean|Dirty):/ {priv += $2}
+                END {print "Pss " pss " KiB, private " priv " KiB"}' "/proc/$gw/smaps_rollup")
+        echo "idle sandbox: gateway RSS $(rss "$gw") KiB, $share (budget 2048), supervisor RSS $(rss "$sup") KiB"
 fi
 "$nook" rm idle >/dev/null

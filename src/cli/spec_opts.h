@@ -84,6 +84,7 @@
         "                         needs --network public or policy\n"                                       \
         "  --allow-http 'METHOD URL'  allow only matching HTTP(S) requests (repeatable; first match;\n"     \
         "                         e.g. 'GET https://api.github.com/repos/*'); others get 403\n"             \
+        "                         (a private address opened by --allow goes direct, unjudged)\n"            \
         "  --egress-ca FILE       a PEM CA the gateway trusts for upstream servers (private CAs)\n"         \
         "  --egress-audit         run the gateway for its audit log only ('nook egress log NAME')\n"
 

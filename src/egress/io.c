@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include <errno.h>
+#include <openssl/bio.h>
 #include <openssl/err.h>
 #include <stdlib.h>
 #include <string.h>
@@ -88,8 +89,7 @@ void egress_io_consume(egress_io *io, size_t n) {
         io->start += n;
 }
 
-int egress_io_write(egress_io *io, const void *p, size_t n) {
-        const char *c = p;
+static int write_all(egress_io *io, const char *c, size_t n) {
         while (n > 0) {
                 if (io->ssl) {
                         size_t put = 0;
@@ -110,6 +110,65 @@ int egress_io_write(egress_io *io, const void *p, size_t n) {
                 n -= (size_t)r;
         }
         return 0;
+}
+
+int egress_io_put(egress_io *io, const void *p, size_t n) {
+        return write_all(io, p, n);
+}
+
+int egress_io_flush(egress_io *io) {
+        if (!io->bulk)
+                return 0;
+        if (BIO_flush(SSL_get_wbio(io->ssl)) != 1) {
+                ERR_clear_error();
+                return -EIO;
+        }
+        return 0;
+}
+
+int egress_io_write(egress_io *io, const void *p, size_t n) {
+        int r = write_all(io, p, n);
+        return r < 0 ? r : egress_io_flush(io);
+}
+
+/* Room for the TLS records of IO_BATCH bytes (each record adds at most a few dozen bytes). */
+#define BULK_BIO_BUF (IO_BATCH + 4096)
+
+int egress_io_bulk(egress_io *io) {
+        if (!io->ssl || io->bulk)
+                return 0;
+        BIO *sock = SSL_get_wbio(io->ssl);
+        BIO *buf = BIO_new(BIO_f_buffer());
+        if (!sock || !buf || BIO_set_write_buffer_size(buf, BULK_BIO_BUF) != 1 || BIO_up_ref(sock) != 1) {
+                BIO_free(buf);
+                ERR_clear_error();
+                return -ENOMEM;
+        }
+        /* the SSL holds sock twice (read and write side); the write side becomes buf -> sock */
+        SSL_set0_wbio(io->ssl, BIO_push(buf, sock));
+        SSL_set_read_ahead(io->ssl, 1);
+        SSL_set_default_read_buffer_len(io->ssl, BULK_BIO_BUF);
+        io->bulk = true;
+        return 0;
+}
+
+bool egress_io_has_pending(const egress_io *io) {
+        return io->end > io->start || (io->ssl && SSL_has_pending(io->ssl));
+}
+
+ssize_t egress_io_gather(egress_io *io, size_t max) {
+        if (io->end == io->start) {
+                ssize_t r = egress_io_fill(io);
+                if (r <= 0)
+                        return r;
+        }
+        /* a TLS read returns at most one record (IO_BUF): read on while that fits and the
+         * bytes are already here (an error or EOF shows on the next call) */
+        while (io->ssl && io->end - io->start + IO_BUF <= max && io->cap - io->end >= IO_BUF &&
+                SSL_has_pending(io->ssl))
+                if (egress_io_fill(io) <= 0)
+                        break;
+        return (ssize_t)(io->end - io->start);
 }
 
 int egress_io_read_line(egress_io *io, char *dst, size_t max) {

@@ -141,9 +141,6 @@ static void accept_one(const egress_ctx *ctx, int lfd, bool https) {
         pthread_attr_destroy(&attr);
 }
 
-/* Idle, the gateway needs none of the library pages its start-up touched (CA generation,
- * relocations): they go back to the page cache and fault in again on the first connection.
- * Pages other processes map too are left alone by the kernel (MADV_PAGEOUT, Linux 5.4). */
 /* One /proc/self/maps line: "lo-hi perms offset dev inode path". */
 static bool parse_maps_line(
         const char *line, unsigned long *ret_lo, unsigned long *ret_hi, bool *ret_file_ro) {
@@ -168,22 +165,41 @@ static bool parse_maps_line(
         return true;
 }
 
-/* Idle, the gateway needs none of the library pages its start-up touched (CA generation,
- * relocations): they go back to the page cache and fault in again on the first connection.
- * Pages other processes map too are left alone by the kernel (MADV_PAGEOUT, Linux 5.4). */
-static void page_out_file_mappings(void) {
-        FILE *f = fopen("/proc/self/maps", "re");
+/* Idle, the gateway needs none of the library pages it touched so far (loading, the first
+ * connections): they leave its page tables and fault back in from the page cache (minor faults)
+ * when used again.  A read-only file mapping without an anonymous (copied-on-write) page is the
+ * file's bytes exactly, so MADV_DONTNEED loses nothing there, whoever else maps the pages; a
+ * read-only mapping with copies (relocated RELRO data: this process's own) only gets
+ * MADV_PAGEOUT, which leaves those alone (no swap) and pages out what no other process maps.
+ * Read-only mappings cannot gain copies meanwhile. */
+#define MAX_MAPPINGS 256
+
+typedef struct mapping {
+        unsigned long lo, hi;
+        int advice;
+} mapping;
+
+static void drop_idle_file_pages(void) {
+        static mapping m[MAX_MAPPINGS];
+        size_t n = 0;
+        FILE *f = fopen("/proc/self/smaps", "re");
         char line[512];
+        bool file_ro = false;
         if (!f)
                 return;
-        while (fgets(line, sizeof(line), f)) {
-                unsigned long lo, hi;
-                bool file_ro;
-                if (parse_maps_line(line, &lo, &hi, &file_ro) && file_ro)
-                        (void)madvise(
-                                (void *)lo, hi - lo, MADV_PAGEOUT); // NOLINT(performance-no-int-to-ptr)
+        while (n < MAX_MAPPINGS && fgets(line, sizeof(line), f)) {
+                if (parse_maps_line(line, &m[n].lo, &m[n].hi, &file_ro))
+                        continue;
+                if (!file_ro || strncmp(line, "Anonymous:", 10) != 0)
+                        continue;
+                m[n++].advice = strtoul(line + 10, NULL, 10) != 0 ? MADV_PAGEOUT : MADV_DONTNEED;
+                file_ro = false;
         }
         fclose(f);
+        /* after the reading: pages touched while reading (stdio, fault-around) go too */
+        for (size_t i = 0; i < n; i++)
+                // NOLINTNEXTLINE(performance-no-int-to-ptr): an address from /proc/self/smaps
+                (void)madvise((void *)m[i].lo, m[i].hi - m[i].lo, m[i].advice);
 }
 
 /* Until fd 3 hangs up. */
@@ -194,12 +210,21 @@ static void serve(const egress_ctx *ctx, const int lfds[2]) {
                 { .fd = lfds[1], .events = POLLIN },
         };
         malloc_trim(0);
-        page_out_file_mappings();
+        drop_idle_file_pages();
+        bool served = false; /* since the last trim */
         for (;;) {
                 int n = poll(p, 3, 10 * 1000);
-                egress_pool_prune();
+                if (egress_pool_prune() > 0)
+                        served = true;
+                /* 10 s without a new connection, none open: heap and library pages go back */
+                if (n == 0 && served && atomic_load(&active_conns) == 0) {
+                        malloc_trim(0);
+                        drop_idle_file_pages();
+                        served = false;
+                }
                 if (n == 0 || (n < 0 && errno == EINTR))
                         continue;
+                served = true;
                 if (n < 0 || (p[0].revents & (POLLIN | POLLHUP | POLLERR)))
                         return;
                 if (p[1].revents & POLLIN)

@@ -73,7 +73,7 @@ static void reply(conn *c, req *q, int status, const char *phrase, const char *b
                 "HTTP/1.1 %d %s\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: %zu\r\n"
                 "Connection: close\r\n\r\n",
                 status, phrase, strlen(body));
-        if (egress_io_write(&c->guest, head, (size_t)n) == 0)
+        if (egress_io_put(&c->guest, head, (size_t)n) == 0)
                 (void)egress_io_write(&c->guest, body, strlen(body));
         q->audit.status = status;
         q->audit.bytes_down += (uint64_t)n + strlen(body);
@@ -443,7 +443,7 @@ static int connect_dst(conn *c) {
  * it is not reused. */
 static bool upstream_stale(const conn *c) {
         struct pollfd p = { .fd = c->up.fd, .events = POLLIN };
-        if (c->up.end > c->up.start || (c->up.ssl && SSL_pending(c->up.ssl) > 0))
+        if (egress_io_has_pending(&c->up))
                 return true;
         return poll(&p, 1, 0) != 0;
 }
@@ -531,8 +531,9 @@ static bool pool_take(conn *c, const char *host, bool h2_ok) {
         return true;
 }
 
-void egress_pool_prune(void) {
+size_t egress_pool_prune(void) {
         time_t now = time(NULL);
+        size_t closed = 0;
         for (size_t i = 0; i < POOL_MAX; i++) {
                 pooled old = { 0 };
                 pthread_mutex_lock(&pool_lock);
@@ -544,8 +545,10 @@ void egress_pool_prune(void) {
                 if (old.used) {
                         egress_io_done(&old.io);
                         egress_h2up_unref(old.h2);
+                        closed++;
                 }
         }
+        return closed;
 }
 
 /* The upstream for q->host at the verified original destination; reused while the host stays
@@ -587,6 +590,7 @@ static int upstream_open(conn *c, req *q) {
                 c->up_h2 = egress_h2up_unref(c->up_h2);
                 return -ENOMEM;
         }
+        (void)egress_io_bulk(&c->up); /* failing, it stays a record per syscall */
         c->up_open = true;
         (void)snprintf(c->up_host, sizeof(c->up_host), "%s", q->host);
         return 0;
@@ -605,27 +609,28 @@ static int body_emit(void *ud, const char *p, size_t n) {
         char line[24];
         if (n == 0)
                 return 0;
-        if (o->chunked) {
-                int k = snprintf(line, sizeof(line), "%zx\r\n", n);
-                if (egress_io_write(o->io, line, (size_t)k) < 0)
-                        return -EIO;
-        }
-        if (egress_io_write(o->io, p, n) < 0 || (o->chunked && egress_io_write(o->io, "\r\n", 2) < 0))
+        if (!o->chunked)
+                return egress_io_write(o->io, p, n) < 0 ? -EIO : 0;
+        int k = snprintf(line, sizeof(line), "%zx\r\n", n);
+        if (egress_io_put(o->io, line, (size_t)k) < 0 || egress_io_put(o->io, p, n) < 0 ||
+                egress_io_write(o->io, "\r\n", 2) < 0)
                 return -EIO;
         return 0;
 }
 
-/* n bytes from src through the substitution stream. */
+/* n bytes from src through the substitution stream, from src's buffer, what has arrived
+ * gathered (up to IO_BATCH) as for downloads (copy_span). */
 static int relay_span(
         egress_io *src, uint64_t n, subst_stream *st, body_out *o, uint64_t *count, size_t *ret_blocked) {
-        char buf[IO_BUF];
         while (n > 0) {
-                ssize_t k = egress_io_read(src, buf, n < sizeof(buf) ? (size_t)n : sizeof(buf));
+                ssize_t k = egress_io_gather(src, IO_BATCH);
                 if (k <= 0)
                         return k == 0 ? -ECONNRESET : (int)k;
-                *count += (uint64_t)k;
-                n -= (uint64_t)k;
-                int r = subst_stream_feed(st, buf, (size_t)k, false, body_emit, o, ret_blocked);
+                size_t m = (uint64_t)k < n ? (size_t)k : (size_t)n;
+                *count += m;
+                n -= m;
+                int r = subst_stream_feed(st, src->buf + src->start, m, false, body_emit, o, ret_blocked);
+                egress_io_consume(src, m);
                 if (r < 0)
                         return r;
         }
@@ -682,31 +687,42 @@ static int guest_emit(void *ud, const char *p, size_t n) {
         return egress_io_write(ud, p, n);
 }
 
-/* n bytes from the upstream to the guest, an echoed secret value masked. */
+/* Before the relay may wait on the upstream, what the guest was given with egress_io_put (a
+ * head, chunk lines) goes out: a streamed answer's head must not wait for its first bytes. */
+static int flush_before_wait(conn *c) {
+        return egress_io_has_pending(&c->up) ? 0 : egress_io_flush(&c->guest);
+}
+
+/* n bytes from the upstream to the guest, an echoed secret value masked.  Straight from the
+ * upstream's buffer, what has arrived gathered (up to IO_BATCH) into one write: with bulk
+ * streams one read and one write syscall move four TLS records. */
 static int copy_span(conn *c, uint64_t n, uint64_t *count) {
-        char buf[IO_BUF];
         redact_stream rs = { .c = c->ctx->cfg };
         int r = 0;
         while (n > 0 && r >= 0) {
-                ssize_t k = egress_io_read(&c->up, buf, n < sizeof(buf) ? (size_t)n : sizeof(buf));
+                ssize_t k = flush_before_wait(c) < 0 ? -EIO : egress_io_gather(&c->up, IO_BATCH);
                 if (k <= 0) {
                         r = k == 0 ? -ECONNRESET : (int)k;
                         break;
                 }
-                *count += (uint64_t)k;
-                n -= (uint64_t)k;
-                r = redact_stream_feed(&rs, buf, (size_t)k, n == 0, guest_emit, &c->guest);
+                size_t m = (uint64_t)k < n ? (size_t)k : (size_t)n;
+                *count += m;
+                n -= m;
+                r = redact_stream_feed(&rs, c->up.buf + c->up.start, m, n == 0, guest_emit, &c->guest);
+                egress_io_consume(&c->up, m);
         }
         redact_stream_done(&rs);
+        if (r >= 0) /* the head when the body is empty */
+                r = egress_io_flush(&c->guest);
         return r < 0 ? (r == -ENOMEM ? r : -EIO) : 0;
 }
 
 static int copy_line(conn *c, char *line, size_t max, uint64_t *count) {
-        int n = egress_io_read_line(&c->up, line, max - 2);
+        int n = flush_before_wait(c) < 0 ? -EIO : egress_io_read_line(&c->up, line, max - 2);
         if (n < 0)
                 return n;
         memcpy(line + n, "\r\n", 2);
-        if (egress_io_write(&c->guest, line, (size_t)n + 2) < 0)
+        if (egress_io_put(&c->guest, line, (size_t)n + 2) < 0) /* sent with the next data */
                 return -EIO;
         *count += (uint64_t)n + 2;
         return n;
@@ -730,23 +746,26 @@ static int copy_chunked(conn *c, uint64_t *count) {
         for (int i = 0; i < 64; i++) {
                 int n = copy_line(c, line, sizeof(line), count);
                 if (n <= 0)
-                        return n;
+                        return n < 0 || egress_io_flush(&c->guest) < 0 ? -EBADMSG : 0;
         }
         return -EBADMSG;
 }
 
 static int copy_until_close(conn *c, uint64_t *count) {
-        char buf[IO_BUF];
         redact_stream rs = { .c = c->ctx->cfg };
         int r;
         for (;;) {
-                ssize_t k = egress_io_read(&c->up, buf, sizeof(buf));
-                r = redact_stream_feed(&rs, buf, k > 0 ? (size_t)k : 0, k <= 0, guest_emit, &c->guest);
+                ssize_t k = flush_before_wait(c) < 0 ? -EIO : egress_io_gather(&c->up, IO_BATCH);
+                r = redact_stream_feed(
+                        &rs, c->up.buf + c->up.start, k > 0 ? (size_t)k : 0, k <= 0, guest_emit, &c->guest);
                 if (k <= 0 || r < 0)
                         break;
+                egress_io_consume(&c->up, (size_t)k);
                 *count += (uint64_t)k;
         }
         redact_stream_done(&rs);
+        if (r >= 0)
+                r = egress_io_flush(&c->guest);
         return r < 0 ? -EIO : 0;
 }
 
@@ -765,7 +784,7 @@ static int ws_flush(egress_io *from, egress_io *to, uint64_t *count) {
 }
 
 static bool io_readable(const egress_io *io, short revents) {
-        return (io->ssl && SSL_pending(io->ssl) > 0) || (revents & (POLLIN | POLLHUP | POLLERR));
+        return egress_io_has_pending(io) || (revents & (POLLIN | POLLHUP | POLLERR));
 }
 
 /* After a 101: frames both ways, unexamined (the checks were made on the upgrade request), until
@@ -822,14 +841,17 @@ static int relay_response(conn *c, req *q, bool *ret_close_up, bool *ret_close_g
                                 q->reason, sizeof(q->reason), "the upstream switched protocols unasked");
                         return -EPROTO;
                 }
-                /* masked in place: the head is consumed right after */
+                /* masked in place: the head is consumed right after; it goes with the body's
+                 * first bytes (flushed below when there is no body) */
                 redact_buffer(c->ctx->cfg, c->up.buf + c->up.start, h.head_len);
-                if (egress_io_write(&c->guest, c->up.buf + c->up.start, h.head_len) < 0)
+                if (egress_io_put(&c->guest, c->up.buf + c->up.start, h.head_len) < 0)
                         return -EIO;
                 q->audit.bytes_down += h.head_len;
                 q->audit.status = h.status;
                 if (h.status == 101) {
                         egress_io_consume(&c->up, h.head_len);
+                        if (egress_io_flush(&c->guest) < 0)
+                                return -EIO;
                         *ret_close_up = *ret_close_guest = true;
                         q->audit.proto = "ws";
                         return ws_relay(c, q);
@@ -837,6 +859,8 @@ static int relay_response(conn *c, req *q, bool *ret_close_up, bool *ret_close_g
                 if (h.status >= 200)
                         break;
                 egress_io_consume(&c->up, h.head_len);
+                if (egress_io_flush(&c->guest) < 0) /* a 1xx is for now */
+                        return -EIO;
         }
         http1_framing fr;
         uint64_t len;
@@ -849,7 +873,7 @@ static int relay_response(conn *c, req *q, bool *ret_close_up, bool *ret_close_g
         *ret_close_guest = fr == HTTP1_BODY_UNTIL_CLOSE;
         switch (fr) {
         case HTTP1_BODY_NONE:
-                return 0;
+                return egress_io_flush(&c->guest) < 0 ? -EIO : 0;
         case HTTP1_BODY_LENGTH:
                 return copy_span(c, len, &q->audit.bytes_down);
         case HTTP1_BODY_CHUNKED:
@@ -1072,8 +1096,10 @@ void egress_conn_run(const egress_ctx *ctx, int fd, bool https) {
                         "refused: no original destination (the connection did not come through the redirect)");
         else if (https && guest_tls(&c, fd) == 0 && egress_tls_alpn_is_h2(c.guest.ssl))
                 egress_h2_serve(ctx, c.guest.ssl, fd, c.sni, &c.dst, c.dst_len);
-        else if (!https || (c.guest.ssl && c.sni)) /* plain HTTP, or TLS with a server name */
+        else if (!https || (c.guest.ssl && c.sni)) { /* plain HTTP, or TLS with a server name */
+                (void)egress_io_bulk(&c.guest); /* failing, it stays a record per syscall */
                 conn_loop(&c);
+        }
         upstream_release(&c);
         guest_close_gracefully(&c);
         egress_io_done(&c.guest);

@@ -25,5 +25,5 @@ void egress_conn_run_bridged(const egress_ctx *ctx, int fd, const char *sni,
 /* The HTTP/2 front (h2.c): serves a guest TLS connection that chose h2 by ALPN. */
 void egress_h2_serve(const egress_ctx *ctx, SSL *ssl, int fd, const char *sni,
         const struct sockaddr_storage *dst, socklen_t dst_len);
-/* Closes pooled upstream connections idle for 30 s (the main loop calls it). */
-void egress_pool_prune(void);
+/* Closes pooled upstream connections idle for 30 s (the main loop calls it); how many. */
+size_t egress_pool_prune(void);

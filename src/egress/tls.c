@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+#include <errno.h>
+#include <fcntl.h>
 #include <openssl/err.h>
 #include <openssl/evp.h>
 #include <openssl/pem.h>
@@ -8,7 +10,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "nook.h"
 #include "egress/rules.h"
@@ -26,7 +30,16 @@ typedef struct leaf {
         time_t not_after;
 } leaf;
 
+/* What the CA child sends (ca_from_child), in this order. */
+enum { SEED_PEM, SEED_CA, SEED_CA_KEY, SEED_LEAF_KEY, SEED_N };
+#define SEED_MAX ((size_t)64 * 1024)
+
 struct egress_tls {
+        /* From the CA child until the first connection decodes them (seed_decode): DER of the CA
+         * certificate and the two keys (wiped when decoded), the CA as PEM, extraCaPem. */
+        unsigned char *seed[SEED_N];
+        size_t seed_len[SEED_N];
+        char *extra_ca_pem;
         EVP_PKEY *ca_key, *leaf_key;
         X509 *ca;
         SSL_CTX *server, *client;
@@ -37,9 +50,21 @@ struct egress_tls {
         size_t n_cache, next_evict;
 };
 
+static void seed_wipe(egress_tls *t, size_t from) {
+        for (size_t i = from; i < SEED_N; i++) {
+                if (t->seed[i])
+                        explicit_bzero(t->seed[i], t->seed_len[i]);
+                free(t->seed[i]);
+                t->seed[i] = NULL;
+                t->seed_len[i] = 0;
+        }
+}
+
 egress_tls *egress_tls_free(egress_tls *t) {
         if (!t)
                 return NULL;
+        seed_wipe(t, 0);
+        free(t->extra_ca_pem);
         for (size_t i = 0; i < t->n_cache; i++) {
                 free(t->cache[i].name);
                 X509_free(t->cache[i].cert);
@@ -258,25 +283,10 @@ static int make_client_ctx(egress_tls *t, nook_error *err) {
         return 0;
 }
 
-int egress_tls_new(const char *sandbox, const char *extra_ca_pem, egress_tls **ret, nook_error *err) {
-        _cleanup_(egress_tls_freep) egress_tls *t = calloc(1, sizeof(*t));
-        if (!t)
-                return nook_err_oom(err);
-        pthread_mutex_init(&t->lock, NULL);
-        pthread_mutex_init(&t->ctx_lock, NULL);
-        int r = make_ca(t, sandbox, err);
-        if (r >= 0 && extra_ca_pem)
-                r = parse_extra_cas(t, extra_ca_pem, err);
-        if (r < 0)
-                return r;
-        *ret = TAKE_PTR(t);
-        return 0;
-}
-
-int egress_tls_ca_pem(egress_tls *t, char **ret, nook_error *err) {
+static int pem_of(X509 *cert, char **ret, nook_error *err) {
         BIO *bio = BIO_new(BIO_s_mem());
         char *data;
-        if (!bio || PEM_write_bio_X509(bio, t->ca) != 1) {
+        if (!bio || PEM_write_bio_X509(bio, cert) != 1) {
                 BIO_free(bio);
                 return ssl_fail(err, "Cannot write the CA certificate");
         }
@@ -286,13 +296,167 @@ int egress_tls_ca_pem(egress_tls *t, char **ret, nook_error *err) {
         return *ret ? 0 : nook_err_oom(err);
 }
 
+/* ---- the CA, made by a short-lived child ------------------------------------------------------
+ * Making two keys and signing a certificate touches megabytes of libcrypto (code, tables, its
+ * default library context) that an idle gateway would keep resident, shared or not.  A child
+ * does it and exits; this process gets the CA certificate (PEM and DER) and the two keys (DER)
+ * through a pipe and decodes them on the first connection (seed_decode): until then it has not
+ * called into libcrypto at all.  The child also parses extraCaPem, so a bad one still fails the
+ * start.  The keys only cross a pipe between the two processes of this gateway. */
+
+static int write_full(int fd, const void *p, size_t n) {
+        const char *c = p;
+        while (n > 0) {
+                ssize_t r = write(fd, c, n);
+                if (r < 0 && errno == EINTR)
+                        continue;
+                if (r <= 0)
+                        return -1;
+                c += r;
+                n -= (size_t)r;
+        }
+        return 0;
+}
+
+static int seed_put(int fd, const void *p, int n) {
+        uint32_t len = n > 0 ? (uint32_t)n : 0;
+        return n <= 0 || write_full(fd, &len, sizeof(len)) < 0 || write_full(fd, p, len) < 0 ? -1 : 0;
+}
+
+/* In the child: 'K' and the SEED_N fields (u32 length, bytes), or 'E' and a message. */
+_Noreturn static void ca_child(int fd, const char *sandbox, const char *extra_ca_pem) {
+        egress_tls c = { 0 };
+        nook_error err = {};
+        unsigned char *der[SEED_N] = { 0 };
+        int len[SEED_N] = { 0 };
+        char *pem = NULL;
+        int r = make_ca(&c, sandbox, &err);
+        if (r >= 0 && extra_ca_pem)
+                r = parse_extra_cas(&c, extra_ca_pem, &err);
+        if (r >= 0)
+                r = pem_of(c.ca, &pem, &err);
+        if (r >= 0) {
+                len[SEED_PEM] = (int)strlen(pem);
+                len[SEED_CA] = i2d_X509(c.ca, &der[SEED_CA]);
+                len[SEED_CA_KEY] = i2d_PrivateKey(c.ca_key, &der[SEED_CA_KEY]);
+                len[SEED_LEAF_KEY] = i2d_PrivateKey(c.leaf_key, &der[SEED_LEAF_KEY]);
+                der[SEED_PEM] = (unsigned char *)pem;
+                for (size_t i = 0; i < SEED_N && r >= 0; i++)
+                        if (len[i] <= 0)
+                                r = ssl_fail(&err, "Cannot encode the egress CA");
+        }
+        if (r < 0) {
+                (void)write_full(fd, "E", 1);
+                (void)seed_put(fd, err.msg, (int)strlen(err.msg));
+                _exit(1);
+        }
+        int w = write_full(fd, "K", 1);
+        for (size_t i = 0; i < SEED_N && w >= 0; i++)
+                w = seed_put(fd, der[i], len[i]);
+        _exit(w < 0 ? 1 : 0);
+}
+
+/* The child's answer: fields into t->seed, or its error into err. */
+static int seed_parse(egress_tls *t, const unsigned char *buf, size_t n, nook_error *err) {
+        size_t at = 1;
+        size_t fields = n > 0 && buf[0] == 'K' ? SEED_N : 1;
+        for (size_t i = 0; i < fields; i++) {
+                uint32_t len;
+                if (n - at < sizeof(len))
+                        return -EBADMSG;
+                memcpy(&len, buf + at, sizeof(len));
+                at += sizeof(len);
+                if (n - at < len)
+                        return -EBADMSG;
+                if (buf[0] == 'E')
+                        return nook_err_set(err, NOOK_E_INVALID, "%.*s", (int)len, (const char *)buf + at);
+                t->seed[i] = malloc((size_t)len + 1);
+                if (!t->seed[i])
+                        return nook_err_oom(err);
+                memcpy(t->seed[i], buf + at, len);
+                t->seed[i][len] = 0;
+                t->seed_len[i] = len;
+                at += len;
+        }
+        return n > 0 && buf[0] == 'K' ? 0 : -EBADMSG;
+}
+
+static int ca_from_child(egress_tls *t, const char *sandbox, const char *extra_ca_pem, nook_error *err) {
+        int p[2];
+        if (pipe2(p, O_CLOEXEC) < 0)
+                return nook_err_errno(err, NOOK_E_IO, "Cannot make a pipe for the egress CA");
+        pid_t pid = fork();
+        if (pid < 0) {
+                close(p[0]);
+                close(p[1]);
+                return nook_err_errno(err, NOOK_E_IO, "Cannot fork the process that makes the egress CA");
+        }
+        if (pid == 0) {
+                close(p[0]);
+                ca_child(p[1], sandbox, extra_ca_pem);
+        }
+        close(p[1]);
+        _cleanup_free_ unsigned char *buf = malloc(SEED_MAX);
+        size_t n = 0;
+        ssize_t k = 0;
+        while (buf && n < SEED_MAX &&
+                ((k = read(p[0], buf + n, SEED_MAX - n)) > 0 || (k < 0 && errno == EINTR)))
+                n += k > 0 ? (size_t)k : 0;
+        close(p[0]);
+        int status = 0;
+        while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+                ;
+        int r = buf ? seed_parse(t, buf, n, err) : nook_err_oom(err);
+        if (buf)
+                explicit_bzero(buf, n);
+        if (r == -EBADMSG)
+                return nook_err_set(err, NOOK_E_INTERNAL,
+                        "the process making the egress CA ended without one (wait status %d)", status);
+        return r;
+}
+
+/* On the first connection: the CA and keys from their DER, extraCaPem parsed. */
+static int seed_decode(egress_tls *t, nook_error *err) {
+        const unsigned char *p = t->seed[SEED_CA];
+        t->ca = d2i_X509(NULL, &p, (long)t->seed_len[SEED_CA]);
+        p = t->seed[SEED_CA_KEY];
+        t->ca_key = d2i_AutoPrivateKey(NULL, &p, (long)t->seed_len[SEED_CA_KEY]);
+        p = t->seed[SEED_LEAF_KEY];
+        t->leaf_key = d2i_AutoPrivateKey(NULL, &p, (long)t->seed_len[SEED_LEAF_KEY]);
+        seed_wipe(t, SEED_CA);
+        if (!t->ca || !t->ca_key || !t->leaf_key)
+                return ssl_fail(err, "Cannot decode the egress CA");
+        return t->extra_ca_pem ? parse_extra_cas(t, t->extra_ca_pem, err) : 0;
+}
+
+int egress_tls_new(const char *sandbox, const char *extra_ca_pem, egress_tls **ret, nook_error *err) {
+        _cleanup_(egress_tls_freep) egress_tls *t = calloc(1, sizeof(*t));
+        if (!t)
+                return nook_err_oom(err);
+        pthread_mutex_init(&t->lock, NULL);
+        pthread_mutex_init(&t->ctx_lock, NULL);
+        if (extra_ca_pem && !(t->extra_ca_pem = strdup(extra_ca_pem)))
+                return nook_err_oom(err);
+        int r = ca_from_child(t, sandbox, extra_ca_pem, err);
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(t);
+        return 0;
+}
+
+int egress_tls_ca_pem(egress_tls *t, char **ret, nook_error *err) {
+        *ret = strdup((const char *)t->seed[SEED_PEM]);
+        return *ret ? 0 : nook_err_oom(err);
+}
+
 /* The two contexts are made on the first connection: OpenSSL's method and cipher caches they
  * fill are most of an idle gateway's private memory. */
 static bool ensure_ctx(egress_tls *t) {
         nook_error err;
         pthread_mutex_lock(&t->ctx_lock);
         if (!t->ctx_ready) {
-                if (make_server_ctx(t, &err) < 0 || make_client_ctx(t, &err) < 0) {
+                if ((!t->ca && seed_decode(t, &err) < 0) || make_server_ctx(t, &err) < 0 ||
+                        make_client_ctx(t, &err) < 0) {
                         fprintf(stderr, "nook-egress: %s\n", err.msg);
                         SSL_CTX_free(t->server);
                         SSL_CTX_free(t->client);

@@ -4,6 +4,7 @@
 (request line, headers, body) as one JSON line in LOG, answers 200 with a small body.
 
 egress_upstream.py LOG ADDR PORT [CERT KEY]   (with CERT/KEY: HTTPS)
+egress_upstream.py --pattern-sha256 N [TOKEN]  the sha256 of /pattern/N (/patternecho/N: TOKEN masked)
 """
 import base64
 import hashlib
@@ -13,8 +14,22 @@ import ssl
 import sys
 import threading
 
+
+def pattern_body(n, token=b""):
+    """n bytes that never repeat (sha256 of a counter), token written over every 64 KiB boundary."""
+    body = bytearray(b"".join(hashlib.sha256(b"%d" % i).digest() for i in range(n // 32 + 1))[:n])
+    for at in range(65536 - len(token) // 2, n - len(token), 65536) if token else ():
+        body[at:at + len(token)] = token
+    return bytes(body)
+
+
+if sys.argv[1] == "--pattern-sha256":  # N [TOKEN]: what a test expects, TOKEN masked as '*'
+    tok = sys.argv[3].encode() if len(sys.argv) > 3 else b""
+    print(hashlib.sha256(pattern_body(int(sys.argv[2]), b"*" * len(tok))).hexdigest())
+    sys.exit(0)
 log_path, addr, port = sys.argv[1], sys.argv[2], int(sys.argv[3])
 lock = threading.Lock()
+released = threading.Event()  # /headfirst's body waits for a request to /release (15 s at most)
 
 
 class Handler(http.server.BaseHTTPRequestHandler):
@@ -74,6 +89,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 self.wfile.write(chunk[: min(n, len(chunk))])
                 n -= min(n, len(chunk))
             return
+        if "/pattern" in self.path or "/empty" in self.path:
+            return self._pattern()
+        if "/release" in self.path or "/headfirst" in self.path:
+            return self._headfirst()
         if "chunked" in self.path:
             self.send_response(200)
             self.send_header("Transfer-Encoding", "chunked")
@@ -97,6 +116,39 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.end_headers()
         if self.command != "HEAD":
             self.wfile.write(out)
+
+    def _headfirst(self):
+        """/headfirst: the head now, the body once /release was asked for; /release: 200."""
+        self.send_response(200)
+        self.send_header("Content-Length", "5")
+        self.end_headers()
+        self.wfile.flush()
+        if "/release" in self.path:
+            released.set()
+        else:
+            released.wait(15)
+            released.clear()
+        self.wfile.write(b"body\n")
+
+    def _pattern(self):
+        """Bulk bodies of the gateway's relay (egressperf): /pattern/N (Content-Length), /patternchunked/N
+        (70000-byte chunks), /patternecho/N (the Authorization token written across every 64 KiB
+        boundary, for the masking), /empty (Content-Length: 0).  The bytes are pattern_body's."""
+        n = int(self.path.rsplit("/", 1)[1]) if "/empty" not in self.path else 0
+        token = self.headers.get("Authorization", "").split(" ")[-1].encode() if "echo" in self.path else b""
+        body = pattern_body(n, token)
+        self.send_response(200)
+        if "chunked" in self.path:
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            for i in range(0, n, 70000):
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(body[i:i + 70000]), body[i:i + 70000]))
+            self.wfile.write(b"0\r\n\r\n")
+            return
+        self.send_header("Content-Length", str(n))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
 
     do_GET = do_POST = do_PUT = do_DELETE = do_HEAD = _serve
 

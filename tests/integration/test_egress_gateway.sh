@@ -29,7 +29,7 @@ done
 D=$(mktemp -d /tmp/nook-egress.XXXXXX)
 G=$EG_G P=$EG_P
 trap '[[ -n ${KEEP:-} ]] && cp "$D/audit.log" /tmp/egress-audit.log; egress_world_down; _tap_finish' EXIT
-plan 65
+plan 76
 egress_world_up "$D" || bail_out "cannot build the egress test world"
 
 # ---- the gateway: secrets, rules, the test CA as extraCaPem ----
@@ -107,6 +107,18 @@ import json,sys
 recs=[json.loads(l) for l in open('$D/up.log')]
 b=recs[-1]['body']
 sys.exit(0 if b=='y'*100000+'$BODYSECRET'+'z'*50001 else 1)" && ok "a placeholder across read boundaries of a chunked 150 KB body is substituted" || not_ok "streaming substitution"
+# a 2 MB Content-Length body, bytes that never repeat, the placeholder over every 64 KiB boundary
+python3 - "$D/big2.body" "$D/big2.want" "$PHB" "$BODYSECRET" <<'PY'
+import hashlib, sys
+out, want, ph, value = sys.argv[1], sys.argv[2], sys.argv[3].encode(), sys.argv[4].encode()
+body = b"".join(hashlib.sha256(b"%d" % i).digest() for i in range(65536))
+parts = [body[i:i + 65536 - 20] for i in range(0, len(body), 65536)]
+open(out, "wb").write(ph.join(parts))
+open(want, "w").write(hashlib.sha256(value.join(parts)).hexdigest())
+PY
+gc --data-binary @"$D/big2.body" https://up.test/upload
+is "$(python3 -c "import hashlib, json; print(hashlib.sha256(json.loads(open('$D/up.log').readlines()[-1])['body'].encode('latin-1')).hexdigest())")" \
+        "$(cat "$D/big2.want")" "a 2 MB body with the placeholder over every 64 KiB arrives substituted, the rest exact"
 
 # ---- --allow-http: by method and path, with the 403 body ----
 gc -X POST https://up.test/repos/x
@@ -141,6 +153,45 @@ is "$(python3 -c "import json; print(len({json.loads(l)['peer'] for l in open('$
         "two guest connections in a row share one pooled upstream connection"
 gc https://up.test/repos/chunked
 like "$out" "hello chunked world" "a chunked response is relayed"
+
+# ---- bulk bodies: read-ahead and several TLS records per write keep every byte in place ----
+pattern_sha() { python3 "$HERE/egress_upstream.py" --pattern-sha256 "$@"; }
+gc -o "$D/dl" https://up.test/repos/pattern/5000000
+is "$(sha256sum <"$D/dl" | cut -d' ' -f1)" "$(pattern_sha 5000000)" "a 5 MB body (Content-Length) arrives byte for byte"
+gc -o "$D/dl" https://up.test/repos/patternchunked/3000000
+is "$(sha256sum <"$D/dl" | cut -d' ' -f1)" "$(pattern_sha 3000000)" "a 3 MB chunked body (70000-byte chunks) arrives byte for byte"
+gc -o "$D/dl" -H "Authorization: Bearer $PH" https://up.test/repos/patternecho/1000000
+is "$(sha256sum <"$D/dl" | cut -d' ' -f1)" "$(pattern_sha 1000000 "$SENTINEL")" \
+        "the value an upstream writes across every 64 KiB of a 1 MB body comes back masked, the rest exact"
+: >"$D/up.log"
+gc https://up.test/repos/empty https://up.test/repos/empty https://up.test/repos/x
+like "$(printf '%s' "$out" | tr '\n' ' ')" "^ 200 200upstream saw GET /repos/x  200$" \
+        "empty bodies on a keep-alive connection: each answer arrives, the next request goes on"
+is "$(python3 -c "import json; print(len({json.loads(l)['peer'] for l in open('$D/up.log')}))")" 1 \
+        "and the three requests shared one upstream connection"
+gc -I https://other.test/pattern/100 https://other.test/x
+like "$out" "Content-Length: 100.*200.*Content-Length.*200" "HEAD then GET on a keep-alive connection: both answered"
+# a streamed answer: its head reaches the guest before the body exists (the body waits for /release)
+out=$(ip netns exec "$G" python3 - "$D/state/ca.pem" <<'PY' 2>&1
+import socket, ssl, subprocess, sys
+ctx = ssl.create_default_context(cafile=sys.argv[1])
+s = ctx.wrap_socket(socket.create_connection(("198.51.100.10", 443), timeout=10), server_hostname="up.test")
+s.sendall(b"GET /repos/headfirst HTTP/1.1\r\nHost: up.test\r\n\r\n")
+got = b""
+try:
+    while b"\r\n\r\n" not in got:
+        got += s.recv(4096)
+    print("head before body:", got.split(b"\r\n")[0].decode())
+except socket.timeout:
+    print("no head within 10 s")
+subprocess.run(["curl", "-sS", "-m", "10", "-o", "/dev/null", "--cacert", sys.argv[1],
+                "--resolve", "up.test:443:198.51.100.10", "https://up.test/repos/release"])
+while not got.endswith(b"body\n"):
+    got += s.recv(4096)
+print("then the body")
+PY
+)
+like "$out" "head before body: HTTP/1.1 200 OK.then the body" "a head goes to the guest before the body exists (nothing waits in the gateway's buffer)"
 
 # ---- HTTP/2 from the guest (ALPN h2): the same checks per stream, HTTP/1.1 upstream ----
 : >"$D/up.log"
@@ -221,6 +272,18 @@ out=$(bad_config '{"sandbox":"x","mode":"public","secrets":[{"name":"A","placeho
 like "$out" '"error":"secret .A.: the value holds a NUL, CR or LF byte.* 1$' "a secret value with CRLF is refused by name, exit 1"
 out=$(bad_config '{"sandbox":"x","mode":"public","allowHttp":["get https://a.test/"]}')
 like "$out" "Invalid --allow-http rule 'get https://a.test/'.*upper case" "a bad rule is refused naming it"
+out=$(bad_config '{"sandbox":"x","mode":"public","extraCaPem":"not a certificate"}')
+like "$out" "'extraCaPem' holds no PEM certificate.* 1$" "a bad extraCaPem is refused at start (by the child that makes the CA), exit 1"
+
+# ---- idle: 10 s after the last connection the gateway hands library pages back, and still works ----
+rss_file() { awk '/^RssFile/ {print $2}' "/proc/$GW_PID/status"; }
+gc -o /dev/null https://up.test/repos/pattern/1000000
+busy=$(rss_file)
+wait_for 40 sh -c "[ \$(awk '/^RssFile/ {print \$2}' /proc/$GW_PID/status) -lt $((busy / 2)) ]" &&
+        ok "idle, the gateway's mapped library pages shrink (RssFile below half of ${busy} KiB)" ||
+        not_ok "idle page drop" "RssFile $(rss_file) KiB, after the traffic ${busy} KiB"
+gc https://up.test/repos/after-idle
+like "$out" "upstream saw GET /repos/after-idle.*200" "after the idle drop a request is served (pages fault back in)"
 
 # ---- the gateway ends with its supervisor ----
 egress_gateway_stop

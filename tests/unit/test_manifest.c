@@ -284,8 +284,8 @@ Test(manifest, hash_small_and_large_files) {
         close(fd);
         for (size_t i = 0; i < MF_HASH_LEN; i++)
                 snprintf(hex + 2 * i, 3, "%02x", h[i]);
-        cr_expect_str_eq(hex, "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0",
-                "a million 'a'");
+        cr_expect_str_eq(
+                hex, "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0", "a million 'a'");
         free(buf);
         char cmd[128];
         snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);

@@ -124,12 +124,14 @@ int store_image_put(store *st, const image_rec *rec, const char *ref, nook_error
                 return r;
         if ((r = put_layers(st, rec, err)) < 0)
                 return r;
-        if (ref &&
-                (r = run(st,
-                         "INSERT INTO image_refs (ref, image) VALUES (?1, ?2) "
-                         "ON CONFLICT (ref) DO UPDATE SET image = excluded.image",
-                         err, 2, ref, rec->digest)) < 0)
-                return r;
+        if (ref) {
+                r = run(st,
+                        "INSERT INTO image_refs (ref, image) VALUES (?1, ?2) "
+                        "ON CONFLICT (ref) DO UPDATE SET image = excluded.image",
+                        err, 2, ref, rec->digest);
+                if (r < 0)
+                        return r;
+        }
         return store_commit(TAKE_PTR(tx), err);
 }
 

@@ -124,8 +124,11 @@ static int job_claim(branch_job *j, nook_error *err) {
                                 nm, nm);
                 if (r != -NOOK_E_NOT_FOUND)
                         return r;
-                if ((r = ctx_sandbox_dir(j->n, nm, &sdir, err)) < 0 ||
-                        (r = ctx_ws_dir(j->n, nm, &wsdir, err)) < 0)
+                r = ctx_sandbox_dir(j->n, nm, &sdir, err);
+                if (r < 0)
+                        return r;
+                r = ctx_ws_dir(j->n, nm, &wsdir, err);
+                if (r < 0)
                         return r;
                 if (access(sdir, F_OK) == 0 || access(wsdir, F_OK) == 0)
                         return nook_err_set(err, NOOK_E_EXISTS,
@@ -141,12 +144,19 @@ static int job_source(branch_job *j, nook_error *err) {
         int r = name_validate("sandbox", j->src, err);
         if (r < 0)
                 return r;
-        if ((r = sb_lock(j->n, j->src, &j->src_lock, err)) < 0 || (r = ctx_store(j->n, &st, err)) < 0)
+        r = sb_lock(j->n, j->src, &j->src_lock, err);
+        if (r < 0)
+                return r;
+        r = ctx_store(j->n, &st, err);
+        if (r < 0)
                 return r;
         r = store_sandbox_get(st, j->src, &j->rec, err);
         if (r == -NOOK_E_NOT_FOUND)
                 return nook_err_set(err, NOOK_E_NOT_FOUND, "No sandbox '%s' to branch from", j->src);
-        if (r < 0 || (r = sb_reconcile(j->n, &j->rec, err)) < 0)
+        if (r < 0)
+                return r;
+        r = sb_reconcile(j->n, &j->rec, err);
+        if (r < 0)
                 return r;
         if (!streq(j->rec.state, "running") && !streq(j->rec.state, "stopped"))
                 return nook_err_set(err, NOOK_E_STATE,
@@ -160,10 +170,17 @@ static int copy_one(branch_job *j, const char *nm, uid_t src_base, nook_error *e
         _cleanup_free_ char *ssdir = NULL, *swsdir = NULL, *sdir = NULL, *wsdir = NULL;
         _cleanup_free_ char *supper = NULL, *upper = NULL, *sdirs = NULL, *wsdirs = NULL;
         int r;
-        if ((r = ctx_sandbox_dir(j->n, j->src, &ssdir, err)) < 0 ||
-                (r = ctx_ws_dir(j->n, j->src, &swsdir, err)) < 0 ||
-                (r = ctx_sandbox_dir(j->n, nm, &sdir, err)) < 0 ||
-                (r = ctx_ws_dir(j->n, nm, &wsdir, err)) < 0)
+        r = ctx_sandbox_dir(j->n, j->src, &ssdir, err);
+        if (r < 0)
+                return r;
+        r = ctx_ws_dir(j->n, j->src, &swsdir, err);
+        if (r < 0)
+                return r;
+        r = ctx_sandbox_dir(j->n, nm, &sdir, err);
+        if (r < 0)
+                return r;
+        r = ctx_ws_dir(j->n, nm, &wsdir, err);
+        if (r < 0)
                 return r;
         supper = strprintf("%s/upper", ssdir);
         upper = strprintf("%s/upper", sdir);
@@ -171,7 +188,11 @@ static int copy_one(branch_job *j, const char *nm, uid_t src_base, nook_error *e
         wsdirs = strprintf("%s/workspaces", j->n->home);
         if (!supper || !upper || !sdirs || !wsdirs)
                 return nook_err_oom(err);
-        if ((r = path_mkdir_p(sdirs, 0700, err)) < 0 || (r = path_mkdir_p(wsdirs, 0711, err)) < 0)
+        r = path_mkdir_p(sdirs, 0700, err);
+        if (r < 0)
+                return r;
+        r = path_mkdir_p(wsdirs, 0711, err);
+        if (r < 0)
                 return r;
         if (mkdir(sdir, 0700) < 0)
                 return nook_err_errno(err, NOOK_E_IO, "Cannot create '%s'", sdir);

@@ -83,12 +83,23 @@ static int annotation(json_t *entry, const char *key, char **ret, nook_error *er
         return (*ret = strdup(json_string_value(v))) ? 0 : nook_err_oom(err);
 }
 
+/* The two names an index entry may carry. */
+static int entry_annotations(json_t *entry, layout_entry *e, nook_error *err) {
+        int r = annotation(entry, ANNOTATION_REF_NAME, &e->ref_name, err);
+        if (r < 0)
+                return r;
+        return annotation(entry, ANNOTATION_IMAGE_NAME, &e->image_name, err);
+}
+
 int layout_index_parse(const char *body, size_t len, layout_index *ret, nook_error *err) {
         _cleanup_(image_index_done) image_index descs = {};
         _cleanup_(layout_index_done) layout_index x = {};
         json_t *o = NULL;
         int r = image_index_parse(body, len, &descs, err);
-        if (r < 0 || (r = json_parse_object(body, len, &o, err)) < 0)
+        if (r < 0)
+                return nook_err_wrap(err, "Invalid index.json");
+        r = json_parse_object(body, len, &o, err);
+        if (r < 0)
                 return nook_err_wrap(err, "Invalid index.json");
         json_t *a = json_object_get(o, "manifests");
         if (!(x.entries = calloc(descs.n ? descs.n : 1, sizeof(layout_entry)))) {
@@ -106,10 +117,7 @@ int layout_index_parse(const char *body, size_t len, layout_index *ret, nook_err
                         r = nook_err_set(err, NOOK_E_INVALID,
                                 "Invalid index.json: entry %zu (%s) has media type '%.200s', neither an image manifest nor an index",
                                 i, e->desc.digest, mt ? mt : "(none)");
-                else if ((r = annotation(json_array_get(a, i), ANNOTATION_REF_NAME, &e->ref_name, err)) <
-                                0 ||
-                        (r = annotation(json_array_get(a, i), ANNOTATION_IMAGE_NAME, &e->image_name, err)) <
-                                0)
+                else if ((r = entry_annotations(json_array_get(a, i), e, err)) < 0)
                         (void)nook_err_wrap(err, "Invalid index.json: entry %zu", i);
         }
         json_decref(o);

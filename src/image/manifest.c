@@ -135,9 +135,14 @@ static int desc_parse(json_t *o, const char *what, bool platform, image_desc *re
 
         if (!json_is_object(o))
                 return nook_err_set(err, NOOK_E_INVALID, "%s must be an object", what);
-        if ((r = json_get_string(o, "mediaType", false, &mt, err)) < 0 ||
-                (r = json_get_string(o, "digest", true, &dg, err)) < 0 ||
-                (r = json_get_uint64(o, "size", true, &d.size, err)) < 0)
+        r = json_get_string(o, "mediaType", false, &mt, err);
+        if (r < 0)
+                return nook_err_wrap(err, "%s", what);
+        r = json_get_string(o, "digest", true, &dg, err);
+        if (r < 0)
+                return nook_err_wrap(err, "%s", what);
+        r = json_get_uint64(o, "size", true, &d.size, err);
+        if (r < 0)
                 return nook_err_wrap(err, "%s", what);
         if (!image_digest_valid(dg))
                 return nook_err_set(err, NOOK_E_INVALID,
@@ -147,9 +152,14 @@ static int desc_parse(json_t *o, const char *what, bool platform, image_desc *re
         json_t *p = platform ? json_object_get(o, "platform") : NULL;
         if (json_is_object(p)) {
                 const char *os = NULL, *arch = NULL, *var = NULL;
-                if ((r = json_get_string(p, "os", false, &os, err)) < 0 ||
-                        (r = json_get_string(p, "architecture", false, &arch, err)) < 0 ||
-                        (r = json_get_string(p, "variant", false, &var, err)) < 0)
+                r = json_get_string(p, "os", false, &os, err);
+                if (r < 0)
+                        return nook_err_wrap(err, "%s platform", what);
+                r = json_get_string(p, "architecture", false, &arch, err);
+                if (r < 0)
+                        return nook_err_wrap(err, "%s platform", what);
+                r = json_get_string(p, "variant", false, &var, err);
+                if (r < 0)
                         return nook_err_wrap(err, "%s platform", what);
                 if ((os && !(d.os = strdup(os))) || (arch && !(d.arch = strdup(arch))) ||
                         (var && !(d.variant = strdup(var))))
@@ -250,6 +260,32 @@ static int opt_string(json_t *o, const char *field, char **ret, nook_error *err)
         return 0;
 }
 
+/* The optional fields of a config: platform at the top, the process defaults under 'config'. */
+static int config_fields(json_t *o, json_t *src, image_config *c, nook_error *err) {
+        int r = opt_string(o, "os", &c->os, err);
+        if (r < 0)
+                return r;
+        r = opt_string(o, "architecture", &c->arch, err);
+        if (r < 0)
+                return r;
+        r = opt_string(o, "variant", &c->variant, err);
+        if (r < 0)
+                return r;
+        r = strv_field(src, "Env", &c->env, err);
+        if (r < 0)
+                return r;
+        r = strv_field(src, "Entrypoint", &c->entrypoint, err);
+        if (r < 0)
+                return r;
+        r = strv_field(src, "Cmd", &c->cmd, err);
+        if (r < 0)
+                return r;
+        r = opt_string(src, "WorkingDir", &c->workdir, err);
+        if (r < 0)
+                return r;
+        return opt_string(src, "User", &c->user, err);
+}
+
 int image_config_parse(const char *body, size_t len, image_config *ret, nook_error *err) {
         _cleanup_json_ json_t *o = NULL;
         _cleanup_(image_config_done) image_config c = {};
@@ -261,23 +297,12 @@ int image_config_parse(const char *body, size_t len, image_config *ret, nook_err
                 return nook_err_set(err, NOOK_E_INVALID, "Invalid image config: 'config' must be an object");
         if (!json_is_object(cfg))
                 cfg = NULL;
-        json_t *empty = json_object();
+        _cleanup_json_ json_t *empty = json_object();
         if (!empty)
                 return nook_err_oom(err);
-        json_t *src = cfg ? cfg : empty;
-        r = 0;
-        if ((r = opt_string(o, "os", &c.os, err)) < 0 ||
-                (r = opt_string(o, "architecture", &c.arch, err)) < 0 ||
-                (r = opt_string(o, "variant", &c.variant, err)) < 0 ||
-                (r = strv_field(src, "Env", &c.env, err)) < 0 ||
-                (r = strv_field(src, "Entrypoint", &c.entrypoint, err)) < 0 ||
-                (r = strv_field(src, "Cmd", &c.cmd, err)) < 0 ||
-                (r = opt_string(src, "WorkingDir", &c.workdir, err)) < 0 ||
-                (r = opt_string(src, "User", &c.user, err)) < 0) {
-                json_decref(empty);
+        r = config_fields(o, cfg ? cfg : empty, &c, err);
+        if (r < 0)
                 return nook_err_wrap(err, "Invalid image config");
-        }
-        json_decref(empty);
         json_t *rootfs = json_object_get(o, "rootfs");
         if (!json_is_object(rootfs))
                 return nook_err_set(err, NOOK_E_INVALID, "Invalid image config: 'rootfs' must be an object");

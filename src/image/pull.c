@@ -464,9 +464,14 @@ static int run_layers(image_store *s, const image_blob_source *src, const image_
 static int fetched_parse(fetched *f, const char *config, size_t config_len, nook_error *err) {
         char got[IMAGE_DIGEST_LEN + 1];
         int r;
-        if ((r = image_digest_buf(f->manifest, f->manifest_len, f->digest, err)) < 0 ||
-                (r = image_manifest_parse(f->manifest, f->manifest_len, &f->m, err)) < 0 ||
-                (r = image_digest_buf(config, config_len, got, err)) < 0)
+        r = image_digest_buf(f->manifest, f->manifest_len, f->digest, err);
+        if (r < 0)
+                return r;
+        r = image_manifest_parse(f->manifest, f->manifest_len, &f->m, err);
+        if (r < 0)
+                return r;
+        r = image_digest_buf(config, config_len, got, err);
+        if (r < 0)
                 return r;
         if (config_len != f->m.config.size || !streq(got, f->m.config.digest))
                 return nook_err_set(err, NOOK_E_INVALID,
@@ -508,24 +513,45 @@ static void rollback(char *const *paths) {
                 (void)image_rm_tree(AT_FDCWD, *p, &ignored);
 }
 
+/* The manifest and config blobs, the layers, then the record that makes the image visible. */
+static int add_parsed(image_store *s, const image_blob_source *src, const fetched *f, const char *name,
+        const image_pull_opts *o, nook_error *err) {
+        _cleanup_(image_rec_done) image_rec rec = {};
+        int r = image_blob_put(s, f->digest, f->manifest, f->manifest_len, err);
+        if (r < 0)
+                return r;
+        r = image_blob_put(s, f->m.config.digest, f->config, f->m.config.size, err);
+        if (r < 0)
+                return r;
+        r = run_layers(s, src, f->m.layers, f->cfg.diff_ids, f->m.n_layers, o, err);
+        if (r < 0)
+                return r;
+        r = record_fill(f, &rec, err);
+        if (r < 0)
+                return r;
+        r = store_image_put(s->st, &rec, name, err);
+        if (r < 0)
+                return r;
+        return 0;
+}
+
 int image_store_add(image_store *s, const image_blob_source *src, const char *manifest, size_t manifest_len,
         const char *config, size_t config_len, const char *name, bool undo, const image_pull_opts *o,
         nook_error *err) {
         _cleanup_(fetched_done) fetched f = { .manifest = manifest, .manifest_len = manifest_len };
-        _cleanup_(image_rec_done) image_rec rec = {};
         _cleanup_strv_free_ char **created = NULL;
         int r = fetched_parse(&f, config, config_len, err);
-        if (r < 0 || (undo && (r = new_paths(s, &f, &created, err)) < 0))
+        if (r < 0)
                 return r;
-        if ((r = image_blob_put(s, f.digest, f.manifest, f.manifest_len, err)) < 0 ||
-                (r = image_blob_put(s, f.m.config.digest, f.config, f.m.config.size, err)) < 0 ||
-                (r = run_layers(s, src, f.m.layers, f.cfg.diff_ids, f.m.n_layers, o, err)) < 0 ||
-                (r = record_fill(&f, &rec, err)) < 0 || (r = store_image_put(s->st, &rec, name, err)) < 0) {
-                if (undo)
-                        rollback(created);
-                return r;
+        if (undo) {
+                r = new_paths(s, &f, &created, err);
+                if (r < 0)
+                        return r;
         }
-        return 0;
+        r = add_parsed(s, src, &f, name, o, err);
+        if (r < 0 && undo)
+                rollback(created);
+        return r;
 }
 
 /* ---- pull ------------------------------------------------------------------------------------- */
@@ -542,25 +568,33 @@ static int fetch_manifest(
         size_t len = 0;
         image_doc_kind kind;
         int r;
-        if ((r = registry_get_manifest(reg, ref->digest ? ref->digest : ref->tag, &body, &len, &ct, err)) <
-                        0 ||
-                (r = image_doc_kind_detect(ct, body, len, &kind, err)) < 0)
+        r = registry_get_manifest(reg, ref->digest ? ref->digest : ref->tag, &body, &len, &ct, err);
+        if (r < 0)
+                return r;
+        r = image_doc_kind_detect(ct, body, len, &kind, err);
+        if (r < 0)
                 return r;
         if (kind == IMAGE_DOC_INDEX) {
                 _cleanup_(image_index_done) image_index x = {};
                 image_platform p;
                 const image_desc *d;
                 image_platform_host(&p);
-                if ((r = image_index_parse(body, len, &x, err)) < 0 ||
-                        (r = image_index_select(&x, &p, &d, err)) < 0)
+                r = image_index_parse(body, len, &x, err);
+                if (r < 0)
+                        return r;
+                r = image_index_select(&x, &p, &d, err);
+                if (r < 0)
                         return r;
                 if (!(dg = strdup(d->digest)))
                         return nook_err_oom(err);
                 body = mfree(body);
                 ct = mfree(ct);
                 /* fetched by digest: registry_get_manifest checks the answer against it */
-                if ((r = registry_get_manifest(reg, dg, &body, &len, &ct, err)) < 0 ||
-                        (r = image_doc_kind_detect(ct, body, len, &kind, err)) < 0)
+                r = registry_get_manifest(reg, dg, &body, &len, &ct, err);
+                if (r < 0)
+                        return r;
+                r = image_doc_kind_detect(ct, body, len, &kind, err);
+                if (r < 0)
                         return r;
                 if (kind != IMAGE_DOC_MANIFEST)
                         return nook_err_set(err, NOOK_E_INVALID,
@@ -616,9 +650,14 @@ static int pull_from(
         int r;
         if (!name)
                 return nook_err_oom(err);
-        if ((r = fetch_manifest(reg, ref, &manifest, &len, err)) < 0 ||
-                (r = image_manifest_parse(manifest, len, &m, err)) < 0 ||
-                (r = config_get(s, reg, &m.config, &config, err)) < 0)
+        r = fetch_manifest(reg, ref, &manifest, &len, err);
+        if (r < 0)
+                return r;
+        r = image_manifest_parse(manifest, len, &m, err);
+        if (r < 0)
+                return r;
+        r = config_get(s, reg, &m.config, &config, err);
+        if (r < 0)
                 return r;
         return image_store_add(
                 s, &src, manifest, len, config, m.config.size, name, /* undo= */ false, o, err);
@@ -633,7 +672,11 @@ int image_pull(
         if (!o)
                 o = &defaults;
         _cleanup_close_ int gc_lock = -1;
-        if ((r = image_ref_parse(refstr, &ref, err)) < 0 || (r = image_store_hold(s, &gc_lock, err)) < 0)
+        r = image_ref_parse(refstr, &ref, err);
+        if (r < 0)
+                return r;
+        r = image_store_hold(s, &gc_lock, err);
+        if (r < 0)
                 return r;
         if ((r = registry_new(&ref, &o->reg, &reg, err)) < 0)
                 return nook_err_wrap(err, "pulling '%s'", refstr);
@@ -784,16 +827,24 @@ int image_store_gc(image_store *s, uint64_t *ret_freed, nook_error *err) {
         /* pulls hold this lock shared from their first blob to their records: files they wrote
          * but have not recorded yet are never collected */
         int r = lock_take(s, "gc", LOCK_EX, &lock, err);
-        if (r < 0 || (r = store_image_prune(s->st, &keep, &keep_diff, err)) < 0)
+        if (r < 0)
+                return r;
+        r = store_image_prune(s->st, &keep, &keep_diff, err);
+        if (r < 0)
                 return r;
         _cleanup_free_ char *blobs = strprintf("%s/blobs/sha256", s->root);
         _cleanup_free_ char *rf = strprintf("%s/layers/rootful", s->root),
                             *rl = strprintf("%s/layers/rootless", s->root);
         if (!blobs || !rf || !rl)
                 return nook_err_oom(err);
-        if ((r = gc_dir(blobs, keep, false, &freed, err)) < 0 ||
-                (r = gc_dir(rf, keep_diff, true, &freed, err)) < 0 ||
-                (r = gc_dir(rl, keep_diff, true, &freed, err)) < 0)
+        r = gc_dir(blobs, keep, false, &freed, err);
+        if (r < 0)
+                return r;
+        r = gc_dir(rf, keep_diff, true, &freed, err);
+        if (r < 0)
+                return r;
+        r = gc_dir(rl, keep_diff, true, &freed, err);
+        if (r < 0)
                 return r;
         gc_locks(s);
         image_store_sweep_tmp(s);

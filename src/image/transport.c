@@ -131,8 +131,11 @@ static int read_blob_doc(int root_fd, const image_desc *d, char **ret, size_t *r
         if (d->size > (uint64_t)IMAGE_DOC_MAX)
                 return nook_err_set(err, NOOK_E_INVALID, "Blob %s is larger than %u bytes: refusing it",
                         d->digest, IMAGE_DOC_MAX);
-        if ((r = read_member(root_fd, rel, &body, &len, err)) < 0 ||
-                (r = image_digest_buf(body, len, got, err)) < 0)
+        r = read_member(root_fd, rel, &body, &len, err);
+        if (r < 0)
+                return r;
+        r = image_digest_buf(body, len, got, err);
+        if (r < 0)
                 return r;
         if (len != d->size || !streq(got, d->digest))
                 return nook_err_set(err, NOOK_E_INVALID,
@@ -230,23 +233,29 @@ static void picked_done(picked *p) {
 static int oci_manifest(int root_fd, const layout_entry *e, picked *p, nook_error *err) {
         image_doc_kind kind;
         int r = read_blob_doc(root_fd, &e->desc, &p->manifest, &p->manifest_len, err);
-        if (r < 0 ||
-                (r = image_doc_kind_detect(e->desc.media_type, p->manifest, p->manifest_len, &kind, err)) <
-                        0)
+        if (r < 0)
+                return r;
+        r = image_doc_kind_detect(e->desc.media_type, p->manifest, p->manifest_len, &kind, err);
+        if (r < 0)
                 return r;
         if (kind == IMAGE_DOC_INDEX) {
                 _cleanup_(image_index_done) image_index x = {};
                 const image_desc *d;
                 image_platform plat;
                 image_platform_host(&plat);
-                if ((r = image_index_parse(p->manifest, p->manifest_len, &x, err)) < 0 ||
-                        (r = image_index_select(&x, &plat, &d, err)) < 0)
+                r = image_index_parse(p->manifest, p->manifest_len, &x, err);
+                if (r < 0)
+                        return r;
+                r = image_index_select(&x, &plat, &d, err);
+                if (r < 0)
                         return r;
                 free(p->manifest);
                 p->manifest = NULL;
-                if ((r = read_blob_doc(root_fd, d, &p->manifest, &p->manifest_len, err)) < 0 ||
-                        (r = image_doc_kind_detect(
-                                 d->media_type, p->manifest, p->manifest_len, &kind, err)) < 0)
+                r = read_blob_doc(root_fd, d, &p->manifest, &p->manifest_len, err);
+                if (r < 0)
+                        return r;
+                r = image_doc_kind_detect(d->media_type, p->manifest, p->manifest_len, &kind, err);
+                if (r < 0)
                         return r;
                 if (kind != IMAGE_DOC_MANIFEST)
                         return nook_err_set(err, NOOK_E_INVALID,
@@ -271,11 +280,23 @@ static int oci_read(int root_fd, const char *ref, picked *p, nook_error *err) {
         if (!json_is_string(json_object_get(lo, "imageLayoutVersion")))
                 return nook_err_set(
                         err, NOOK_E_INVALID, "Invalid oci-layout file: it needs an 'imageLayoutVersion'");
-        if ((r = read_member(root_fd, "index.json", &index, &len, err)) < 0 ||
-                (r = layout_index_parse(index, len, &x, err)) < 0 || (r = oci_pick(&x, ref, &e, err)) < 0 ||
-                (r = oci_manifest(root_fd, e, p, err)) < 0 ||
-                (r = image_manifest_parse(p->manifest, p->manifest_len, &m, err)) < 0 ||
-                (r = read_blob_doc(root_fd, &m.config, &p->config, &p->config_len, err)) < 0)
+        r = read_member(root_fd, "index.json", &index, &len, err);
+        if (r < 0)
+                return r;
+        r = layout_index_parse(index, len, &x, err);
+        if (r < 0)
+                return r;
+        r = oci_pick(&x, ref, &e, err);
+        if (r < 0)
+                return r;
+        r = oci_manifest(root_fd, e, p, err);
+        if (r < 0)
+                return r;
+        r = image_manifest_parse(p->manifest, p->manifest_len, &m, err);
+        if (r < 0)
+                return r;
+        r = read_blob_doc(root_fd, &m.config, &p->config, &p->config_len, err);
+        if (r < 0)
                 return r;
         const char *nm = e->image_name ? e->image_name : full_name(e->ref_name) ? e->ref_name : NULL;
         if ((nm && !(p->name = strdup(nm))) || (!nm && e->ref_name && !(p->bare_tag = strdup(e->ref_name))))
@@ -362,11 +383,20 @@ static int docker_read(int root_fd, const char *ref, picked *p, nook_error *err)
         if (!layers || !(p->src.digests = calloc(1, sizeof(char *))) ||
                 !(p->src.paths = calloc(1, sizeof(char *))))
                 return nook_err_oom(err);
-        if ((r = read_member(root_fd, "manifest.json", &body, &len, err)) < 0 ||
-                (r = docker_manifest_parse(body, len, &dm, err)) < 0 ||
-                (r = docker_pick(&dm, ref, &e, err)) < 0 ||
-                (r = read_member(root_fd, e->config, &p->config, &p->config_len, err)) < 0 ||
-                (r = image_digest_buf(p->config, p->config_len, cdg, err)) < 0)
+        r = read_member(root_fd, "manifest.json", &body, &len, err);
+        if (r < 0)
+                return r;
+        r = docker_manifest_parse(body, len, &dm, err);
+        if (r < 0)
+                return r;
+        r = docker_pick(&dm, ref, &e, err);
+        if (r < 0)
+                return r;
+        r = read_member(root_fd, e->config, &p->config, &p->config_len, err);
+        if (r < 0)
+                return r;
+        r = image_digest_buf(p->config, p->config_len, cdg, err);
+        if (r < 0)
                 return r;
         for (size_t i = 0; i < e->n_layers; i++) {
                 char dg[IMAGE_DIGEST_LEN + 1];
@@ -636,18 +666,34 @@ static int import_name(const char *opt, const picked *p, char **ret, nook_error 
         return image_canonical(n, ret, err);
 }
 
+/* Reads the layout open at dfd and adds its image to the store, undone on failure. */
+static int import_at(image_store *s, int dfd, const source *src, const image_import_opts *o, char **ret_name,
+        nook_error *err) {
+        _cleanup_(picked_done) picked p = {};
+        _cleanup_free_ char *name = NULL;
+        image_blob_source bs = { .get = local_get, .userdata = &p.src };
+        int r = read_layout(dfd, src, &p, err);
+        if (r < 0)
+                return r;
+        r = import_name(o->name, &p, &name, err);
+        if (r < 0)
+                return r;
+        r = image_store_add(s, &bs, p.manifest, p.manifest_len, p.config, p.config_len, name,
+                /* undo= */ true, &o->pull, err);
+        if (r < 0)
+                return r;
+        *ret_name = TAKE_PTR(name);
+        return 0;
+}
+
 static int import_from(
         image_store *s, const source *src, const image_import_opts *o, char **ret_name, nook_error *err) {
-        _cleanup_(picked_done) picked p = {};
         _cleanup_free_ char *tmp = NULL, *name = NULL;
         _cleanup_close_ int dfd = -1;
-        image_blob_source bs = { .get = local_get, .userdata = &p.src };
         int r = open_source(s, src, &tmp, &dfd, err);
         if (r < 0)
                 return r;
-        if ((r = read_layout(dfd, src, &p, err)) >= 0 && (r = import_name(o->name, &p, &name, err)) >= 0)
-                r = image_store_add(s, &bs, p.manifest, p.manifest_len, p.config, p.config_len, name,
-                        /* undo= */ true, &o->pull, err);
+        r = import_at(s, dfd, src, o, &name, err);
         if (tmp)
                 (void)path_rm_rf(tmp, &(nook_error){});
         if (r < 0)
@@ -665,7 +711,11 @@ int image_import(
         int r;
         if (!o)
                 o = &defaults;
-        if ((r = source_parse(spec, o->format, &src, err)) < 0 || (r = image_store_hold(s, &lock, err)) < 0)
+        r = source_parse(spec, o->format, &src, err);
+        if (r < 0)
+                return r;
+        r = image_store_hold(s, &lock, err);
+        if (r < 0)
                 return r;
         if ((r = import_from(s, &src, o, &name, err)) < 0)
                 return nook_err_wrap(err, "importing '%s'", spec);
@@ -773,7 +823,10 @@ static int export_docs(
                 return nook_err_errno(
                         err, NOOK_E_NOT_FOUND, "The manifest %s is not in the store", d->rec.digest);
         int r = fd_read_to_end(fd, (size_t)IMAGE_DOC_MAX, &body, &len, err);
-        if (r < 0 || (r = image_manifest_parse(body, len, &d->m, err)) < 0)
+        if (r < 0)
+                return r;
+        r = image_manifest_parse(body, len, &d->m, err);
+        if (r < 0)
                 return r;
         man = json_loadb(body, len, 0, &je);
         const char *mt = json_string_value(json_object_get(man, "mediaType"));
@@ -803,20 +856,40 @@ static int export_docs(
 
 static int write_all(out *o, image_store *s, const export_doc *d, nook_error *err) {
         int r;
-        if ((o->a &&
-                    ((r = out_add(o, "blobs/", -1, NULL, 0, err)) < 0 ||
-                            (r = out_add(o, "blobs/sha256/", -1, NULL, 0, err)) < 0)) ||
-                (r = out_add_text(o, "oci-layout", OCI_LAYOUT_JSON, err)) < 0 ||
-                (r = out_add_text(o, "index.json", d->index, err)) < 0 ||
-                (d->docker && (r = out_add_text(o, "manifest.json", d->docker, err)) < 0) ||
-                (r = out_add_blob(o, s, d->rec.digest, err)) < 0 ||
-                (r = out_add_blob(o, s, d->m.config.digest, err)) < 0)
+        if (o->a) {
+                /* a tar names the directories; a directory export made them already */
+                r = out_add(o, "blobs/", -1, NULL, 0, err);
+                if (r < 0)
+                        return r;
+                r = out_add(o, "blobs/sha256/", -1, NULL, 0, err);
+                if (r < 0)
+                        return r;
+        }
+        r = out_add_text(o, "oci-layout", OCI_LAYOUT_JSON, err);
+        if (r < 0)
+                return r;
+        r = out_add_text(o, "index.json", d->index, err);
+        if (r < 0)
+                return r;
+        if (d->docker) {
+                r = out_add_text(o, "manifest.json", d->docker, err);
+                if (r < 0)
+                        return r;
+        }
+        r = out_add_blob(o, s, d->rec.digest, err);
+        if (r < 0)
+                return r;
+        r = out_add_blob(o, s, d->m.config.digest, err);
+        if (r < 0)
                 return r;
         for (size_t i = 0; i < d->m.n_layers; i++) {
                 bool dup = false;
                 for (size_t k = 0; k < i; k++)
                         dup = dup || streq(d->m.layers[k].digest, d->m.layers[i].digest);
-                if (!dup && (r = out_add_blob(o, s, d->m.layers[i].digest, err)) < 0)
+                if (dup)
+                        continue;
+                r = out_add_blob(o, s, d->m.layers[i].digest, err);
+                if (r < 0)
                         return r;
         }
         return 0;
@@ -901,7 +974,11 @@ int image_export(
                                 "only an earlier export; remove it yourself or choose another path",
                                 target);
         }
-        if ((r = image_store_hold(s, &lock, err)) < 0 || (r = image_lookup(s, ref, &d.rec, err)) < 0)
+        r = image_store_hold(s, &lock, err);
+        if (r < 0)
+                return r;
+        r = image_lookup(s, ref, &d.rec, err);
+        if (r < 0)
                 return r;
         if (!image_digest_valid(ref) && (r = image_canonical(ref, &name, err)) < 0)
                 return r;

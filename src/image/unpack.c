@@ -538,7 +538,11 @@ static int unpack_stream(unpacker *u, char ret_diff_id[IMAGE_DIGEST_LEN + 1], no
                 return nook_err_errno(err, NOOK_E_IO, "Cannot set the owner of the layer directory");
         if (fchmod(u->root_fd, 0755) < 0)
                 return nook_err_errno(err, NOOK_E_IO, "Cannot set the mode of the layer directory");
-        if ((r = default_dirs(u, u->root_fd, err)) < 0 || (r = finish_dirs(u, err)) < 0)
+        r = default_dirs(u, u->root_fd, err);
+        if (r < 0)
+                return r;
+        r = finish_dirs(u, err);
+        if (r < 0)
                 return r;
         image_hasher_final(u->hasher, ret_diff_id);
         return 0;

@@ -110,13 +110,18 @@ static int open_tree(
         _cleanup_free_ char *sdir = NULL, *wsdir = NULL, *upper = NULL;
         _cleanup_close_ int sfd = -1, tfd = -1;
         int r = ctx_sandbox_dir(n, name, &sdir, err);
-        if (r < 0 || (r = ctx_ws_dir(n, name, &wsdir, err)) < 0)
+        if (r < 0)
+                return r;
+        r = ctx_ws_dir(n, name, &wsdir, err);
+        if (r < 0)
                 return r;
         if (!(upper = strprintf("%s/upper", sdir)))
                 return nook_err_oom(err);
-        if ((r = open_dir(sdir, "the state folder", &sfd, err)) < 0 ||
-                (r = open_dir(layer ? upper : wsdir, layer ? "the writable layer" : "the workspace", &tfd,
-                         err)) < 0)
+        r = open_dir(sdir, "the state folder", &sfd, err);
+        if (r < 0)
+                return r;
+        r = open_dir(layer ? upper : wsdir, layer ? "the writable layer" : "the workspace", &tfd, err);
+        if (r < 0)
                 return r;
         const char *file = layer ? MF_ROOT_FILE_NAME : MF_FILE_NAME;
         r = manifest_load(sfd, file, ret_base, err);
@@ -170,7 +175,10 @@ static int journal_recover_locked(nook *n, const char *name, nook_error *err) {
         _cleanup_close_ int sfd = -1, jfd = -1, tfd = -1;
         size_t len = 0;
         int r = ctx_sandbox_dir(n, name, &sdir, err);
-        if (r < 0 || (r = ctx_ws_dir(n, name, &wsdir, err)) < 0)
+        if (r < 0)
+                return r;
+        r = ctx_ws_dir(n, name, &wsdir, err);
+        if (r < 0)
                 return r;
         if ((r = open_dir(sdir, "the state folder", &sfd, err)) < 0)
                 return r;
@@ -179,8 +187,11 @@ static int journal_recover_locked(nook *n, const char *name, nook_error *err) {
                 return 0;
         if (jfd < 0)
                 return nook_err_errno(err, NOOK_E_IO, "Cannot open '%s/%s'", sdir, JOURNAL_NAME);
-        if ((r = fd_read_to_end(jfd, (size_t)1 << 31, &text, &len, err)) < 0 ||
-                (r = open_dir(wsdir, "the workspace", &tfd, err)) < 0)
+        r = fd_read_to_end(jfd, (size_t)1 << 31, &text, &len, err);
+        if (r < 0)
+                return r;
+        r = open_dir(wsdir, "the workspace", &tfd, err);
+        if (r < 0)
                 return r;
         r = merge_recover(tfd, text ? text : "", len, err);
         if (r < 0)
@@ -265,10 +276,19 @@ static int merge_opts_parse(const char *text, json_t **ret_obj, merge_opts *ret,
         const char *strategy = NULL;
         merge_opts m = { .strategy = MERGE_REFUSE };
         int r = json_parse_object(text ? text : "{}", text ? strlen(text) : 2, &o, err);
-        if (r < 0 || (r = json_check_fields(o, fields, "merge options", err)) < 0 ||
-                (r = json_get_string(o, "into", false, &m.into, err)) < 0 ||
-                (r = json_get_string(o, "strategy", false, &strategy, err)) < 0 ||
-                (r = json_get_bool(o, "dryRun", false, &m.dry_run, err)) < 0)
+        if (r < 0)
+                return r;
+        r = json_check_fields(o, fields, "merge options", err);
+        if (r < 0)
+                return r;
+        r = json_get_string(o, "into", false, &m.into, err);
+        if (r < 0)
+                return r;
+        r = json_get_string(o, "strategy", false, &strategy, err);
+        if (r < 0)
+                return r;
+        r = json_get_bool(o, "dryRun", false, &m.dry_run, err);
+        if (r < 0)
                 return r;
         if (strategy) {
                 m.strategy = merge_strategy_from_string(strategy);
@@ -325,10 +345,17 @@ int nook_merge(nook *n, const char *branch, const char *opts_json, char **ret_js
                 return r;
         _cleanup_free_ char *tws = NULL, *tsdir = NULL;
         _cleanup_close_ int tsfd = -1, jfd = -1;
-        if ((r = ctx_ws_dir(n, o.into, &tws, err)) < 0 ||
-                (r = ctx_sandbox_dir(n, o.into, &tsdir, err)) < 0 ||
-                (r = open_dir(tws, "the workspace", &tfd, err)) < 0 ||
-                (r = open_dir(tsdir, "the state folder", &tsfd, err)) < 0)
+        r = ctx_ws_dir(n, o.into, &tws, err);
+        if (r < 0)
+                return r;
+        r = ctx_sandbox_dir(n, o.into, &tsdir, err);
+        if (r < 0)
+                return r;
+        r = open_dir(tws, "the workspace", &tfd, err);
+        if (r < 0)
+                return r;
+        r = open_dir(tsdir, "the state folder", &tsfd, err);
+        if (r < 0)
                 return r;
         if (!o.dry_run) {
                 jfd = openat(tsfd, JOURNAL_NAME,

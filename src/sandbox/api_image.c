@@ -114,7 +114,10 @@ int nook_image_pull(nook *n, const char *ref, const nook_pull_opts *o, char **re
                 .jobs = o->jobs };
         image_pull_opts_from_env(&po, &insecure);
         int r = sb_image_store(n, &s, err);
-        if (r < 0 || (r = IMG(image_pull)(&s, ref, &po, &rec, err)) < 0)
+        if (r < 0)
+                return r;
+        r = IMG(image_pull)(&s, ref, &po, &rec, err);
+        if (r < 0)
                 return r;
         return ret_json ? dump(image_json(&rec), ret_json, err) : 0;
 }
@@ -124,7 +127,10 @@ int nook_image_list(nook *n, char **ret_json, nook_error *err) {
         image_rec *a = NULL;
         size_t k = 0;
         int r = ctx_store(n, &st, err);
-        if (r < 0 || (r = store_image_list(st, &a, &k, err)) < 0)
+        if (r < 0)
+                return r;
+        r = store_image_list(st, &a, &k, err);
+        if (r < 0)
                 return r;
         json_t *arr = json_array();
         for (size_t i = 0; i < k; i++)
@@ -137,7 +143,10 @@ int nook_image_inspect(nook *n, const char *ref, char **ret_json, nook_error *er
         _cleanup_(image_store_done) image_store s = {};
         _cleanup_(image_rec_done) image_rec rec = {};
         int r = sb_image_store(n, &s, err);
-        if (r < 0 || (r = IMG(image_lookup)(&s, ref, &rec, err)) < 0)
+        if (r < 0)
+                return r;
+        r = IMG(image_lookup)(&s, ref, &rec, err);
+        if (r < 0)
                 return r;
         return dump(image_json(&rec), ret_json, err);
 }
@@ -146,7 +155,10 @@ int nook_image_remove(nook *n, const char *ref, nook_error *err) {
         _cleanup_free_ char *name = NULL;
         store *st;
         int r = ctx_store(n, &st, err);
-        if (r < 0 || (r = IMG(image_canonical)(ref, &name, err)) < 0)
+        if (r < 0)
+                return r;
+        r = IMG(image_canonical)(ref, &name, err);
+        if (r < 0)
                 return r;
         r = store_image_remove(st, name, err);
         return r < 0 ? r : 0;
@@ -189,8 +201,13 @@ int nook_image_import(
         image_import_opts io = { .name = o->name,
                 .pull = { .progress = o->progress ? relay : NULL, .userdata = &pr, .jobs = o->jobs } };
         int r = format_parse(o->format, &io.format, err);
-        if (r < 0 || (r = sb_image_store(n, &s, err)) < 0 ||
-                (r = IMG(image_import)(&s, source, &io, &rec, err)) < 0)
+        if (r < 0)
+                return r;
+        r = sb_image_store(n, &s, err);
+        if (r < 0)
+                return r;
+        r = IMG(image_import)(&s, source, &io, &rec, err);
+        if (r < 0)
                 return r;
         return ret_json ? dump(image_json(&rec), ret_json, err) : 0;
 }
@@ -200,7 +217,10 @@ int nook_image_export(
         _cleanup_(image_store_done) image_store s = {};
         image_export_opts eo = { .force = o && o->force };
         int r = format_parse(o ? o->format : NULL, &eo.format, err);
-        if (r < 0 || (r = sb_image_store(n, &s, err)) < 0)
+        if (r < 0)
+                return r;
+        r = sb_image_store(n, &s, err);
+        if (r < 0)
                 return r;
         return IMG(image_export)(&s, ref, path, &eo, err);
 }

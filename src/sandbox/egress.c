@@ -132,8 +132,11 @@ static int write_bundle(const sb_image *img, bool host_image, bool beside, const
         _cleanup_close_ int etc = -1, ssl = -1, certs = -1;
         if (up < 0)
                 return nook_err_errno(err, NOOK_E_IO, "Cannot open the writable layer '%s'", upper);
-        if ((r = mkdir_at_owned(up, "etc", uid, gid, &etc, err)) < 0 ||
-                (r = mkdir_at_owned(etc, "ssl", uid, gid, &ssl, err)) < 0)
+        r = mkdir_at_owned(up, "etc", uid, gid, &etc, err);
+        if (r < 0)
+                return r;
+        r = mkdir_at_owned(etc, "ssl", uid, gid, &ssl, err);
+        if (r < 0)
                 return r;
         if (!beside && (r = mkdir_at_owned(ssl, "certs", uid, gid, &certs, err)) < 0)
                 return r;
@@ -170,7 +173,10 @@ static int secrets_config(const sb_spec *spec, char ***env, json_t *cfg, nook_er
                 const sb_secret *x = &spec->secrets[i];
                 char ph[8 + 32 + 1];
                 int r = placeholder_new(ph, err);
-                if (r < 0 || (r = set_env(env, x->name, ph, err)) < 0)
+                if (r < 0)
+                        return r;
+                r = set_env(env, x->name, ph, err);
+                if (r < 0)
                         return r;
                 json_t *hosts = json_array();
                 STRV_FOREACH (h, x->hosts)

@@ -50,7 +50,10 @@ static int registry_image(
                 image_rec_done(&rec);
                 r = IMG(image_pull)(&s, image, &po, &rec, err);
         }
-        if (r < 0 || (r = IMG(image_resolve)(&s, rec.digest, IMAGE_PULL_NEVER, &po, &res, err)) < 0)
+        if (r < 0)
+                return r;
+        r = IMG(image_resolve)(&s, rec.digest, IMAGE_PULL_NEVER, &po, &res, err);
+        if (r < 0)
                 return r;
         sb_image img = { .digest = strdup(rec.digest) };
         if (!img.digest)

@@ -238,6 +238,24 @@ static int write_resolv_conf(const sb_spec *spec, const char *etc, uid_t uid, gi
         return write_owned(p, text, uid, gid, err);
 }
 
+/* The sandbox's /etc/hosts, /etc/hostname and /etc/resolv.conf in its writable layer. */
+static int write_etc(
+        const char *name, const sb_spec *spec, const char *etc, uid_t ruid, gid_t rgid, nook_error *err) {
+        _cleanup_free_ char *hosts = strprintf(
+                "127.0.0.1\tlocalhost\n127.0.1.1\t%s\n::1\tlocalhost ip6-localhost ip6-loopback\n", name);
+        _cleanup_free_ char *hostname = strprintf("%s\n", name);
+        _cleanup_free_ char *hp = strprintf("%s/hosts", etc), *hnp = strprintf("%s/hostname", etc);
+        if (!hosts || !hostname || !hp || !hnp)
+                return nook_err_oom(err);
+        int r = write_owned(hp, hosts, ruid, rgid, err);
+        if (r < 0)
+                return r;
+        r = write_owned(hnp, hostname, ruid, rgid, err);
+        if (r < 0)
+                return r;
+        return write_resolv_conf(spec, etc, ruid, rgid, err);
+}
+
 /* The per-sandbox state folder: config.json, the writable layer (upper, work), the socket.
  * image_digest: in, the image a kept writable layer sits on (NULL: resolve spec->image); out, the
  * registry image's digest for the record (NULL for "host" or a directory). */
@@ -256,7 +274,11 @@ static int prepare_state(nook *n, const char *name, const sb_spec *spec, bool ke
         /* The sandbox's own host id range (docs/design/security.md); its record exists by now. */
         if ((r = ctx_sandbox_root(n, name, /* acquire= */ true, &ruid, &rgid, err)) < 0)
                 return r;
-        if ((r = path_mkdir_p(sdirs, 0700, err)) < 0 || (r = path_mkdir_p(wsdirs, 0711, err)) < 0)
+        r = path_mkdir_p(sdirs, 0700, err);
+        if (r < 0)
+                return r;
+        r = path_mkdir_p(wsdirs, 0711, err);
+        if (r < 0)
                 return r;
         if (mkdir(sdir, 0700) < 0 && errno != EEXIST)
                 return nook_err_errno(err, NOOK_E_IO, "Cannot create '%s'", sdir);
@@ -275,21 +297,20 @@ static int prepare_state(nook *n, const char *name, const sb_spec *spec, bool ke
         if (!exitp)
                 return nook_err_oom(err);
         (void)unlink(exitp);
-        if ((r = mkdir_owned(upper, 0755, ruid, rgid, err)) < 0 ||
-                (r = mkdir_owned(work, 0700, ruid, rgid, err)) < 0 ||
-                (r = mkdir_owned(etc, 0755, ruid, rgid, err)) < 0 ||
-                (r = mkdir_owned(wsdir, 0755, n->ws_uid, n->ws_gid, err)) < 0)
+        r = mkdir_owned(upper, 0755, ruid, rgid, err);
+        if (r < 0)
                 return r;
-        _cleanup_free_ char *hosts = strprintf(
-                "127.0.0.1\tlocalhost\n127.0.1.1\t%s\n::1\tlocalhost ip6-localhost ip6-loopback\n", name);
-        _cleanup_free_ char *hostname = strprintf("%s\n", name);
-        _cleanup_free_ char *hp = strprintf("%s/hosts", etc), *hnp = strprintf("%s/hostname", etc);
-        if (!hosts || !hostname || !hp || !hnp)
-                return nook_err_oom(err);
-        if ((r = write_owned(hp, hosts, ruid, rgid, err)) < 0 ||
-                (r = write_owned(hnp, hostname, ruid, rgid, err)) < 0)
+        r = mkdir_owned(work, 0700, ruid, rgid, err);
+        if (r < 0)
                 return r;
-        if ((r = write_resolv_conf(spec, etc, ruid, rgid, err)) < 0)
+        r = mkdir_owned(etc, 0755, ruid, rgid, err);
+        if (r < 0)
+                return r;
+        r = mkdir_owned(wsdir, 0755, n->ws_uid, n->ws_gid, err);
+        if (r < 0)
+                return r;
+        r = write_etc(name, spec, etc, ruid, rgid, err);
+        if (r < 0)
                 return r;
 
         sb_image img = { 0 };
@@ -442,32 +463,38 @@ static int create_locked(nook *n, const char *name, const sb_spec *spec, unsigne
 int sb_create_locked(nook *n, const char *name, const sb_spec *spec, unsigned flags,
         const sb_create_extra *x, nook_error *err) {
         _cleanup_free_ char *spec_json = sb_spec_to_json(spec), *sdir = NULL, *wsdir = NULL;
-        sandbox_rec rec = { 0 };
+        _cleanup_(sandbox_rec_done) sandbox_rec rec = { 0 };
         store *st;
         bool existed, ws_existed, keep_upper = false;
         int r;
 
         if (!spec_json)
                 return nook_err_oom(err);
-        if ((r = ctx_store(n, &st, err)) < 0 || (r = ctx_sandbox_dir(n, name, &sdir, err)) < 0 ||
-                (r = ctx_ws_dir(n, name, &wsdir, err)) < 0)
+        r = ctx_store(n, &st, err);
+        if (r < 0)
+                return r;
+        r = ctx_sandbox_dir(n, name, &sdir, err);
+        if (r < 0)
+                return r;
+        r = ctx_ws_dir(n, name, &wsdir, err);
+        if (r < 0)
                 return r;
         r = store_sandbox_get(st, name, &rec, err);
         if (r < 0 && r != -NOOK_E_NOT_FOUND)
                 return r;
         existed = r >= 0;
         if (existed) {
-                if ((r = sb_reconcile(n, &rec, err)) < 0)
-                        goto out;
+                r = sb_reconcile(n, &rec, err);
+                if (r < 0)
+                        return r;
                 if (!streq(rec.state, "stopped")) {
-                        if (!(flags & NOOK_CREATE_REPLACE)) {
-                                r = nook_err_set(err, NOOK_E_EXISTS,
+                        if (!(flags & NOOK_CREATE_REPLACE))
+                                return nook_err_set(err, NOOK_E_EXISTS,
                                         "Sandbox '%s' is already running; stop it first, or create with --replace",
                                         name);
-                                goto out;
-                        }
-                        if ((r = stop_locked(n, &rec, DEFAULT_STOP_MS, false, err)) < 0)
-                                goto out;
+                        r = stop_locked(n, &rec, DEFAULT_STOP_MS, false, err);
+                        if (r < 0)
+                                return r;
                 }
                 /* A sticky sandbox keeps its writable layer across create of the same name. */
                 keep_upper = rec.sticky && spec->sticky;
@@ -488,12 +515,12 @@ int sb_create_locked(nook *n, const char *name, const sb_spec *spec, unsigned fl
                 r = rec_branch(&rec, x, err);
         }
         if (r < 0)
-                goto out;
+                return r;
         if (created)
                 rec.created_at = created;
         r = existed ? store_sandbox_update(st, &rec, err) : store_sandbox_insert(st, &rec, err);
         if (r < 0)
-                goto out;
+                return r;
         r = prepare_state(n, name, spec, keep_upper, sdir, wsdir, &rec.image_digest, err);
         if (r >= 0)
                 r = baseline_capture(sdir, wsdir, !keep_upper, spec->sticky, err);
@@ -534,7 +561,7 @@ int sb_create_locked(nook *n, const char *name, const sb_spec *spec, unsigned fl
                         (void)store_sandbox_update(st, &rec, &ignore);
                 } else
                         (void)store_sandbox_delete(st, name, &ignore);
-                goto out;
+                return r;
         }
         rec.supervisor_pid = pid;
         rec.supervisor_start = proc_start_time(pid);
@@ -542,11 +569,10 @@ int sb_create_locked(nook *n, const char *name, const sb_spec *spec, unsigned fl
         rec.stopped_at = 0;
         free(rec.stop_reason);
         rec.stop_reason = NULL;
-        if ((r = sb_rec_set_state(&rec, "running", err)) >= 0)
-                r = store_sandbox_update(st, &rec, err);
-out:
-        sandbox_rec_done(&rec);
-        return r;
+        r = sb_rec_set_state(&rec, "running", err);
+        if (r < 0)
+                return r;
+        return store_sandbox_update(st, &rec, err);
 }
 
 int nook_sandbox_create(nook *n, const char *name, const char *spec_json, unsigned flags, nook_error *err) {
@@ -577,7 +603,11 @@ static int open_locked(
         int r = name_validate("sandbox", name, err);
         if (r < 0)
                 return r;
-        if ((r = sb_lock(n, name, ret_lock, err)) < 0 || (r = ctx_store(n, ret_st, err)) < 0)
+        r = sb_lock(n, name, ret_lock, err);
+        if (r < 0)
+                return r;
+        r = ctx_store(n, ret_st, err);
+        if (r < 0)
                 return r;
         return store_sandbox_get(*ret_st, name, ret_rec, err);
 }
@@ -703,8 +733,17 @@ int nook_sandbox_remove(nook *n, const char *name, nook_error *err) {
         int r = name_validate("sandbox", name, err);
         if (r < 0)
                 return r;
-        if ((r = sb_lock(n, name, &lock, err)) < 0 || (r = ctx_store(n, &st, err)) < 0 ||
-                (r = ctx_sandbox_dir(n, name, &sdir, err)) < 0 || (r = ctx_ws_dir(n, name, &wsdir, err)) < 0)
+        r = sb_lock(n, name, &lock, err);
+        if (r < 0)
+                return r;
+        r = ctx_store(n, &st, err);
+        if (r < 0)
+                return r;
+        r = ctx_sandbox_dir(n, name, &sdir, err);
+        if (r < 0)
+                return r;
+        r = ctx_ws_dir(n, name, &wsdir, err);
+        if (r < 0)
                 return r;
         r = store_sandbox_get(st, name, &rec, err);
         bool has_rec = r >= 0;
@@ -723,7 +762,11 @@ int nook_sandbox_remove(nook *n, const char *name, nook_error *err) {
         }
         sandbox_rec_done(&rec);
         sb_cgroup_remove(n, name); /* also one a killed supervisor left before this record said stopped */
-        if ((r = path_rm_rf(sdir, err)) < 0 || (r = remove_workspace(n, wsdir, err)) < 0)
+        r = path_rm_rf(sdir, err);
+        if (r < 0)
+                return nook_err_wrap(err, "removing sandbox '%s'", name);
+        r = remove_workspace(n, wsdir, err);
+        if (r < 0)
                 return nook_err_wrap(err, "removing sandbox '%s'", name);
         if (has_rec && (r = store_sandbox_delete(st, name, err)) < 0)
                 return nook_err_wrap(err, "removing sandbox '%s'", name);
@@ -829,7 +872,10 @@ int nook_sandbox_prune(nook *n, bool include_sticky, char **ret_json, nook_error
         size_t nrec = 0;
         store *st;
         int r = ctx_store(n, &st, err);
-        if (r < 0 || (r = store_sandbox_list(st, NULL, &recs, &nrec, err)) < 0)
+        if (r < 0)
+                return r;
+        r = store_sandbox_list(st, NULL, &recs, &nrec, err);
+        if (r < 0)
                 return r;
         sb_sweep_tmp(n);
         json_t *removed = json_array();

@@ -245,6 +245,12 @@ typedef struct follower {
         size_t carry_len;
 } follower;
 
+static void follower_done(follower *f) {
+        f->fd = safe_close(f->fd);
+        free(f->carry);
+        f->carry = NULL;
+}
+
 /* Prints what was appended to the followed file; after a rotation, the rest of the old file
  * then the new one from its start. */
 static int follow_step(const logs_ctx *c, follower *f, nook_error *err) {
@@ -301,44 +307,44 @@ static int logs_print(
         _cleanup_free_ char *cur = strprintf("%s/%s", sdir, c->o->system ? "supervisor.log" : "output.log");
         _cleanup_free_ char *old = c->o->system ? NULL : strprintf("%s/output.log.1", sdir);
         _cleanup_close_ int ofd = -1;
-        follower f = { .path = cur, .fd = -1 };
+        _cleanup_(follower_done) follower f = { .path = cur, .fd = -1 };
         _cleanup_free_ char *buf = NULL;
         size_t len = 0;
-        int r;
         if (!cur || (!c->o->system && !old))
                 return nook_err_oom(err);
         /* the current file first (a rotation between the two opens then loses nothing) */
-        if ((r = open_log(cur, &f.fd, err)) < 0 || (old && (r = open_log(old, &ofd, err)) < 0))
-                goto out;
-        if ((ofd >= 0 && (r = slurp(ofd, &buf, &len)) < 0) ||
-                (f.fd >= 0 && (r = slurp(f.fd, &buf, &len)) < 0)) {
-                r = nook_err_errnum(err, NOOK_E_IO, -r, "Cannot read the log of sandbox '%s'", name);
-                goto out;
+        int r = open_log(cur, &f.fd, err);
+        if (r < 0)
+                return r;
+        if (old) {
+                r = open_log(old, &ofd, err);
+                if (r < 0)
+                        return r;
         }
+        r = ofd >= 0 ? slurp(ofd, &buf, &len) : 0;
+        if (r >= 0 && f.fd >= 0)
+                r = slurp(f.fd, &buf, &len);
+        if (r < 0)
+                return nook_err_errnum(err, NOOK_E_IO, -r, "Cannot read the log of sandbox '%s'", name);
         ssize_t used = len ? emit_lines(c, buf, len, tail) : 0;
-        if (used < 0) {
-                r = nook_err_errno(err, NOOK_E_IO, "Cannot write the log out");
-                goto out;
-        }
+        if (used < 0)
+                return nook_err_errno(err, NOOK_E_IO, "Cannot write the log out");
+        if (!c->o->follow)
+                return 0;
+        sandbox_rec rec = { 0 };
+        store *st;
+        nook_error ignore;
         r = 0;
-        if (c->o->follow) {
-                sandbox_rec rec = { 0 };
-                store *st;
-                nook_error ignore;
-                if (ctx_store(n, &st, &ignore) >= 0 && store_sandbox_get(st, name, &rec, &ignore) >= 0 &&
-                        streq(rec.state, "running") && rec.supervisor_pid > 0) {
-                        f.carry_len = len - (size_t)used;
-                        if (f.carry_len > 0) {
-                                f.carry = TAKE_PTR(buf);
-                                memmove(f.carry, f.carry + used, f.carry_len);
-                        }
-                        r = follow(c, &f, rec.supervisor_pid, rec.supervisor_start, err);
+        if (ctx_store(n, &st, &ignore) >= 0 && store_sandbox_get(st, name, &rec, &ignore) >= 0 &&
+                streq(rec.state, "running") && rec.supervisor_pid > 0) {
+                f.carry_len = len - (size_t)used;
+                if (f.carry_len > 0) {
+                        f.carry = TAKE_PTR(buf);
+                        memmove(f.carry, f.carry + used, f.carry_len);
                 }
-                sandbox_rec_done(&rec);
+                r = follow(c, &f, rec.supervisor_pid, rec.supervisor_start, err);
         }
-out:
-        safe_close(f.fd);
-        free(f.carry);
+        sandbox_rec_done(&rec);
         return r;
 }
 
@@ -354,7 +360,11 @@ int nook_sandbox_logs(
         int r = name_validate("sandbox", name, err);
         if (r < 0)
                 return r;
-        if ((r = parse_tail(o->tail, &tail, err)) < 0 || (r = parse_since(o->since, &c.since_ns, err)) < 0)
+        r = parse_tail(o->tail, &tail, err);
+        if (r < 0)
+                return r;
+        r = parse_since(o->since, &c.since_ns, err);
+        if (r < 0)
                 return r;
         if (o->system && (o->since || o->timestamps))
                 return nook_err_set(err, NOOK_E_INVALID,

@@ -85,7 +85,11 @@ static int pause_or_resume(nook *n, const char *name, bool pause, nook_error *er
         int r = name_validate("sandbox", name, err);
         if (r < 0)
                 return r;
-        if ((r = sb_lock(n, name, &lock, err)) < 0 || (r = ctx_store(n, &st, err)) < 0)
+        r = sb_lock(n, name, &lock, err);
+        if (r < 0)
+                return r;
+        r = ctx_store(n, &st, err);
+        if (r < 0)
                 return r;
         if ((r = store_sandbox_get(st, name, &rec, err)) < 0)
                 return nook_err_set(err, NOOK_E_NOT_FOUND, "No sandbox '%s'", name);

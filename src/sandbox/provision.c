@@ -217,46 +217,45 @@ static int provision_setup_files(nook *n, const sb_spec *spec, const char *wsdir
         bool scripts = spec->scripts && json_object_size(spec->scripts) > 0;
         if ((!spec->setup_files || json_object_size(spec->setup_files) == 0) && !scripts)
                 return 0;
-        ws *wsw = NULL, *up = NULL;
-        if ((r = ws_open(wsdir, true, n->ws_uid, n->ws_gid, &wsw, err)) < 0)
+        _cleanup_(ws_freep) ws *wsw = NULL;
+        _cleanup_(ws_freep) ws *up = NULL;
+        r = ws_open(wsdir, true, n->ws_uid, n->ws_gid, &wsw, err);
+        if (r < 0)
                 return r;
         /* the writable layer is the sandbox root's: its own range, or the shared one */
         uid_t ruid = c->id_base ? c->id_base : n->img_uid;
         gid_t rgid = c->id_base ? c->id_base : n->img_gid;
-        if (upper && (r = ws_open(upper, false, ruid, rgid, &up, err)) < 0) {
-                ws_free(wsw);
-                return r;
+        if (upper) {
+                r = ws_open(upper, false, ruid, rgid, &up, err);
+                if (r < 0)
+                        return r;
         }
-        if (up && spec->scripts && json_object_size(spec->scripts) > 0 &&
-                (r = ws_write(up, "etc/profile.d/nook-scripts.sh", scripts_profile, strlen(scripts_profile),
-                         0644, err)) < 0) {
-                ws_free(wsw);
-                ws_free(up);
-                return r;
+        if (up && scripts) {
+                r = ws_write(up, "etc/profile.d/nook-scripts.sh", scripts_profile, strlen(scripts_profile),
+                        0644, err);
+                if (r < 0)
+                        return r;
         }
         json_object_foreach(spec->setup_files, k, v) {
                 _cleanup_free_ char *norm = NULL, *data = NULL;
                 size_t len = 0;
                 mode_t mode;
-                if ((r = sb_guest_path_check("setup file path", k, &norm, err)) < 0 ||
-                        (r = decode_setup(v, &data, &len, &mode, err)) < 0)
-                        break;
+                r = sb_guest_path_check("setup file path", k, &norm, err);
+                if (r < 0)
+                        return r;
+                r = decode_setup(v, &data, &len, &mode, err);
+                if (r < 0)
+                        return r;
                 bool in_ws = startswith(norm, "/workspace/");
-                if (!in_ws && !up) {
-                        r = nook_err_set(err, NOOK_E_INVALID,
+                if (!in_ws && !up)
+                        return nook_err_set(err, NOOK_E_INVALID,
                                 "Setup file '%s' is outside /workspace and the sandbox has no writable layer",
                                 k);
-                        break;
-                }
                 r = ws_write(in_ws ? wsw : up, in_ws ? norm : norm + 1, data, len, mode, err);
-                if (r < 0) {
-                        r = nook_err_wrap(err, "writing setup file '%s'", k);
-                        break;
-                }
+                if (r < 0)
+                        return nook_err_wrap(err, "writing setup file '%s'", k);
         }
-        ws_free(wsw);
-        ws_free(up);
-        return r;
+        return 0;
 }
 
 int sb_provision(nook *n, const sb_spec *spec, const char *sdir, const char *wsdir, const char *upper,

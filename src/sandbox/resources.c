@@ -18,7 +18,10 @@
 int sb_running_rec(nook *n, const char *name, sandbox_rec *rec, nook_error *err) {
         store *st;
         int r = name_validate("sandbox", name, err);
-        if (r < 0 || (r = ctx_store(n, &st, err)) < 0)
+        if (r < 0)
+                return r;
+        r = ctx_store(n, &st, err);
+        if (r < 0)
                 return r;
         if ((r = store_sandbox_get(st, name, rec, err)) < 0)
                 return r;
@@ -40,7 +43,10 @@ int nook_sandbox_stats(nook *n, const char *name, char **ret_json, nook_error *e
         iso_cgroup_stats s;
         int r = sb_running_rec(n, name, &rec, err);
         sandbox_rec_done(&rec);
-        if (r < 0 || (r = iso_cgroup_open(n->home, name, &cg, err)) < 0)
+        if (r < 0)
+                return r;
+        r = iso_cgroup_open(n->home, name, &cg, err);
+        if (r < 0)
                 return r;
         r = iso_cgroup_read_stats(cg, &s, err);
         iso_cgroup_free(cg);
@@ -60,15 +66,11 @@ int nook_sandbox_stats(nook *n, const char *name, char **ret_json, nook_error *e
         return 0;
 }
 
-int nook_sandbox_update(nook *n, const char *name, const char *update_json, nook_error *err) {
-        sandbox_rec rec = { 0 };
-        sb_spec spec = { 0 }, upd = { 0 };
-        iso_cgroup *cg = NULL;
-        store *st;
-        int r = sb_running_rec(n, name, &rec, err);
-        if (r < 0)
-                goto out;
-        /* The update is parsed by the spec parser: the same units and checks as at create. */
+/* iso_cgroup is isolate's; its header has no cleanup helper yet. */
+DEFINE_TRIVIAL_CLEANUP_FUNC(iso_cgroup *, iso_cgroup_free);
+
+/* Only the limits an update may change: cpus, memoryMib or memory, pidsMax. */
+static int update_check_keys(const char *update_json, nook_error *err) {
         json_t *u = json_loads(isempty(update_json) ? "{}" : update_json, JSON_REJECT_DUPLICATES, NULL);
         const char *k;
         json_t *v;
@@ -76,14 +78,31 @@ int nook_sandbox_update(nook *n, const char *name, const char *update_json, nook
         json_object_foreach(u, k, v) if (!streq(k, "cpus") && !streq(k, "memoryMib") &&
                 !streq(k, "memory") && !streq(k, "pidsMax")) bad = true;
         json_decref(u);
-        if (bad) {
-                r = nook_err_set(err, NOOK_E_INVALID,
+        if (bad)
+                return nook_err_set(err, NOOK_E_INVALID,
                         "Invalid update: a JSON object of cpus, memoryMib or memory, pidsMax");
-                goto out;
-        }
-        if ((r = sb_spec_parse(rec.spec_json, &spec, err)) < 0 ||
-                (r = sb_spec_parse(update_json, &upd, err)) < 0)
-                goto out;
+        return 0;
+}
+
+static int update_running(nook *n, const char *name, const char *update_json, nook_error *err) {
+        _cleanup_(sandbox_rec_done) sandbox_rec rec = { 0 };
+        _cleanup_(sb_spec_done) sb_spec spec = { 0 };
+        _cleanup_(sb_spec_done) sb_spec upd = { 0 };
+        _cleanup_(iso_cgroup_freep) iso_cgroup *cg = NULL;
+        store *st;
+        int r = sb_running_rec(n, name, &rec, err);
+        if (r < 0)
+                return r;
+        /* The update is parsed by the spec parser: the same units and checks as at create. */
+        r = update_check_keys(update_json, err);
+        if (r < 0)
+                return r;
+        r = sb_spec_parse(rec.spec_json, &spec, err);
+        if (r < 0)
+                return r;
+        r = sb_spec_parse(update_json, &upd, err);
+        if (r < 0)
+                return r;
         unsigned cpus = upd.cpus ? upd.cpus : spec.cpus;
         uint64_t mib = upd.memory_mib ? upd.memory_mib : spec.memory_mib;
         uint64_t pids = upd.pids_max ? upd.pids_max : spec.pids_max;
@@ -93,40 +112,37 @@ int nook_sandbox_update(nook *n, const char *name, const char *update_json, nook
                 spec.max_cpus = spec.cpus;
         if (!spec.max_memory_mib)
                 spec.max_memory_mib = spec.memory_mib;
-        if (spec.max_cpus && cpus > spec.max_cpus) {
-                r = nook_err_set(err, NOOK_E_REFUSED,
+        if (spec.max_cpus && cpus > spec.max_cpus)
+                return nook_err_set(err, NOOK_E_REFUSED,
                         "Refusing cpus=%u for sandbox '%s': above its maxCpus (%u)", cpus, name,
                         spec.max_cpus);
-                goto out;
-        }
-        if (spec.max_memory_mib && mib > spec.max_memory_mib) {
-                r = nook_err_set(err, NOOK_E_REFUSED,
+        if (spec.max_memory_mib && mib > spec.max_memory_mib)
+                return nook_err_set(err, NOOK_E_REFUSED,
                         "Refusing memory of %llu MiB for sandbox '%s': above its maxMemoryMib (%llu)",
                         (unsigned long long)mib, name, (unsigned long long)spec.max_memory_mib);
-                goto out;
-        }
-        if ((r = iso_cgroup_open(n->home, name, &cg, err)) < 0)
-                goto out;
+        r = iso_cgroup_open(n->home, name, &cg, err);
+        if (r < 0)
+                return r;
         iso_limits l = { .cpus = cpus, .memory_bytes = mib * 1024 * 1024, .pids_max = pids };
-        if ((r = iso_cgroup_set_limits(cg, &l, err)) < 0)
-                goto out;
+        r = iso_cgroup_set_limits(cg, &l, err);
+        if (r < 0)
+                return r;
         spec.cpus = cpus;
         spec.memory_mib = mib;
         spec.pids_max = pids;
         char *t = sb_spec_to_json(&spec);
-        if (!t) {
-                r = nook_err_oom(err);
-                goto out;
-        }
+        if (!t)
+                return nook_err_oom(err);
         free(rec.spec_json);
         rec.spec_json = t;
-        if ((r = ctx_store(n, &st, err)) >= 0)
-                r = store_sandbox_update(st, &rec, err);
-out:
-        iso_cgroup_free(cg);
-        sb_spec_done(&spec);
-        sb_spec_done(&upd);
-        sandbox_rec_done(&rec);
+        r = ctx_store(n, &st, err);
+        if (r < 0)
+                return r;
+        return store_sandbox_update(st, &rec, err);
+}
+
+int nook_sandbox_update(nook *n, const char *name, const char *update_json, nook_error *err) {
+        int r = update_running(n, name, update_json, err);
         if (r < 0)
                 return nook_err_wrap(err, "updating sandbox '%s'", name);
         return 0;

@@ -114,7 +114,10 @@ int sb_snapshot_load(
         store *st;
         snapshot_rec rec = {};
         int r = ctx_store(n, &st, err);
-        if (r < 0 || (r = store_snapshot_get(st, name_or_digest, &rec, err)) < 0)
+        if (r < 0)
+                return r;
+        r = store_snapshot_get(st, name_or_digest, &rec, err);
+        if (r < 0)
                 return r;
         _cleanup_free_ char *p = image_digest_valid(rec.digest)
                 ? strprintf("%s/snapshots/%s/snapshot.json", n->home, image_digest_hex(rec.digest))
@@ -161,7 +164,10 @@ static int used_by(nook *n, const char *digest, json_t **ret, nook_error *err) {
         size_t nrec = 0, nsnap = 0;
         store *st;
         int r = ctx_store(n, &st, err);
-        if (r < 0 || (r = store_sandbox_list(st, NULL, &recs, &nrec, err)) < 0)
+        if (r < 0)
+                return r;
+        r = store_sandbox_list(st, NULL, &recs, &nrec, err);
+        if (r < 0)
                 return r;
         json_t *a = json_array();
         for (size_t i = 0; i < nrec && a; i++) {
@@ -286,8 +292,11 @@ static int build(nook *n, const char *sandbox, bool with_ws, const sb_spec *spec
         int r;
         if (!tar || !wstar || !layer)
                 return nook_err_oom(err);
-        if ((r = ctx_sandbox_dir(n, sandbox, &sdir, err)) < 0 ||
-                (r = ctx_ws_dir(n, sandbox, &wsdir, err)) < 0)
+        r = ctx_sandbox_dir(n, sandbox, &sdir, err);
+        if (r < 0)
+                return r;
+        r = ctx_ws_dir(n, sandbox, &wsdir, err);
+        if (r < 0)
                 return r;
         if (!(upper = strprintf("%s/upper", sdir)))
                 return nook_err_oom(err);
@@ -297,10 +306,11 @@ static int build(nook *n, const char *sandbox, bool with_ws, const sb_spec *spec
                 return r;
         if ((r = pack_to(upper, /* overlay= */ true, root, root_gid, tar, rootfs, &rootfs_size, err)) < 0)
                 return nook_err_wrap(err, "packing the writable layer");
-        if (with_ws &&
-                (r = pack_to(wsdir, /* overlay= */ false, n->ws_uid, n->ws_gid, wstar, ws, &ws_size, err)) <
-                        0)
-                return nook_err_wrap(err, "packing the workspace");
+        if (with_ws) {
+                r = pack_to(wsdir, /* overlay= */ false, n->ws_uid, n->ws_gid, wstar, ws, &ws_size, err);
+                if (r < 0)
+                        return nook_err_wrap(err, "packing the workspace");
+        }
         /* the layer a sandbox boots from goes through the image unpacker, like any layer */
         _cleanup_close_ int fd = open(tar, O_RDONLY | O_CLOEXEC);
         if (fd < 0)
@@ -322,8 +332,11 @@ int sb_snapshot_find_content(nook *n, json_t *meta, char **ret_json, nook_error 
         snapshot_rec other = {};
         store *st;
         int r;
-        if ((r = sb_snapshot_digest(json_object_get(meta, "content"), &digest, err)) < 0 ||
-                (r = ctx_store(n, &st, err)) < 0)
+        r = sb_snapshot_digest(json_object_get(meta, "content"), &digest, err);
+        if (r < 0)
+                return r;
+        r = ctx_store(n, &st, err);
+        if (r < 0)
                 return r;
         nook_error ignore;
         if (store_snapshot_get(st, digest, &other, &ignore) < 0)
@@ -356,8 +369,14 @@ int sb_snapshot_commit(
         int r;
         if (!mp)
                 return nook_err_oom(err);
-        if ((r = sb_snapshot_digest(json_object_get(meta, "content"), &digest, err)) < 0 ||
-                (r = sb_snapshot_root(n, &root, err)) < 0 || (r = ctx_store(n, &st, err)) < 0)
+        r = sb_snapshot_digest(json_object_get(meta, "content"), &digest, err);
+        if (r < 0)
+                return r;
+        r = sb_snapshot_root(n, &root, err);
+        if (r < 0)
+                return r;
+        r = ctx_store(n, &st, err);
+        if (r < 0)
                 return r;
         if (!(final = snap_dir(n, digest)))
                 return nook_err_oom(err);
@@ -404,12 +423,31 @@ int sb_snapshot_commit(
         return 0;
 }
 
+/* Under the sandbox's lock (held in *lock until the caller has removed *tmp): the source's spec,
+ * a private folder, the packed layers, then the record. */
+static int snapshot_make(nook *n, const char *sandbox, const char *name, unsigned flags, int *lock,
+        char **tmp, int *tmp_lock, char **ret_json, nook_error *err) {
+        _cleanup_(sb_spec_done) sb_spec spec = {};
+        _cleanup_json_ json_t *meta = NULL;
+        int r = sb_lock(n, sandbox, lock, err);
+        if (r < 0)
+                return r;
+        r = source_spec(n, sandbox, &spec, err);
+        if (r < 0)
+                return r;
+        r = sb_snapshot_tmpdir(n, "create", tmp, tmp_lock, err);
+        if (r < 0)
+                return r;
+        r = build(n, sandbox, flags & NOOK_SNAPSHOT_WITH_WORKSPACE, &spec, *tmp, &meta, err);
+        if (r < 0)
+                return r;
+        return sb_snapshot_commit(n, *tmp, meta, name, ret_json, err);
+}
+
 int nook_snapshot_create(
         nook *n, const char *sandbox, const char *name, unsigned flags, char **ret_json, nook_error *err) {
         _cleanup_close_ int lock = -1, tmp_lock = -1;
         _cleanup_free_ char *defname = NULL, *tmp = NULL;
-        _cleanup_json_ json_t *meta = NULL;
-        sb_spec spec = {};
         snapshot_rec other = {};
         store *st;
         int r = name_validate("sandbox", sandbox, err);
@@ -421,22 +459,19 @@ int nook_snapshot_create(
                         return nook_err_oom(err);
                 name = defname;
         }
-        if ((r = name_validate("snapshot", name, err)) < 0 || (r = ctx_store(n, &st, err)) < 0)
+        r = name_validate("snapshot", name, err);
+        if (r < 0)
+                return r;
+        r = ctx_store(n, &st, err);
+        if (r < 0)
                 return r;
         if (store_snapshot_get(st, name, &other, err) >= 0) {
                 snapshot_rec_done(&other);
                 return nook_err_set(err, NOOK_E_EXISTS, "A snapshot named '%s' exists already", name);
         }
         /* the sandbox's lock: it cannot start (and write its layer) while we read it */
-        if ((r = sb_lock(n, sandbox, &lock, err)) < 0 || (r = source_spec(n, sandbox, &spec, err)) < 0 ||
-                (r = sb_snapshot_tmpdir(n, "create", &tmp, &tmp_lock, err)) < 0)
-                goto out;
-        r = build(n, sandbox, flags & NOOK_SNAPSHOT_WITH_WORKSPACE, &spec, tmp, &meta, err);
-        if (r >= 0)
-                r = sb_snapshot_commit(n, tmp, meta, name, ret_json, err);
-out:
+        r = snapshot_make(n, sandbox, name, flags, &lock, &tmp, &tmp_lock, ret_json, err);
         sb_snapshot_tmpdir_remove(n, tmp);
-        sb_spec_done(&spec);
         if (r < 0)
                 return nook_err_wrap(err, "snapshot of sandbox '%s'", sandbox);
         return 0;
@@ -449,7 +484,10 @@ int nook_snapshot_list(nook *n, char **ret_json, nook_error *err) {
         size_t nrec = 0;
         store *st;
         int r = ctx_store(n, &st, err);
-        if (r < 0 || (r = store_snapshot_list(st, &recs, &nrec, err)) < 0)
+        if (r < 0)
+                return r;
+        r = store_snapshot_list(st, &recs, &nrec, err);
+        if (r < 0)
                 return r;
         json_t *a = json_array();
         for (size_t i = 0; i < nrec && a; i++) {
@@ -489,7 +527,10 @@ int nook_snapshot_remove(nook *n, const char *snap, nook_error *err) {
         _cleanup_json_ json_t *users = NULL;
         store *st;
         int r = ctx_store(n, &st, err);
-        if (r < 0 || (r = store_snapshot_get(st, snap, &rec, err)) < 0)
+        if (r < 0)
+                return r;
+        r = store_snapshot_get(st, snap, &rec, err);
+        if (r < 0)
                 return r;
         if ((r = used_by(n, rec.digest, &users, err)) >= 0 && json_array_size(users) > 0) {
                 json_t *u = json_array_get(users, 0);

@@ -119,10 +119,17 @@ static int write_export(int fd, const char *dir, json_t *meta, progress *p, nook
         _cleanup_close_ int mfd = memfd_create("snapshot.json", MFD_CLOEXEC);
         if (mfd < 0 || fd_write_all(mfd, text, strlen(text)) < 0 || lseek(mfd, 0, SEEK_SET) < 0)
                 return nook_err_errno(err, NOOK_E_IO, "Cannot stage snapshot.json");
-        if ((r = add_member(a, "snapshot.json", mfd, strlen(text), mtime, p, err)) < 0 ||
-                (r = add_file_member(a, dir, "rootfs.tar", mtime, p, err)) < 0 ||
-                (ws && (r = add_file_member(a, dir, "workspace.tar", mtime, p, err)) < 0))
+        r = add_member(a, "snapshot.json", mfd, strlen(text), mtime, p, err);
+        if (r < 0)
                 return r;
+        r = add_file_member(a, dir, "rootfs.tar", mtime, p, err);
+        if (r < 0)
+                return r;
+        if (ws) {
+                r = add_file_member(a, dir, "workspace.tar", mtime, p, err);
+                if (r < 0)
+                        return r;
+        }
         if (IMG(archive_write_close)(a) != ARCHIVE_OK)
                 return nook_err_set(err, NOOK_E_IO, "Cannot finish the export: %s",
                         img_archive_error_or(a, "write error"));
@@ -313,8 +320,8 @@ static int read_import(nook *n, int fd, const char *tmp, progress *p, json_t **r
         _cleanup_(img_archive_read_freep) struct archive *a = IMG(archive_read_new)();
         _cleanup_free_ reader *rd = calloc(1, sizeof(*rd));
         struct archive_entry *e;
-        json_t *m = NULL;
-        int rc, r = 0;
+        _cleanup_(json_decrefp) json_t *m = NULL;
+        int rc, r;
         if (!a || !rd)
                 return nook_err_oom(err);
         *rd = (reader){ .fd = fd, .p = p };
@@ -327,8 +334,12 @@ static int read_import(nook *n, int fd, const char *tmp, progress *p, json_t **r
                 return refuse_file(err, "it is empty, truncated or not a snapshot export");
         if (IMG(archive_filter_code)(a, 0) != ARCHIVE_FILTER_ZSTD)
                 return refuse_file(err, "it is not zstd-compressed");
-        if ((r = read_meta(a, e, &m, err)) < 0 || (r = check_content(m, err)) < 0)
-                goto fail;
+        r = read_meta(a, e, &m, err);
+        if (r < 0)
+                return r;
+        r = check_content(m, err);
+        if (r < 0)
+                return r;
         json_t *c = json_object_get(m, "content");
         const char *ws = json_string_value(json_object_get(c, "workspace"));
         const char *members[] = { "rootfs.tar", ws ? "workspace.tar" : NULL };
@@ -336,27 +347,21 @@ static int read_import(nook *n, int fd, const char *tmp, progress *p, json_t **r
                 rc = IMG(archive_read_next_header)(a, &e);
                 if (rc != ARCHIVE_OK || !streq(IMG(archive_entry_pathname)(e), members[i]) ||
                         IMG(archive_entry_filetype)(e) != AE_IFREG) {
-                        r = nook_err_set(err, NOOK_E_REFUSED,
+                        return nook_err_set(err, NOOK_E_REFUSED,
                                 "Refusing the snapshot file: member %zu must be '%s' (missing, truncated or out of order)",
                                 i + 2, members[i]);
-                        goto fail;
                 }
                 r = take_layer(n, a, tmp, members[i], i == 0 ? "rootfs" : NULL,
                         json_string_value(json_object_get(c, i == 0 ? "rootfs" : "workspace")), err);
                 if (r < 0)
-                        goto fail;
+                        return r;
         }
-        if ((rc = IMG(archive_read_next_header)(a, &e)) != ARCHIVE_EOF) {
-                r = refuse_file(err,
+        if ((rc = IMG(archive_read_next_header)(a, &e)) != ARCHIVE_EOF)
+                return refuse_file(err,
                         rc == ARCHIVE_OK ? "it has an unexpected extra member"
                                          : "it is truncated or damaged");
-                goto fail;
-        }
-        *ret_meta = m;
+        *ret_meta = TAKE_PTR(m);
         return 0;
-fail:
-        json_decref(m);
-        return r;
 }
 
 /* The unpacked workspace was only a check of its safety: restoring unpacks the tar again. */

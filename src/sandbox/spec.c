@@ -218,11 +218,20 @@ static int get_mib(json_t *o, const char *k, uint64_t *ret, nook_error *err) {
 static int parse_limits(json_t *o, sb_spec *s, nook_error *err) {
         uint64_t mem_str = 0;
         int r;
-        if ((r = get_cpus(o, "cpus", &s->cpus, err)) < 0 ||
-                (r = get_cpus(o, "maxCpus", &s->max_cpus, err)) < 0 ||
-                (r = get_mib(o, "memoryMib", &s->memory_mib, err)) < 0 ||
-                (r = get_mib(o, "memory", &mem_str, err)) < 0 ||
-                (r = get_mib(o, "maxMemoryMib", &s->max_memory_mib, err)) < 0)
+        r = get_cpus(o, "cpus", &s->cpus, err);
+        if (r < 0)
+                return r;
+        r = get_cpus(o, "maxCpus", &s->max_cpus, err);
+        if (r < 0)
+                return r;
+        r = get_mib(o, "memoryMib", &s->memory_mib, err);
+        if (r < 0)
+                return r;
+        r = get_mib(o, "memory", &mem_str, err);
+        if (r < 0)
+                return r;
+        r = get_mib(o, "maxMemoryMib", &s->max_memory_mib, err);
+        if (r < 0)
                 return r;
         if (mem_str && s->memory_mib)
                 return nook_err_set(
@@ -344,16 +353,38 @@ static int parse_files(json_t *o, sb_spec *s, nook_error *err) {
 static int parse_fields(json_t *o, sb_spec *s, nook_error *err) {
         _cleanup_free_ char *persistence = NULL, *network = NULL;
         int r;
-        if ((r = check_fields(o, err)) < 0 || (r = get_string(o, "image", "host", &s->image, err)) < 0 ||
-                (r = get_map(o, "env", true, &s->env, err)) < 0 ||
-                (r = get_map(o, "labels", false, &s->labels, err)) < 0 ||
-                (r = get_string(o, "persistence", "ephemeral", &persistence, err)) < 0 ||
-                (r = get_secs(o, "maxDurationSecs", &s->max_duration_secs, err)) < 0 ||
-                (r = get_secs(o, "idleTimeoutSecs", &s->idle_timeout_secs, err)) < 0 ||
-                (r = get_string(o, "security", "default", &s->security, err)) < 0 ||
-                (r = get_string(o, "network", "off", &network, err)) < 0 ||
-                (r = get_string(o, "workdir", "/workspace", &s->workdir, err)) < 0 ||
-                (r = get_string(o, "user", NULL, &s->user, err)) < 0)
+        r = check_fields(o, err);
+        if (r < 0)
+                return r;
+        r = get_string(o, "image", "host", &s->image, err);
+        if (r < 0)
+                return r;
+        r = get_map(o, "env", true, &s->env, err);
+        if (r < 0)
+                return r;
+        r = get_map(o, "labels", false, &s->labels, err);
+        if (r < 0)
+                return r;
+        r = get_string(o, "persistence", "ephemeral", &persistence, err);
+        if (r < 0)
+                return r;
+        r = get_secs(o, "maxDurationSecs", &s->max_duration_secs, err);
+        if (r < 0)
+                return r;
+        r = get_secs(o, "idleTimeoutSecs", &s->idle_timeout_secs, err);
+        if (r < 0)
+                return r;
+        r = get_string(o, "security", "default", &s->security, err);
+        if (r < 0)
+                return r;
+        r = get_string(o, "network", "off", &network, err);
+        if (r < 0)
+                return r;
+        r = get_string(o, "workdir", "/workspace", &s->workdir, err);
+        if (r < 0)
+                return r;
+        r = get_string(o, "user", NULL, &s->user, err);
+        if (r < 0)
                 return r;
         if (streq(persistence, "sticky"))
                 s->sticky = true;

@@ -305,7 +305,11 @@ int sb_reconcile(nook *n, sandbox_rec *rec, nook_error *err) {
                 return 0;
         sb_children_reap(); /* it may have been ours */
         _cleanup_free_ char *sdir = NULL;
-        if ((r = ctx_sandbox_dir(n, rec->name, &sdir, err)) < 0 || (r = ctx_store(n, &st, err)) < 0)
+        r = ctx_sandbox_dir(n, rec->name, &sdir, err);
+        if (r < 0)
+                return r;
+        r = ctx_store(n, &st, err);
+        if (r < 0)
                 return r;
         bool interrupted = streq(rec->state, "creating");
         r = adopt_or_kill(n, rec, sdir, st, err);

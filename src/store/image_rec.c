@@ -124,12 +124,14 @@ int store_image_put(store *st, const image_rec *rec, const char *ref, nook_error
                 return r;
         if ((r = put_layers(st, rec, err)) < 0)
                 return r;
-        if (ref &&
-                (r = run(st,
-                         "INSERT INTO image_refs (ref, image) VALUES (?1, ?2) "
-                         "ON CONFLICT (ref) DO UPDATE SET image = excluded.image",
-                         err, 2, ref, rec->digest)) < 0)
-                return r;
+        if (ref) {
+                r = run(st,
+                        "INSERT INTO image_refs (ref, image) VALUES (?1, ?2) "
+                        "ON CONFLICT (ref) DO UPDATE SET image = excluded.image",
+                        err, 2, ref, rec->digest);
+                if (r < 0)
+                        return r;
+        }
         return store_commit(TAKE_PTR(tx), err);
 }
 
@@ -216,7 +218,11 @@ static int read_image(store *st, const char *digest, image_rec *ret, nook_error 
         rec.pulled_at = sqlite3_column_int64(s, 5);
         if (!rec.digest || !rec.config_digest)
                 return nook_err_oom(err);
-        if ((r = read_refs(st, &rec, err)) < 0 || (r = read_layers(st, &rec, err)) < 0)
+        r = read_refs(st, &rec, err);
+        if (r < 0)
+                return r;
+        r = read_layers(st, &rec, err);
+        if (r < 0)
                 return r;
         *ret = rec;
         rec = (image_rec){};
@@ -360,11 +366,14 @@ int store_image_prune(store *st, char ***ret_keep, char ***ret_keep_diff_ids, no
                      "(SELECT layer FROM snapshots WHERE layer IS NOT NULL)",
                      err, 0)) < 0)
                 return r;
-        if ((r = collect(st,
-                     "SELECT digest FROM images UNION SELECT config_digest FROM images UNION SELECT digest FROM layers "
-                     "UNION SELECT blob FROM image_layers WHERE blob IS NOT NULL ORDER BY 1",
-                     &keep, err)) < 0 ||
-                (r = collect(st, "SELECT diff_id FROM layers ORDER BY 1", &keep_diff, err)) < 0)
+        r = collect(st,
+                "SELECT digest FROM images UNION SELECT config_digest FROM images UNION SELECT digest FROM layers "
+                "UNION SELECT blob FROM image_layers WHERE blob IS NOT NULL ORDER BY 1",
+                &keep, err);
+        if (r < 0)
+                return r;
+        r = collect(st, "SELECT diff_id FROM layers ORDER BY 1", &keep_diff, err);
+        if (r < 0)
                 return r;
         if ((r = store_commit(TAKE_PTR(tx), err)) < 0)
                 return r;

@@ -600,15 +600,24 @@ static int column_strdup(sqlite3_stmt *s, int col, char **ret) {
 }
 
 static int sandbox_from_row(sqlite3_stmt *s, sandbox_rec *ret, nook_error *err) {
-        sandbox_rec r = {};
+        _cleanup_(sandbox_rec_done) sandbox_rec r = {};
+        const struct {
+                int col;
+                char **field;
+        } text[] = {
+                { 0, &r.name },
+                { 1, &r.state },
+                { 2, &r.image },
+                { 3, &r.spec_json },
+                { 10, &r.stop_reason },
+                { 11, &r.image_digest },
+                { 12, &r.branch_of },
+                { 13, &r.branch_point },
+        };
 
-        if (column_strdup(s, 0, &r.name) < 0 || column_strdup(s, 1, &r.state) < 0 ||
-                column_strdup(s, 2, &r.image) < 0 || column_strdup(s, 3, &r.spec_json) < 0 ||
-                column_strdup(s, 10, &r.stop_reason) < 0 || column_strdup(s, 11, &r.image_digest) < 0 ||
-                column_strdup(s, 12, &r.branch_of) < 0 || column_strdup(s, 13, &r.branch_point) < 0) {
-                sandbox_rec_done(&r);
-                return nook_err_oom(err);
-        }
+        for (size_t i = 0; i < ELEMENTSOF(text); i++)
+                if (column_strdup(s, text[i].col, text[i].field) < 0)
+                        return nook_err_oom(err);
         r.sticky = sqlite3_column_int(s, 4) != 0;
         r.created_at = sqlite3_column_int64(s, 5);
         r.started_at = sqlite3_column_int64(s, 6);
@@ -616,6 +625,7 @@ static int sandbox_from_row(sqlite3_stmt *s, sandbox_rec *ret, nook_error *err) 
         r.supervisor_pid = (pid_t)sqlite3_column_int64(s, 8);
         r.supervisor_start = (uint64_t)sqlite3_column_int64(s, 9);
         *ret = r;
+        r = (sandbox_rec){};
         return 0;
 }
 

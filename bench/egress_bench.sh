@@ -5,7 +5,8 @@
 #   - a small HTTPS request (new connection each, curl time_total): through the gateway from the
 #     guest netns vs direct from the gateway's netns; medians and ratio (issue budget <= 1.3x);
 #   - a 100 MB HTTPS download: throughput through the gateway vs direct (budget >= 80 %), runs
-#     alternating, medians (NOOK_BENCH_BIG_RUNS, default 5), and the gateway's CPU time per download;
+#     alternating via, direct, and via with h2 towards the gateway, medians (NOOK_BENCH_BIG_RUNS,
+#     default 5), and the gateway's CPU time per download;
 #   - the gateway's memory idle (after start), after the traffic, and idle again (10 s after the
 #     last connection it hands pages back): VmRSS, Pss, private (Private_Clean + Private_Dirty).
 #     VmRSS counts library pages other processes map too; Pss and private are per-sandbox costs.
@@ -54,26 +55,29 @@ small_via=$(small via)
 small_direct=$(small direct)
 bytes=$((MB * 1024 * 1024))
 big_via=() big_direct=() big_h2=()
-t0=$(cpu_ticks "$EG_GW_PID")
-for _ in $(seq "$BIG_RUNS"); do
+gw_ticks=0 h2_ticks=0
+for _ in $(seq "$BIG_RUNS"); do # interleaved: via, direct, h2 towards the gateway
+        t0=$(cpu_ticks "$EG_GW_PID")
         big_via+=("$(via -w '%{speed_download}' "https://up.test/big/$bytes")")
+        gw_ticks=$((gw_ticks + $(cpu_ticks "$EG_GW_PID") - t0))
         big_direct+=("$(direct -w '%{speed_download}' "https://up.test/big/$bytes")")
+        t0=$(cpu_ticks "$EG_GW_PID")
+        big_h2+=("$(via_h2 -w '%{speed_download}' "https://up.test/big/$bytes")")
+        h2_ticks=$((h2_ticks + $(cpu_ticks "$EG_GW_PID") - t0))
 done
-gw_ticks=$(($(cpu_ticks "$EG_GW_PID") - t0))
-for _ in $(seq "$BIG_RUNS"); do big_h2+=("$(via_h2 -w '%{speed_download}' "https://up.test/big/$bytes")"); done
 mem_busy=$(mem "$EG_GW_PID")
 load=$(cut -d' ' -f1-3 /proc/loadavg)
 
-python3 - "$small_via" "$small_direct" "$MB" "$(getconf CLK_TCK)" "$gw_ticks" "${big_via[*]}" "${big_direct[*]}" "${big_h2[*]}" <<'PY'
+python3 - "$small_via" "$small_direct" "$MB" "$(getconf CLK_TCK)" "$gw_ticks" "$h2_ticks" "${big_via[*]}" "${big_direct[*]}" "${big_h2[*]}" <<'PY'
 import statistics, sys
-sv, sd, mb, hz, ticks = map(float, sys.argv[1:6])
-bv, bd, bh = ([float(x) for x in a.split()] for a in sys.argv[6:9])
+sv, sd, mb, hz, ticks, h2_ticks = map(float, sys.argv[1:7])
+bv, bd, bh = ([float(x) for x in a.split()] for a in sys.argv[7:10])
 mv, md, mh = (statistics.median(x) for x in (bv, bd, bh))
 print("small HTTPS request (median, new connection): via gateway %.2f ms, direct %.2f ms, ratio %.2fx (budget <= 1.3x)" % (sv * 1e3, sd * 1e3, sv / sd))
 print("%d MB download, median of %d alternating runs: via gateway %.0f MB/s, direct %.0f MB/s, %.0f %% of direct (budget >= 80 %%)" % (mb, len(bv), mv / 1e6, md / 1e6, 100 * mv / md))
 print("  runs via: %s; direct: %s MB/s" % (" ".join("%.0f" % (x / 1e6) for x in bv), " ".join("%.0f" % (x / 1e6) for x in bd)))
 print("  gateway CPU (user+sys) per %d MB through it: %.2f s" % (mb, ticks / hz / len(bv)))
-print("%d MB download with h2 towards the gateway, median: %.0f MB/s, %.0f %% of direct" % (mb, mh / 1e6, 100 * mh / md))
+print("%d MB download with h2 towards the gateway, median: %.0f MB/s, %.0f %% of direct (runs: %s MB/s; gateway CPU %.2f s per download)" % (mb, mh / 1e6, 100 * mh / md, " ".join("%.0f" % (x / 1e6) for x in bh), h2_ticks / hz / len(bh)))
 PY
 echo "load average after the downloads: $load"
 echo "gateway memory idle after start: $mem_idle (budget <= 2 MiB per sandbox)"

@@ -4,10 +4,16 @@
  * by egress_conn_run_bridged on its own thread: the same checks (Host = :authority = SNI, the
  * original destination, rules, placeholders), substitution, upstream and audit as HTTP/1.1.
  * The answer comes back as HTTP/1.1 and is turned into HEADERS and DATA frames here.  Bodies
- * stream both ways; nghttp2 does the framing, HPACK and flow control. */
+ * stream both ways; nghttp2 does the framing, HPACK and flow control.
+ *
+ * Throughput (docs/design/egress.md): the guest's TLS stream is bulk (egress_io_bulk: records
+ * written through a buffer, sent once per nghttp2_session_send), a DATA frame and its 9-byte
+ * header fill exactly one TLS record, a worker's answer is read up to H2_RBUF_MAX at once and
+ * taken from its buffer by offsets (decoded from chunked by http1_dechunk_feed straight into
+ * nghttp2's frame), and both windows are large so a bulk upload is not held to 64 KiB a round
+ * trip. */
 #include <errno.h>
 #include <nghttp2/nghttp2.h>
-#include <openssl/err.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -15,6 +21,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "egress/http1.h"
@@ -25,14 +32,14 @@
 #define H2_MAX_STREAMS 64
 #define H2_RBUF_MAX ((size_t)256 * 1024) /* answer bytes held per stream before its socket is left unread */
 #define H2_HEAD_MAX ((size_t)64 * 1024)
-
-typedef enum chunk_state {
-        CHUNK_SIZE,
-        CHUNK_DATA,
-        CHUNK_CRLF,
-        CHUNK_TRAILERS,
-        CHUNK_DONE,
-} chunk_state;
+/* Our receive windows (stream and connection): DATA from the guest is written on to its worker
+ * as it comes, so credit costs no memory here; 64 KiB (the default) would hold an upload to
+ * 64 KiB per round trip. */
+#define H2_WINDOW (1 << 20)
+#define H2_CONN_WINDOW (16 << 20)
+/* A DATA frame whose payload and 9-byte header fill one TLS record (2^14 bytes of plaintext):
+ * a 16 KiB payload would cost a second record of 9 bytes per frame. */
+#define H2_DATA_PAYLOAD (16384 - 9)
 
 typedef struct h2_stream {
         int32_t id;
@@ -42,18 +49,17 @@ typedef struct h2_stream {
         char *hdr; /* the request's other fields, "name: value\r\n"... */
         size_t hdr_len;
         bool bad, req_body, head_done, eof, is_head;
-        char *rbuf; /* answer bytes not yet turned into frames */
-        size_t rlen;
+        char *rbuf; /* the worker's answer: [rstart, rend) not yet turned into frames */
+        size_t rstart, rend;
         http1_framing fr;
-        uint64_t left; /* LENGTH: body bytes; CHUNKED: bytes of this chunk */
-        chunk_state cs;
+        uint64_t left; /* LENGTH: body bytes still to come */
+        http1_dechunk dc; /* CHUNKED */
         struct h2_stream *next;
 } h2_stream;
 
 typedef struct h2_conn {
         const egress_ctx *ctx;
-        SSL *ssl;
-        int fd;
+        egress_io *guest; /* bulk: frames go out once per nghttp2_session_send */
         const char *sni;
         const struct sockaddr_storage *dst;
         socklen_t dst_len;
@@ -103,14 +109,17 @@ static int append(char **buf, size_t *len, const char *fmt_a, size_t na, const c
 
 /* ---- nghttp2 callbacks: the guest's side ----------------------------------------------------- */
 
+/* Into the guest stream's write buffer; egress_h2_serve flushes after each nghttp2_session_send. */
 static ssize_t send_cb(nghttp2_session *s, const uint8_t *data, size_t len, int flags, void *ud) {
         h2_conn *h = ud;
-        size_t put = 0;
-        if (SSL_write_ex(h->ssl, data, len, &put) != 1) {
-                ERR_clear_error();
+        if (egress_io_put(h->guest, data, len) < 0)
                 return NGHTTP2_ERR_CALLBACK_FAILURE;
-        }
-        return (ssize_t)put;
+        return (ssize_t)len;
+}
+
+static ssize_t data_length_cb(nghttp2_session *s, uint8_t type, int32_t id, int32_t conn_window,
+        int32_t stream_window, uint32_t max_frame, void *ud) {
+        return H2_DATA_PAYLOAD; /* nghttp2 lowers it to the windows and the peer's frame size */
 }
 
 static int begin_headers_cb(nghttp2_session *s, const nghttp2_frame *f, void *ud) {
@@ -213,6 +222,8 @@ static int frame_recv_cb(nghttp2_session *s, const nghttp2_frame *f, void *ud) {
         return 0;
 }
 
+/* A piece of a DATA frame from the guest: one chunk to the worker, size line, bytes and CRLF in
+ * one syscall. */
 static int data_chunk_cb(
         nghttp2_session *s, uint8_t flags, int32_t id, const uint8_t *data, size_t len, void *ud) {
         h2_stream *st = nghttp2_session_get_stream_user_data(s, id);
@@ -220,9 +231,13 @@ static int data_chunk_cb(
         if (!st || st->fd < 0 || len == 0)
                 return 0;
         int n = snprintf(line, sizeof(line), "%zx\r\n", len);
-        if (send(st->fd, line, (size_t)n, MSG_NOSIGNAL) != n ||
-                send(st->fd, data, len, MSG_NOSIGNAL) != (ssize_t)len ||
-                send(st->fd, "\r\n", 2, MSG_NOSIGNAL) != 2)
+        struct iovec iov[3] = { { line, (size_t)n }, { (void *)data, len }, { (void *)"\r\n", 2 } };
+        struct msghdr m = { .msg_iov = iov, .msg_iovlen = 3 };
+        ssize_t k;
+        do
+                k = sendmsg(st->fd, &m, MSG_NOSIGNAL);
+        while (k < 0 && errno == EINTR);
+        if (k != (ssize_t)((size_t)n + len + 2))
                 return nghttp2_submit_rst_stream(s, NGHTTP2_FLAG_NONE, id, NGHTTP2_INTERNAL_ERROR);
         return 0;
 }
@@ -237,80 +252,40 @@ static int stream_close_cb(nghttp2_session *s, int32_t id, uint32_t error_code, 
 /* ---- the answer: HTTP/1.1 from the worker to HEADERS + DATA ----------------------------------- */
 
 static void rbuf_consume(h2_stream *st, size_t n) {
-        memmove(st->rbuf, st->rbuf + n, st->rlen - n);
-        st->rlen -= n;
+        st->rstart += n;
+        if (st->rstart == st->rend)
+                st->rstart = st->rend = 0;
 }
 
-/* One step of the chunked decoder; returns bytes copied into out, or 0 when it needs more. */
-static size_t chunked_step(h2_stream *st, uint8_t *out, size_t max, bool *ret_progress) {
-        *ret_progress = false;
-        char *eol = st->rlen ? memmem(st->rbuf, st->rlen, "\r\n", 2) : NULL;
-        size_t k;
-        uint64_t size;
-        switch (st->cs) {
-        case CHUNK_SIZE:
-                if (!eol)
-                        return 0;
-                if (http1_parse_chunk_size(st->rbuf, (size_t)(eol - st->rbuf), &size) < 0) {
-                        st->bad = true;
-                        return 0;
-                }
-                rbuf_consume(st, (size_t)(eol - st->rbuf) + 2);
-                st->left = size;
-                st->cs = size ? CHUNK_DATA : CHUNK_TRAILERS;
-                *ret_progress = true;
-                return 0;
-        case CHUNK_DATA:
-                k = st->rlen < max ? st->rlen : max;
-                if (k > st->left)
-                        k = (size_t)st->left;
-                memcpy(out, st->rbuf, k);
-                rbuf_consume(st, k);
-                st->left -= k;
-                if (st->left == 0)
-                        st->cs = CHUNK_CRLF;
-                *ret_progress = k > 0;
-                return k;
-        case CHUNK_CRLF:
-        case CHUNK_TRAILERS:
-                if (!eol)
-                        return 0;
-                if (st->cs == CHUNK_CRLF && eol != st->rbuf)
-                        st->bad = true;
-                st->cs = st->cs == CHUNK_CRLF ? CHUNK_SIZE : eol == st->rbuf ? CHUNK_DONE : CHUNK_TRAILERS;
-                rbuf_consume(st, (size_t)(eol - st->rbuf) + 2);
-                *ret_progress = true;
-                return 0;
-        case CHUNK_DONE:
-        default:
-                return 0;
-        }
-}
-
+/* Up to length body bytes out of the worker's answer into nghttp2's frame: the only copy. */
 static ssize_t body_read_cb(nghttp2_session *s, int32_t id, uint8_t *buf, size_t length, uint32_t *flags,
         nghttp2_data_source *src, void *ud) {
         h2_stream *st = src->ptr;
-        size_t got = 0;
-        bool progress = true;
+        const char *in = st->rbuf + st->rstart;
+        size_t avail = st->rend - st->rstart, got, used;
+        bool end;
         if (st->fr == HTTP1_BODY_CHUNKED) {
-                while (got < length && progress && st->cs != CHUNK_DONE && !st->bad)
-                        got += chunked_step(st, buf + got, length - got, &progress);
-                if (st->cs == CHUNK_DONE)
-                        *flags |= NGHTTP2_DATA_FLAG_EOF;
+                ssize_t k = http1_dechunk_feed(&st->dc, in, avail, (char *)buf, length, &used);
+                if (k < 0)
+                        return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE; /* a broken answer: reset */
+                got = (size_t)k;
+                end = st->dc.state == HTTP1_DECHUNK_DONE;
         } else {
-                got = st->rlen < length ? st->rlen : length;
+                got = avail < length ? avail : length;
                 if (st->fr == HTTP1_BODY_LENGTH && got > st->left)
                         got = (size_t)st->left;
-                memcpy(buf, st->rbuf, got);
-                rbuf_consume(st, got);
+                memcpy(buf, in, got);
+                used = got;
                 st->left -= st->fr == HTTP1_BODY_LENGTH ? got : 0;
-                if ((st->fr == HTTP1_BODY_LENGTH && st->left == 0) ||
-                        (st->fr == HTTP1_BODY_UNTIL_CLOSE && st->eof && st->rlen == 0))
-                        *flags |= NGHTTP2_DATA_FLAG_EOF;
+                end = (st->fr == HTTP1_BODY_LENGTH && st->left == 0) ||
+                        (st->fr == HTTP1_BODY_UNTIL_CLOSE && st->eof && used == avail);
         }
-        if (st->bad || (got == 0 && !(*flags & NGHTTP2_DATA_FLAG_EOF) && st->eof))
-                return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE; /* a truncated or broken answer: reset */
-        if (got == 0 && !(*flags & NGHTTP2_DATA_FLAG_EOF))
+        rbuf_consume(st, used);
+        if (end)
+                *flags |= NGHTTP2_DATA_FLAG_EOF;
+        else if (got == 0 && st->eof)
+                return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE; /* a truncated answer: reset */
+        else if (got == 0)
                 return NGHTTP2_ERR_DEFERRED;
         return (ssize_t)got;
 }
@@ -327,9 +302,9 @@ static bool is_connection_field(const http1_field *f) {
 /* The worker's answer head is complete in rbuf: submit it.  1xx heads are skipped. */
 static int submit_answer(h2_conn *h, h2_stream *st) {
         http1_head hd;
-        int r = http1_parse_response(st->rbuf, st->rlen, &hd);
+        int r = http1_parse_response(st->rbuf + st->rstart, st->rend - st->rstart, &hd);
         if (r <= 0)
-                return r == 0 && st->rlen < H2_HEAD_MAX && !st->eof ? 0 : -EBADMSG;
+                return r == 0 && st->rend - st->rstart < H2_HEAD_MAX && !st->eof ? 0 : -EBADMSG;
         if (hd.status < 200) {
                 rbuf_consume(st, hd.head_len);
                 return submit_answer(h, st);
@@ -354,7 +329,7 @@ static int submit_answer(h2_conn *h, h2_stream *st) {
         if (http1_response_framing(&hd, st->is_head, &st->fr, &len) < 0)
                 return -EBADMSG;
         st->left = len;
-        st->cs = CHUNK_SIZE;
+        st->dc = (http1_dechunk){ 0 };
         nghttp2_data_provider dp = { .source.ptr = st, .read_callback = body_read_cb };
         r = nghttp2_submit_response(h->s, st->id, nv, n, st->fr == HTTP1_BODY_NONE ? NULL : &dp);
         rbuf_consume(st, hd.head_len);
@@ -362,15 +337,29 @@ static int submit_answer(h2_conn *h, h2_stream *st) {
         return r < 0 ? -EIO : 0;
 }
 
-/* Bytes from a worker: into rbuf, then the head or more DATA. */
+/* Bytes from a worker: into rbuf (as much as has arrived and fits, in one read), then the head or
+ * more DATA.  What is left is moved to the front only when that moves no more bytes than were
+ * taken, or when the tail is full. */
 static void stream_readable(h2_conn *h, h2_stream *st) {
-        if (!st->rbuf && !(st->rbuf = malloc(H2_RBUF_MAX)))
+        size_t held = st->rend - st->rstart;
+        if (!st->rbuf && !(st->rbuf = malloc(H2_RBUF_MAX))) {
+                (void)nghttp2_submit_rst_stream(h->s, NGHTTP2_FLAG_NONE, st->id, NGHTTP2_INTERNAL_ERROR);
+                st->eof = true;
                 return;
-        ssize_t k = read(st->fd, st->rbuf + st->rlen, H2_RBUF_MAX - st->rlen);
+        }
+        if (st->rstart > 0 && (held <= st->rstart || st->rend == H2_RBUF_MAX)) {
+                memmove(st->rbuf, st->rbuf + st->rstart, held);
+                st->rstart = 0;
+                st->rend = held;
+        }
+        ssize_t k;
+        do
+                k = read(st->fd, st->rbuf + st->rend, H2_RBUF_MAX - st->rend);
+        while (k < 0 && errno == EINTR);
         if (k <= 0)
                 st->eof = true;
         else
-                st->rlen += (size_t)k;
+                st->rend += (size_t)k;
         int r = st->head_done ? 0 : submit_answer(h, st);
         if (r < 0 || (!st->head_done && st->eof))
                 (void)nghttp2_submit_rst_stream(h->s, NGHTTP2_FLAG_NONE, st->id, NGHTTP2_INTERNAL_ERROR);
@@ -390,36 +379,40 @@ static int h2_session_new(h2_conn *h) {
         nghttp2_session_callbacks_set_on_frame_recv_callback(cb, frame_recv_cb);
         nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cb, data_chunk_cb);
         nghttp2_session_callbacks_set_on_stream_close_callback(cb, stream_close_cb);
+        nghttp2_session_callbacks_set_data_source_read_length_callback(cb, data_length_cb);
         int r = nghttp2_session_server_new(&h->s, cb, h);
         nghttp2_session_callbacks_del(cb);
         if (r != 0)
                 return -ENOMEM;
-        nghttp2_settings_entry iv[] = { { NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, H2_MAX_STREAMS } };
-        return nghttp2_submit_settings(h->s, NGHTTP2_FLAG_NONE, iv, 1) == 0 ? 0 : -EIO;
+        nghttp2_settings_entry iv[] = { { NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, H2_MAX_STREAMS },
+                { NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, H2_WINDOW } };
+        if (nghttp2_submit_settings(h->s, NGHTTP2_FLAG_NONE, iv, 2) != 0 ||
+                nghttp2_session_set_local_window_size(h->s, NGHTTP2_FLAG_NONE, 0, H2_CONN_WINDOW) != 0)
+                return -EIO;
+        return 0;
 }
 
-/* Guest bytes into nghttp2: < 0 when the guest is gone. */
+/* Guest bytes into nghttp2 (a TLS record at most; the stream reads ahead): < 0 when the guest
+ * is gone. */
 static int guest_readable(h2_conn *h) {
         uint8_t buf[IO_BUF];
-        size_t got = 0;
-        if (SSL_read_ex(h->ssl, buf, sizeof(buf), &got) != 1) {
-                ERR_clear_error();
+        ssize_t got = egress_io_read(h->guest, (char *)buf, sizeof(buf));
+        if (got <= 0)
                 return -ECONNRESET;
-        }
-        return nghttp2_session_mem_recv(h->s, buf, got) < 0 ? -EPROTO : 0;
+        return nghttp2_session_mem_recv(h->s, buf, (size_t)got) < 0 ? -EPROTO : 0;
 }
 
 static int h2_poll(h2_conn *h) {
         struct pollfd p[H2_MAX_STREAMS + 2];
         h2_stream *by[H2_MAX_STREAMS + 2];
         size_t n = 1;
-        p[0] = (struct pollfd){ .fd = h->fd, .events = POLLIN };
+        p[0] = (struct pollfd){ .fd = h->guest->fd, .events = POLLIN };
         for (h2_stream *st = h->streams; st && n < sizeof(p) / sizeof(p[0]); st = st->next)
-                if (st->fd >= 0 && !st->eof && st->rlen < H2_RBUF_MAX) {
+                if (st->fd >= 0 && !st->eof && st->rend - st->rstart < H2_RBUF_MAX) {
                         by[n] = st;
                         p[n++] = (struct pollfd){ .fd = st->fd, .events = POLLIN };
                 }
-        bool pending = SSL_pending(h->ssl) > 0;
+        bool pending = egress_io_has_pending(h->guest); /* read ahead, or left in a record */
         int r = poll(p, n, pending ? 0 : H2_IDLE_SECS * 1000);
         if (r < 0)
                 return errno == EINTR ? 0 : -errno;
@@ -434,18 +427,20 @@ static int h2_poll(h2_conn *h) {
         return 0;
 }
 
-void egress_h2_serve(const egress_ctx *ctx, SSL *ssl, int fd, const char *sni,
+void egress_h2_serve(const egress_ctx *ctx, egress_io *guest, const char *sni,
         const struct sockaddr_storage *dst, socklen_t dst_len) {
-        h2_conn h = { .ctx = ctx, .ssl = ssl, .fd = fd, .sni = sni, .dst = dst, .dst_len = dst_len };
+        h2_conn h = { .ctx = ctx, .guest = guest, .sni = sni, .dst = dst, .dst_len = dst_len };
         if (h2_session_new(&h) < 0) {
                 nghttp2_session_del(h.s);
                 return;
         }
+        /* every wait (poll, a worker's socket) comes after the flush: nothing sits in the buffer */
         while (nghttp2_session_want_read(h.s) || nghttp2_session_want_write(h.s)) {
-                if (nghttp2_session_send(h.s) != 0 || h2_poll(&h) < 0)
+                if (nghttp2_session_send(h.s) != 0 || egress_io_flush(h.guest) < 0 || h2_poll(&h) < 0)
                         break;
         }
-        (void)nghttp2_session_send(h.s);
+        if (nghttp2_session_send(h.s) == 0)
+                (void)egress_io_flush(h.guest);
         while (h.streams)
                 stream_free(&h, h.streams);
         nghttp2_session_del(h.s);

@@ -1094,9 +1094,10 @@ void egress_conn_run(const egress_ctx *ctx, int fd, bool https) {
         if (original_dst(&c, fd) < 0)
                 audit_conn(NULL,
                         "refused: no original destination (the connection did not come through the redirect)");
-        else if (https && guest_tls(&c, fd) == 0 && egress_tls_alpn_is_h2(c.guest.ssl))
-                egress_h2_serve(ctx, c.guest.ssl, fd, c.sni, &c.dst, c.dst_len);
-        else if (!https || (c.guest.ssl && c.sni)) { /* plain HTTP, or TLS with a server name */
+        else if (https && guest_tls(&c, fd) == 0 && egress_tls_alpn_is_h2(c.guest.ssl)) {
+                (void)egress_io_bulk(&c.guest); /* failing, it stays a record per syscall */
+                egress_h2_serve(ctx, &c.guest, c.sni, &c.dst, c.dst_len);
+        } else if (!https || (c.guest.ssl && c.sni)) { /* plain HTTP, or TLS with a server name */
                 (void)egress_io_bulk(&c.guest); /* failing, it stays a record per syscall */
                 conn_loop(&c);
         }

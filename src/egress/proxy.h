@@ -8,6 +8,7 @@
 #include <sys/socket.h>
 
 #include "egress/config.h"
+#include "egress/io.h"
 #include "egress/tls.h"
 
 typedef struct egress_ctx {
@@ -22,8 +23,9 @@ void egress_conn_run(const egress_ctx *ctx, int fd, bool https);
  * destination); audit proto "h2".  Takes fd; sni must stay valid until it returns. */
 void egress_conn_run_bridged(const egress_ctx *ctx, int fd, const char *sni,
         const struct sockaddr_storage *dst, socklen_t dst_len);
-/* The HTTP/2 front (h2.c): serves a guest TLS connection that chose h2 by ALPN. */
-void egress_h2_serve(const egress_ctx *ctx, SSL *ssl, int fd, const char *sni,
+/* The HTTP/2 front (h2.c): serves a guest TLS connection that chose h2 by ALPN; guest is its
+ * TLS stream, bulk (egress_io_bulk) when it could be made so. */
+void egress_h2_serve(const egress_ctx *ctx, egress_io *guest, const char *sni,
         const struct sockaddr_storage *dst, socklen_t dst_len);
 /* Closes pooled upstream connections idle for 30 s (the main loop calls it); how many. */
 size_t egress_pool_prune(void);

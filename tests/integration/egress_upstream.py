@@ -89,6 +89,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 self.wfile.write(chunk[: min(n, len(chunk))])
                 n -= min(n, len(chunk))
             return
+        if "/badchunked" in self.path or "/truncated/" in self.path:
+            return self._broken()
         if "/pattern" in self.path or "/empty" in self.path:
             return self._pattern()
         if "/release" in self.path or "/headfirst" in self.path:
@@ -116,6 +118,21 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.end_headers()
         if self.command != "HEAD":
             self.wfile.write(out)
+
+    def _broken(self):
+        """/badchunked: a chunked answer whose second size line is not hex; /truncated/N: Content-Length N,
+        N/2 bytes, then the connection closes."""
+        self.send_response(200)
+        self.close_connection = True
+        if "/badchunked" in self.path:
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            self.wfile.write(b"6\r\nhello \r\nzz\r\nbroken\r\n0\r\n\r\n")
+            return
+        n = int(self.path.rsplit("/", 1)[1])
+        self.send_header("Content-Length", str(n))
+        self.end_headers()
+        self.wfile.write(b"t" * (n // 2))
 
     def _headfirst(self):
         """/headfirst: the head now, the body once /release was asked for; /release: 200."""

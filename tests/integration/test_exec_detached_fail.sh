@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # A detached command that cannot start fails as a foreground one does: the same status (127 for
 # a missing binary, 126 for a bad directory or user) and the same "nook: ..." line on stderr,
-# because init reports "started" only once the command runs (supervisor/init.c, helper_rec).
+# because init reports "started" only once the command runs (supervisor/init_exec.c, helper_rec).
 # `run -d` and `exec -t` take the same path.  A command that starts is still detached at once.
 . "$(dirname "$0")/lib.sh"
 

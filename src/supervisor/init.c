@@ -31,6 +31,7 @@ _Noreturn static void fail_to_supervisor(int sock, const nook_error *e) {
         _exit(1);
 }
 
+/* Step 5. */
 static int init_become_root(bool rootless, nook_error *err) {
         if (setresgid(0, 0, 0) < 0)
                 return nook_err_errno(
@@ -45,8 +46,8 @@ static int init_become_root(bool rootless, nook_error *err) {
         return 0;
 }
 
-/* seccomp: the profile's program, prepared by the supervisor before the clone; the profile as
- * the config parsed it. */
+/* Step 9, the last of the setup.  seccomp: the profile's program, prepared by the supervisor
+ * before the clone; the profile as the config parsed it. */
 static int init_security(const sup_config *c, const iso_seccomp_prog *seccomp, nook_error *err) {
         iso_profile p = c->sec_profile;
         int r = iso_caps_drop(p, err);
@@ -67,10 +68,10 @@ static int open_dir_path(const char *p, int *ret, nook_error *err) {
         return 0;
 }
 
-/* Opens every host directory the sandbox needs.  This runs right after clone(), before the id
- * maps: the fds must belong to our own mount namespace (overlayfs and bind mounts refuse mounts
- * of another namespace), and our host credentials are still the supervisor's, so a rootful
- * sandbox can still walk the 0700 state folder it could not enter as its mapped root. */
+/* Step 2: opens every host directory the sandbox needs.  This runs right after clone(), before
+ * the id maps: the fds must belong to our own mount namespace (overlayfs and bind mounts refuse
+ * mounts of another namespace), and our host credentials are still the supervisor's, so a
+ * rootful sandbox can still walk the 0700 state folder it could not enter as its mapped root. */
 static int open_rootfs(
         const sup_config *c, bool rootless, const sup_idmaps *idm, iso_rootfs *rf, nook_error *err) {
         int r;
@@ -96,15 +97,22 @@ static int open_rootfs(
                         return r;
                 rf->n_lowers++;
         }
-        if (c->upper &&
-                ((r = open_dir_path(c->upper, &rf->upper_fd, err)) < 0 ||
-                        (r = open_dir_path(c->work, &rf->work_fd, err)) < 0))
-                return r;
+        if (c->upper) {
+                r = open_dir_path(c->upper, &rf->upper_fd, err);
+                if (r < 0)
+                        return r;
+                r = open_dir_path(c->work, &rf->work_fd, err);
+                if (r < 0)
+                        return r;
+        }
         if (c->workspace && idm->on) {
                 rf->workspace_fd = idm->workspace_fd;
                 rf->workspace_detached = true;
-        } else if (c->workspace && (r = open_dir_path(c->workspace, &rf->workspace_fd, err)) < 0)
-                return r;
+        } else if (c->workspace) {
+                r = open_dir_path(c->workspace, &rf->workspace_fd, err);
+                if (r < 0)
+                        return r;
+        }
         /* Volume sources were resolved by libnook at create; open them now without following
          * any symlink, so one swapped in since cannot redirect the mount. */
         for (size_t i = 0; i < c->n_mounts && rf->n_mounts < ISO_MAX_MOUNTS; i++) {
@@ -130,8 +138,9 @@ static int open_rootfs(
         return 0;
 }
 
-/* Our argv still names the supervisor binary and the state folder on the host; processes in the
- * sandbox can read /proc/1/cmdline, so overwrite it in place (our copy, after clone). */
+/* Step 1: our argv still names the supervisor binary and the state folder on the host;
+ * processes in the sandbox can read /proc/1/cmdline, so overwrite it in place (our copy, after
+ * clone). */
 static void hide_cmdline(void) {
         char buf[4096];
         int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
@@ -145,58 +154,113 @@ static void hide_cmdline(void) {
         strcpy(program_invocation_name, "nook-init");
 }
 
-_Noreturn void init_main(int sock, const sup_config *c, bool rootless, const iso_seccomp_prog *seccomp,
-        const sup_idmaps *idm, const iso_cgroup_join *cgj) {
-        nook_error err = { 0 };
+/* Sync 1, "maps": the supervisor has written our uid/gid maps and, unless we join our cgroup
+ * ourselves (step 3), moved us into it.  Anything else, or a hang-up: the supervisor gave up. */
+static void wait_maps(int sock) {
         json_t *msg = NULL;
-        iso_rootfs rfs;
-        const iso_rootfs *rf = &rfs;
-        int r;
-
-        (void)prctl(PR_SET_PDEATHSIG, SIGKILL);
-        hide_cmdline();
-        (void)prctl(PR_SET_NAME, "nook-init");
-        bool opened = open_rootfs(c, rootless, idm, &rfs, &err) >= 0;
-        /* Step 2: wait until the supervisor has written our id maps. */
-        r = proto_recv(sock, &msg, NULL, NULL);
+        int r = proto_recv(sock, &msg, NULL, NULL);
         if (r <= 0 || !streq(proto_op(msg), "maps"))
                 _exit(1);
         json_decref(msg);
-        if (!opened)
-                fail_to_supervisor(sock, &err);
-        /* In our cgroup (joined here with the supervisor's files on v1, else put there by the
-         * supervisor before "maps"): a cgroup namespace made here is rooted there, so the sandbox
-         * sees its own cgroup as "/". */
-        if (iso_cgroup_join_self(cgj, &err) < 0)
-                fail_to_supervisor(sock, &err);
-        if (unshare(CLONE_NEWCGROUP) < 0) {
-                (void)nook_err_errno(&err, NOOK_E_IO, "Cannot create the sandbox's cgroup namespace");
-                fail_to_supervisor(sock, &err);
-        }
-        if ((r = init_become_root(rf->rootless, &err)) < 0 || (r = iso_rootfs_setup(rf, &err)) < 0 ||
-                (r = iso_net_uts_setup(c->name, &err)) < 0)
-                fail_to_supervisor(sock, &err);
+}
+
+/* Step 4: in our cgroup (joined in step 3 with the supervisor's files on v1, else put there by
+ * the supervisor before sync 1), a cgroup namespace made now is rooted there, so the sandbox sees
+ * its own cgroup as "/". */
+static int init_cgroup_ns(nook_error *err) {
+        if (unshare(CLONE_NEWCGROUP) < 0)
+                return nook_err_errno(err, NOOK_E_IO, "Cannot create the sandbox's cgroup namespace");
+        return 0;
+}
+
+/* Step 9: nothing of the host stays reachable through our fds.  The socket to the supervisor is
+ * the only fd kept; our stdio were the supervisor's (its log on the host) and become /dev/null.
+ * Not dumpable: the guest (same uid) must not ptrace us or open /proc/1/{root,fd,ns}. */
+static void init_detach_fds(int sock) {
         int keep[] = { sock };
         (void)fd_close_all_except(3, keep, 1);
-        /* Our stdio were the supervisor's (its log on the host): nothing in the sandbox keeps them. */
         int nul = open("/dev/null", O_RDWR | O_CLOEXEC);
         for (int i = 0; i < 3 && nul >= 0; i++)
                 (void)dup2(nul, i);
         if (nul > 2)
                 safe_close(nul);
         (void)prctl(PR_SET_DUMPABLE, 0);
-        r = init_security(c, seccomp, &err);
+}
+
+/* Steps 3 to 9, between the two sync points; init_main sends a failure to the supervisor,
+ * which makes it the create's error. */
+static int init_setup(int sock, const sup_config *c, const iso_rootfs *rf, const iso_seccomp_prog *seccomp,
+        const iso_cgroup_join *cgj, nook_error *err) {
+        int r;
+
+        r = iso_cgroup_join_self(cgj, err); /* 3: cgroup v1, rootful only */
         if (r < 0)
-                fail_to_supervisor(sock, &err);
-        /* Our root goes to the supervisor with the ready message: nook cp reaches paths outside
-         * /workspace through it (the supervisor cannot open /proc/<init>/root: we are not
-         * dumpable).  O_PATH: it grants no access of its own. */
+                return r;
+        r = init_cgroup_ns(err); /* 4 */
+        if (r < 0)
+                return r;
+        r = init_become_root(rf->rootless, err); /* 5 */
+        if (r < 0)
+                return r;
+        r = iso_rootfs_setup(rf, err); /* 6, 7, 8: overlay, mounts, pivot_root */
+        if (r < 0)
+                return r;
+        r = iso_net_uts_setup(c->name, err); /* 8: hostname, loopback */
+        if (r < 0)
+                return r;
+        init_detach_fds(sock); /* 9 */
+        return init_security(c, seccomp, err); /* 9: caps, no_new_privs, seccomp last */
+}
+
+/* Sync 2, "ready", with our root: nook cp reaches paths outside /workspace through it (the
+ * supervisor cannot open /proc/<init>/root: we are not dumpable).  O_PATH: it grants no access
+ * of its own. */
+static void send_ready(int sock) {
         int root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
-        msg = json_pack("{s:s}", "op", "ready");
+        json_t *msg = json_pack("{s:s}", "op", "ready");
         if (!msg || proto_send(sock, msg, &root, root >= 0 ? 1 : 0) < 0)
                 _exit(1);
         json_decref(msg);
         if (root >= 0)
                 safe_close(root);
-        init_loop(sock);
+}
+
+/* Runs in the child of clone() (sup.c:start_init) and never returns.  State at entry:
+ *   userns: new, no maps yet (every id reads as the overflow id), a full capability set in it
+ *   mntns:  new, still a copy of the host's      pidns: new, we are PID 1
+ *   utsns, ipcns, netns: new                       cgroupns and cgroup: the supervisor's
+ *   host:   our credentials are still the supervisor's (rootful: host root), no capabilities
+ *   fds:    sock, stdio (the supervisor's log), the idmapped mounts and v1 cgroup files it opened
+ * Steps, with the numbers of docs/design/runtime.md, "Setup order":
+ *   1. hide the host argv, name ourselves nook-init
+ *   2. open every host directory as O_PATH (open_rootfs says why before the maps)
+ *      --- sync 1: "maps" from the supervisor (wait_maps)
+ *   3. cgroup v1, rootful: join our cgroup through the files the supervisor opened
+ *   4. unshare(CLONE_NEWCGROUP): the namespace is rooted at our own cgroup
+ *   5. become root of the user namespace; drop host supplementary groups (rootful)
+ *   6. the overlay root; 7. the mounts under it; 8. pivot_root (iso_rootfs_setup), hostname,
+ *      loopback up
+ *   9. close stray fds, stdio to /dev/null, not dumpable; drop capabilities, no_new_privs,
+ *      seccomp last
+ *      --- sync 2: "ready" with our root fd, or instead the error of any step from 2 on (the
+ *          supervisor reads the socket only once it wrote the maps: step 2's error waits)
+ *  10. PID 1's loop (init_loop.c) */
+_Noreturn void init_main(int sock, const sup_config *c, bool rootless, const iso_seccomp_prog *seccomp,
+        const sup_idmaps *idm, const iso_cgroup_join *cgj) {
+        nook_error err = { 0 };
+        iso_rootfs rf;
+        int r;
+
+        (void)prctl(PR_SET_PDEATHSIG, SIGKILL);
+        hide_cmdline(); /* 1 */
+        (void)prctl(PR_SET_NAME, "nook-init");
+        r = open_rootfs(c, rootless, idm, &rf, &err); /* 2 */
+        wait_maps(sock); /* sync 1 */
+        if (r < 0)
+                fail_to_supervisor(sock, &err);
+        r = init_setup(sock, c, &rf, seccomp, cgj, &err); /* 3..9 */
+        if (r < 0)
+                fail_to_supervisor(sock, &err);
+        send_ready(sock); /* sync 2 */
+        init_loop(sock); /* 10 */
 }

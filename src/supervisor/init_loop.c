@@ -265,7 +265,50 @@ static void init_handle_msg(int sock, json_t *msg, int *fds, size_t n_fds) {
         proto_close_fds(fds, n_fds);
 }
 
-_Noreturn void init_loop(int sock) {
+/* One request from the supervisor; its hang-up ends init, and the sandbox with it. */
+static void init_read_request(int sock) {
+        json_t *msg = NULL;
+        int fds[PROTO_MAX_FDS];
+        size_t n_fds = 0;
+        int r = proto_recv(sock, &msg, fds, &n_fds);
+        if (r == 0)
+                _exit(0);
+        if (r > 0) {
+                init_handle_msg(sock, msg, fds, n_fds);
+                json_decref(msg);
+        }
+}
+
+/* Reaps everything: helpers (ours) and orphans re-parented to PID 1. */
+static void init_reap(int sock) {
+        for (;;) {
+                int st;
+                pid_t p = waitpid(-1, &st, WNOHANG);
+                if (p <= 0)
+                        return;
+                spare_blocked = false;
+                if (p == spare.pid) {
+                        spare_forget(); /* killed from inside: another one when idle */
+                        continue;
+                }
+                for (size_t i = 0; i < n_execs; i++) {
+                        if (execs[i].helper != p)
+                                continue;
+                        /* What the helper wrote before it exited (started, the command's status)
+                         * comes first; its own status only if it said nothing.  Its write end is
+                         * closed now, so these reads cannot block. */
+                        while (!execs[i].reported && init_exec_read(sock, &execs[i]))
+                                ;
+                        init_exec_finished(sock, &execs[i], st, NULL);
+                        remove_exec(&execs[i]);
+                        break;
+                }
+        }
+}
+
+/* SIGCHLD and the stop signals are read from a signalfd (init_sfd, returned); the helpers'
+ * signals are blocked too, since a fork inherits the mask (see init_exec.c, helper_signals). */
+static int init_signals_setup(void) {
         sigset_t mask;
         sigemptyset(&mask);
         sigaddset(&mask, SIGCHLD);
@@ -274,12 +317,18 @@ _Noreturn void init_loop(int sock) {
         sigaddset(&mask, SIGHUP);
         int sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
         init_sfd = sfd;
-        /* block the helpers' signals too: a fork inherits the mask (see helper_signals) */
         sigset_t all;
         init_helper_sigset(&all);
         sigorset(&all, &all, &mask);
         (void)sigprocmask(SIG_BLOCK, &all, NULL);
         init_signals_note();
+        return sfd;
+}
+
+/* PID 1 after "ready": poll the supervisor's socket, init's signalfd and every helper's status
+ * pipe; fork a spare helper whenever idle. */
+_Noreturn void init_loop(int sock) {
+        int sfd = init_signals_setup();
 
         for (;;) {
                 struct pollfd pfd[2 + MAX_EXECS];
@@ -299,18 +348,8 @@ _Noreturn void init_loop(int sock) {
                 }
                 if (pfd[0].revents & (POLLHUP | POLLERR))
                         _exit(0); /* the supervisor is gone: so is the sandbox */
-                if (pfd[0].revents & POLLIN) {
-                        json_t *msg = NULL;
-                        int fds[PROTO_MAX_FDS];
-                        size_t n_fds = 0;
-                        int r = proto_recv(sock, &msg, fds, &n_fds);
-                        if (r == 0)
-                                _exit(0);
-                        if (r > 0) {
-                                init_handle_msg(sock, msg, fds, n_fds);
-                                json_decref(msg);
-                        }
-                }
+                if (pfd[0].revents & POLLIN)
+                        init_read_request(sock);
                 /* only the execs that were polled: one started just now has no pfd entry yet */
                 for (size_t i = 0; i + 2 < n && i < n_execs; i++) {
                         if (pfd[2 + i].fd < 0 || pfd[2 + i].fd != execs[i].status_fd ||
@@ -325,29 +364,6 @@ _Noreturn void init_loop(int sock) {
                                 if (si.ssi_signo != SIGCHLD)
                                         init_stop(2000); /* a signal to PID 1 from outside: stop */
                 }
-                /* Reap everything: helpers (ours) and orphans re-parented to PID 1. */
-                for (;;) {
-                        int st;
-                        pid_t p = waitpid(-1, &st, WNOHANG);
-                        if (p <= 0)
-                                break;
-                        spare_blocked = false;
-                        if (p == spare.pid) {
-                                spare_forget(); /* killed from inside: another one when idle */
-                                continue;
-                        }
-                        for (size_t i = 0; i < n_execs; i++) {
-                                if (execs[i].helper != p)
-                                        continue;
-                                /* What the helper wrote before it exited (started, the command's
-                                 * status) comes first; its own status only if it said nothing.  Its
-                                 * write end is closed now, so these reads cannot block. */
-                                while (!execs[i].reported && init_exec_read(sock, &execs[i]))
-                                        ;
-                                init_exec_finished(sock, &execs[i], st, NULL);
-                                remove_exec(&execs[i]);
-                                break;
-                        }
-                }
+                init_reap(sock);
         }
 }

@@ -3,6 +3,7 @@
  * per-exec helper (init_exec.c), after pivot_root: the files are the guest's, and hostile. */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,37 +28,6 @@ static FILE *open_db(const char *file) {
         return f;
 }
 
-static int lookup_id(const char *file, const char *name, unsigned *ret_id, unsigned *ret_gid, char *home,
-        size_t home_len) {
-        FILE *f = open_db(file);
-        char line[1024];
-        if (!f)
-                return -ENOENT;
-        while (fgets(line, sizeof(line), f)) {
-                char *fields[7] = { 0 };
-                char *p = line;
-                for (int i = 0; i < 7 && p; i++) {
-                        fields[i] = p;
-                        p = strchr(p, ':');
-                        if (p)
-                                *p++ = 0;
-                }
-                if (!fields[2] || !streq(fields[0], name))
-                        continue;
-                *ret_id = (unsigned)strtoul(fields[2], NULL, 10);
-                if (ret_gid && fields[3])
-                        *ret_gid = (unsigned)strtoul(fields[3], NULL, 10);
-                if (home && fields[5]) {
-                        (void)snprintf(home, home_len, "%s", fields[5]);
-                        home[strcspn(home, "\n")] = 0;
-                }
-                fclose(f);
-                return 0;
-        }
-        fclose(f);
-        return -ENOENT;
-}
-
 static bool parse_uint(const char *s, unsigned *ret) {
         char *end;
         if (!s || !*s || *s < '0' || *s > '9')
@@ -68,6 +38,44 @@ static bool parse_uint(const char *s, unsigned *ret) {
                 return false;
         *ret = (unsigned)v;
         return true;
+}
+
+static int lookup_id(const char *file, const char *name, unsigned *ret_id, unsigned *ret_gid, char *home,
+        size_t home_len) {
+        FILE *f = open_db(file);
+        char line[1024];
+        if (!f)
+                return -ENOENT;
+        while (fgets(line, sizeof(line), f)) {
+                char *fields[7] = { 0 };
+                char *p = line;
+                unsigned id, gid = 0;
+                line[strcspn(line, "\n")] = 0;
+                for (int i = 0; i < 7 && p; i++) {
+                        fields[i] = p;
+                        p = strchr(p, ':');
+                        if (p)
+                                *p++ = 0;
+                }
+                if (!fields[2] || !streq(fields[0], name))
+                        continue;
+                /* An id that is not a number would read as 0, and -1 is "unchanged" to
+                 * setresuid(2): either would run the command as root.  Such an entry is invalid
+                 * and skipped, as glibc's files backend skips it. */
+                if (!parse_uint(fields[2], &id))
+                        continue;
+                if (ret_gid && fields[3] && !parse_uint(fields[3], &gid))
+                        continue;
+                *ret_id = id;
+                if (ret_gid && fields[3])
+                        *ret_gid = gid;
+                if (home && fields[5])
+                        (void)snprintf(home, home_len, "%s", fields[5]);
+                fclose(f);
+                return 0;
+        }
+        fclose(f);
+        return -ENOENT;
 }
 
 /* user: "name", "uid", "uid:gid", "name:group". */
@@ -91,7 +99,7 @@ int init_resolve_user(const char *user, unsigned *uid, unsigned *gid, char *home
                                 char h[256];
                                 if (sscanf(line, "%255[^:]:%*[^:]:%u:%u:%*[^:]:%255[^:]", name, &id, &pg,
                                             h) == 4 &&
-                                        id == *uid) {
+                                        id == *uid && pg != UINT_MAX) {
                                         *gid = pg;
                                         (void)snprintf(home, home_len, "%s", h);
                                         break;

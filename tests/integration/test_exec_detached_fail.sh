@@ -2,12 +2,12 @@
 # SPDX-License-Identifier: Apache-2.0
 # A detached command that cannot start fails as a foreground one does: the same status (127 for
 # a missing binary, 126 for a bad directory or user) and the same "nook: ..." line on stderr,
-# because init reports "started" only once the command runs (supervisor/init.c, helper_rec).
+# because init reports "started" only once the command runs (supervisor/init_exec.c, helper_rec).
 # `run -d` and `exec -t` take the same path.  A command that starts is still detached at once.
 . "$(dirname "$0")/lib.sh"
 
 require_bin "$NOOK"
-plan 21
+plan 26
 
 run_nook create d1
 is "$status" 0 "create d1"
@@ -66,5 +66,19 @@ NOOK_TEST_TIMEOUT=15 run_nook exec -d d1 -- true
 is "$status" 0 "exec -d still starts (the FIFO is not read)"
 NOOK_TEST_TIMEOUT=15 run_nook exec -u nosuchuser d1 -- true
 like "$status|$err" "^126\|nook: no user 'nosuchuser'" "a user lookup is refused, not hung"
+
+# An entry whose id is not a number (read as 0 before) or is -1 ("unchanged" to setresuid) is
+# invalid and skipped, as glibc skips it: the user is refused, never run as the sandbox's root.
+run_nook exec d1 -- sh -c 'rm -f /etc/passwd && printf "%s\n" "root:x:0:0::/root:/bin/sh" \
+        "neg:x:4294967295:1000::/:/bin/sh" "word:x:abc:1000::/:/bin/sh" \
+        "badgid:x:1000:4294967295::/:/bin/sh" "ok:x:0:0::/:/bin/sh" >/etc/passwd'
+is "$status" 0 "the guest writes a /etc/passwd with bad ids"
+for u in neg word badgid; do
+        run_nook exec -u "$u" d1 -- id -u
+        is "$status|$out|$err" "126||nook: no user '$u' in this sandbox's /etc/passwd" \
+                "user '$u' (a bad id) is refused, not run as root"
+done
+run_nook exec -u ok d1 -- id -u
+is "$status|$out" "0|0" "a valid entry in the same file still resolves"
 
 run_nook rm d1

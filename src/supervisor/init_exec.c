@@ -1,0 +1,383 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The per-exec helper: what runs between init and an exec's command.  A spare helper is forked
+ * by init ahead of time (init_loop.c) and waits here for one request (init_spare_main); it then
+ * resolves the user, starts the command (clone(CLONE_VM|CLONE_VFORK), as posix_spawn does),
+ * reports "started" and the exit status on its status pipe (helper_rec), forwards signals, and
+ * as a child subreaper kills the command's whole tree on a cancel or timeout. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <jansson.h>
+#include <limits.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include "supervisor/init_internal.h"
+#include "supervisor/proto.h"
+#include "util/fd.h"
+#include "util/macro.h"
+#include "util/proc.h"
+#include "util/str.h"
+
+/* The signals whose disposition init inherited or set away from SIG_DFL (SIGPIPE ignored, ...):
+ * the only ones a command's child must reset.  Noted once by init_signals_note, before any
+ * helper is forked; nothing in init or a helper changes a disposition afterwards. */
+static int reset_sigs[64];
+static size_t n_reset_sigs;
+
+/* The helper's signals: SIGUSR1 from init means "kill the whole tree"; the others are
+ * forwarded to the command.  init blocks them all before it forks the helper, so one sent
+ * right after the fork waits (pending) until the helper's sigwaitinfo() instead of killing it
+ * or slipping between a flag check and a wait. */
+static const int helper_signals[] = { SIGCHLD, SIGUSR1, SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR2,
+        SIGWINCH };
+
+void init_helper_sigset(sigset_t *set) {
+        sigemptyset(set);
+        for (size_t i = 0; i < ELEMENTSOF(helper_signals); i++)
+                sigaddset(set, helper_signals[i]);
+}
+
+/* Reaps every exited child; the command's status goes to *cmd_status. */
+static void reap_children(pid_t cmd, int *cmd_status, bool *cmd_done) {
+        for (;;) {
+                int st;
+                pid_t p = waitpid(-1, &st, WNOHANG);
+                if (p <= 0)
+                        return;
+                if (p == cmd && !*cmd_done) {
+                        *cmd_done = true;
+                        *cmd_status = st;
+                }
+        }
+}
+
+/* Kills every descendant of the calling process.  We are a child subreaper, so orphans are
+ * re-parented to us and stay findable; repeat until no descendant is left (a process forking
+ * while we scan is caught on the next round). */
+static void kill_descendants(pid_t cmd, int *cmd_status, bool *cmd_done) {
+        for (int round = 0; round < 100; round++) {
+                DIR *d = opendir("/proc");
+                pid_t me = getpid();
+                size_t killed = 0;
+                static pid_t pids[65536], ppids[65536];
+                size_t n = 0;
+                struct dirent *de;
+                if (!d)
+                        return;
+                while ((de = readdir(d)) && n < ELEMENTSOF(pids)) {
+                        char path[64], buf[512];
+                        char *end;
+                        long pid = strtol(de->d_name, &end, 10);
+                        if (*end || pid <= 1)
+                                continue;
+                        (void)snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
+                        int fd = open(path, O_RDONLY | O_CLOEXEC);
+                        if (fd < 0)
+                                continue;
+                        ssize_t k = read(fd, buf, sizeof(buf) - 1);
+                        safe_close(fd);
+                        if (k <= 0)
+                                continue;
+                        buf[k] = 0;
+                        char *p = strrchr(buf, ')');
+                        int ppid;
+                        char state;
+                        if (!p || sscanf(p + 2, "%c %d", &state, &ppid) != 2 || state == 'Z')
+                                continue; /* a zombie is dead already: reaping is enough */
+                        pids[n] = (pid_t)pid;
+                        ppids[n] = (pid_t)ppid;
+                        n++;
+                }
+                closedir(d);
+                /* mark descendants: repeat the parent walk until nothing changes */
+                static bool desc[65536];
+                memset(desc, 0, sizeof(bool) * n);
+                for (bool changed = true; changed;) {
+                        changed = false;
+                        for (size_t i = 0; i < n; i++) {
+                                if (desc[i])
+                                        continue;
+                                bool parent_is_desc = ppids[i] == me;
+                                for (size_t j = 0; j < n && !parent_is_desc; j++)
+                                        parent_is_desc = desc[j] && pids[j] == ppids[i];
+                                if (parent_is_desc) {
+                                        desc[i] = true;
+                                        changed = true;
+                                }
+                        }
+                }
+                for (size_t i = 0; i < n; i++)
+                        if (desc[i] && kill(pids[i], SIGKILL) == 0)
+                                killed++;
+                reap_children(cmd, cmd_status, cmd_done);
+                if (killed == 0)
+                        return;
+                usleep(1000);
+        }
+}
+
+typedef struct exec_req {
+        char **argv;
+        char **env;
+        const char *cwd;
+        const char *user;
+        bool tty;
+} exec_req;
+
+/* What the command's child does between clone and execve.  It shares the helper's memory
+ * (CLONE_VM | CLONE_VFORK, as posix_spawn does: no page tables are copied, which on a small VM is
+ * most of the cost of a fork), so it only makes system calls; everything that allocates or reads
+ * files (the user lookup, HOME) was done by the helper before.  A failed step leaves its errno
+ * and name in the shared struct for the helper to report. */
+typedef struct spawn_args {
+        const exec_req *req;
+        int in, out, errfd;
+        unsigned uid, gid;
+        int err; /* written by the child: errno of the failed step */
+        const char *step;
+} spawn_args;
+
+#define SPAWN_FAIL(a, what)                                                                                 \
+        do {                                                                                                \
+                (a)->err = errno;                                                                           \
+                (a)->step = (what);                                                                         \
+                _exit(errno == ENOENT && streq((what), "run") ? 127 : 126);                                 \
+        } while (0)
+
+__attribute__((no_sanitize("address"))) static int spawn_child(void *arg) {
+        spawn_args *a = arg;
+        const exec_req *req = a->req;
+        sigset_t none;
+
+        (void)setsid();
+        /* With a terminal, the pty's slave becomes our controlling terminal (we lead a new
+         * session), so ^C and job control reach the command's process group. */
+        if (req->tty && ioctl(a->in, TIOCSCTTY, 0) < 0)
+                SPAWN_FAIL(a, "take the terminal");
+        if ((a->in >= 0 && fd_move_to(a->in, 0) < 0) || (a->out >= 0 && fd_move_to(a->out, 1) < 0) ||
+                (a->errfd >= 0 && fd_move_to(a->errfd, 2) < 0))
+                SPAWN_FAIL(a, "set up stdio");
+        if (a->in < 0) {
+                int nul = open("/dev/null", O_RDONLY);
+                if (nul > 0) {
+                        (void)dup2(nul, 0);
+                        (void)close(nul);
+                }
+        }
+        (void)fd_close_all_except(3, NULL, 0);
+        if (a->gid != 0 || a->uid != 0) {
+                if (setgroups(0, NULL) < 0 && errno != EPERM)
+                        SPAWN_FAIL(a, "drop supplementary groups");
+                if (setresgid(a->gid, a->gid, a->gid) < 0 || setresuid(a->uid, a->uid, a->uid) < 0)
+                        SPAWN_FAIL(a, "switch user");
+        }
+        if (chdir(req->cwd ? req->cwd : "/") < 0)
+                SPAWN_FAIL(a, "change directory");
+        /* The supervisor ignores SIGPIPE and exec keeps an ignored signal: the command gets every
+         * signal at its default (`yes | head -1` must end quietly).  Our handler table is our own
+         * copy (no CLONE_SIGHAND); only the signals init found not at their default are reset (one
+         * call each instead of ~30: init_signals_note). */
+        for (size_t i = 0; i < n_reset_sigs; i++)
+                (void)signal(reset_sigs[i], SIG_DFL);
+        sigemptyset(&none);
+        (void)sigprocmask(SIG_SETMASK, &none, NULL);
+        /* execvp searches the PATH of environ, which the helper set to the command's. */
+        execvp(req->argv[0], req->argv);
+        SPAWN_FAIL(a, "run");
+}
+
+/* The message for a child that failed a step (a->step set). */
+static void spawn_step_why(const spawn_args *a, const exec_req *req, char *why, size_t len) {
+        if (streq(a->step, "switch user"))
+                (void)snprintf(why, len,
+                        "cannot switch to user '%s' (%u:%u): %s; rootless sandboxes without a /etc/subuid range only map root",
+                        req->user, a->uid, a->gid, strerror(a->err));
+        else if (streq(a->step, "change directory"))
+                (void)snprintf(why, len, "cannot change to directory '%s': %s", req->cwd, strerror(a->err));
+        else if (streq(a->step, "run"))
+                (void)snprintf(why, len, "cannot run '%s': %s", req->argv[0], strerror(a->err));
+        else
+                (void)snprintf(why, len, "cannot %s for '%s': %s", a->step, req->argv[0], strerror(a->err));
+}
+
+/* spawn_command without the report on stderr. */
+static pid_t spawn_command_try(exec_req *req, const int fds[3], int *ret_status, char *why, size_t len) {
+        spawn_args a = { .req = req, .in = fds[0], .out = fds[1], .errfd = fds[2] };
+        char home[256];
+
+        if (init_resolve_user(req->user, &a.uid, &a.gid, home, sizeof(home)) < 0) {
+                (void)snprintf(why, len, "no user '%s' in this sandbox's /etc/passwd", req->user);
+                *ret_status = 126 << 8;
+                return -1;
+        }
+        if (strv_env_find(req->env, "HOME", 4) < 0) {
+                char h[300];
+                (void)snprintf(h, sizeof(h), "HOME=%s", home);
+                (void)strv_env_set(&req->env, h);
+        }
+        extern char **environ;
+        environ = req->env;
+        /* The child's stack, as posix_spawn sizes it: execvp's script fallback copies argv onto
+         * it.  A guard page below: an overflow faults instead of writing into our memory. */
+        size_t page = (size_t)sysconf(_SC_PAGESIZE), argc = strv_length(req->argv);
+        size_t size = ((64 * 1024 + (argc + 3) * sizeof(char *) + PATH_MAX + page - 1) / page + 1) * page;
+        char *stack =
+                mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+        if (stack == MAP_FAILED || mprotect(stack, page, PROT_NONE) < 0) {
+                (void)snprintf(why, len, "cannot start '%s': no memory for its stack", req->argv[0]);
+                *ret_status = 126 << 8;
+                return -1;
+        }
+        pid_t pid = clone(spawn_child, stack + size, CLONE_VM | CLONE_VFORK | SIGCHLD, &a);
+        (void)munmap(stack, size); /* CLONE_VFORK: the child has exec'd or exited */
+        if (pid < 0) {
+                (void)snprintf(why, len, "cannot start '%s': %s", req->argv[0], strerror(errno));
+                *ret_status = 126 << 8;
+                return -1;
+        }
+        /* CLONE_VFORK: the child has exec'd or exited by now; one that failed a step has exited. */
+        if (a.step) {
+                spawn_step_why(&a, req, why, len);
+                if (pid_wait(pid, ret_status) < 0)
+                        *ret_status = 126 << 8;
+                return -1;
+        }
+        return pid;
+}
+
+/* Starts the command: its pid, or -1 with the wait status to report and why it could not start
+ * (also written to its stderr, as "nook: WHY"). */
+static pid_t spawn_command(exec_req *req, const int fds[3], int *ret_status, char *why, size_t len) {
+        pid_t pid = spawn_command_try(req, fds, ret_status, why, len);
+        if (pid < 0) {
+                int errfd = fds[2] >= 0 ? fds[2] : fds[1];
+                dprintf(errfd, "nook: %s\n", why);
+        }
+        return pid;
+}
+
+/* The helper: child subreaper between init and the command.  Reports on status_fd that the
+ * command started (or why it could not), its wait status as soon as it exits, then keeps reaping
+ * whatever the command left running. */
+_Noreturn static void helper_main(exec_req *req, int fds[3], int status_fd) {
+        sigset_t set;
+
+        (void)prctl(PR_SET_CHILD_SUBREAPER, 1);
+        (void)prctl(PR_SET_PDEATHSIG, SIGKILL);
+        init_helper_sigset(&set);
+        (void)sigprocmask(SIG_BLOCK, &set, NULL); /* already blocked by init; keep it explicit */
+
+        bool cmd_done = false;
+        int cmd_status = 0;
+        helper_rec rec = { .kind = HELPER_EXITED };
+        pid_t cmd = spawn_command(
+                req, fds, &rec.status, rec.why, sizeof(rec.why)); /* it unblocks every signal */
+        for (int i = 0; i < 3; i++)
+                fds[i] = safe_close(fds[i]);
+        if (cmd < 0) {
+                (void)fd_write_all(status_fd, &rec, sizeof(rec));
+                _exit(0);
+        }
+        rec = (helper_rec){ .kind = HELPER_STARTED };
+        (void)fd_write_all(status_fd, &rec, sizeof(rec));
+        for (;;) {
+                siginfo_t si;
+                int sig = sigwaitinfo(&set, &si);
+                if (sig < 0)
+                        continue;
+                if (sig == SIGUSR1)
+                        kill_descendants(cmd, &cmd_status, &cmd_done);
+                else if (sig != SIGCHLD && !cmd_done)
+                        (void)kill(cmd, sig);
+                reap_children(cmd, &cmd_status, &cmd_done);
+                if (cmd_done && status_fd >= 0) {
+                        rec = (helper_rec){ .kind = HELPER_EXITED, .status = cmd_status };
+                        (void)fd_write_all(status_fd, &rec, sizeof(rec));
+                        status_fd = safe_close(status_fd);
+                }
+                if (cmd_done && waitpid(-1, NULL, WNOHANG) < 0 && errno == ECHILD)
+                        _exit(0); /* nothing left below us */
+        }
+}
+
+static int json_strv(json_t *a, char ***ret) {
+        size_t i;
+        json_t *v;
+        char **l = calloc(1, sizeof(char *));
+        if (!l)
+                return -ENOMEM;
+        json_array_foreach(a, i, v) {
+                if (!json_is_string(v) || strv_push(&l, json_string_value(v)) < 0) {
+                        strv_free(l);
+                        return -EINVAL;
+                }
+        }
+        *ret = l;
+        return 0;
+}
+
+/* The exec request as the spare helper received it; false when it is malformed (init checked
+ * nothing but the id: the supervisor built it). */
+static bool spare_parse(json_t *msg, exec_req *req) {
+        *req = (exec_req){ 0 };
+        if (json_strv(json_object_get(msg, "argv"), &req->argv) < 0 ||
+                json_strv(json_object_get(msg, "env"), &req->env) < 0 || !req->argv[0])
+                return false;
+        req->cwd = json_string_value(json_object_get(msg, "cwd"));
+        req->user = json_string_value(json_object_get(msg, "user"));
+        req->tty = json_is_true(json_object_get(msg, "tty"));
+        return true;
+}
+
+/* A spare helper: a subreaper from birth, it waits for one exec request from init (the JSON as
+ * the supervisor sent it and the command's stdio), then is that exec's helper (helper_main).
+ * Init hanging up (stop, or its death) ends it. */
+_Noreturn void init_spare_main(int req_sock, int status_fd) {
+        json_t *msg = NULL;
+        int fds[PROTO_MAX_FDS];
+        size_t n_fds = 0;
+        exec_req req;
+
+        (void)prctl(PR_SET_PDEATHSIG, SIGKILL);
+        (void)prctl(PR_SET_CHILD_SUBREAPER, 1);
+        int r = proto_recv(req_sock, &msg, fds, &n_fds);
+        safe_close(req_sock);
+        if (r <= 0)
+                _exit(0);
+        int std[3] = { -1, -1, -1 };
+        for (size_t i = 0; i < 3 && i < n_fds; i++) {
+                std[i] = fds[i];
+                fds[i] = -1;
+        }
+        proto_close_fds(fds, n_fds);
+        if (!spare_parse(msg, &req)) {
+                helper_rec rec = { .kind = HELPER_EXITED, .status = 126 << 8 };
+                (void)snprintf(rec.why, sizeof(rec.why), "malformed exec request");
+                (void)fd_write_all(status_fd, &rec, sizeof(rec));
+                _exit(0);
+        }
+        helper_main(&req, std, status_fd); /* msg stays: req points into it */
+}
+
+void init_signals_note(void) {
+        n_reset_sigs = 0;
+        for (int sig = 1; sig < SIGRTMIN && n_reset_sigs < ELEMENTSOF(reset_sigs); sig++) {
+                struct sigaction sa;
+                if (sig == SIGKILL || sig == SIGSTOP || sigaction(sig, NULL, &sa) < 0)
+                        continue;
+                if (sa.sa_handler != SIG_DFL)
+                        reset_sigs[n_reset_sigs++] = sig;
+        }
+}

@@ -1,0 +1,369 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* PID 1's loop, once the sandbox is set up (init.c): it reads the supervisor's requests (exec,
+ * kill, stop), hands each exec to a helper (init_exec.c) and reports "started" and "exited" from
+ * the helper's status pipe, keeps one spare helper forked while idle, reaps every orphan, and
+ * stops the sandbox on "stop" or a signal from outside. */
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include "supervisor/init_internal.h"
+#include "supervisor/proto.h"
+#include "util/fd.h"
+#include "util/macro.h"
+#include "util/proc.h"
+
+#define MAX_EXECS 1024
+
+typedef struct init_exec {
+        uint64_t id;
+        pid_t helper;
+        int status_fd; /* read end: the helper writes helper_rec records here */
+        int master; /* with a terminal: the pty master, sent with "started" */
+        bool started, reported;
+} init_exec;
+
+static init_exec execs[MAX_EXECS];
+static size_t n_execs;
+
+/* The spare helper: forked while init is idle, waiting on its request socket for the next exec,
+ * so that an exec does not wait for a fork (~0.3-0.75 ms on a small VM, and the copy-on-write
+ * faults after it).  pid 0: none. */
+static struct {
+        pid_t pid;
+        int sock; /* init's end: the exec request (JSON and the stdio fds) goes here, once */
+        int status_fd; /* read end of the helper's status pipe (helper_rec) */
+} spare = { .pid = 0, .sock = -1, .status_fd = -1 };
+static bool spare_blocked; /* the last fork failed: no retry until an exec or a reap */
+static int init_sfd = -1; /* init's signalfd (SIGCHLD and the stop signals) */
+
+static void init_report_fd(
+        int sock, const char *op, uint64_t id, json_int_t key_val, const char *key, int fd) {
+        json_t *m = json_pack("{s:s, s:I, s:I}", "op", op, "id", (json_int_t)id, key, key_val);
+        if (m)
+                (void)proto_send(sock, m, fd >= 0 ? &fd : NULL, fd >= 0 ? 1 : 0);
+        json_decref(m);
+}
+
+static void init_report(int sock, const char *op, uint64_t id, json_int_t key_val, const char *key) {
+        init_report_fd(sock, op, id, key_val, key, -1);
+}
+
+/* A pseudo-terminal from the sandbox's own devpts instance: the slave becomes the command's
+ * stdio, the master goes back to the client (through the supervisor) as an fd. */
+static int open_pty(json_t *msg, int *ret_master, int fds[3]) {
+        int master = open("/dev/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC);
+        if (master < 0)
+                return -errno;
+        int unlock = 0;
+        if (ioctl(master, TIOCSPTLCK, &unlock) < 0) {
+                safe_close(master);
+                return -errno;
+        }
+        int slave = ioctl(master, TIOCGPTPEER, O_RDWR | O_NOCTTY | O_CLOEXEC);
+        if (slave < 0) {
+                safe_close(master);
+                return -errno;
+        }
+        struct winsize ws = { .ws_row = (unsigned short)json_integer_value(json_object_get(msg, "rows")),
+                .ws_col = (unsigned short)json_integer_value(json_object_get(msg, "cols")) };
+        if (ws.ws_row && ws.ws_col)
+                (void)ioctl(master, TIOCSWINSZ, &ws);
+        for (int i = 0; i < 3; i++) {
+                safe_close(fds[i]);
+                fds[i] = i == 0 ? slave : fcntl(slave, F_DUPFD_CLOEXEC, 3);
+        }
+        *ret_master = master;
+        return 0;
+}
+
+static void spare_forget(void) {
+        spare.sock = safe_close(spare.sock);
+        spare.status_fd = safe_close(spare.status_fd);
+        spare.pid = 0;
+}
+
+/* Forks the spare helper.  It keeps only its request socket and status pipe (and stdio, which
+ * are /dev/null); the signals it takes are blocked already (init_loop), so one sent to it before
+ * its sigwaitinfo waits. */
+static void spare_fork(void) {
+        int sp[2], pf[2];
+        if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0) {
+                spare_blocked = true;
+                return;
+        }
+        if (pipe2(pf, O_CLOEXEC) < 0) {
+                safe_close(sp[0]);
+                safe_close(sp[1]);
+                spare_blocked = true;
+                return;
+        }
+        pid_t pid = fork();
+        if (pid == 0) {
+                int keep[] = { sp[1], pf[1] };
+                (void)fd_close_all_except(3, keep, ELEMENTSOF(keep));
+                init_spare_main(sp[1], pf[1]);
+        }
+        safe_close(sp[1]);
+        safe_close(pf[1]);
+        if (pid < 0) {
+                safe_close(sp[0]);
+                safe_close(pf[0]);
+                spare_blocked = true;
+                return;
+        }
+        spare.pid = pid;
+        spare.sock = sp[0];
+        spare.status_fd = pf[0];
+}
+
+/* Hands the request to the spare helper (forked now if there is none); it serves this exec only.
+ * Its pid, or -1 when no helper could take it. */
+static pid_t spare_take(json_t *msg, const int fds[3], int *ret_status_fd) {
+        int n = 0;
+        while (n < 3 && fds[n] >= 0)
+                n++;
+        for (int attempt = 0; attempt < 2; attempt++) {
+                if (spare.pid <= 0)
+                        spare_fork();
+                if (spare.pid <= 0)
+                        return -1;
+                int r = proto_send(spare.sock, msg, fds, (size_t)n);
+                pid_t pid = spare.pid;
+                int status_fd = spare.status_fd;
+                spare.status_fd = -1;
+                spare_forget();
+                if (r >= 0) {
+                        *ret_status_fd = status_fd;
+                        return pid;
+                }
+                /* it died (killed from inside the sandbox?): the next one */
+                (void)kill(pid, SIGKILL);
+                safe_close(status_fd);
+        }
+        return -1;
+}
+
+static void init_start_exec(int sock, json_t *msg, int fds[3]) {
+        uint64_t id = (uint64_t)json_integer_value(json_object_get(msg, "id"));
+        bool tty = json_is_true(json_object_get(msg, "tty"));
+        int master = -1, status_fd = -1;
+
+        spare_blocked = false;
+        if (n_execs >= MAX_EXECS || (tty && open_pty(msg, &master, fds) < 0)) {
+                init_report(sock, "exited", id, 126 << 8, "status");
+                return;
+        }
+        pid_t helper = spare_take(msg, fds, &status_fd);
+        if (helper < 0) {
+                safe_close(master);
+                init_report(sock, "exited", id, 126 << 8, "status");
+                return;
+        }
+        /* "started" waits for the helper's HELPER_STARTED: a command that cannot start is
+         * reported "exited" with its reason instead */
+        execs[n_execs++] =
+                (init_exec){ .id = id, .helper = helper, .status_fd = status_fd, .master = master };
+}
+
+static init_exec *find_exec(uint64_t id) {
+        for (size_t i = 0; i < n_execs; i++)
+                if (execs[i].id == id)
+                        return &execs[i];
+        return NULL;
+}
+
+static void remove_exec(init_exec *e) {
+        e->status_fd = safe_close(e->status_fd);
+        e->master = safe_close(e->master);
+        *e = execs[--n_execs];
+}
+
+/* The command ended, could not start (why), or its helper died without a word (why NULL). */
+static void init_exec_finished(int sock, init_exec *e, int status, const char *why) {
+        if (!e->reported) {
+                e->reported = true;
+                json_t *m = json_pack("{s:s, s:I, s:I, s:s?}", "op", "exited", "id", (json_int_t)e->id,
+                        "status", (json_int_t)status, "error", !e->started && why && *why ? why : NULL);
+                if (m)
+                        (void)proto_send(sock, m, NULL, 0);
+                json_decref(m);
+        }
+        e->status_fd = safe_close(e->status_fd);
+        e->master = safe_close(e->master);
+}
+
+/* Reads one record from a helper; false at EOF (or a short read: the helper died). */
+static bool init_exec_read(int sock, init_exec *e) {
+        helper_rec rec;
+        if (e->status_fd < 0 || fd_read_all(e->status_fd, &rec, sizeof(rec)) != (ssize_t)sizeof(rec))
+                return false;
+        rec.why[sizeof(rec.why) - 1] = 0;
+        if (rec.kind == HELPER_STARTED && !e->started) {
+                e->started = true;
+                init_report_fd(sock, "started", e->id, e->helper, "pid", e->master);
+                e->master = safe_close(e->master);
+        } else if (rec.kind == HELPER_EXITED)
+                init_exec_finished(sock, e, rec.status, rec.why);
+        return true;
+}
+
+_Noreturn static void init_stop(uint64_t timeout_ms) {
+        /* the spare helper blocks SIGTERM while it waits: hanging up its socket ends it */
+        spare_forget();
+        /* From PID 1, kill(-1) reaches every other process in our pid namespace. */
+        (void)kill(-1, SIGTERM);
+        uint64_t deadline = now_ms() + timeout_ms;
+        for (uint64_t now = now_ms(); now < deadline; now = now_ms()) {
+                pid_t p = waitpid(-1, NULL, WNOHANG);
+                if (p < 0 && errno == ECHILD)
+                        break;
+                if (p > 0)
+                        continue;
+                /* until the next child exits (SIGCHLD is blocked and read from init_sfd), not a
+                 * fixed sleep: a spare helper ends as soon as it sees the hang-up */
+                struct pollfd pfd = { .fd = init_sfd, .events = POLLIN };
+                struct signalfd_siginfo si;
+                if (init_sfd < 0 || poll(&pfd, 1, (int)(deadline - now)) < 0)
+                        usleep(5000);
+                while (init_sfd >= 0 && read(init_sfd, &si, sizeof(si)) == sizeof(si))
+                        ;
+        }
+        /* Leaving PID 1 makes the kernel SIGKILL whatever is left in the namespace. */
+        _exit(0);
+}
+
+static void init_handle_msg(int sock, json_t *msg, int *fds, size_t n_fds) {
+        const char *op = proto_op(msg);
+        if (streq(op, "exec")) {
+                int std[3] = { -1, -1, -1 };
+                for (size_t i = 0; i < 3 && i < n_fds; i++) {
+                        std[i] = fds[i];
+                        fds[i] = -1;
+                }
+                init_start_exec(sock, msg, std);
+                for (int i = 0; i < 3; i++)
+                        safe_close(std[i]);
+        } else if (streq(op, "kill")) {
+                init_exec *e = find_exec((uint64_t)json_integer_value(json_object_get(msg, "id")));
+                int sig = (int)json_integer_value(json_object_get(msg, "signal"));
+                if (e && sig > 0 && sig < 65)
+                        (void)kill(e->helper, sig == SIGKILL ? SIGUSR1 : sig);
+        } else if (streq(op, "stop"))
+                init_stop((uint64_t)json_integer_value(json_object_get(msg, "timeoutMs")));
+        proto_close_fds(fds, n_fds);
+}
+
+/* One request from the supervisor; its hang-up ends init, and the sandbox with it. */
+static void init_read_request(int sock) {
+        json_t *msg = NULL;
+        int fds[PROTO_MAX_FDS];
+        size_t n_fds = 0;
+        int r = proto_recv(sock, &msg, fds, &n_fds);
+        if (r == 0)
+                _exit(0);
+        if (r > 0) {
+                init_handle_msg(sock, msg, fds, n_fds);
+                json_decref(msg);
+        }
+}
+
+/* Reaps everything: helpers (ours) and orphans re-parented to PID 1. */
+static void init_reap(int sock) {
+        for (;;) {
+                int st;
+                pid_t p = waitpid(-1, &st, WNOHANG);
+                if (p <= 0)
+                        return;
+                spare_blocked = false;
+                if (p == spare.pid) {
+                        spare_forget(); /* killed from inside: another one when idle */
+                        continue;
+                }
+                for (size_t i = 0; i < n_execs; i++) {
+                        if (execs[i].helper != p)
+                                continue;
+                        /* What the helper wrote before it exited (started, the command's status)
+                         * comes first; its own status only if it said nothing.  Its write end is
+                         * closed now, so these reads cannot block. */
+                        while (!execs[i].reported && init_exec_read(sock, &execs[i]))
+                                ;
+                        init_exec_finished(sock, &execs[i], st, NULL);
+                        remove_exec(&execs[i]);
+                        break;
+                }
+        }
+}
+
+/* SIGCHLD and the stop signals are read from a signalfd (init_sfd, returned); the helpers'
+ * signals are blocked too, since a fork inherits the mask (see init_exec.c, helper_signals). */
+static int init_signals_setup(void) {
+        sigset_t mask;
+        sigemptyset(&mask);
+        sigaddset(&mask, SIGCHLD);
+        sigaddset(&mask, SIGTERM);
+        sigaddset(&mask, SIGINT);
+        sigaddset(&mask, SIGHUP);
+        int sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+        init_sfd = sfd;
+        sigset_t all;
+        init_helper_sigset(&all);
+        sigorset(&all, &all, &mask);
+        (void)sigprocmask(SIG_BLOCK, &all, NULL);
+        init_signals_note();
+        return sfd;
+}
+
+/* PID 1 after "ready": poll the supervisor's socket, init's signalfd and every helper's status
+ * pipe; fork a spare helper whenever idle. */
+_Noreturn void init_loop(int sock) {
+        int sfd = init_signals_setup();
+
+        for (;;) {
+                struct pollfd pfd[2 + MAX_EXECS];
+                size_t n = 0;
+                pfd[n++] = (struct pollfd){ .fd = sock, .events = POLLIN };
+                pfd[n++] = (struct pollfd){ .fd = sfd, .events = POLLIN };
+                for (size_t i = 0; i < n_execs; i++)
+                        pfd[n++] = (struct pollfd){ .fd = execs[i].status_fd, .events = POLLIN };
+                /* Idle (nothing to read right now) and no spare helper: fork one now, so that the
+                 * next exec does not wait for it. */
+                int ready = poll(pfd, n, spare.pid > 0 || spare_blocked ? -1 : 0);
+                if (ready < 0 && errno != EINTR)
+                        _exit(1);
+                if (ready == 0) {
+                        spare_fork();
+                        continue;
+                }
+                if (pfd[0].revents & (POLLHUP | POLLERR))
+                        _exit(0); /* the supervisor is gone: so is the sandbox */
+                if (pfd[0].revents & POLLIN)
+                        init_read_request(sock);
+                /* only the execs that were polled: one started just now has no pfd entry yet */
+                for (size_t i = 0; i + 2 < n && i < n_execs; i++) {
+                        if (pfd[2 + i].fd < 0 || pfd[2 + i].fd != execs[i].status_fd ||
+                                !(pfd[2 + i].revents & (POLLIN | POLLHUP)))
+                                continue;
+                        if (!init_exec_read(sock, &execs[i]))
+                                execs[i].status_fd = safe_close(execs[i].status_fd);
+                }
+                if (pfd[1].revents & POLLIN) {
+                        struct signalfd_siginfo si;
+                        while (read(sfd, &si, sizeof(si)) == sizeof(si))
+                                if (si.ssi_signo != SIGCHLD)
+                                        init_stop(2000); /* a signal to PID 1 from outside: stop */
+                }
+                init_reap(sock);
+        }
+}

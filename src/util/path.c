@@ -181,10 +181,19 @@ int path_rm_rf(const char *path, nook_error *err) {
         return path_rm_rf_at(dfd, base, err);
 }
 
+/* EAGAIN: a ".." was resolved while a mount or rename happened anywhere on the host, and the
+ * kernel cannot tell whether it escaped; openat2(2) says to retry.  On a host busy mounting
+ * (other sandboxes starting) that is no rare event. */
 static int open_in(int root_fd, const char *rel) {
         struct open_how how = { .flags = O_PATH | O_CLOEXEC,
                 .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS };
-        return (int)syscall(SYS_openat2, root_fd, rel, &how, sizeof(how));
+        int fd = -1;
+        for (int tries = 0; tries < 128; tries++) {
+                fd = (int)syscall(SYS_openat2, root_fd, rel, &how, sizeof(how));
+                if (fd >= 0 || errno != EAGAIN)
+                        break;
+        }
+        return fd;
 }
 
 /* One component: opened by its whole prefix from the root (so a symlink anywhere resolves in

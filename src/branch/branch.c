@@ -124,10 +124,7 @@ static int job_claim(branch_job *j, nook_error *err) {
                                 nm, nm);
                 if (r != -NOOK_E_NOT_FOUND)
                         return r;
-                r = ctx_sandbox_dir(j->n, nm, &sdir, err);
-                if (r < 0)
-                        return r;
-                r = ctx_ws_dir(j->n, nm, &wsdir, err);
+                r = ctx_dirs(j->n, nm, &sdir, &wsdir, err);
                 if (r < 0)
                         return r;
                 if (access(sdir, F_OK) == 0 || access(wsdir, F_OK) == 0)
@@ -170,16 +167,10 @@ static int copy_one(branch_job *j, const char *nm, uid_t src_base, nook_error *e
         _cleanup_free_ char *ssdir = NULL, *swsdir = NULL, *sdir = NULL, *wsdir = NULL;
         _cleanup_free_ char *supper = NULL, *upper = NULL, *sdirs = NULL, *wsdirs = NULL;
         int r;
-        r = ctx_sandbox_dir(j->n, j->src, &ssdir, err);
+        r = ctx_dirs(j->n, j->src, &ssdir, &swsdir, err);
         if (r < 0)
                 return r;
-        r = ctx_ws_dir(j->n, j->src, &swsdir, err);
-        if (r < 0)
-                return r;
-        r = ctx_sandbox_dir(j->n, nm, &sdir, err);
-        if (r < 0)
-                return r;
-        r = ctx_ws_dir(j->n, nm, &wsdir, err);
+        r = ctx_dirs(j->n, nm, &sdir, &wsdir, err);
         if (r < 0)
                 return r;
         supper = strprintf("%s/upper", ssdir);

@@ -109,10 +109,7 @@ static int open_tree(
         nook *n, const char *name, bool layer, int *ret_fd, manifest **ret_base, nook_error *err) {
         _cleanup_free_ char *sdir = NULL, *wsdir = NULL, *upper = NULL;
         _cleanup_close_ int sfd = -1, tfd = -1;
-        int r = ctx_sandbox_dir(n, name, &sdir, err);
-        if (r < 0)
-                return r;
-        r = ctx_ws_dir(n, name, &wsdir, err);
+        int r = ctx_dirs(n, name, &sdir, &wsdir, err);
         if (r < 0)
                 return r;
         if (!(upper = strprintf("%s/upper", sdir)))
@@ -174,10 +171,7 @@ static int journal_recover_locked(nook *n, const char *name, nook_error *err) {
         _cleanup_free_ char *sdir = NULL, *wsdir = NULL, *text = NULL;
         _cleanup_close_ int sfd = -1, jfd = -1, tfd = -1;
         size_t len = 0;
-        int r = ctx_sandbox_dir(n, name, &sdir, err);
-        if (r < 0)
-                return r;
-        r = ctx_ws_dir(n, name, &wsdir, err);
+        int r = ctx_dirs(n, name, &sdir, &wsdir, err);
         if (r < 0)
                 return r;
         if ((r = open_dir(sdir, "the state folder", &sfd, err)) < 0)

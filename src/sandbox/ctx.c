@@ -179,3 +179,16 @@ int ctx_ws_dir(const nook *n, const char *name, char **ret, nook_error *err) {
 int ctx_sandbox_dir(const nook *n, const char *name, char **ret, nook_error *err) {
         return ctx_child_dir(n, "sandboxes", name, ret, err);
 }
+
+int ctx_dirs(const nook *n, const char *name, char **ret_sdir, char **ret_wsdir, nook_error *err) {
+        _cleanup_free_ char *sdir = NULL, *wsdir = NULL;
+        int r = ctx_sandbox_dir(n, name, &sdir, err);
+        if (r < 0)
+                return r;
+        r = ctx_ws_dir(n, name, &wsdir, err);
+        if (r < 0)
+                return r;
+        *ret_sdir = TAKE_PTR(sdir);
+        *ret_wsdir = TAKE_PTR(wsdir);
+        return 0;
+}

@@ -36,3 +36,5 @@ int ctx_store(nook *n, store **ret, nook_error *err);
 int ctx_ws_dir(const nook *n, const char *name, char **ret, nook_error *err);
 /* <home>/sandboxes/<name>, after validating name. */
 int ctx_sandbox_dir(const nook *n, const char *name, char **ret, nook_error *err);
+/* Both of the above for one sandbox: its state folder and its workspace (set only on success). */
+int ctx_dirs(const nook *n, const char *name, char **ret_sdir, char **ret_wsdir, nook_error *err);

@@ -473,10 +473,7 @@ int sb_create_locked(nook *n, const char *name, const sb_spec *spec, unsigned fl
         r = ctx_store(n, &st, err);
         if (r < 0)
                 return r;
-        r = ctx_sandbox_dir(n, name, &sdir, err);
-        if (r < 0)
-                return r;
-        r = ctx_ws_dir(n, name, &wsdir, err);
+        r = ctx_dirs(n, name, &sdir, &wsdir, err);
         if (r < 0)
                 return r;
         r = store_sandbox_get(st, name, &rec, err);
@@ -739,10 +736,7 @@ int nook_sandbox_remove(nook *n, const char *name, nook_error *err) {
         r = ctx_store(n, &st, err);
         if (r < 0)
                 return r;
-        r = ctx_sandbox_dir(n, name, &sdir, err);
-        if (r < 0)
-                return r;
-        r = ctx_ws_dir(n, name, &wsdir, err);
+        r = ctx_dirs(n, name, &sdir, &wsdir, err);
         if (r < 0)
                 return r;
         r = store_sandbox_get(st, name, &rec, err);

@@ -292,10 +292,7 @@ static int build(nook *n, const char *sandbox, bool with_ws, const sb_spec *spec
         int r;
         if (!tar || !wstar || !layer)
                 return nook_err_oom(err);
-        r = ctx_sandbox_dir(n, sandbox, &sdir, err);
-        if (r < 0)
-                return r;
-        r = ctx_ws_dir(n, sandbox, &wsdir, err);
+        r = ctx_dirs(n, sandbox, &sdir, &wsdir, err);
         if (r < 0)
                 return r;
         if (!(upper = strprintf("%s/upper", sdir)))

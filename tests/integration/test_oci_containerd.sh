@@ -242,7 +242,10 @@ EOF
                         "delete status $rc" "state: $("$runtime" --root "/run/containerd/runc/$ns" state "$id" 2>&1)"
         fi
 
-        o=$(script -qec "timeout -k 5 30 ctr --address '$T/c.sock' --namespace '$ns' ${run[*]} --rm -t $image $label-tty sh -c 'tty; exit 4'" /dev/null </dev/null 2>&1)
+        # timeout must leave ctr in the terminal's foreground process group (--foreground): in a
+        # background one, ctr's tcsetattr stops it with SIGTTOU. Whether script's $SHELL execs a
+        # single command varies (dash does not), so neither may be left to chance.
+        o=$(SHELL=/bin/sh script -qec "exec timeout --foreground -k 5 30 ctr --address '$T/c.sock' --namespace '$ns' ${run[*]} --rm -t $image $label-tty sh -c 'tty; exit 4'" /dev/null </dev/null 2>&1)
         rc=$?
         like "$rc:$o" "^4:.*/dev/pts/[0-9]+" "$label: ctr run -t gives the process a terminal (console socket) and its exit code (4)" || diag "$(ctrd_diag)"
 

@@ -98,7 +98,7 @@ is "$(entries "$NOOK_HOME/snapshots/.tmp" "$NOOK_HOME/images/tmp")" "" "image pr
 fake=$(mktemp /var/tmp/nook-fake-sup.XXXXXX)
 cat >"$fake" <<'SH'
 #!/bin/sh
-# nook-supervisor --state DIR --ready-fd 3: dies in setup after writing its log
+# nook-supervisor --state DIR --config-fd 6 --ready-fd 3: dies in setup after writing its log
 echo "fake supervisor: setup failed on purpose" >>"$2/supervisor.log"
 exit 1
 SH

@@ -660,7 +660,9 @@ static int stop_locked(nook *n, sandbox_rec *rec, uint64_t timeout_ms, bool remo
         int fd = -1;
         nook_error e2 = { 0 };
         if (sb_connect(n, rec->name, &fd, &e2) >= 0) {
-                json_t *m = json_pack("{s:s, s:I}", "op", "stop", "timeoutMs", (json_int_t)timeout_ms);
+                /* "remove": the supervisor writes no exit record (the folder goes next) */
+                json_t *m = json_pack("{s:s, s:I, s:b}", "op", "stop", "timeoutMs", (json_int_t)timeout_ms,
+                        "remove", removing);
                 if (m && proto_send(fd, m, NULL, 0) >= 0) {
                         struct pollfd p = { .fd = fd, .events = POLLIN };
                         uint64_t deadline = now_ms() + timeout_ms + 5000;

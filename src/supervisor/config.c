@@ -84,9 +84,15 @@ int sup_config_to_fd(const sup_config *c, int *ret_fd, nook_error *err) {
                 json_decref(o);
                 return nook_err_errno(err, NOOK_E_IO, "Cannot create a memfd for the sandbox config");
         }
-        int r = json_dumpfd(o, fd, JSON_COMPACT);
+        /* one write (json_dumpfd writes each token by itself) */
+        _cleanup_free_ char *text = json_dumps(o, JSON_COMPACT);
         json_decref(o);
-        if (r < 0 || lseek(fd, 0, SEEK_SET) < 0)
+        if (!text)
+                return nook_err_oom(err);
+        int r = fd_write_all(fd, text, strlen(text));
+        if (r < 0)
+                return nook_err_errnum(err, NOOK_E_IO, -r, "Cannot write the sandbox config to its memfd");
+        if (lseek(fd, 0, SEEK_SET) < 0)
                 return nook_err_errno(err, NOOK_E_IO, "Cannot write the sandbox config to its memfd");
         *ret_fd = TAKE_FD(fd);
         return 0;
@@ -128,10 +134,15 @@ static int get_str(json_t *o, const char *key, bool required, char **ret, nook_e
 }
 
 int sup_config_from_fd(int fd, sup_config *ret, nook_error *err) {
-        json_error_t jerr;
-        json_t *o = json_loadfd(fd, JSON_REJECT_DUPLICATES, &jerr);
+        json_error_t jerr = { .text = "" };
+        _cleanup_free_ char *text = NULL;
+        size_t len = 0;
+        /* read whole, then parsed (json_loadfd reads a byte per read(2)) */
+        int r = fd_read_to_end(fd, SUP_CONFIG_MAX, &text, &len, err);
+        if (r < 0)
+                return nook_err_wrap(err, "reading the sandbox config (fd %d)", fd);
+        json_t *o = json_loadb(text ? text : "", len, JSON_REJECT_DUPLICATES, &jerr);
         sup_config c = { 0 };
-        int r;
 
         if (!o || !json_is_object(o)) {
                 json_decref(o);

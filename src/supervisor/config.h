@@ -57,5 +57,8 @@ typedef struct sup_config {
 void sup_config_done(sup_config *c);
 /* *ret_fd: a memfd (close-on-exec) holding c as JSON, at offset 0. */
 int sup_config_to_fd(const sup_config *c, int *ret_fd, nook_error *err);
+/* The largest config the supervisor reads (env, mounts, rules and egress hosts are bounded by
+ * the spec's own limits far below this). */
+#define SUP_CONFIG_MAX ((size_t)32 * 1024 * 1024)
 /* Reads the config from fd (from its current offset to its end). */
 int sup_config_from_fd(int fd, sup_config *ret, nook_error *err);

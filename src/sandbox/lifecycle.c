@@ -541,7 +541,7 @@ int sb_create_locked(nook *n, const char *name, const sb_spec *spec, unsigned fl
                 return r;
         _cleanup_close_ int config = -1;
         r = prepare_state(n, name, spec, keep_upper, sdir, wsdir, ruid, rgid, &rec.image_digest, &config, err);
-        if (r >= 0)
+        if (r >= 0 && !(flags & NOOK_CREATE_NO_BASELINE))
                 r = baseline_capture(sdir, wsdir, !keep_upper, spec->sticky, err);
         pid_t pid = 0;
         bool spawned = r >= 0;

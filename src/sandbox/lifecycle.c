@@ -110,8 +110,8 @@ static int send_secrets(int fd, const char *values, nook_error *err) {
 /* Starts nook-supervisor by exec (posix_spawn: safe from a threaded caller such as Node) with a
  * clean environment, and waits for its ready line.  values: the secrets' values as JSON, or
  * NULL. */
-static int spawn_supervisor(const char *state_dir, int config, int lifeline, const char *values, pid_t *ret_pid,
-        nook_error *err) {
+static int spawn_supervisor(const char *state_dir, int config, int lifeline, const char *values,
+        pid_t *ret_pid, nook_error *err) {
         _cleanup_free_ char *bin = find_supervisor();
         _cleanup_close_pair_ int sec[2] = { -1, -1 };
         int pfd[2];
@@ -540,7 +540,8 @@ int sb_create_locked(nook *n, const char *name, const sb_spec *spec, unsigned fl
         if (r < 0)
                 return r;
         _cleanup_close_ int config = -1;
-        r = prepare_state(n, name, spec, keep_upper, sdir, wsdir, ruid, rgid, &rec.image_digest, &config, err);
+        r = prepare_state(
+                n, name, spec, keep_upper, sdir, wsdir, ruid, rgid, &rec.image_digest, &config, err);
         if (r >= 0 && !(flags & NOOK_CREATE_NO_BASELINE))
                 r = baseline_capture(sdir, wsdir, !keep_upper, spec->sticky, err);
         pid_t pid = 0;

@@ -88,7 +88,8 @@ int main(int argc, char **argv) {
         (void)fd_set_cloexec(config_fd, true);
         (void)fd_set_cloexec(ready_fd, true);
         if (lifeline_fd >= 0 &&
-                (lifeline_fd < 3 || lifeline_fd == ready_fd || lifeline_fd == config_fd || fcntl(lifeline_fd, F_GETFD) < 0))
+                (lifeline_fd < 3 || lifeline_fd == ready_fd || lifeline_fd == config_fd ||
+                        fcntl(lifeline_fd, F_GETFD) < 0))
                 return usage();
         if (lifeline_fd >= 0)
                 (void)fd_set_cloexec(lifeline_fd, true);

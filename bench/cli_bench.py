@@ -7,7 +7,11 @@ Each row is one command started with posix_spawn and reaped with wait4: wall tim
 rows run interleaved, rotating the order each round, so the machine's load hits all alike.
 Numbers are printed, never asserted.
 
-    bench/cli_bench.py BUILD_DIR [--rounds N] [--slow-rounds N]
+    bench/cli_bench.py BUILD_DIR [--rounds N] [--slow-rounds N] [--old OLD_BUILD_DIR] [--no-peers]
+
+--old adds the `nook run` rows of another build (a copy of the build before a change), in the
+same rounds and with a NOOK_HOME of their own: old and new measured interleaved.  --no-peers
+leaves out podman, crun and podman through nook-oci (slow rows).
 
 Peers, each skipped with a message when it is missing or cannot run here:
     bwrap           the brief's args (as bench-sandbox), and --ro-bind ROOTFS /
@@ -26,6 +30,7 @@ import time
 
 
 def run_once(argv, env):
+    """argv's wall, CPU and minor faults; None if it failed."""
     t0 = time.perf_counter()
     pid = os.posix_spawn(argv[0], argv, env, file_actions=[
         (os.POSIX_SPAWN_OPEN, 0, "/dev/null", os.O_RDONLY, 0),
@@ -89,6 +94,8 @@ def main():
     ap.add_argument("build")
     ap.add_argument("--rounds", type=int, default=30)
     ap.add_argument("--slow-rounds", type=int, default=8, help="rounds of the podman/crun rows")
+    ap.add_argument("--old", help="a build directory whose nook run rows run beside this one's")
+    ap.add_argument("--no-peers", action="store_true", help="no podman, crun, podman+nook-oci rows")
     a = ap.parse_args()
     build = os.path.abspath(a.build)
     nook = os.path.join(build, "src/cli/nook")
@@ -107,6 +114,16 @@ def main():
             ("nook ls", [nook, "ls"], False),
             ("nook run -- true (host image)", [nook, "run", "--", "true"], False),
             ("nook run --image ROOTFS -- true", [nook, "run", "--image", rootfs, "--", "/usr/bin/true"], False)]
+    row_env = {}
+    if a.old:
+        old_nook = os.path.join(os.path.abspath(a.old), "src/cli/nook")
+        old_home = os.path.join(tmp, "home-old")
+        os.mkdir(old_home, 0o700)
+        row_env["OLD nook run -- true (host image)"] = dict(env, NOOK_HOME=old_home)
+        row_env["OLD nook run --image ROOTFS -- true"] = dict(env, NOOK_HOME=old_home)
+        rows.append(("OLD nook run -- true (host image)", [old_nook, "run", "--", "true"], False))
+        rows.append(("OLD nook run --image ROOTFS -- true",
+                     [old_nook, "run", "--image", rootfs, "--", "/usr/bin/true"], False))
     if bwrap:
         rows.append(("bwrap (brief args) true", [bwrap, "--unshare-all", "--die-with-parent", "--ro-bind", "/usr", "/usr",
                      "--symlink", "usr/bin", "/bin", "--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64",
@@ -115,7 +132,7 @@ def main():
                      "--proc", "/proc", "--dev", "/dev", "/usr/bin/true"], False))
     else:
         print("  skipped bwrap: not installed (apt-get install -y bubblewrap)")
-    podman = shutil.which("podman")
+    podman = None if a.no_peers else shutil.which("podman")
     pod_base = None
     if podman:
         pod_base = [podman, "--cgroup-manager", "cgroupfs", "--runtime", "runc", "run", "--rm",
@@ -129,8 +146,8 @@ def main():
         else:
             print(f"  skipped podman: a trial run failed: {why[0][:160]}")
     else:
-        print("  skipped podman: not installed")
-    crun = shutil.which("crun")
+        print("  skipped podman: " + ("--no-peers" if a.no_peers else "not installed"))
+    crun = None if a.no_peers else shutil.which("crun")
     if crun:
         bundle = os.path.join(tmp, "bundle")
         os.mkdir(bundle)
@@ -148,7 +165,7 @@ def main():
         else:
             print("  skipped crun: crun spec failed")
     else:
-        print("  skipped crun: not installed")
+        print("  skipped crun: " + ("--no-peers" if a.no_peers else "not installed"))
     oci = os.path.join(build, "src/oci/nook-oci")
     if not os.access(oci, os.X_OK):
         for alt in ("build", "build-test"):
@@ -168,7 +185,8 @@ def main():
         else:
             print(f"  skipped podman through nook-oci: a trial run failed: {why[0][:160]}")
     else:
-        print("  skipped podman through nook-oci: nook-oci is not built (src/oci/nook-oci)")
+        print("  skipped podman through nook-oci: " +
+              ("--no-peers" if a.no_peers else "nook-oci is not built (src/oci/nook-oci)"))
 
     res = {name: [] for name, _, _ in rows}
     fails = {name: 0 for name, _, _ in rows}
@@ -177,7 +195,7 @@ def main():
         for name, argv, slow in order:
             if slow and r >= a.slow_rounds:
                 continue
-            v = run_once(argv() if callable(argv) else argv, env)
+            v = run_once(argv() if callable(argv) else argv, row_env.get(name, env))
             if v is None:
                 fails[name] += 1
             else:
@@ -203,6 +221,10 @@ def main():
     ratio("nook run -- true (host image)", "bwrap (brief args) true", "nook run / bwrap (host image)",
           "budget <= 2x wall, <= 3x CPU")
     ratio("nook run --image ROOTFS -- true", "bwrap --ro-bind ROOTFS / true", "nook run / bwrap (rootfs dir)")
+    ratio("OLD nook run -- true (host image)", "bwrap (brief args) true", "OLD nook run / bwrap (host image)")
+    ratio("OLD nook run --image ROOTFS -- true", "bwrap --ro-bind ROOTFS / true", "OLD nook run / bwrap (rootfs dir)")
+    ratio("nook run -- true (host image)", "OLD nook run -- true (host image)", "nook run: new / OLD (host image)")
+    ratio("nook run --image ROOTFS -- true", "OLD nook run --image ROOTFS -- true", "nook run: new / OLD (rootfs dir)")
     ratio("nook run -- true (host image)", "podman --runtime runc run --rm --rootfs", "nook run / podman+runc")
     ratio("nook run -- true (host image)", "crun run (OCI bundle of ROOTFS)", "nook run / crun run")
     ratio("podman --runtime nook-oci run --rm --rootfs", "podman --runtime runc run --rm --rootfs",

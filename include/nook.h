@@ -172,6 +172,10 @@ NOOK_PUBLIC int nook_cp_out(
  * state, workspace).  Used by `nook run`.  The handle holds one descriptor per tied create
  * until nook_close. */
 #define NOOK_CREATE_TIED (1u << 1)
+/* Takes no baselines (docs/design/diff-merge.md): nook_diff and nook_merge are refused for this
+ * sandbox, saying so.  For a sandbox removed when its one command ends (`nook run` without
+ * --keep or -d), which nobody merges: two files less made and deleted per create. */
+#define NOOK_CREATE_NO_BASELINE (1u << 2)
 
 NOOK_PUBLIC int nook_sandbox_create(
         nook *n, const char *name, const char *spec_json, unsigned flags, nook_error *err);

@@ -515,7 +515,9 @@ static int run_parse(int argc, char **argv, json_t *spec, exec_args *a, run_args
                                "when nook is killed: the sandbox lives as long as this process).\n\n"
                                "  --name NAME            name the sandbox (default: run-<random>)\n"
                                "  --rm                   remove the sandbox afterwards (the default; as docker)\n"
-                               "  --keep                 keep the sandbox (stopped) and its workspace\n"
+                               "  --keep                 keep the sandbox (stopped) and its workspace, with the\n"
+                               "                         baselines 'nook diff' compares with (a run without --keep\n"
+                               "                         or -d takes none: nobody diffs what goes at its end)\n"
                                "  -d, --detach           start the command detached, print the sandbox's name and\n"
                                "                         return; the sandbox stops when the command ends and is\n"
                                "                         kept (its output: 'nook logs NAME'; remove: 'nook rm NAME')\n" SPEC_OPTS_HELP
@@ -611,6 +613,9 @@ int cmd_run(int argc, char **argv) {
         }
         /* Tied: if this process dies, even by SIGKILL, the supervisor removes the sandbox. */
         unsigned flags = a.detach ? 0 : NOOK_CREATE_TIED;
+        /* removed when the command ends: nobody diffs or merges it (two files less per run) */
+        if (!a.detach && !ra.keep)
+                flags |= NOOK_CREATE_NO_BASELINE;
         if (cli_open(&n, &err) < 0 || nook_sandbox_create(n, name, text, flags, &err) < 0) {
                 free(text);
                 nook_close(n);

@@ -131,8 +131,9 @@ static int open_tree(
                         return nook_err_set(err, NOOK_E_NOT_FOUND,
                                 "Sandbox '%s' has no baseline to compare with: %s", name, why);
                 return nook_err_set(err, NOOK_E_NOT_FOUND,
-                        "Sandbox '%s' has no baseline to compare with (it was created by a nook without diff); "
-                        "create it again after 'nook rm' to take one",
+                        "Sandbox '%s' has no baseline to compare with (it was created without one: by 'nook run', "
+                        "whose sandbox goes with its command, or by a nook without diff); use 'nook create', "
+                        "or 'nook run --keep', to have one",
                         name);
         }
         if (r < 0)

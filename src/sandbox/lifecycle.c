@@ -110,8 +110,8 @@ static int send_secrets(int fd, const char *values, nook_error *err) {
 /* Starts nook-supervisor by exec (posix_spawn: safe from a threaded caller such as Node) with a
  * clean environment, and waits for its ready line.  values: the secrets' values as JSON, or
  * NULL. */
-static int spawn_supervisor(
-        const char *state_dir, int lifeline, const char *values, pid_t *ret_pid, nook_error *err) {
+static int spawn_supervisor(const char *state_dir, int config, int lifeline, const char *values,
+        pid_t *ret_pid, nook_error *err) {
         _cleanup_free_ char *bin = find_supervisor();
         _cleanup_close_pair_ int sec[2] = { -1, -1 };
         int pfd[2];
@@ -125,12 +125,13 @@ static int spawn_supervisor(
         posix_spawnattr_t attr;
         posix_spawn_file_actions_init(&fa);
         posix_spawnattr_init(&attr);
-        /* The child's 3, 4 and 5 come from copies above 5: a source among 3..5 (a caller with few
+        /* The child's 3 to 6 come from copies above 6: a source among 3..6 (a caller with few
          * fds open) would otherwise be overwritten by an earlier dup2 of the same spawn. */
-        _cleanup_close_ int hi_ready = fcntl(pfd[1], F_DUPFD_CLOEXEC, 6);
-        _cleanup_close_ int hi_life = lifeline >= 0 ? fcntl(lifeline, F_DUPFD_CLOEXEC, 6) : -1;
-        _cleanup_close_ int hi_sec = values ? fcntl(sec[1], F_DUPFD_CLOEXEC, 6) : -1;
-        if (hi_ready < 0 || (lifeline >= 0 && hi_life < 0) || (values && hi_sec < 0)) {
+        _cleanup_close_ int hi_ready = fcntl(pfd[1], F_DUPFD_CLOEXEC, 7);
+        _cleanup_close_ int hi_life = lifeline >= 0 ? fcntl(lifeline, F_DUPFD_CLOEXEC, 7) : -1;
+        _cleanup_close_ int hi_sec = values ? fcntl(sec[1], F_DUPFD_CLOEXEC, 7) : -1;
+        _cleanup_close_ int hi_cfg = fcntl(config, F_DUPFD_CLOEXEC, 7);
+        if (hi_ready < 0 || (lifeline >= 0 && hi_life < 0) || (values && hi_sec < 0) || hi_cfg < 0) {
                 posix_spawn_file_actions_destroy(&fa);
                 posix_spawnattr_destroy(&attr);
                 safe_close(pfd[0]);
@@ -142,14 +143,16 @@ static int spawn_supervisor(
                 posix_spawn_file_actions_adddup2(&fa, hi_life, 4);
         if (values)
                 posix_spawn_file_actions_adddup2(&fa, hi_sec, 5);
+        posix_spawn_file_actions_adddup2(&fa, hi_cfg, 6);
         posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
         sigset_t none, all;
         sigemptyset(&none);
         sigfillset(&all);
         posix_spawnattr_setsigmask(&attr, &none);
         posix_spawnattr_setsigdefault(&attr, &all);
-        char *argv[10] = { bin, (char *)"--state", (char *)state_dir, (char *)"--ready-fd", (char *)"3" };
-        size_t na = 5;
+        char *argv[12] = { bin, (char *)"--state", (char *)state_dir, (char *)"--config-fd", (char *)"6",
+                (char *)"--ready-fd", (char *)"3" };
+        size_t na = 7;
         if (lifeline >= 0) {
                 argv[na++] = (char *)"--lifeline-fd";
                 argv[na++] = (char *)"4";
@@ -171,6 +174,7 @@ static int spawn_supervisor(
         hi_ready = safe_close(hi_ready);
         hi_life = safe_close(hi_life);
         hi_sec = safe_close(hi_sec);
+        hi_cfg = safe_close(hi_cfg);
         if (r != 0) {
                 safe_close(pfd[0]);
                 return nook_err_errnum(
@@ -260,20 +264,16 @@ static int write_etc(
  * image_digest: in, the image a kept writable layer sits on (NULL: resolve spec->image); out, the
  * registry image's digest for the record (NULL for "host" or a directory). */
 static int prepare_state(nook *n, const char *name, const sb_spec *spec, bool keep_upper, const char *sdir,
-        const char *wsdir, char **image_digest, nook_error *err) {
+        const char *wsdir, uid_t ruid, gid_t rgid, char **image_digest, int *ret_config, nook_error *err) {
         _cleanup_free_ char *upper = strprintf("%s/upper", sdir), *work = strprintf("%s/work", sdir);
         _cleanup_free_ char *etc = strprintf("%s/upper/etc", sdir),
                             *sdirs = strprintf("%s/sandboxes", n->home);
         _cleanup_free_ char *wsdirs = strprintf("%s/workspaces", n->home);
+        /* config.json of older versions: the config is a memfd now (supervisor/config.h) */
         _cleanup_free_ char *cfgp = strprintf("%s/config.json", sdir);
-        uid_t ruid = 0;
-        gid_t rgid = 0;
         int r;
         if (!upper || !work || !etc || !sdirs || !wsdirs || !cfgp)
                 return nook_err_oom(err);
-        /* The sandbox's own host id range (docs/design/security.md); its record exists by now. */
-        if ((r = ctx_sandbox_root(n, name, /* acquire= */ true, &ruid, &rgid, err)) < 0)
-                return r;
         r = path_mkdir_p(sdirs, 0700, err);
         if (r < 0)
                 return r;
@@ -359,7 +359,7 @@ static int prepare_state(nook *n, const char *name, const sb_spec *spec, bool ke
                 r = sb_egress_prepare(spec, &img, upper, ruid, rgid, &env, &c.egress, err);
         if (r >= 0) {
                 c.env = env;
-                r = sup_config_to_file(&c, cfgp, err);
+                r = sup_config_to_fd(&c, ret_config, err);
         }
         if (r >= 0) {
                 free(*image_digest);
@@ -454,6 +454,23 @@ static int baseline_capture(
         return sb_baseline_capture(sdir, wsdir, upper, fresh_upper, /* upper_durable= */ sticky, err);
 }
 
+/* Saves the "creating" record (a new one, or over the existing) and acquires the sandbox's host
+ * id range in the same transaction. */
+static int rec_save_with_ids(nook *n, store *st, const sandbox_rec *rec, bool existed, uid_t *ret_uid,
+        gid_t *ret_gid, nook_error *err) {
+        int r = store_begin(st, err);
+        if (r < 0)
+                return r;
+        r = existed ? store_sandbox_update(st, rec, err) : store_sandbox_insert(st, rec, err);
+        if (r >= 0)
+                r = ctx_sandbox_root(n, rec->name, /* acquire= */ true, ret_uid, ret_gid, err);
+        if (r < 0) {
+                store_rollback(st);
+                return r;
+        }
+        return store_commit(st, err);
+}
+
 /* Creates (or re-creates over the same workspace) and starts; the caller holds the lock. */
 static int create_locked(nook *n, const char *name, const sb_spec *spec, unsigned flags, nook_error *err) {
         return sb_create_locked(n, name, spec, flags, NULL, err);
@@ -515,11 +532,17 @@ int sb_create_locked(nook *n, const char *name, const sb_spec *spec, unsigned fl
                 return r;
         if (created)
                 rec.created_at = created;
-        r = existed ? store_sandbox_update(st, &rec, err) : store_sandbox_insert(st, &rec, err);
+        /* The record and the sandbox's own host id range (docs/design/security.md): one write
+         * transaction, not two (each costs a WAL append and the database's write lock). */
+        uid_t ruid = 0;
+        gid_t rgid = 0;
+        r = rec_save_with_ids(n, st, &rec, existed, &ruid, &rgid, err);
         if (r < 0)
                 return r;
-        r = prepare_state(n, name, spec, keep_upper, sdir, wsdir, &rec.image_digest, err);
-        if (r >= 0)
+        _cleanup_close_ int config = -1;
+        r = prepare_state(
+                n, name, spec, keep_upper, sdir, wsdir, ruid, rgid, &rec.image_digest, &config, err);
+        if (r >= 0 && !(flags & NOOK_CREATE_NO_BASELINE))
                 r = baseline_capture(sdir, wsdir, !keep_upper, spec->sticky, err);
         pid_t pid = 0;
         bool spawned = r >= 0;
@@ -528,7 +551,7 @@ int sb_create_locked(nook *n, const char *name, const sb_spec *spec, unsigned fl
                 r = nook_err_errno(err, NOOK_E_IO, "Cannot create the sandbox's lifeline pipe");
         if (r >= 0) {
                 char *values = sb_egress_values_json(spec);
-                r = spawn_supervisor(sdir, life[0], values, &pid, err);
+                r = spawn_supervisor(sdir, config, life[0], values, &pid, err);
                 if (values) {
                         explicit_bzero(values, strlen(values));
                         free(values);
@@ -638,7 +661,9 @@ static int stop_locked(nook *n, sandbox_rec *rec, uint64_t timeout_ms, bool remo
         int fd = -1;
         nook_error e2 = { 0 };
         if (sb_connect(n, rec->name, &fd, &e2) >= 0) {
-                json_t *m = json_pack("{s:s, s:I}", "op", "stop", "timeoutMs", (json_int_t)timeout_ms);
+                /* "remove": the supervisor writes no exit record (the folder goes next) */
+                json_t *m = json_pack("{s:s, s:I, s:b}", "op", "stop", "timeoutMs", (json_int_t)timeout_ms,
+                        "remove", removing);
                 if (m && proto_send(fd, m, NULL, 0) >= 0) {
                         struct pollfd p = { .fd = fd, .events = POLLIN };
                         uint64_t deadline = now_ms() + timeout_ms + 5000;

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "nook.h"
@@ -47,7 +48,7 @@ static json_t *strv_to_json(char **l) {
         return a;
 }
 
-int sup_config_to_file(const sup_config *c, const char *path, nook_error *err) {
+int sup_config_to_fd(const sup_config *c, int *ret_fd, nook_error *err) {
         json_t *o = json_pack("{s:s, s:o, s:s?, s:s?, s:o, s:s?, s:o, s:s?, s:s?, s:s?, s:I, s:I, s:b}",
                 "name", c->name, "lowers", strv_to_json(c->lowers), "upper", c->upper, "work", c->work,
                 "roBinds", strv_to_json(c->ro_binds), "workspace", c->workspace, "env", strv_to_json(c->env),
@@ -76,17 +77,24 @@ int sup_config_to_file(const sup_config *c, const char *path, nook_error *err) {
         json_object_set_new(o, "mounts", ms);
         if (c->egress)
                 json_object_set(o, "egress", c->egress);
-        _cleanup_free_ char *tmp = strprintf("%s.tmp", path);
-        if (!tmp) {
+        /* A memfd, not a file: the config needs no durability, and on the ext4 under NOOK_HOME
+         * every new inode costs (bench/README.md, issue #17). */
+        _cleanup_close_ int fd = memfd_create("nook-config", MFD_CLOEXEC);
+        if (fd < 0) {
                 json_decref(o);
-                return nook_err_oom(err);
+                return nook_err_errno(err, NOOK_E_IO, "Cannot create a memfd for the sandbox config");
         }
-        int r = json_dump_file(o, tmp, JSON_COMPACT);
+        /* one write (json_dumpfd writes each token by itself) */
+        _cleanup_free_ char *text = json_dumps(o, JSON_COMPACT);
         json_decref(o);
+        if (!text)
+                return nook_err_oom(err);
+        int r = fd_write_all(fd, text, strlen(text));
         if (r < 0)
-                return nook_err_errno(err, NOOK_E_IO, "Cannot write '%s'", tmp);
-        if (rename(tmp, path) < 0)
-                return nook_err_errno(err, NOOK_E_IO, "Cannot write '%s'", path);
+                return nook_err_errnum(err, NOOK_E_IO, -r, "Cannot write the sandbox config to its memfd");
+        if (lseek(fd, 0, SEEK_SET) < 0)
+                return nook_err_errno(err, NOOK_E_IO, "Cannot write the sandbox config to its memfd");
+        *ret_fd = TAKE_FD(fd);
         return 0;
 }
 
@@ -125,16 +133,21 @@ static int get_str(json_t *o, const char *key, bool required, char **ret, nook_e
         return *ret ? 0 : nook_err_oom(err);
 }
 
-int sup_config_from_file(const char *path, sup_config *ret, nook_error *err) {
-        json_error_t jerr;
-        json_t *o = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
+int sup_config_from_fd(int fd, sup_config *ret, nook_error *err) {
+        json_error_t jerr = { .text = "" };
+        _cleanup_free_ char *text = NULL;
+        size_t len = 0;
+        /* read whole, then parsed (json_loadfd reads a byte per read(2)) */
+        int r = fd_read_to_end(fd, SUP_CONFIG_MAX, &text, &len, err);
+        if (r < 0)
+                return nook_err_wrap(err, "reading the sandbox config (fd %d)", fd);
+        json_t *o = json_loadb(text ? text : "", len, JSON_REJECT_DUPLICATES, &jerr);
         sup_config c = { 0 };
-        int r;
 
         if (!o || !json_is_object(o)) {
                 json_decref(o);
                 return nook_err_set(
-                        err, NOOK_E_INVALID, "Cannot read the sandbox config '%s': %s", path, jerr.text);
+                        err, NOOK_E_INVALID, "Cannot read the sandbox config (fd %d): %s", fd, jerr.text);
         }
         if ((r = get_str(o, "name", true, &c.name, err)) < 0 ||
                 (r = get_strv(o, "lowers", &c.lowers, err)) < 0 ||

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The supervisor's configuration: everything it needs to create one sandbox, written by libnook
- * as <state>/config.json before the supervisor starts.  It never holds a secret value. */
+ * into a memfd the supervisor reads at its start (--config-fd, never a file: no inode in NOOK_HOME).
+ * It never holds a secret value. */
 #pragma once
 
 #include <stdbool.h>
@@ -54,5 +55,10 @@ typedef struct sup_config {
 } sup_config;
 
 void sup_config_done(sup_config *c);
-int sup_config_to_file(const sup_config *c, const char *path, nook_error *err);
-int sup_config_from_file(const char *path, sup_config *ret, nook_error *err);
+/* *ret_fd: a memfd (close-on-exec) holding c as JSON, at offset 0. */
+int sup_config_to_fd(const sup_config *c, int *ret_fd, nook_error *err);
+/* The largest config the supervisor reads (env, mounts, rules and egress hosts are bounded by
+ * the spec's own limits far below this). */
+#define SUP_CONFIG_MAX ((size_t)32 * 1024 * 1024)
+/* Reads the config from fd (from its current offset to its end). */
+int sup_config_from_fd(int fd, sup_config *ret, nook_error *err);

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* nook-supervisor: started by libnook with exec (never a bare fork in a threaded caller),
- *   nook-supervisor --state DIR --ready-fd N [--lifeline-fd M] [--secrets-fd S]
+ *   nook-supervisor --state DIR --config-fd C --ready-fd N [--lifeline-fd M] [--secrets-fd S]
  * in its own session (POSIX_SPAWN_SETSID).  It does not fork again to detach: it stays the
  * starting process's child, which reaps it once it is gone (libnook keeps a list), or is
  * re-parented when that process exits first (a CLI call).  The daemonizing fork cost ~2.5 ms
@@ -35,7 +35,7 @@ static int parse_fd(const char *s) {
 
 static int usage(void) {
         fprintf(stderr,
-                "usage: nook-supervisor --state DIR --ready-fd N [--lifeline-fd M] [--secrets-fd S]\n"
+                "usage: nook-supervisor --state DIR --config-fd C --ready-fd N [--lifeline-fd M] [--secrets-fd S]\n"
                 "Started by nook; not meant to be run by hand.\n");
         return 2;
 }
@@ -59,12 +59,14 @@ static void redirect_stdio(const char *state_dir) {
 
 int main(int argc, char **argv) {
         const char *state_dir = NULL;
-        int ready_fd = -1, lifeline_fd = -1, secrets_fd = -1;
+        int ready_fd = -1, lifeline_fd = -1, secrets_fd = -1, config_fd = -1;
         nook_error err = { 0 };
 
         for (int i = 1; i + 1 < argc; i += 2) {
                 if (streq(argv[i], "--state"))
                         state_dir = argv[i + 1];
+                else if (streq(argv[i], "--config-fd"))
+                        config_fd = parse_fd(argv[i + 1]);
                 else if (streq(argv[i], "--ready-fd"))
                         ready_fd = parse_fd(argv[i + 1]);
                 else if (streq(argv[i], "--lifeline-fd")) {
@@ -80,9 +82,14 @@ int main(int argc, char **argv) {
         }
         if (!state_dir || state_dir[0] != '/' || ready_fd < 3 || fcntl(ready_fd, F_GETFD) < 0)
                 return usage();
+        /* the config (a memfd libnook wrote: supervisor/config.h) */
+        if (config_fd < 3 || config_fd == ready_fd || fcntl(config_fd, F_GETFD) < 0)
+                return usage();
+        (void)fd_set_cloexec(config_fd, true);
         (void)fd_set_cloexec(ready_fd, true);
         if (lifeline_fd >= 0 &&
-                (lifeline_fd < 3 || lifeline_fd == ready_fd || fcntl(lifeline_fd, F_GETFD) < 0))
+                (lifeline_fd < 3 || lifeline_fd == ready_fd || lifeline_fd == config_fd ||
+                        fcntl(lifeline_fd, F_GETFD) < 0))
                 return usage();
         if (lifeline_fd >= 0)
                 (void)fd_set_cloexec(lifeline_fd, true);
@@ -97,13 +104,14 @@ int main(int argc, char **argv) {
                 safe_close(secrets_fd);
         }
         redirect_stdio(state_dir);
-        int keep[] = { ready_fd, lifeline_fd };
-        (void)fd_close_all_except(3, keep, lifeline_fd >= 0 ? 2 : 1);
+        int keep[] = { ready_fd, config_fd, lifeline_fd };
+        (void)fd_close_all_except(3, keep, lifeline_fd >= 0 ? 3 : 2);
         (void)prctl(PR_SET_NAME, "nook-supervisor");
 
         sup_config cfg = { 0 };
-        _cleanup_free_ char *cfg_path = strprintf("%s/config.json", state_dir);
-        if (!cfg_path || sup_config_from_file(cfg_path, &cfg, &err) < 0) {
+        int cr = sup_config_from_fd(config_fd, &cfg, &err);
+        config_fd = safe_close(config_fd);
+        if (cr < 0) {
                 fprintf(stderr, "nook-supervisor: %s\n", err.msg);
                 /* the reason goes to the caller: a config it wrote that we refuse is its bug */
                 _cleanup_free_ char *msg = strprintf("Cannot read the sandbox config: %s", err.msg);

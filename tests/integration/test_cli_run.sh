@@ -8,7 +8,7 @@
 
 require_bin "$NOOK" "$NOOK_SUPERVISOR"
 command -v jq >/dev/null || plan skip_all "jq is needed to read nook's JSON"
-plan 57
+plan 64
 
 field() { "$NOOK" inspect "$1" 2>/dev/null | jq -r "$2 // empty" 2>/dev/null; }
 names() { "$NOOK" ls --json 2>/dev/null | jq -r '.[].name' 2>/dev/null | sort | tr '\n' ' '; }
@@ -124,11 +124,29 @@ check "run --rm removed its sandbox" test -z "$(field rm1 .name)" -a ! -e "$NOOK
 run_nook run --keep --name keep1 -- echo kept
 is "$status:$out" "0:kept" "run --keep runs the command"
 is "$(field keep1 .state)" "stopped" "run --keep leaves the sandbox stopped"
+run_nook diff keep1
+is "$status" 0 "run --keep takes baselines: diff works on its sandbox"
 expect_fail 2 "--rm with --keep" run --rm --keep -- true
 expect_fail 2 "--rm with -d" run --rm -d -- true
 expect_fail 1 "run -t without a terminal" run -t -- true
 is "$(names)" "ex keep1 " "refused runs created nothing"
 run_nook rm keep1
+# a run's sandbox (no --keep, no -d) takes no baselines, and is still listed and reachable
+"$NOOK" run --name nb -- sleep 302 >/dev/null 2>&1 &
+client=$!
+wait_for 10 test -S "$NOOK_HOME/sandboxes/nb/ctl.sock"
+check "run takes no baseline manifests" \
+        test -d "$NOOK_HOME/sandboxes/nb" -a ! -e "$NOOK_HOME/sandboxes/nb/baseline.manifest" \
+        -a ! -e "$NOOK_HOME/sandboxes/nb/baseline-root.manifest"
+expect_fail 1 "diff of a run's sandbox" diff nb
+like "$err" "no baseline.*'nook run --keep'" "the error says why and how to have one"
+run_nook ls
+like "$out" $'(^|\n)nb +running' "nook ls lists the running run sandbox"
+run_nook exec nb -- true
+is "$status" 0 "nook exec reaches it"
+kill -TERM "$client"
+wait "$client" 2>/dev/null
+check "the run ends on SIGTERM and removes its sandbox" test ! -e "$NOOK_HOME/sandboxes/nb" -a ! -e "$NOOK_HOME/workspaces/nb"
 run_nook run -d --name det1 -- sh -c 'echo from-run-d; sleep 1'
 is "$status:$out" "0:det1" "run -d prints the sandbox's name and returns"
 is "$(field det1 .state)" "running" "the sandbox runs detached"

@@ -8,7 +8,7 @@
 . "$(dirname "$0")/lib.sh"
 
 require_bin "$NOOK" "$NOOK_PROBE"
-plan 121
+plan 124
 
 # Capability masks (linux/capability.h bit numbers):
 #   default    CHOWN 0 DAC_OVERRIDE 1 FOWNER 3 FSETID 4 KILL 5 SETGID 6 SETUID 7 SETPCAP 8
@@ -111,12 +111,17 @@ for prof in default restricted; do
 done
 
 # The supervisor parses the profile once, when it reads its config, and refuses one it does not
-# know there (init uses the parsed value).  A supervisor wrapper rewrites the config libnook wrote.
+# know there (init uses the parsed value).  A supervisor wrapper rewrites the config libnook wrote
+# (a memfd at fd 6: nook-supervisor --state DIR --config-fd 6 ...).
 fake=$(mktemp /var/tmp/nook-fake-sup.XXXXXX)
 cat >"$fake" <<SH
 #!/bin/sh
-# nook-supervisor --state DIR ...: the real one, over a config naming a profile nobody knows
-jq -c '.profile = "bogus"' "\$2/config.json" >"\$2/config.json.new" && mv "\$2/config.json.new" "\$2/config.json"
+# the real supervisor, over a config naming a profile nobody knows
+[ "\$3" = --config-fd ] && [ "\$4" = 6 ] || exit 99
+t=\$(mktemp /var/tmp/nook-fake-cfg.XXXXXX) || exit 98
+jq -c '.profile = "bogus"' <&6 >"\$t" || exit 97
+exec 6<"\$t"
+rm -f "\$t"
 exec "$NOOK_SUPERVISOR" "\$@"
 SH
 chmod 0755 "$fake"
@@ -124,4 +129,16 @@ NOOK_SUPERVISOR=$fake run_nook create badprof
 isnt "$status" 0 "a config with an unknown security profile fails the create"
 like "$err" "unknown security profile 'bogus'" "the create's error names the unknown profile"
 is "$(ls -A "$NOOK_HOME/sandboxes" 2>/dev/null)" "" "the refused create leaves no state"
+# a config that is not JSON at all (hostile or truncated): refused, named, nothing left
+cat >"$fake" <<SH
+#!/bin/sh
+[ "\$3" = --config-fd ] && [ "\$4" = 6 ] || exit 99
+exec 6</dev/null
+exec "$NOOK_SUPERVISOR" "\$@"
+SH
+NOOK_SUPERVISOR=$fake run_nook create badcfg
+isnt "$status" 0 "an empty (not JSON) config fails the create"
+like "$err" "Cannot read the sandbox config \\(fd 6\\)" "the create's error says the config could not be read"
+is "$(ls -A "$NOOK_HOME/sandboxes" 2>/dev/null)/$(ls -A "$NOOK_HOME/workspaces" 2>/dev/null)" "/" \
+        "the refused create leaves no state folder and no workspace"
 rm -f "$fake"

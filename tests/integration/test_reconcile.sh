@@ -9,7 +9,7 @@
 
 require_bin "$NOOK" "$NOOK_PROBE"
 command -v sqlite3 >/dev/null || bail_out "missing sqlite3 (scripts/deps.sh installs it)"
-plan 21
+plan 28
 
 sql() { sqlite3 "$NOOK_HOME/nook.db" "$@"; }
 field() { "$NOOK" inspect "$1" 2>/dev/null | python3 -c "import json,sys; print(json.load(sys.stdin).get('$2'))"; }
@@ -94,11 +94,43 @@ mkdir -p "$NOOK_HOME/images/tmp/import-dead2"
 run_nook image prune
 is "$(entries "$NOOK_HOME/snapshots/.tmp" "$NOOK_HOME/images/tmp")" "" "image prune sweeps them once the owner is gone"
 
+# --- a stop for removal (rm, the end of run) writes no exit record; a killed rm reconciles ------
+# What rm's client sends, then dies before deleting anything: the record reconciles as stopped
+# (supervisor_died, there being no exit record), and rm removes it.
+run_nook create rmx
+pid=$(sup_of rmx)
+check "the sandbox to remove runs (supervisor $pid)" test -n "$pid"
+python3 - "$NOOK_HOME/sandboxes/rmx/ctl.sock" <<'PY'
+import json, socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+s.settimeout(30)
+s.connect(sys.argv[1])
+s.send(b'{"op":"stop","timeoutMs":0,"remove":true}')
+while True:
+    m = s.recv(262144)
+    if not m or json.loads(m).get("op") == "stopped":
+        break
+PY
+gone "$pid"
+state=$(sed -n 's/.*) \(.\).*/\1/p' "/proc/$pid/stat" 2>/dev/null)
+check "the supervisor is gone (a zombie at most), its state folder still there" \
+        test -d "$NOOK_HOME/sandboxes/rmx" -a "${state:-Z}" = Z
+check "a stop for removal leaves no exit record" test ! -e "$NOOK_HOME/sandboxes/rmx/exit.json"
+is "$(field rmx state)/$(field rmx stopReason)" "stopped/supervisor_died" "ls reconciles the half-removed sandbox: stopped"
+run_nook rm rmx
+is "$status/$(entries "$NOOK_HOME/sandboxes" "$NOOK_HOME/workspaces" | grep -c rmx)" "0/0" "and rm removes it"
+# a plain stop still writes it
+run_nook create rmy
+run_nook stop rmy
+check "a plain stop writes the exit record" test -s "$NOOK_HOME/sandboxes/rmy/exit.json"
+is "$(field rmy stopReason)" "user" "whose reason the record shows"
+run_nook rm rmy
+
 # --- a create whose supervisor died in setup keeps its log -------------------------------------
 fake=$(mktemp /var/tmp/nook-fake-sup.XXXXXX)
 cat >"$fake" <<'SH'
 #!/bin/sh
-# nook-supervisor --state DIR --ready-fd 3: dies in setup after writing its log
+# nook-supervisor --state DIR --config-fd 6 --ready-fd 3: dies in setup after writing its log
 echo "fake supervisor: setup failed on purpose" >>"$2/supervisor.log"
 exit 1
 SH

@@ -7,7 +7,7 @@
 
 require_bin "$NOOK" "$NOOK_SUPERVISOR"
 command -v jq >/dev/null || plan skip_all "jq is needed to read nook's JSON"
-plan 67
+plan 70
 
 # field NAME FILTER: a value from `nook inspect NAME` ('' on error).
 field() { "$NOOK" inspect "$1" 2>/dev/null | jq -r "$2 // empty" 2>/dev/null; }
@@ -47,6 +47,13 @@ sup=$(field life .supervisorPid)
 check "the supervisor pid is a live process" alive "${sup:-0}"
 # DESIGN says mode 0600; what matters is that only the owner may connect (no group/other bits).
 like "$(stat -c %F:%a "$NOOK_HOME/sandboxes/life/ctl.sock" 2>/dev/null)" "^socket:[67]00$" "the control socket exists, owner-only"
+# The supervisor reads its config from a memfd (--config-fd) and closes it: no config.json in
+# the state folder, no descriptor of it left open.
+check "no config.json in the state folder (the config goes over a memfd)" \
+        test ! -e "$NOOK_HOME/sandboxes/life/config.json"
+supfds=$(ls -l "/proc/${sup:-0}/fd" 2>/dev/null)
+like "$supfds" "ctl.sock|socket:" "the supervisor's descriptors are readable"
+unlike "$supfds" "memfd:nook-config" "the supervisor closed the config's memfd after reading it"
 
 run_nook ls
 like "$out" $'(^|\n)life +running +ephemeral' "ls lists life as running, ephemeral"

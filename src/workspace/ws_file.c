@@ -55,13 +55,17 @@ static void ws_tmp_init(void) {
         (void)pthread_atfork(NULL, NULL, ws_tmp_pid_refresh);
 }
 
+static int ws_root_itself(const char *path, nook_error *err) {
+        return nook_err_set(err, NOOK_E_INVALID, "'%s' is the workspace root itself", path);
+}
+
 static int ws_normalize_nonroot(const char *path, char **ret_rel, nook_error *err) {
         _cleanup_free_ char *rel = NULL;
         int r = ws_path_normalize(path, &rel, err);
         if (r < 0)
                 return r;
         if (!rel[0])
-                return nook_err_set(err, NOOK_E_INVALID, "'%s' is the workspace root itself", path);
+                return ws_root_itself(path, err);
         *ret_rel = TAKE_PTR(rel);
         return 0;
 }
@@ -71,6 +75,13 @@ static int ws_chown_fd(const ws *w, int fd) {
                 return 0;
         /* AT_EMPTY_PATH works on O_PATH fds too (fchown does not). */
         return fchownat(fd, "", w->owner_uid, w->owner_gid, AT_EMPTY_PATH) < 0 ? -errno : 0;
+}
+
+/* The same for a file we opened for writing: fchown takes no path, not even an empty one. */
+static int ws_chown_file(const ws *w, int fd) {
+        if (!w->chown)
+                return 0;
+        return fchown(fd, w->owner_uid, w->owner_gid) < 0 ? -errno : 0;
 }
 
 /* mkdir -p of rel (normalised, not "") beneath the root; returns an O_PATH fd on the last
@@ -166,7 +177,7 @@ static int ws_tmp_unnamed(ws *w, int dfd, mode_t mode) {
         if (!ws_tmp_proc)
                 return -1;
         int fd = openat(dfd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, mode);
-        if (fd >= 0 && ws_chown_fd(w, fd) < 0)
+        if (fd >= 0 && ws_chown_file(w, fd) < 0)
                 fd = safe_close(fd);
         return fd;
 }
@@ -214,7 +225,7 @@ static int ws_tmp_create(
                 if (fd < 0)
                         return nook_err_errno(
                                 err, NOOK_E_IO, "Cannot create a temporary file in the workspace");
-                int r = ws_chown_fd(w, fd);
+                int r = ws_chown_file(w, fd);
                 if (r < 0) {
                         safe_close(fd);
                         (void)unlinkat(dfd, ret_name, 0);
@@ -268,14 +279,15 @@ static int ws_tmp_place(const ws *w, int fd, int dfd, const char *base, char *tm
  * link; nothing is ever written through it. */
 static int ws_write_common(
         ws *w, const char *path, const void *data, size_t len, int src_fd, mode_t mode, nook_error *err) {
-        _cleanup_free_ char *rel = NULL;
         _cleanup_(ws_parent_dir_done) ws_parent_dir d = WS_PARENT_DIR_NULL;
-        char tmp[64];
+        char rel[PATH_MAX], tmp[64];
         int tfd = -1, r;
 
-        r = ws_normalize_nonroot(path, &rel, err);
+        r = ws_path_normalize_buf(path, rel, err);
         if (r < 0)
                 return r;
+        if (!rel[0])
+                return ws_root_itself(path, err);
         r = ws_parent(w, rel, path, /* create= */ true, &d, err);
         if (r < 0)
                 return r;
@@ -327,8 +339,8 @@ static const char *ws_special_kind(mode_t m) {
  * blocking the open (fifo(7)); O_NOCTTY keeps a tty from becoming ours.  Anything but a regular
  * file is refused after fstat, before a single byte is read. */
 static int ws_open_regular(ws *w, const char *path, int *ret_fd, struct stat *ret_st, nook_error *err) {
-        _cleanup_free_ char *rel = NULL;
-        int r = ws_path_normalize(path, &rel, err);
+        char rel[PATH_MAX];
+        int r = ws_path_normalize_buf(path, rel, err);
         if (r < 0)
                 return r;
         _cleanup_close_ int fd = ws_openat_beneath(w, rel, O_RDONLY | O_NONBLOCK | O_NOCTTY);

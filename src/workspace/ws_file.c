@@ -35,6 +35,7 @@
 #define WS_READ_MAX_DEFAULT ((size_t)1 << 30)
 #define WS_TMP_PREFIX ".nook-tmp-"
 #define WS_TMP_ATTEMPTS 64
+#define WS_COPY_CHUNK ((size_t)128 * 1024)
 
 /* Temp names are "<prefix><pid>-<counter>": the pid keeps processes apart, the atomic counter
  * threads, and O_EXCL plus a retry covers a pid reused after a crash left a temp file behind.
@@ -239,11 +240,11 @@ static int ws_tmp_create(
 }
 
 static int ws_copy_fd(int out, int in) {
-        _cleanup_free_ char *buf = malloc(128 * 1024);
+        _cleanup_free_ char *buf = malloc(WS_COPY_CHUNK);
         if (!buf)
                 return -ENOMEM;
         for (;;) {
-                ssize_t n = read(in, buf, 128 * 1024);
+                ssize_t n = read(in, buf, WS_COPY_CHUNK);
                 if (n < 0 && errno == EINTR)
                         continue;
                 if (n < 0)

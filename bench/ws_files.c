@@ -4,6 +4,8 @@
  *
  *   plain: open(O_CREAT|O_TRUNC) + write + close; open + read to EOF + close
  *   ws:    ws_write (resolve the parent beneath the root, O_TMPFILE, linkat); ws_read
+ *   api:   nook_ws_write / nook_ws_read, the public calls the CLI and the Node binding make (a
+ *          write also takes the sandbox name's lock shared), in a NOOK_HOME of its own
  *
  * Each round writes into fresh, empty directories (the "src" subdirectory exists, as it would in
  * a project), then reads the same files back.  The sides alternate file by file, and which one

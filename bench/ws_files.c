@@ -4,6 +4,8 @@
  *
  *   plain: open(O_CREAT|O_TRUNC) + write + close; open + read to EOF + close
  *   ws:    ws_write (resolve the parent beneath the root, O_TMPFILE, linkat); ws_read
+ *   api:   nook_ws_write / nook_ws_read, the public calls the CLI and the Node binding make (a
+ *          write also takes the sandbox name's lock shared), in a NOOK_HOME of its own
  *
  * Each round writes into fresh, empty directories (the "src" subdirectory exists, as it would in
  * a project), then reads the same files back.  The sides alternate file by file, and which one
@@ -44,15 +46,17 @@ static void die(const char *what) {
         exit(1);
 }
 
+/* Empties dir/src (every file of a round lives there); dir itself stays, so a workspace handle
+ * opened on it stays valid. */
 static void fresh_dir(const char *dir) {
         nook_error err = {};
         char sub[PATH_MAX];
 
-        if (path_rm_rf(dir, &err) < 0) {
+        snprintf(sub, sizeof(sub), "%s/src", dir);
+        if (path_rm_rf(sub, &err) < 0) {
                 fprintf(stderr, "bench-ws-files: %s\n", err.msg);
                 exit(1);
         }
-        snprintf(sub, sizeof(sub), "%s/src", dir);
         if (path_mkdir_p(sub, 0755, &err) < 0) {
                 fprintf(stderr, "bench-ws-files: %s\n", err.msg);
                 exit(1);
@@ -90,19 +94,29 @@ static double plain_read_one(const char *dir, int i) {
         return now_us() - t0;
 }
 
-static double ws_write_one(ws *w, int i) {
+/* The workspace side: the internal call (ws, what the sandbox layer uses), or the public one
+ * (api: nook_ws_write/nook_ws_read, which the CLI and the Node binding call; a write there also
+ * takes the sandbox name's lock shared, against a concurrent `nook rm`). */
+typedef struct ws_side {
+        ws *w;
+        nook_ws *api;
+} ws_side;
+
+static double ws_write_one(const ws_side *w, int i) {
         nook_error err = {};
         char p[64];
         snprintf(p, sizeof(p), "/workspace/src/f%03d.txt", i);
         double t0 = now_us();
-        if (ws_write(w, p, payload, FILE_SIZE, 0644, &err) < 0) {
+        int r = w->api ? nook_ws_write(w->api, p, payload, FILE_SIZE, &err)
+                       : ws_write(w->w, p, payload, FILE_SIZE, 0644, &err);
+        if (r < 0) {
                 fprintf(stderr, "bench-ws-files: %s\n", err.msg);
                 exit(1);
         }
         return now_us() - t0;
 }
 
-static double ws_read_one(ws *w, int i) {
+static double ws_read_one(const ws_side *w, int i) {
         nook_error err = {};
         char p[64];
         void *data;
@@ -110,7 +124,9 @@ static double ws_read_one(ws *w, int i) {
 
         snprintf(p, sizeof(p), "/workspace/src/f%03d.txt", i);
         double t0 = now_us();
-        if (ws_read(w, p, 0, &data, &len, &err) < 0 || len != FILE_SIZE) {
+        int r = w->api ? nook_ws_read(w->api, p, 0, &data, &len, &err)
+                       : ws_read(w->w, p, 0, &data, &len, &err);
+        if (r < 0 || len != FILE_SIZE) {
                 fprintf(stderr, "bench-ws-files: %s\n", err.msg);
                 exit(1);
         }
@@ -132,40 +148,50 @@ typedef struct sample {
         double pw, pr, ww, wr;
 } sample;
 
+/* The setup of one side for a run: a directory and how the workspace side reaches it. */
+typedef struct ws_setup {
+        const char *label;
+        uid_t uid;
+        gid_t gid;
+        nook_ws *api; /* NULL: ws_open on ws_dir each round */
+} ws_setup;
+
 static void round_once(
-        const char *plain_dir, const char *ws_dir, uid_t uid, gid_t gid, bool ws_first, sample *s) {
+        const char *plain_dir, const char *ws_dir, const ws_setup *st, bool ws_first, sample *s) {
         nook_error err = {};
+        ws_side side = { .api = st->api };
         ws *w = NULL;
 
         fresh_dir(plain_dir);
         fresh_dir(ws_dir);
-        if (ws_open(ws_dir, false, uid, gid, &w, &err) < 0) {
+        if (!st->api && ws_open(ws_dir, false, st->uid, st->gid, &w, &err) < 0) {
                 fprintf(stderr, "bench-ws-files: %s\n", err.msg);
                 exit(1);
         }
+        side.w = w;
         *s = (sample){};
         for (int i = 0; i < N_FILES; i++) {
                 if ((i + ws_first) % 2) {
-                        s->ww += ws_write_one(w, i);
+                        s->ww += ws_write_one(&side, i);
                         s->pw += plain_write_one(plain_dir, i);
                 } else {
                         s->pw += plain_write_one(plain_dir, i);
-                        s->ww += ws_write_one(w, i);
+                        s->ww += ws_write_one(&side, i);
                 }
         }
         for (int i = 0; i < N_FILES; i++) {
                 if ((i + ws_first) % 2) {
-                        s->wr += ws_read_one(w, i);
+                        s->wr += ws_read_one(&side, i);
                         s->pr += plain_read_one(plain_dir, i);
                 } else {
                         s->pr += plain_read_one(plain_dir, i);
-                        s->wr += ws_read_one(w, i);
+                        s->wr += ws_read_one(&side, i);
                 }
         }
         ws_free(w);
 }
 
-static void run(const char *label, const char *base, int rounds, uid_t uid, gid_t gid) {
+static void run(const ws_setup *st, const char *base, const char *ws_dir_or_null, int rounds) {
         char plain_dir[PATH_MAX], ws_dir[PATH_MAX];
         double *pw = calloc((size_t)rounds, sizeof(double)), *pr = calloc((size_t)rounds, sizeof(double));
         double *ww = calloc((size_t)rounds, sizeof(double)), *wr = calloc((size_t)rounds, sizeof(double));
@@ -173,19 +199,21 @@ static void run(const char *label, const char *base, int rounds, uid_t uid, gid_
                 die("calloc");
 
         snprintf(plain_dir, sizeof(plain_dir), "%s/plain", base);
-        snprintf(ws_dir, sizeof(ws_dir), "%s/ws", base);
+        snprintf(ws_dir, sizeof(ws_dir), "%s", ws_dir_or_null ? ws_dir_or_null : "");
+        if (!ws_dir_or_null)
+                snprintf(ws_dir, sizeof(ws_dir), "%s/ws", base);
         sample warm;
-        round_once(plain_dir, ws_dir, uid, gid, false, &warm); /* warm-up, not counted */
+        round_once(plain_dir, ws_dir, st, false, &warm); /* warm-up, not counted */
         for (int r = 0; r < rounds; r++) {
                 sample s;
-                round_once(plain_dir, ws_dir, uid, gid, r % 2 == 1, &s);
+                round_once(plain_dir, ws_dir, st, r % 2 == 1, &s);
                 pw[r] = s.pw, pr[r] = s.pr, ww[r] = s.ww, wr[r] = s.wr;
         }
         double mpw = median(pw, rounds), mpr = median(pr, rounds);
         double mww = median(ww, rounds), mwr = median(wr, rounds);
         /* after median() sorted them: [0] is the best round, the least disturbed by other load */
         double bw = ww[0] / pw[0], br = wr[0] / pr[0];
-        printf("%s: %d files x %d B, %d rounds, medians\n", label, N_FILES, FILE_SIZE, rounds);
+        printf("%s: %d files x %d B, %d rounds, medians\n", st->label, N_FILES, FILE_SIZE, rounds);
         printf("  write: plain %8.0f us  ws %8.0f us  (%.1f vs %.1f us/file)\n", mpw, mww, mpw / N_FILES,
                 mww / N_FILES);
         printf("  read:  plain %8.0f us  ws %8.0f us  (%.1f vs %.1f us/file)\n", mpr, mwr, mpr / N_FILES,
@@ -197,6 +225,26 @@ static void run(const char *label, const char *base, int rounds, uid_t uid, gid_
         free(pr);
         free(ww);
         free(wr);
+}
+
+/* The public API in a state folder of its own (NOOK_HOME=<base>/home), as `nook ws write`, the
+ * Node binding's writeFile/readFile use it; who owns new files is the handle's choice. */
+static void api_run(const char *base, int rounds) {
+        char home[PATH_MAX];
+        nook_error err = {};
+        nook *n = NULL;
+        nook_ws *h = NULL;
+
+        snprintf(home, sizeof(home), "%s/home", base);
+        if (nook_open(home, &n, &err) < 0 || nook_ws_open(n, "bench", &h, &err) < 0) {
+                fprintf(stderr, "bench-ws-files: %s\n", err.msg);
+                exit(1);
+        }
+        ws_setup api = { "public API (nook_ws_write/nook_ws_read: the CLI, the Node binding)", 0, 0, h };
+        run(&api, base, nook_ws_root(h), rounds);
+        nook_ws_close(h);
+        nook_close(n);
+        (void)path_rm_rf(home, &err);
 }
 
 int main(int argc, char **argv) {
@@ -215,10 +263,15 @@ int main(int argc, char **argv) {
                 snprintf(base, sizeof(base), "%s", argv[2]);
         memset(payload, 'x', sizeof(payload));
 
-        run("rootless (files stay ours)", base, rounds, geteuid(), getegid());
-        if (geteuid() == 0)
+        ws_setup rootless = { "rootless (files stay ours)", geteuid(), getegid(), NULL };
+        run(&rootless, base, NULL, rounds);
+        if (geteuid() == 0) {
                 /* Rootful: each new file is also fchown'ed to the sandbox's root on the host. */
-                run("rootful (fchown to the sandbox root)", base, rounds, ROOTFUL_UID, ROOTFUL_UID);
+                ws_setup rootful = { "rootful (fchown to the sandbox root)", ROOTFUL_UID, ROOTFUL_UID,
+                        NULL };
+                run(&rootful, base, NULL, rounds);
+        }
+        api_run(base, rounds);
 
         char p[PATH_MAX];
         snprintf(p, sizeof(p), "%s/plain", base);

@@ -109,7 +109,12 @@ NOOK_PUBLIC nook_ws *nook_ws_close(nook_ws *w);
 NOOK_PUBLIC const char *nook_ws_root(const nook_ws *w);
 /* Absolute host path of a guest path, under the same rule (or an error). */
 NOOK_PUBLIC int nook_ws_host_path(nook_ws *w, const char *path, char **ret, nook_error *err);
-/* Atomic write (temp file + rename); creates parents; replaces a symlink, never writes through it. */
+/* Atomic for readers, not durable (no fsync): a reader sees the old file or the new one, never
+ * part of one.  A new name is linked to an unnamed O_TMPFILE file once its data is written; an
+ * existing file is replaced by rename (a named temporary where the filesystem has no O_TMPFILE).
+ * Creates parents; replaces a symlink, never writes through it.  Takes the name's lock shared
+ * (against nook_sandbox_remove) for the call; the handle keeps that lock file open from its first
+ * change on (one descriptor). */
 NOOK_PUBLIC int nook_ws_write(nook_ws *w, const char *path, const void *data, size_t len, nook_error *err);
 NOOK_PUBLIC int nook_ws_write_fd(nook_ws *w, const char *path, int fd, nook_error *err);
 /* Reads a regular file (max 0 = 1 GiB); *ret_data is NUL-terminated for convenience. */

@@ -1,5 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The public workspace API: thin wrappers over src/workspace/ws.h.  Every rule lives there. */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
@@ -11,42 +14,118 @@
 #include "util/error.h"
 #include "util/fd.h"
 #include "util/macro.h"
+#include "util/str.h"
 #include "workspace/ws.h"
 
 /* A change to a workspace holds the name's lock shared, so it never interleaves with `nook rm`
  * (which holds it exclusively): a write racing rm lands before it, and goes with the
  * workspace, or finds the workspace gone and fails.  Only a handle opened after rm returned
- * stages a new workspace. */
+ * stages a new workspace.
+ *
+ * The handle keeps the lock file open and counts the changes in flight: the first takes the
+ * lock shared on that one open file, the last releases it, so a change costs one flock each
+ * way and two stats instead of opening, checking and closing the lock file every time (the
+ * Node binding writes files one call each).  flock belongs to the open file, not the thread:
+ * hence the count, under a mutex, instead of each thread locking and unlocking the same file. */
 struct nook_ws {
         ws *w;
-        char *home, *name;
+        char *home, *name, *lock_path;
+        pthread_mutex_t mu;
+        int lock_fd; /* the name's lock file, opened by the first change (a handle only read from
+                      * holds no descriptor for it); locked while holders > 0 */
+        unsigned holders;
+        dev_t lock_dev, root_dev;
+        ino_t lock_ino, root_ino;
 };
 
-/* Takes the shared lock and checks the handle's folder is still the name's workspace. */
-static int ws_guard(nook_ws *h, int *ret_lock, nook_error *err) {
-        _cleanup_close_ int lock = -1;
-        struct stat held, now;
-        int r = sb_lock_home(h->home, h->name, LOCK_SH, &lock, err);
+static bool ws_same_file(const struct stat *st, dev_t dev, ino_t ino) {
+        return st->st_dev == dev && st->st_ino == ino;
+}
+
+static int ws_flock(int fd, int how) {
+        int r;
+        while ((r = flock(fd, how)) < 0 && errno == EINTR)
+                ;
+        return r;
+}
+
+/* Takes the lock shared on the open file when it is still the one the path names (rm deletes
+ * the lock file while holding it: a lock on a deleted file guards nothing), else opens the
+ * current one.  Called with mu held and holders == 0. */
+static int ws_guard_lock(nook_ws *h, nook_error *err) {
+        struct stat now;
+
+        if (h->lock_fd >= 0 && ws_flock(h->lock_fd, LOCK_SH) == 0 &&
+                fstatat(AT_FDCWD, h->lock_path, &now, AT_SYMLINK_NOFOLLOW) == 0 &&
+                ws_same_file(&now, h->lock_dev, h->lock_ino))
+                return 0;
+        h->lock_fd = safe_close(h->lock_fd); /* releases what the flock above may have taken */
+        _cleanup_close_ int fd = -1;
+        int r = sb_lock_home(h->home, h->name, LOCK_SH, &fd, err);
         if (r < 0)
                 return r;
-        if (fstat(ws_root_fd(h->w), &held) < 0 || stat(ws_root(h->w), &now) < 0 ||
-                held.st_ino != now.st_ino || held.st_dev != now.st_dev)
-                return nook_err_set(err, NOOK_E_NOT_FOUND,
-                        "The workspace of '%s' was removed ('nook rm'); open it again to stage a new one",
-                        h->name);
-        *ret_lock = TAKE_FD(lock);
+        if (fstat(fd, &now) < 0)
+                return nook_err_errno(err, NOOK_E_IO, "Cannot stat the lock '%s'", h->lock_path);
+        h->lock_dev = now.st_dev;
+        h->lock_ino = now.st_ino;
+        h->lock_fd = TAKE_FD(fd);
         return 0;
+}
+
+/* Holds the name's lock shared and checks the handle's folder is still the name's workspace. */
+static int ws_guard_enter(nook_ws *h, nook_error *err) {
+        struct stat now;
+        int r = 0;
+
+        (void)pthread_mutex_lock(&h->mu);
+        if (h->holders == 0) {
+                r = ws_guard_lock(h, err);
+                /* The root's fd pins its inode: a folder made at the path since has another. */
+                if (r >= 0 &&
+                        (stat(ws_root(h->w), &now) < 0 || !ws_same_file(&now, h->root_dev, h->root_ino))) {
+                        (void)ws_flock(h->lock_fd, LOCK_UN);
+                        r = nook_err_set(err, NOOK_E_NOT_FOUND,
+                                "The workspace of '%s' was removed ('nook rm'); open it again to stage a new one",
+                                h->name);
+                }
+        }
+        if (r >= 0)
+                h->holders++;
+        (void)pthread_mutex_unlock(&h->mu);
+        return r;
+}
+
+static void ws_guard_leave(nook_ws *h) {
+        (void)pthread_mutex_lock(&h->mu);
+        if (--h->holders == 0)
+                (void)ws_flock(h->lock_fd, LOCK_UN);
+        (void)pthread_mutex_unlock(&h->mu);
 }
 
 int nook_ws_dir(nook *n, const char *name, char **ret_path, nook_error *err) {
         return ctx_ws_dir(n, name, ret_path, err);
 }
 
+nook_ws *nook_ws_close(nook_ws *w) {
+        if (!w)
+                return NULL;
+        ws_free(w->w);
+        safe_close(w->lock_fd);
+        (void)pthread_mutex_destroy(&w->mu);
+        free(w->home);
+        free(w->name);
+        free(w->lock_path);
+        free(w);
+        return NULL;
+}
+
+DEFINE_TRIVIAL_CLEANUP_FUNC(nook_ws *, nook_ws_close);
+
 int nook_ws_open(nook *n, const char *name, nook_ws **ret, nook_error *err) {
         _cleanup_free_ char *dir = NULL;
         _cleanup_(ws_freep) ws *w = NULL;
-
         _cleanup_close_ int lock = -1;
+        struct stat rst;
 
         int r = ctx_ws_dir(n, name, &dir, err);
         if (r < 0)
@@ -57,30 +136,24 @@ int nook_ws_open(nook *n, const char *name, nook_ws **ret, nook_error *err) {
         r = ws_open(dir, /* create= */ true, n->ws_uid, n->ws_gid, &w, err);
         if (r < 0)
                 return nook_err_wrap(err, "opening the workspace of '%s'", name);
-        nook_ws *h = calloc(1, sizeof(*h));
+        if (fstat(ws_root_fd(w), &rst) < 0)
+                return nook_err_errno(err, NOOK_E_IO, "Cannot stat the workspace of '%s'", name);
+
+        _cleanup_(nook_ws_closep) nook_ws *h = calloc(1, sizeof(*h));
         if (!h)
                 return nook_err_oom(err);
+        h->lock_fd = -1;
+        (void)pthread_mutex_init(&h->mu, NULL);
         h->home = strdup(n->home);
         h->name = strdup(name);
-        if (!h->home || !h->name) {
-                free(h->home);
-                free(h->name);
-                free(h);
+        h->lock_path = strprintf("%s/locks/%s.lock", n->home, name);
+        if (!h->home || !h->name || !h->lock_path)
                 return nook_err_oom(err);
-        }
+        h->root_dev = rst.st_dev;
+        h->root_ino = rst.st_ino;
         h->w = TAKE_PTR(w);
-        *ret = h;
+        *ret = TAKE_PTR(h);
         return 0;
-}
-
-nook_ws *nook_ws_close(nook_ws *w) {
-        if (!w)
-                return NULL;
-        ws_free(w->w);
-        free(w->home);
-        free(w->name);
-        free(w);
-        return NULL;
 }
 
 const char *nook_ws_root(const nook_ws *w) {
@@ -92,9 +165,12 @@ int nook_ws_host_path(nook_ws *w, const char *path, char **ret, nook_error *err)
 }
 
 int nook_ws_write(nook_ws *w, const char *path, const void *data, size_t len, nook_error *err) {
-        _cleanup_close_ int lock = -1;
-        int r = ws_guard(w, &lock, err);
-        return r < 0 ? r : ws_write(w->w, path, data, len, 0644, err);
+        int r = ws_guard_enter(w, err);
+        if (r < 0)
+                return r;
+        r = ws_write(w->w, path, data, len, 0644, err);
+        ws_guard_leave(w);
+        return r;
 }
 
 int nook_ws_write_fd(nook_ws *w, const char *path, int fd, nook_error *err) {
@@ -102,9 +178,12 @@ int nook_ws_write_fd(nook_ws *w, const char *path, int fd, nook_error *err) {
          * setgid and sticky never cross into a workspace. */
         struct stat st;
         mode_t mode = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? (st.st_mode & 0777) : 0644;
-        _cleanup_close_ int lock = -1;
-        int r = ws_guard(w, &lock, err);
-        return r < 0 ? r : ws_write_fd(w->w, path, fd, mode ? mode : 0644, err);
+        int r = ws_guard_enter(w, err);
+        if (r < 0)
+                return r;
+        r = ws_write_fd(w->w, path, fd, mode ? mode : 0644, err);
+        ws_guard_leave(w);
+        return r;
 }
 
 int nook_ws_read(
@@ -125,9 +204,12 @@ int nook_ws_stat(nook_ws *w, const char *path, nook_stat *ret, nook_error *err) 
 }
 
 int nook_ws_mkdir(nook_ws *w, const char *path, nook_error *err) {
-        _cleanup_close_ int lock = -1;
-        int r = ws_guard(w, &lock, err);
-        return r < 0 ? r : ws_mkdir_p(w->w, path, 0755, err);
+        int r = ws_guard_enter(w, err);
+        if (r < 0)
+                return r;
+        r = ws_mkdir_p(w->w, path, 0755, err);
+        ws_guard_leave(w);
+        return r;
 }
 
 int nook_ws_list(nook_ws *w, const char *path, nook_dirent **ret, size_t *ret_n, nook_error *err) {
@@ -139,13 +221,19 @@ void nook_dirents_free(nook_dirent *d, size_t n) {
 }
 
 int nook_ws_remove(nook_ws *w, const char *path, nook_error *err) {
-        _cleanup_close_ int lock = -1;
-        int r = ws_guard(w, &lock, err);
-        return r < 0 ? r : ws_remove(w->w, path, err);
+        int r = ws_guard_enter(w, err);
+        if (r < 0)
+                return r;
+        r = ws_remove(w->w, path, err);
+        ws_guard_leave(w);
+        return r;
 }
 
 int nook_ws_rename(nook_ws *w, const char *from, const char *to, nook_error *err) {
-        _cleanup_close_ int lock = -1;
-        int r = ws_guard(w, &lock, err);
-        return r < 0 ? r : ws_rename(w->w, from, to, err);
+        int r = ws_guard_enter(w, err);
+        if (r < 0)
+                return r;
+        r = ws_rename(w->w, from, to, err);
+        ws_guard_leave(w);
+        return r;
 }

@@ -10,6 +10,7 @@
  * NUL bytes (len-checked APIs), empty and over-long paths: NOOK_E_INVALID. */
 #pragma once
 
+#include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -49,6 +50,8 @@ bool ws_is_root(const ws *w);
 int ws_path_normalize(const char *path, char **ret_rel, nook_error *err);
 /* The same for a byte string with a length: a NUL byte inside is NOOK_E_INVALID. */
 int ws_path_normalize_len(const char *path, size_t len, char **ret_rel, nook_error *err);
+/* The same into the caller's buffer (no allocation: the per-file reads and writes use it). */
+int ws_path_normalize_buf(const char *path, char ret_rel[static PATH_MAX], nook_error *err);
 /* Absolute host path for a guest path, resolved under the rule (the target need not exist,
  * its parent must resolve inside). */
 int ws_host_path(ws *w, const char *path, char **ret, nook_error *err);

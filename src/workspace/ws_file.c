@@ -35,6 +35,7 @@
 #define WS_READ_MAX_DEFAULT ((size_t)1 << 30)
 #define WS_TMP_PREFIX ".nook-tmp-"
 #define WS_TMP_ATTEMPTS 64
+#define WS_COPY_CHUNK ((size_t)128 * 1024)
 
 /* Temp names are "<prefix><pid>-<counter>": the pid keeps processes apart, the atomic counter
  * threads, and O_EXCL plus a retry covers a pid reused after a crash left a temp file behind.
@@ -55,13 +56,17 @@ static void ws_tmp_init(void) {
         (void)pthread_atfork(NULL, NULL, ws_tmp_pid_refresh);
 }
 
+static int ws_root_itself(const char *path, nook_error *err) {
+        return nook_err_set(err, NOOK_E_INVALID, "'%s' is the workspace root itself", path);
+}
+
 static int ws_normalize_nonroot(const char *path, char **ret_rel, nook_error *err) {
         _cleanup_free_ char *rel = NULL;
         int r = ws_path_normalize(path, &rel, err);
         if (r < 0)
                 return r;
         if (!rel[0])
-                return nook_err_set(err, NOOK_E_INVALID, "'%s' is the workspace root itself", path);
+                return ws_root_itself(path, err);
         *ret_rel = TAKE_PTR(rel);
         return 0;
 }
@@ -71,6 +76,13 @@ static int ws_chown_fd(const ws *w, int fd) {
                 return 0;
         /* AT_EMPTY_PATH works on O_PATH fds too (fchown does not). */
         return fchownat(fd, "", w->owner_uid, w->owner_gid, AT_EMPTY_PATH) < 0 ? -errno : 0;
+}
+
+/* The same for a file we opened for writing: fchown takes no path, not even an empty one. */
+static int ws_chown_file(const ws *w, int fd) {
+        if (!w->chown)
+                return 0;
+        return fchown(fd, w->owner_uid, w->owner_gid) < 0 ? -errno : 0;
 }
 
 /* mkdir -p of rel (normalised, not "") beneath the root; returns an O_PATH fd on the last
@@ -166,7 +178,7 @@ static int ws_tmp_unnamed(ws *w, int dfd, mode_t mode) {
         if (!ws_tmp_proc)
                 return -1;
         int fd = openat(dfd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, mode);
-        if (fd >= 0 && ws_chown_fd(w, fd) < 0)
+        if (fd >= 0 && ws_chown_file(w, fd) < 0)
                 fd = safe_close(fd);
         return fd;
 }
@@ -214,7 +226,7 @@ static int ws_tmp_create(
                 if (fd < 0)
                         return nook_err_errno(
                                 err, NOOK_E_IO, "Cannot create a temporary file in the workspace");
-                int r = ws_chown_fd(w, fd);
+                int r = ws_chown_file(w, fd);
                 if (r < 0) {
                         safe_close(fd);
                         (void)unlinkat(dfd, ret_name, 0);
@@ -228,11 +240,11 @@ static int ws_tmp_create(
 }
 
 static int ws_copy_fd(int out, int in) {
-        _cleanup_free_ char *buf = malloc(128 * 1024);
+        _cleanup_free_ char *buf = malloc(WS_COPY_CHUNK);
         if (!buf)
                 return -ENOMEM;
         for (;;) {
-                ssize_t n = read(in, buf, 128 * 1024);
+                ssize_t n = read(in, buf, WS_COPY_CHUNK);
                 if (n < 0 && errno == EINTR)
                         continue;
                 if (n < 0)
@@ -268,14 +280,15 @@ static int ws_tmp_place(const ws *w, int fd, int dfd, const char *base, char *tm
  * link; nothing is ever written through it. */
 static int ws_write_common(
         ws *w, const char *path, const void *data, size_t len, int src_fd, mode_t mode, nook_error *err) {
-        _cleanup_free_ char *rel = NULL;
         _cleanup_(ws_parent_dir_done) ws_parent_dir d = WS_PARENT_DIR_NULL;
-        char tmp[64];
+        char rel[PATH_MAX], tmp[64];
         int tfd = -1, r;
 
-        r = ws_normalize_nonroot(path, &rel, err);
+        r = ws_path_normalize_buf(path, rel, err);
         if (r < 0)
                 return r;
+        if (!rel[0])
+                return ws_root_itself(path, err);
         r = ws_parent(w, rel, path, /* create= */ true, &d, err);
         if (r < 0)
                 return r;
@@ -327,8 +340,8 @@ static const char *ws_special_kind(mode_t m) {
  * blocking the open (fifo(7)); O_NOCTTY keeps a tty from becoming ours.  Anything but a regular
  * file is refused after fstat, before a single byte is read. */
 static int ws_open_regular(ws *w, const char *path, int *ret_fd, struct stat *ret_st, nook_error *err) {
-        _cleanup_free_ char *rel = NULL;
-        int r = ws_path_normalize(path, &rel, err);
+        char rel[PATH_MAX];
+        int r = ws_path_normalize_buf(path, rel, err);
         if (r < 0)
                 return r;
         _cleanup_close_ int fd = ws_openat_beneath(w, rel, O_RDONLY | O_NONBLOCK | O_NOCTTY);

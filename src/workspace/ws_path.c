@@ -82,7 +82,8 @@ static bool has_dotdot(const char *p, size_t len) {
         return false;
 }
 
-int ws_path_normalize_len(const char *path, size_t len, char **ret_rel, nook_error *err) {
+/* The rule into rel, which holds len + 1 bytes (the result is never longer than the input). */
+static int ws_path_normalize_into(const char *path, size_t len, char *rel, nook_error *err) {
         if (!path || len == 0)
                 return nook_err_set(err, NOOK_E_INVALID, "The workspace path is empty");
         if (memchr(path, 0, len))
@@ -93,9 +94,6 @@ int ws_path_normalize_len(const char *path, size_t len, char **ret_rel, nook_err
         if (has_dotdot(path, len))
                 return ws_err_refused(err, path, len);
 
-        _cleanup_free_ char *rel = malloc(len + 1);
-        if (!rel)
-                return nook_err_oom(err);
         /* Rule 1: in the guest "/workspace/x" is "/x" seen from the mount point; only an absolute
          * path's first real segment can be that prefix ("/workspacefoo" and "workspace/x" are
          * ordinary names). */
@@ -129,12 +127,28 @@ int ws_path_normalize_len(const char *path, size_t len, char **ret_rel, nook_err
         /* Rule 3: the result is checked again, not trusted because of how it was built. */
         if (rel[0] == '/' || has_dotdot(rel, o))
                 return ws_err_refused(err, path, len);
+        return 0;
+}
+
+int ws_path_normalize_len(const char *path, size_t len, char **ret_rel, nook_error *err) {
+        _cleanup_free_ char *rel = malloc(len + 1);
+        if (!rel)
+                return nook_err_oom(err);
+        int r = ws_path_normalize_into(path, len, rel, err);
+        if (r < 0)
+                return r;
         *ret_rel = TAKE_PTR(rel);
         return 0;
 }
 
 int ws_path_normalize(const char *path, char **ret_rel, nook_error *err) {
         return ws_path_normalize_len(path, path ? strlen(path) : 0, ret_rel, err);
+}
+
+int ws_path_normalize_buf(const char *path, char ret_rel[static PATH_MAX], nook_error *err) {
+        /* strnlen: a path longer than the buffer is refused without reading all of it. */
+        size_t len = path ? strnlen(path, PATH_MAX) : 0;
+        return ws_path_normalize_into(path, len, ret_rel, err);
 }
 
 /* ---- the fallback walk ------------------------------------------------------------------------ */

@@ -206,6 +206,28 @@ describe("files", () => {
     assert.equal(box.hostPath("/workspace/src/main.txt"), path.join(box.workspaceDir, "src/main.txt"));
   });
 
+  test("200 concurrent writes to one box all land whole", async () => {
+    const names = Array.from({ length: 200 }, (_, i) => `/many/d${i % 10}/f${i}.txt`);
+    const body = (i) => `file ${i}\n`.repeat(50);
+    await Promise.all(names.map((n, i) => box.writeFile(n, body(i))));
+    const back = await Promise.all(names.map((n) => box.readFile(n, "utf8")));
+    back.forEach((text, i) => assert.equal(text, body(i)));
+  });
+
+  test("writes racing remove: each lands or is not_found, nothing is left", async () => {
+    const name = uniqueName("wsrace");
+    const b = await sandboxes.create(name, {});
+    const dir = b.workspaceDir;
+    const writes = Array.from({ length: 200 }, (_, i) =>
+      b.writeFile(`/r/f${i}`, "x").then(() => "ok", (err) => `${err.code}: ${err.message}`));
+    const removed = sandboxes.remove(name);
+    const results = await Promise.all(writes);
+    await removed;
+    for (const r of results) assert.ok(r === "ok" || r.startsWith("not_found:"), r);
+    assert.equal(fs.existsSync(dir), false);
+    await rejectsWith(b.writeFile("/after", "x"), "not_found");
+  });
+
   test("a missing file is not_found", async () => {
     await rejectsWith(box.readFile("/no/such"), "not_found");
   });

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
@@ -865,4 +866,102 @@ Test(workspace, public_api) {
         w = nook_ws_close(w);
         n = nook_close(n);
         free(dir);
+}
+
+/* A workspace handle whose sandbox was removed ('nook rm') changes nothing: every change fails
+ * with NOOK_E_NOT_FOUND and recreates no folder; a handle opened after rm stages a new one.
+ * Between changes the handle holds no lock: rm (exclusive) never waits for an idle handle. */
+Test(workspace, public_api_after_rm) {
+        nook_error err = {};
+        nook *n = NULL;
+        nook_ws *w = NULL, *w2 = NULL;
+        char home[PATH_MAX / 2], wsdir[PATH_MAX], lockp[PATH_MAX];
+
+        snprintf(home, sizeof(home), "%s/home-rm", base);
+        cr_assert_eq(nook_open(home, &n, &err), 0, "%s", err.msg);
+        /* The state database first: a folder of workspaces beside an empty one is refused. */
+        cr_assert_eq(nook_sandbox_remove(n, "none", &err), -NOOK_E_NOT_FOUND, "%s", err.msg);
+        cr_assert_eq(nook_ws_open(n, "gone", &w, &err), 0, "%s", err.msg);
+        snprintf(wsdir, sizeof(wsdir), "%s", nook_ws_root(w));
+        for (int i = 0; i < 3; i++)
+                cr_assert_eq(nook_ws_write(w, "/a/b.txt", "x", 1, &err), 0, "%s", err.msg);
+
+        snprintf(lockp, sizeof(lockp), "%s/locks/gone.lock", home);
+        int lfd = open(lockp, O_RDWR | O_CLOEXEC);
+        cr_assert_geq(lfd, 0, "open %s: %m", lockp);
+        cr_expect_eq(flock(lfd, LOCK_EX | LOCK_NB), 0, "an idle handle holds no lock: %m");
+        close(lfd);
+
+        cr_assert_eq(nook_sandbox_remove(n, "gone", &err), 0, "%s", err.msg);
+        cr_expect_eq(access(wsdir, F_OK), -1, "rm removed the workspace");
+        cr_expect_eq(nook_ws_write(w, "/c.txt", "x", 1, &err), -NOOK_E_NOT_FOUND);
+        cr_expect(strstr(err.msg, "was removed") != NULL, "%s", err.msg);
+        cr_expect_eq(nook_ws_mkdir(w, "/d", &err), -NOOK_E_NOT_FOUND);
+        cr_expect_eq(nook_ws_remove(w, "/a", &err), -NOOK_E_NOT_FOUND);
+        cr_expect_eq(nook_ws_rename(w, "/a", "/e", &err), -NOOK_E_NOT_FOUND);
+        cr_expect_eq(access(wsdir, F_OK), -1, "a change through the old handle recreates nothing");
+
+        cr_assert_eq(nook_ws_open(n, "gone", &w2, &err), 0, "%s", err.msg);
+        cr_expect_eq(nook_ws_write(w2, "/new.txt", "y", 1, &err), 0, "%s", err.msg);
+        cr_expect_eq(nook_ws_write(w, "/c.txt", "x", 1, &err), -NOOK_E_NOT_FOUND,
+                "the old handle stays refused after a new workspace was staged");
+        w2 = nook_ws_close(w2);
+        w = nook_ws_close(w);
+        n = nook_close(n);
+}
+
+/* Writers on one handle from several threads while rm runs: each write lands before rm (and goes
+ * with the workspace) or fails with NOOK_E_NOT_FOUND; rm succeeds; nothing is left. */
+typedef struct rm_race {
+        nook_ws *w;
+        int id, ok, gone, other;
+} rm_race;
+
+static void *rm_race_writer(void *arg) {
+        rm_race *r = arg;
+        nook_error err = {};
+        char p[64];
+        for (int i = 0; i < 200; i++) {
+                snprintf(p, sizeof(p), "/t%d/f%d", r->id, i);
+                int rc = nook_ws_write(r->w, p, "data", 4, &err);
+                if (rc == 0 && r->gone == 0)
+                        r->ok++;
+                else if (rc == -NOOK_E_NOT_FOUND)
+                        r->gone++;
+                else
+                        r->other++; /* a failure other than NOT_FOUND, or a success after one */
+        }
+        return NULL;
+}
+
+Test(workspace, public_api_writers_racing_rm) {
+        nook_error err = {};
+        nook *n = NULL;
+        nook_ws *w = NULL;
+        char home[PATH_MAX / 2], wsdir[PATH_MAX];
+        pthread_t t[4];
+        rm_race r[4];
+
+        snprintf(home, sizeof(home), "%s/home-race", base);
+        cr_assert_eq(nook_open(home, &n, &err), 0, "%s", err.msg);
+        /* The state database first: a folder of workspaces beside an empty one is refused. */
+        cr_assert_eq(nook_sandbox_remove(n, "none", &err), -NOOK_E_NOT_FOUND, "%s", err.msg);
+        cr_assert_eq(nook_ws_open(n, "race", &w, &err), 0, "%s", err.msg);
+        snprintf(wsdir, sizeof(wsdir), "%s", nook_ws_root(w));
+        for (int i = 0; i < 4; i++) {
+                r[i] = (rm_race){ .w = w, .id = i };
+                cr_assert_eq(pthread_create(&t[i], NULL, rm_race_writer, &r[i]), 0);
+        }
+        int rm = nook_sandbox_remove(n, "race", &err);
+        for (int i = 0; i < 4; i++)
+                pthread_join(t[i], NULL);
+        cr_expect_eq(rm, 0, "rm racing writes: %s", err.msg);
+        for (int i = 0; i < 4; i++) {
+                cr_expect_eq(r[i].other, 0, "writer %d: %d writes neither landed nor saw the removal", i,
+                        r[i].other);
+                cr_expect_eq(r[i].ok + r[i].gone, 200);
+        }
+        cr_expect_eq(access(wsdir, F_OK), -1, "nothing is left of the workspace");
+        w = nook_ws_close(w);
+        n = nook_close(n);
 }

@@ -265,8 +265,11 @@ int sup_net_start(sup_net *n, const sup_config *c, pid_t init_pid, const char *s
                 return r;
         STRV_FOREACH (s, c->ports) {
                 net_port port;
-                if ((r = net_port_parse(*s, &port, err)) < 0 ||
-                        (r = slirp_add_hostfwd(&n->slirp, &port, err)) < 0)
+                r = net_port_parse(*s, &port, err);
+                if (r < 0)
+                        return r;
+                r = slirp_add_hostfwd(&n->slirp, &port, err);
+                if (r < 0)
                         return r;
         }
         log_debug("network '%s' up (slirp4netns pid %d)", net_mode_to_string(n->mode), (int)n->slirp.pid);

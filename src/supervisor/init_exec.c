@@ -167,8 +167,8 @@ static bool proc_is_desc(proc_ent *l, size_t n, proc_ent *e, pid_t me) {
 #define KILL_PIDFDS_MAX 256
 
 /* SIGKILLs every process of l that descends from me; returns how many it signalled and the
- * pidfds of those it can wait for.  A pidfd is opened before the signal and the parent checked
- * again after it, so a pid reused since the scan is never signalled. */
+ * pidfds of those it can wait for.  Each pidfd is opened first and the process's parent read
+ * again after the open: a pid reused since the scan is never signalled. */
 static size_t kill_round(proc_ent *l, size_t n, pid_t me, struct pollfd *pfds, size_t *ret_npfds) {
         size_t killed = 0, npfds = 0;
         for (size_t i = 0; i < n; i++) {

@@ -65,6 +65,16 @@ run_nook_ns() {
         NOOK=$NOOK_REAL
 }
 nx() { run_nook_ns exec "$@"; }
+# reaches NAME URL DESC / blocked NAME URL DESC: curl in sandbox NAME gets the world's answer from
+# URL / fails.
+reaches() {
+        nx "$1" -- curl -sS -m 5 "$2"
+        is "$out" world "$3"
+}
+blocked() {
+        nx "$1" -- curl -sS -m 5 -o /dev/null "$2"
+        if [[ $status != 0 ]]; then ok "$3"; else not_ok "$3" "curl $2 succeeded"; fi
+}
 
 net_topology_up() {
         NET_DIR=$(mktemp -d /tmp/nook-net.XXXXXX)

@@ -10,15 +10,6 @@ plan 30
 trap 'net_topology_down; _tap_finish' EXIT
 net_topology_up || bail_out "cannot build the test world"
 
-reaches() {
-        nx "$1" -- curl -sS -m 5 "$2"
-        is "$out" world "$3"
-}
-blocked() {
-        nx "$1" -- curl -sS -m 5 -o /dev/null "$2"
-        if [[ $status != 0 ]]; then ok "$3"; else not_ok "$3" "curl $2 succeeded"; fi
-}
-
 # ---- bad input changes nothing ---------------------------------------------------------------
 run_nook_ns create -p 8080:80 bad1
 is "$status" 1 "ports with the network off: refused"

@@ -11,16 +11,6 @@ plan 24
 trap 'net_topology_down; _tap_finish' EXIT
 net_topology_up || bail_out "cannot build the test world"
 
-# reaches NAME URL DESC / blocked NAME URL DESC
-reaches() {
-        nx "$1" -- curl -sS -m 5 "$2"
-        is "$out" world "$3"
-}
-blocked() {
-        nx "$1" -- curl -sS -m 5 -o /dev/null "$2"
-        if [[ $status != 0 ]]; then ok "$3"; else not_ok "$3" "curl $2 succeeded"; fi
-}
-
 # ---- off -------------------------------------------------------------------------------------
 run_nook_ns create off1
 is "$status" 0 "create with the network off (the default)"

@@ -87,11 +87,14 @@ static pid_t proc_ppid(pid_t pid) {
         if (k <= 0)
                 return -1;
         buf[k] = 0;
-        /* comm may hold spaces and parentheses: fields start after the last ')' */
-        char *p = strrchr(buf, ')');
-        int ppid;
-        char state;
-        if (!p || sscanf(p + 2, "%c %d", &state, &ppid) != 2 || state == 'Z' || state == 'X')
+        /* comm may hold spaces and parentheses: fields start after the last ')', as ") S PPID " */
+        const char *p = strrchr(buf, ')');
+        if (!p || p[1] != ' ' || !p[2] || p[3] != ' ' || p[2] == 'Z' || p[2] == 'X')
+                return -1;
+        char *end;
+        errno = 0;
+        long ppid = strtol(p + 4, &end, 10);
+        if (errno || end == p + 4 || *end != ' ' || ppid < 0 || ppid > INT_MAX)
                 return -1;
         return (pid_t)ppid;
 }

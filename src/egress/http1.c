@@ -27,6 +27,21 @@ static int find_head_end(const char *buf, size_t len, size_t *ret) {
         return len >= HTTP1_HEAD_MAX ? -E2BIG : 0;
 }
 
+/* The head's length and the end of its first line (its "\r"): 1, 0 while the head is not
+ * complete, or -errno. */
+static int find_head(const char *buf, size_t len, size_t *ret_head_len, const char **ret_eol) {
+        size_t head_len = 0;
+        int r = find_head_end(buf, len, &head_len);
+        if (r <= 0)
+                return r;
+        const char *eol = memchr(buf, '\r', head_len);
+        if (!eol || eol[1] != '\n')
+                return -EBADMSG;
+        *ret_head_len = head_len;
+        *ret_eol = eol;
+        return 1;
+}
+
 /* "HTTP/1.x" */
 static int parse_version(const char *p, size_t n, int *ret_minor) {
         if (n != 8 || memcmp(p, "HTTP/1.", 7) != 0 || (p[7] != '0' && p[7] != '1'))
@@ -68,12 +83,10 @@ static int parse_fields(const char *p, const char *end, http1_head *h) {
 
 int http1_parse_request(const char *buf, size_t len, http1_head *h) {
         size_t head_len = 0;
-        int r = find_head_end(buf, len, &head_len);
+        const char *eol = NULL;
+        int r = find_head(buf, len, &head_len, &eol);
         if (r <= 0)
                 return r;
-        const char *eol = memchr(buf, '\r', head_len);
-        if (!eol || eol[1] != '\n')
-                return -EBADMSG;
         const char *sp1 = memchr(buf, ' ', (size_t)(eol - buf));
         if (!sp1 || sp1 == buf)
                 return -EBADMSG;
@@ -102,12 +115,10 @@ int http1_parse_request(const char *buf, size_t len, http1_head *h) {
 
 int http1_parse_response(const char *buf, size_t len, http1_head *h) {
         size_t head_len = 0;
-        int r = find_head_end(buf, len, &head_len);
+        const char *eol = NULL;
+        int r = find_head(buf, len, &head_len, &eol);
         if (r <= 0)
                 return r;
-        const char *eol = memchr(buf, '\r', head_len);
-        if (!eol || eol[1] != '\n')
-                return -EBADMSG;
         size_t n = (size_t)(eol - buf);
         if (n < 12 || buf[8] != ' ' || parse_version(buf, 8, &h->minor) < 0)
                 return -EBADMSG;

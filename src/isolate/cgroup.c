@@ -713,8 +713,11 @@ static int write_u64_or_max(const char *dir, const char *file, int64_t v, const 
 static int apply_v2(iso_cgroup *cg, const iso_cgroup_values *v, nook_error *err) {
         char buf[64];
         int r;
-        if (v->has_memory && (r = write_u64_or_max(cg->path, "memory.max", v->memory, "max", err)) < 0)
-                return r;
+        if (v->has_memory) {
+                r = write_u64_or_max(cg->path, "memory.max", v->memory, "max", err);
+                if (r < 0)
+                        return r;
+        }
         if (v->has_swap && v->swap >= 0 && v->has_memory && v->memory >= 0) {
                 nook_error ignore;
                 (void)write_u64_or_max(cg->path, "memory.swap.max", v->swap - v->memory, "max", &ignore);
@@ -726,24 +729,33 @@ static int apply_v2(iso_cgroup *cg, const iso_cgroup_values *v, nook_error *err)
                 else
                         (void)snprintf(buf, sizeof(buf), "max %llu",
                                 (unsigned long long)(v->cpu_period ? v->cpu_period : CPU_PERIOD_US));
-                if ((r = write_file(cg->path, "cpu.max", buf, err)) < 0)
+                r = write_file(cg->path, "cpu.max", buf, err);
+                if (r < 0)
                         return r;
         }
         if (v->cpu_shares) {
                 /* cgroup v2 weight from v1 shares, the conversion runc and crun use */
                 uint64_t w = 1 + ((v->cpu_shares - 2) * 9999) / 262142;
                 (void)snprintf(buf, sizeof(buf), "%llu", (unsigned long long)w);
-                if ((r = write_file(cg->path, "cpu.weight", buf, err)) < 0)
+                r = write_file(cg->path, "cpu.weight", buf, err);
+                if (r < 0)
                         return r;
         }
-        if (v->has_pids &&
-                (r = write_u64_or_max(cg->path, "pids.max", v->pids > 0 ? v->pids : -1, "max", err)) < 0)
-                return r;
-        if (v->cpuset_cpus && (r = write_file(cg->path, "cpuset.cpus", v->cpuset_cpus, err)) < 0)
-                return r;
-        if (v->has_reservation &&
-                (r = write_u64_or_max(cg->path, "memory.low", v->reservation, "max", err)) < 0)
-                return r;
+        if (v->has_pids) {
+                r = write_u64_or_max(cg->path, "pids.max", v->pids > 0 ? v->pids : -1, "max", err);
+                if (r < 0)
+                        return r;
+        }
+        if (v->cpuset_cpus) {
+                r = write_file(cg->path, "cpuset.cpus", v->cpuset_cpus, err);
+                if (r < 0)
+                        return r;
+        }
+        if (v->has_reservation) {
+                r = write_u64_or_max(cg->path, "memory.low", v->reservation, "max", err);
+                if (r < 0)
+                        return r;
+        }
         return 0;
 }
 
@@ -763,70 +775,110 @@ static int apply_v1_memory_extras(iso_cgroup *cg, const iso_cgroup_values *v, no
         r = need_v1(cg, V1_MEMORY, "memory reservation, swappiness or the OOM killer", err);
         if (r < 0)
                 return r;
-        if (v->has_reservation &&
-                (r = write_u64_or_max(
-                         cg->v1[V1_MEMORY], "memory.soft_limit_in_bytes", v->reservation, "-1", err)) < 0)
-                return r;
-        if (v->has_swappiness) {
-                (void)snprintf(buf, sizeof(buf), "%llu", (unsigned long long)v->swappiness);
-                if ((r = write_file(cg->v1[V1_MEMORY], "memory.swappiness", buf, err)) < 0)
+        if (v->has_reservation) {
+                r = write_u64_or_max(
+                        cg->v1[V1_MEMORY], "memory.soft_limit_in_bytes", v->reservation, "-1", err);
+                if (r < 0)
                         return r;
         }
-        if (v->disable_oom_killer && (r = write_file(cg->v1[V1_MEMORY], "memory.oom_control", "1", err)) < 0)
-                return r;
+        if (v->has_swappiness) {
+                (void)snprintf(buf, sizeof(buf), "%llu", (unsigned long long)v->swappiness);
+                r = write_file(cg->v1[V1_MEMORY], "memory.swappiness", buf, err);
+                if (r < 0)
+                        return r;
+        }
+        if (v->disable_oom_killer) {
+                r = write_file(cg->v1[V1_MEMORY], "memory.oom_control", "1", err);
+                if (r < 0)
+                        return r;
+        }
         return 0;
 }
 
-int iso_cgroup_apply(iso_cgroup *cg, const iso_cgroup_values *v, nook_error *err) {
-        char buf[64];
+/* memory.limit_in_bytes and memory.memsw.limit_in_bytes (v1). */
+static int apply_v1_memory(iso_cgroup *cg, const iso_cgroup_values *v, nook_error *err) {
         nook_error ignore;
         int r;
-        if (cg->v2)
-                return apply_v2(cg, v, err);
-        if ((v->has_memory || v->has_swap) && (r = need_v1(cg, V1_MEMORY, "a memory limit", err)) < 0)
+        if (!v->has_memory && !v->has_swap)
+                return 0;
+        r = need_v1(cg, V1_MEMORY, "a memory limit", err);
+        if (r < 0)
                 return r;
         if (v->has_memory) {
                 /* memsw must stay >= the limit at every step: write it on both sides */
                 if (v->has_swap)
                         (void)write_u64_or_max(
                                 cg->v1[V1_MEMORY], "memory.memsw.limit_in_bytes", v->swap, "-1", &ignore);
-                if ((r = write_u64_or_max(
-                             cg->v1[V1_MEMORY], "memory.limit_in_bytes", v->memory, "-1", err)) < 0)
+                r = write_u64_or_max(cg->v1[V1_MEMORY], "memory.limit_in_bytes", v->memory, "-1", err);
+                if (r < 0)
                         return r;
         }
-        if (v->has_swap &&
-                (r = write_u64_or_max(
-                         cg->v1[V1_MEMORY], "memory.memsw.limit_in_bytes", v->swap, "-1", err)) < 0)
+        if (v->has_swap) {
+                r = write_u64_or_max(cg->v1[V1_MEMORY], "memory.memsw.limit_in_bytes", v->swap, "-1", err);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+/* cpu.cfs_period_us, cpu.cfs_quota_us and cpu.shares (v1). */
+static int apply_v1_cpu(iso_cgroup *cg, const iso_cgroup_values *v, nook_error *err) {
+        char buf[64];
+        int r;
+        if (!v->has_cpu_quota && !v->has_cpu_period && !v->cpu_shares)
+                return 0;
+        r = need_v1(cg, V1_CPU, "a cpu limit", err);
+        if (r < 0)
                 return r;
-        if ((v->has_cpu_quota || v->has_cpu_period || v->cpu_shares) &&
-                (r = need_v1(cg, V1_CPU, "a cpu limit", err)) < 0)
-                return r;
-        if (v->has_cpu_period && v->cpu_period &&
-                (r = write_u64_or_max(
-                         cg->v1[V1_CPU], "cpu.cfs_period_us", (int64_t)v->cpu_period, "-1", err)) < 0)
-                return r;
-        if (v->has_cpu_quota &&
-                (r = write_u64_or_max(cg->v1[V1_CPU], "cpu.cfs_quota_us",
-                         v->cpu_quota > 0 ? v->cpu_quota : -1, "-1", err)) < 0)
-                return r;
+        if (v->has_cpu_period && v->cpu_period) {
+                r = write_u64_or_max(cg->v1[V1_CPU], "cpu.cfs_period_us", (int64_t)v->cpu_period, "-1", err);
+                if (r < 0)
+                        return r;
+        }
+        if (v->has_cpu_quota) {
+                r = write_u64_or_max(
+                        cg->v1[V1_CPU], "cpu.cfs_quota_us", v->cpu_quota > 0 ? v->cpu_quota : -1, "-1", err);
+                if (r < 0)
+                        return r;
+        }
         if (v->cpu_shares) {
                 (void)snprintf(buf, sizeof(buf), "%llu", (unsigned long long)v->cpu_shares);
-                if ((r = write_file(cg->v1[V1_CPU], "cpu.shares", buf, err)) < 0)
+                r = write_file(cg->v1[V1_CPU], "cpu.shares", buf, err);
+                if (r < 0)
                         return r;
         }
+        return 0;
+}
+
+int iso_cgroup_apply(iso_cgroup *cg, const iso_cgroup_values *v, nook_error *err) {
+        int r;
+        if (cg->v2)
+                return apply_v2(cg, v, err);
+        r = apply_v1_memory(cg, v, err);
+        if (r < 0)
+                return r;
+        r = apply_v1_cpu(cg, v, err);
+        if (r < 0)
+                return r;
         r = apply_v1_memory_extras(cg, v, err);
         if (r < 0)
                 return r;
-        if (v->has_pids && (r = need_v1(cg, V1_PIDS, "a pids limit", err)) < 0)
-                return r;
-        if (v->has_pids &&
-                (r = write_u64_or_max(cg->v1[V1_PIDS], "pids.max", v->pids > 0 ? v->pids : -1, "max", err)) <
-                        0)
-                return r;
-        if (v->cpuset_cpus && (r = need_v1(cg, V1_CPUSET, "cpuset.cpus", err)) < 0)
-                return r;
-        if (v->cpuset_cpus && (r = write_file(cg->v1[V1_CPUSET], "cpuset.cpus", v->cpuset_cpus, err)) < 0)
-                return r;
+        if (v->has_pids) {
+                r = need_v1(cg, V1_PIDS, "a pids limit", err);
+                if (r < 0)
+                        return r;
+                r = write_u64_or_max(cg->v1[V1_PIDS], "pids.max", v->pids > 0 ? v->pids : -1, "max", err);
+                if (r < 0)
+                        return r;
+        }
+        if (v->cpuset_cpus) {
+                r = need_v1(cg, V1_CPUSET, "cpuset.cpus", err);
+                if (r < 0)
+                        return r;
+                r = write_file(cg->v1[V1_CPUSET], "cpuset.cpus", v->cpuset_cpus, err);
+                if (r < 0)
+                        return r;
+        }
         return 0;
 }
 

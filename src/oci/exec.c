@@ -266,7 +266,9 @@ int oci_exec(const oci_exec_opts *o, int *ret_status, nook_error *err) {
                 return r;
         if (pipe2(pfd, O_CLOEXEC) < 0)
                 return nook_err_errno(err, NOOK_E_IO, "Cannot create a pipe");
-        pid_t pid = -1;
+        /* killed and reaped on an early return, as runc terminates a process it could not
+         * report (its pid file): the engine would never learn about it */
+        _cleanup_pid_kill_ pid_t pid = -1;
         r = spawn_in_pidns(st, &p, o->preserve_fds, pfd[1], &pid, err);
         if (r < 0) {
                 safe_close(pfd[0]);
@@ -278,17 +280,21 @@ int oci_exec(const oci_exec_opts *o, int *ret_status, nook_error *err) {
         ssize_t n = read(pfd[0], &child_err, sizeof(child_err));
         safe_close(pfd[0]);
         if (n == (ssize_t)sizeof(child_err)) {
-                (void)pid_wait(pid, &status);
+                (void)pid_wait(TAKE_PID(pid), &status);
                 *err = child_err;
                 return -(int)(child_err.code ? child_err.code : NOOK_E_INTERNAL);
         }
-        if (o->pid_file && (r = oci_pid_file_write(o->pid_file, pid, err)) < 0)
-                return r;
+        if (o->pid_file) {
+                r = oci_pid_file_write(o->pid_file, pid, err);
+                if (r < 0)
+                        return r;
+        }
         if (o->detach) {
+                (void)TAKE_PID(pid); /* runs on, the engine's to wait for */
                 *ret_status = 0;
                 return 0;
         }
-        r = pid_wait(pid, &status);
+        r = pid_wait(TAKE_PID(pid), &status);
         if (r < 0)
                 return nook_err_errnum(err, NOOK_E_IO, -r, "Cannot wait for the exec process");
         *ret_status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);

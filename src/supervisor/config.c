@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -133,6 +134,51 @@ static int get_str(json_t *o, const char *key, bool required, char **ret, nook_e
         return *ret ? 0 : nook_err_oom(err);
 }
 
+/* The config's string and string-list fields, read in this order (the first bad one is reported). */
+typedef struct config_field {
+        const char *key;
+        bool is_strv;
+        bool required; /* strings only: a missing list reads as empty */
+        size_t offset; /* of the char * or char ** in sup_config */
+} config_field;
+
+static const config_field config_fields[] = {
+        { "name", false, true, offsetof(sup_config, name) },
+        { "lowers", true, false, offsetof(sup_config, lowers) },
+        { "upper", false, false, offsetof(sup_config, upper) },
+        { "work", false, false, offsetof(sup_config, work) },
+        { "roBinds", true, false, offsetof(sup_config, ro_binds) },
+        { "workspace", false, false, offsetof(sup_config, workspace) },
+        { "env", true, false, offsetof(sup_config, env) },
+        { "workdir", false, false, offsetof(sup_config, workdir) },
+        { "user", false, false, offsetof(sup_config, user) },
+        { "profile", false, false, offsetof(sup_config, profile) },
+        { "network", false, false, offsetof(sup_config, network) },
+        { "netRules", true, false, offsetof(sup_config, net_rules) },
+        { "netDomains", true, false, offsetof(sup_config, net_domains) },
+        { "ports", true, false, offsetof(sup_config, ports) },
+};
+
+static int get_field(json_t *o, const config_field *f, sup_config *c, nook_error *err) {
+        void *slot = (char *)c + f->offset;
+
+        if (f->is_strv)
+                return get_strv(o, f->key, (char ***)slot, err);
+        return get_str(o, f->key, f->required, (char **)slot, err);
+}
+
+static int get_mount(json_t *m, sup_mount *sm, nook_error *err) {
+        int r;
+
+        r = get_str(m, "type", /* required= */ true, &sm->type, err);
+        if (r < 0)
+                return r;
+        r = get_str(m, "source", /* required= */ false, &sm->source, err);
+        if (r < 0)
+                return r;
+        return get_str(m, "target", /* required= */ true, &sm->target, err);
+}
+
 int sup_config_from_fd(int fd, sup_config *ret, nook_error *err) {
         json_error_t jerr = { .text = "" };
         _cleanup_free_ char *text = NULL;
@@ -149,23 +195,13 @@ int sup_config_from_fd(int fd, sup_config *ret, nook_error *err) {
                 return nook_err_set(
                         err, NOOK_E_INVALID, "Cannot read the sandbox config (fd %d): %s", fd, jerr.text);
         }
-        if ((r = get_str(o, "name", true, &c.name, err)) < 0 ||
-                (r = get_strv(o, "lowers", &c.lowers, err)) < 0 ||
-                (r = get_str(o, "upper", false, &c.upper, err)) < 0 ||
-                (r = get_str(o, "work", false, &c.work, err)) < 0 ||
-                (r = get_strv(o, "roBinds", &c.ro_binds, err)) < 0 ||
-                (r = get_str(o, "workspace", false, &c.workspace, err)) < 0 ||
-                (r = get_strv(o, "env", &c.env, err)) < 0 ||
-                (r = get_str(o, "workdir", false, &c.workdir, err)) < 0 ||
-                (r = get_str(o, "user", false, &c.user, err)) < 0 ||
-                (r = get_str(o, "profile", false, &c.profile, err)) < 0 ||
-                (r = get_str(o, "network", false, &c.network, err)) < 0 ||
-                (r = get_strv(o, "netRules", &c.net_rules, err)) < 0 ||
-                (r = get_strv(o, "netDomains", &c.net_domains, err)) < 0 ||
-                (r = get_strv(o, "ports", &c.ports, err)) < 0) {
-                json_decref(o);
-                sup_config_done(&c);
-                return r;
+        for (size_t k = 0; k < ELEMENTSOF(config_fields); k++) {
+                r = get_field(o, &config_fields[k], &c, err);
+                if (r < 0) {
+                        json_decref(o);
+                        sup_config_done(&c);
+                        return r;
+                }
         }
         /* Parsed here, once: the supervisor prepares its seccomp program and init drops
          * capabilities and loads that program with this value. */
@@ -197,9 +233,8 @@ int sup_config_from_fd(int fd, sup_config *ret, nook_error *err) {
                 }
                 json_array_foreach(ms, i, m) {
                         sup_mount *sm = &c.mounts[c.n_mounts++];
-                        if ((r = get_str(m, "type", true, &sm->type, err)) < 0 ||
-                                (r = get_str(m, "source", false, &sm->source, err)) < 0 ||
-                                (r = get_str(m, "target", true, &sm->target, err)) < 0) {
+                        r = get_mount(m, sm, err);
+                        if (r < 0) {
                                 json_decref(o);
                                 sup_config_done(&c);
                                 return r;
@@ -208,7 +243,8 @@ int sup_config_from_fd(int fd, sup_config *ret, nook_error *err) {
                         sm->size_mib = (uint64_t)json_integer_value(json_object_get(m, "sizeMib"));
                 }
         }
-        if ((r = get_str(o, "home", false, &c.home, err)) < 0) {
+        r = get_str(o, "home", false, &c.home, err);
+        if (r < 0) {
                 json_decref(o);
                 sup_config_done(&c);
                 return r;

@@ -10,6 +10,7 @@
 #include <grp.h>
 #include <jansson.h>
 #include <limits.h>
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -63,68 +64,162 @@ static void reap_children(pid_t cmd, int *cmd_status, bool *cmd_done) {
         }
 }
 
-/* Kills every descendant of the calling process.  We are a child subreaper, so orphans are
- * re-parented to us and stay findable; repeat until no descendant is left (a process forking
- * while we scan is caught on the next round). */
-static void kill_descendants(pid_t cmd, int *cmd_status, bool *cmd_done) {
-        for (int round = 0; round < 100; round++) {
-                DIR *d = opendir("/proc");
-                pid_t me = getpid();
-                size_t killed = 0;
-                static pid_t pids[65536], ppids[65536];
-                size_t n = 0;
-                struct dirent *de;
-                if (!d)
-                        return;
-                while ((de = readdir(d)) && n < ELEMENTSOF(pids)) {
-                        char path[64], buf[512];
-                        char *end;
-                        long pid = strtol(de->d_name, &end, 10);
-                        if (*end || pid <= 1)
-                                continue;
-                        (void)snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
-                        int fd = open(path, O_RDONLY | O_CLOEXEC);
-                        if (fd < 0)
-                                continue;
-                        ssize_t k = read(fd, buf, sizeof(buf) - 1);
-                        safe_close(fd);
-                        if (k <= 0)
-                                continue;
-                        buf[k] = 0;
-                        char *p = strrchr(buf, ')');
-                        int ppid;
-                        char state;
-                        if (!p || sscanf(p + 2, "%c %d", &state, &ppid) != 2 || state == 'Z')
-                                continue; /* a zombie is dead already: reaping is enough */
-                        pids[n] = (pid_t)pid;
-                        ppids[n] = (pid_t)ppid;
-                        n++;
-                }
-                closedir(d);
-                /* mark descendants: repeat the parent walk until nothing changes */
-                static bool desc[65536];
-                memset(desc, 0, sizeof(bool) * n);
-                for (bool changed = true; changed;) {
-                        changed = false;
-                        for (size_t i = 0; i < n; i++) {
-                                if (desc[i])
-                                        continue;
-                                bool parent_is_desc = ppids[i] == me;
-                                for (size_t j = 0; j < n && !parent_is_desc; j++)
-                                        parent_is_desc = desc[j] && pids[j] == ppids[i];
-                                if (parent_is_desc) {
-                                        desc[i] = true;
-                                        changed = true;
-                                }
+/* One process of the sandbox as /proc shows it. */
+typedef struct proc_ent {
+        pid_t pid, ppid;
+        int desc; /* -1 unknown, 0 no, 1 a descendant of the helper */
+} proc_ent;
+
+static int proc_ent_cmp(const void *a, const void *b) {
+        pid_t x = ((const proc_ent *)a)->pid, y = ((const proc_ent *)b)->pid;
+        return (x > y) - (x < y);
+}
+
+/* The parent of a live process from /proc/PID/stat; -1 for a zombie (dead already: reaping is
+ * enough) or a process gone. */
+static pid_t proc_ppid(pid_t pid) {
+        char path[64], buf[512];
+        (void)snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return -1;
+        ssize_t k = read(fd, buf, sizeof(buf) - 1);
+        if (k <= 0)
+                return -1;
+        buf[k] = 0;
+        /* comm may hold spaces and parentheses: fields start after the last ')', as ") S PPID " */
+        const char *p = strrchr(buf, ')');
+        if (!p || p[1] != ' ' || !p[2] || p[3] != ' ' || p[2] == 'Z' || p[2] == 'X')
+                return -1;
+        char *end;
+        errno = 0;
+        long ppid = strtol(p + 4, &end, 10);
+        if (errno || end == p + 4 || *end != ' ' || ppid < 0 || ppid > INT_MAX)
+                return -1;
+        return (pid_t)ppid;
+}
+
+/* Every live process of the sandbox but init, sorted by pid (the array grows as needed). */
+static int proc_scan(proc_ent **ret, size_t *ret_n) {
+        DIR *d = opendir("/proc");
+        _cleanup_free_ proc_ent *l = NULL;
+        size_t n = 0, cap = 0;
+        struct dirent *de;
+        if (!d)
+                return -errno;
+        while ((de = readdir(d))) {
+                char *end;
+                long pid = strtol(de->d_name, &end, 10);
+                if (*end || pid <= 1)
+                        continue;
+                pid_t ppid = proc_ppid((pid_t)pid);
+                if (ppid < 0)
+                        continue;
+                if (n == cap) {
+                        size_t ncap = cap ? cap * 2 : 256;
+                        proc_ent *nl = reallocarray(l, ncap, sizeof(*l));
+                        if (!nl) {
+                                closedir(d);
+                                return -ENOMEM;
                         }
+                        l = nl;
+                        cap = ncap;
                 }
-                for (size_t i = 0; i < n; i++)
-                        if (desc[i] && kill(pids[i], SIGKILL) == 0)
-                                killed++;
+                l[n++] = (proc_ent){ .pid = (pid_t)pid, .ppid = ppid, .desc = -1 };
+        }
+        closedir(d);
+        if (n > 0)
+                qsort(l, n, sizeof(*l), proc_ent_cmp);
+        *ret = TAKE_PTR(l);
+        *ret_n = n;
+        return 0;
+}
+
+/* Whether e descends from me: walk up its parents, remembering each answer on the way. */
+static bool proc_is_desc(proc_ent *l, size_t n, proc_ent *e, pid_t me) {
+        proc_ent *path[64];
+        size_t depth = 0;
+        int answer = 0;
+        for (proc_ent *c = e; c; depth++) {
+                if (c->desc >= 0) {
+                        answer = c->desc;
+                        break;
+                }
+                if (c->ppid == me) {
+                        answer = 1;
+                        c->desc = 1;
+                        break;
+                }
+                if (depth == ELEMENTSOF(path)) {
+                        /* deeper than our memo: answer this chain afresh from its tail */
+                        answer = proc_is_desc(l, n, c, me);
+                        break;
+                }
+                path[depth] = c;
+                c->desc = 0; /* until answered: a parent loop (pids reused mid-scan) ends here */
+                proc_ent key = { .pid = c->ppid };
+                c = bsearch(&key, l, n, sizeof(*l), proc_ent_cmp); /* NULL: init, or gone */
+        }
+        for (size_t i = 0; i < depth && i < ELEMENTSOF(path); i++)
+                path[i]->desc = answer;
+        return answer == 1;
+}
+
+/* At most this many pidfds are held per round: a larger tree is signalled by pid beyond it and
+ * waited for on the next round. */
+#define KILL_PIDFDS_MAX 256
+
+/* SIGKILLs every process of l that descends from me; returns how many it signalled and the
+ * pidfds of those it can wait for.  Each pidfd is opened first and the process's parent read
+ * again after the open: a pid reused since the scan is never signalled. */
+static size_t kill_round(proc_ent *l, size_t n, pid_t me, struct pollfd *pfds, size_t *ret_npfds) {
+        size_t killed = 0, npfds = 0;
+        for (size_t i = 0; i < n; i++) {
+                if (!proc_is_desc(l, n, &l[i], me))
+                        continue;
+                int fd = npfds < KILL_PIDFDS_MAX ? pidfd_open_(l[i].pid) : -1;
+                if (fd >= 0 && proc_ppid(l[i].pid) != l[i].ppid) {
+                        safe_close(fd);
+                        continue;
+                }
+                if (fd >= 0 ? pidfd_send_signal_(fd, SIGKILL) < 0 : kill(l[i].pid, SIGKILL) < 0) {
+                        safe_close(fd);
+                        continue;
+                }
+                killed++;
+                if (fd >= 0)
+                        pfds[npfds++] = (struct pollfd){ .fd = fd, .events = POLLIN };
+        }
+        *ret_npfds = npfds;
+        return killed;
+}
+
+/* Kills every descendant of the calling process.  We are a child subreaper, so orphans are
+ * re-parented to us and stay findable.  There is no cgroup to kill through: the sandbox's v2
+ * cgroup, where there is one, is not delegated to its init (docs/design/runtime.md, "Killing an
+ * exec's tree").  So each round scans /proc, SIGKILLs the descendants and waits on their pidfds
+ * until they have exited (a pidfd polls readable at exit); a process forked while we scan is
+ * caught on the next round, and a round that finds none ends the walk. */
+static void kill_descendants(pid_t cmd, int *cmd_status, bool *cmd_done) {
+        pid_t me = getpid();
+        for (int round = 0; round < 100; round++) {
+                _cleanup_free_ proc_ent *l = NULL;
+                struct pollfd pfds[KILL_PIDFDS_MAX];
+                size_t n = 0, npfds = 0;
+                if (proc_scan(&l, &n) < 0)
+                        return;
+                size_t killed = kill_round(l, n, me, pfds, &npfds);
+                /* 5 s for the round, generous: a SIGKILLed process only waits for its own exit
+                 * path; one stuck in the kernel past that is looked at again next round */
+                uint64_t deadline = now_ms() + 5000;
+                for (size_t i = 0; i < npfds; i++) {
+                        uint64_t now = now_ms();
+                        (void)poll(&pfds[i], 1, now < deadline ? (int)(deadline - now) : 0);
+                        safe_close(pfds[i].fd);
+                }
                 reap_children(cmd, cmd_status, cmd_done);
                 if (killed == 0)
                         return;
-                usleep(1000);
         }
 }
 

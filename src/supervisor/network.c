@@ -244,29 +244,41 @@ int sup_net_start(sup_net *n, const sup_config *c, pid_t init_pid, const char *s
         if (n->userns_fd < 0 || n->netns_fd < 0)
                 return nook_err_set(err, NOOK_E_IO, "Cannot open the sandbox's namespaces");
         /* the gateway's listeners first: the redirect names their ports */
-        if (egress_fds && (r = egress_listeners(n, egress_fds, ports, err)) < 0)
-                return r;
-        if ((r = install_firewall(n, c, egress_fds ? ports : NULL, err)) < 0)
+        if (egress_fds) {
+                r = egress_listeners(n, egress_fds, ports, err);
+                if (r < 0)
+                        return r;
+        }
+        r = install_firewall(n, c, egress_fds ? ports : NULL, err);
+        if (r < 0)
                 return r;
         if (n->mode == NET_MODE_POLICY) {
                 n->domains = strv_copy((const char *const *)c->net_domains);
                 if (!n->domains)
                         return nook_err_oom(err);
-                if ((r = in_netns(n, make_dns_socket, NULL, &n->dns_fd, err)) < 0)
+                r = in_netns(n, make_dns_socket, NULL, &n->dns_fd, err);
+                if (r < 0)
                         return r;
                 /* with no domain allowed, every query is refused: no upstream needed */
-                if (n->domains[0] && (r = open_upstream(n, err)) < 0)
-                        return r;
+                if (n->domains[0]) {
+                        r = open_upstream(n, err);
+                        if (r < 0)
+                                return r;
+                }
         }
         _cleanup_free_ char *api = strprintf("%s/slirp.sock", state_dir);
         if (!api)
                 return nook_err_oom(err);
-        if ((r = slirp_start(init_pid, api, &n->slirp, err)) < 0)
+        r = slirp_start(init_pid, api, &n->slirp, err);
+        if (r < 0)
                 return r;
         STRV_FOREACH (s, c->ports) {
                 net_port port;
-                if ((r = net_port_parse(*s, &port, err)) < 0 ||
-                        (r = slirp_add_hostfwd(&n->slirp, &port, err)) < 0)
+                r = net_port_parse(*s, &port, err);
+                if (r < 0)
+                        return r;
+                r = slirp_add_hostfwd(&n->slirp, &port, err);
+                if (r < 0)
                         return r;
         }
         log_debug("network '%s' up (slirp4netns pid %d)", net_mode_to_string(n->mode), (int)n->slirp.pid);

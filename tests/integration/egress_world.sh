@@ -19,6 +19,26 @@ EG_D=""
 EG_DRIVER_PID=""
 EG_GW_PID=""
 
+# egress_world_require TOOL...: the whole file is skipped unless the world can be built here: host
+# root (inside `unshare -r` uid 0 is mapped: the uid_map is not the full identity map, and
+# /run/netns cannot be mounted), nook-egress built, and ip, nft, curl, openssl, python3 and every
+# TOOL.  Sets EGRESS (the gateway) and HERE (this folder).
+egress_world_require() {
+        local t
+        EGRESS="$NOOK_BUILD_DIR/src/egress/nook-egress"
+        HERE=$EG_HERE
+        require_bin "$EGRESS"
+        if ! nook_rootful; then
+                # The test world is made of named network namespaces and nftables rules.
+                plan 1
+                skip_expected "the egress test world needs ip netns and nftables as host root (stage ${NOOK_TEST_STAGE:-manual})"
+                exit 0
+        fi
+        for t in ip nft curl openssl python3 "$@"; do
+                command -v "$t" >/dev/null || plan skip_all "$t is not installed (scripts/deps.sh installs it)"
+        done
+}
+
 egress_world_down() {
         if [[ -n $EG_DRIVER_PID ]]; then
                 kill "$EG_DRIVER_PID" 2>/dev/null

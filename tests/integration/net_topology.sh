@@ -39,6 +39,43 @@ net_topology_down() {
         rm -rf "/etc/netns/$NET_UP" "$NET_DIR"
 }
 
+# net_topology_require TOOL...: the whole file is skipped unless the world can be built here: host
+# root and every TOOL.  Not a host gap otherwise: a user stage, or `unshare -r` (where ip netns
+# cannot make /run/netns a shared mount), cannot make the world; the rootless path is the same
+# code plus /dev/net/tun access (docs/design/network.md).
+net_topology_require() {
+        local t
+        require_bin "$NOOK" "$NOOK_SUPERVISOR"
+        if ! nook_rootful; then
+                plan 1
+                skip_expected "the netns test world needs root (stage ${NOOK_TEST_STAGE:-manual})"
+                exit 0
+        fi
+        for t in "$@"; do
+                command -v "$t" >/dev/null || plan skip_all "$t is not installed (scripts/deps.sh installs it)"
+        done
+}
+
+# run_nook_ns ARGS...: run_nook in the uplink namespace, where nook runs; nx NAME CMD...: an exec
+# in sandbox NAME there.  Both set $out/$err/$status.
+run_nook_ns() {
+        local NOOK_REAL=$NOOK
+        NOOK="ip"
+        run_nook netns exec "$NET_UP" "$NOOK_REAL" "$@"
+        NOOK=$NOOK_REAL
+}
+nx() { run_nook_ns exec "$@"; }
+# reaches NAME URL DESC / blocked NAME URL DESC: curl in sandbox NAME gets the world's answer from
+# URL / fails.
+reaches() {
+        nx "$1" -- curl -sS -m 5 "$2"
+        is "$out" world "$3"
+}
+blocked() {
+        nx "$1" -- curl -sS -m 5 -o /dev/null "$2"
+        if [[ $status != 0 ]]; then ok "$3"; else not_ok "$3" "curl $2 succeeded"; fi
+}
+
 net_topology_up() {
         NET_DIR=$(mktemp -d /tmp/nook-net.XXXXXX)
         ip netns add "$NET_UP" && ip netns add "$NET_W" || return 1

@@ -11,24 +11,14 @@
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/net_topology.sh"
 
-require_bin "$NOOK" "$NOOK_SUPERVISOR"
 EGRESS_BIN="$NOOK_BUILD_DIR/src/egress/nook-egress"
 if [[ ! -x $EGRESS_BIN ]]; then
         plan 1
         skip_expected "nook-egress not built in this tree"
         exit 0
 fi
-# Host root only: inside `unshare -r` uid 0 is mapped (uid_map is not the full identity map) and
-# ip netns cannot make /run/netns a shared mount.
-if [[ $(id -u) != 0 || $(awk 'NR == 1 {print $1, $2, $3}' /proc/self/uid_map) != "0 0 4294967295" ]]; then
-        # the test world needs ip netns (root); the rootless path is the same code (test_egress_guest.sh)
-        plan 1
-        skip_expected "the netns test world needs root (stage ${NOOK_TEST_STAGE:-manual})"
-        exit 0
-fi
-for t in ip slirp4netns dnsmasq busybox curl openssl nsenter nft node jq; do
-        command -v $t >/dev/null || plan skip_all "$t is not installed (scripts/deps.sh installs it)"
-done
+# the rootless path is the same code (test_egress_guest.sh)
+net_topology_require ip slirp4netns dnsmasq busybox curl openssl nsenter nft node jq
 /usr/bin/python3 -c 'import requests' 2>/dev/null || plan skip_all "python3-requests is not installed"
 plan 48
 trap 'net_topology_down; _tap_finish' EXIT
@@ -53,13 +43,6 @@ _net_bg "$NET_W" "$NET_DIR/https.pid" /usr/bin/python3 "$(dirname "$0")/egress_e
 wait_for 10 ip netns exec "$NET_UP" curl -sf --cacert "$pki/ca.pem" --resolve public.test:443:198.51.100.10 \
         -o /dev/null https://public.test/health || bail_out "the HTTPS upstream did not come up"
 
-run_nook_ns() {
-        local NOOK_REAL=$NOOK
-        NOOK="ip"
-        run_nook netns exec "$NET_UP" "$NOOK_REAL" "$@"
-        NOOK=$NOOK_REAL
-}
-nx() { run_nook_ns exec "$@"; }
 # the secret's value is in the environment of `nook create` only, never of this shell
 create_with_secret() { TOK=$SENT run_nook_ns create "$@"; }
 # gx NAME SHELL: a shell line in the guest, with the placeholder in $TOK

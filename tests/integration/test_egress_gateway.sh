@@ -11,20 +11,7 @@
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/egress_world.sh"
 
-EGRESS="$NOOK_BUILD_DIR/src/egress/nook-egress"
-HERE=$(cd "$(dirname "$0")" && pwd)
-require_bin "$EGRESS"
-# Host root only: inside `unshare -r` uid 0 is mapped (uid_map is not the full identity map) and
-# /run/netns cannot be mounted.
-if [[ $(id -u) != 0 || $(awk 'NR == 1 {print $1, $2, $3}' /proc/self/uid_map) != "0 0 4294967295" ]]; then
-        # The test world is made of named network namespaces and nftables rules: host root only.
-        plan 1
-        skip_expected "the egress test world needs ip netns and nftables as host root (stage ${NOOK_TEST_STAGE:-manual})"
-        exit 0
-fi
-for t in ip nft curl openssl python3; do
-        command -v $t >/dev/null || plan skip_all "$t is not installed (scripts/deps.sh installs it)"
-done
+egress_world_require
 
 D=$(mktemp -d /tmp/nook-egress.XXXXXX)
 G=$EG_G P=$EG_P

@@ -8,17 +8,7 @@
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/egress_world.sh"
 
-EGRESS="$NOOK_BUILD_DIR/src/egress/nook-egress"
-HERE=$(cd "$(dirname "$0")" && pwd)
-require_bin "$EGRESS"
-if [[ $(id -u) != 0 || $(awk 'NR == 1 {print $1, $2, $3}' /proc/self/uid_map) != "0 0 4294967295" ]]; then
-        plan 1
-        skip_expected "the egress test world needs ip netns and nftables as host root (stage ${NOOK_TEST_STAGE:-manual})"
-        exit 0
-fi
-for t in ip nft curl openssl python3; do
-        command -v $t >/dev/null || plan skip_all "$t is not installed (scripts/deps.sh installs it)"
-done
+egress_world_require
 # python3-h2 is Debian's: /usr/bin/python3 has it where a python3 earlier in PATH (pyenv) may not
 H2PY=""
 for py in python3 /usr/bin/python3; do

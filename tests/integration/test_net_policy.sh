@@ -5,37 +5,10 @@
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/net_topology.sh"
 
-require_bin "$NOOK" "$NOOK_SUPERVISOR"
-if ! nook_rootful; then
-        # Not a host gap: this stage runs as a user (or inside `unshare -r`, where ip netns cannot
-        # make /run/netns a shared mount), and the test world needs ip netns as host root.
-        # The rootless path is the same code plus /dev/net/tun access (see docs/design/network.md).
-        plan 1
-        skip_expected "the netns test world needs root (stage ${NOOK_TEST_STAGE:-manual})"
-        exit 0
-fi
-for t in ip slirp4netns dnsmasq busybox curl; do
-        command -v $t >/dev/null || plan skip_all "$t is not installed (scripts/deps.sh installs it)"
-done
+net_topology_require ip slirp4netns dnsmasq busybox curl
 plan 30
 trap 'net_topology_down; _tap_finish' EXIT
 net_topology_up || bail_out "cannot build the test world"
-
-run_nook_ns() {
-        local NOOK_REAL=$NOOK
-        NOOK="ip"
-        run_nook netns exec "$NET_UP" "$NOOK_REAL" "$@"
-        NOOK=$NOOK_REAL
-}
-nx() { run_nook_ns exec "$@"; }
-reaches() {
-        nx "$1" -- curl -sS -m 5 "$2"
-        is "$out" world "$3"
-}
-blocked() {
-        nx "$1" -- curl -sS -m 5 -o /dev/null "$2"
-        if [[ $status != 0 ]]; then ok "$3"; else not_ok "$3" "curl $2 succeeded"; fi
-}
 
 # ---- bad input changes nothing ---------------------------------------------------------------
 run_nook_ns create -p 8080:80 bad1

@@ -13,7 +13,7 @@ if [[ -n "$reason" ]]; then
         exit 0
 fi
 command -v busybox >/dev/null && command -v jq >/dev/null || bail_out "needs busybox (busybox-static) and jq"
-plan 50
+plan 52
 
 B="$NOOK_HOME/b"
 oci_bundle "$B" '.process.args = ["sleep", "1000"] | .hostname = "ocihost" | .annotations = {"a.b": "c"}' ||
@@ -53,6 +53,13 @@ oci exec c1 nonexistent-cmd
 like "$status $err" "executable file not found in" "exec of a missing command: runc's message (engines map it to 127)"
 oci ps --format json c1
 is "$(jq -c 'sort' <<<"$out")" "$(jq -nc --argjson a "$pid" --argjson b "$xpid" '[$a,$b]|sort')" "ps --format json: the host pids"
+# A pid file that cannot be written: the exec fails and its process is killed, as runc does (the
+# engine would never learn about it). The marker is in sh's argv: sh does not exec a non-last command.
+mark="nook-pidfile-$$-$RANDOM"
+oci exec --detach --pid-file "$NOOK_HOME/no-such-dir/xpid" c1 sh -c "sleep 1000; : $mark"
+like "$status $err" "^1 .*no-such-dir" "exec --pid-file in a missing folder fails, naming the file"
+mark_gone() { ! pgrep -f -- "$mark" >/dev/null; }
+if wait_for 10 mark_gone; then ok "and its process does not run on"; else not_ok "and its process does not run on" "$(pgrep -af -- "$mark")"; kill -9 $(pgrep -f -- "$mark") 2>/dev/null; fi
 
 # --- pause, resume, update ---
 oci pause c1

@@ -18,6 +18,7 @@
 
 #include "nook.h"
 #include "isolate/devfilter.h"
+#include "isolate/userns.h"
 #include "util/macro.h"
 
 /* ---- an interpreter of what devfilter.c emits ---- */
@@ -93,13 +94,20 @@ static size_t parse_rules(const char *const *texts, iso_dev_rule *rules) {
         return n;
 }
 
+/* The rules of texts (up to 32) in rules, and the program built from them. */
+static size_t build_prog(
+        const char *const *texts, iso_dev_rule *rules, struct bpf_insn **ret_p, size_t *ret_np) {
+        size_t n = parse_rules(texts, rules);
+        nook_error err = {};
+        cr_assert_eq(iso_devfilter_build(rules, n, ret_p, ret_np, &err), 0, "%s", err.msg);
+        return n;
+}
+
 static void check_grid(const char *const *texts) {
         iso_dev_rule rules[32];
-        size_t n = parse_rules(texts, rules);
         _cleanup_free_ struct bpf_insn *p = NULL;
         size_t np = 0;
-        nook_error err = {};
-        cr_assert_eq(iso_devfilter_build(rules, n, &p, &np, &err), 0, "%s", err.msg);
+        size_t n = build_prog(texts, rules, &p, &np);
         static const unsigned majors[] = { 0, 1, 5, 8, 136, 4095, 2147483647u };
         static const unsigned minors[] = { 0, 1, 3, 5, 7, 1048575 };
         for (int t = 0; t < 2; t++)
@@ -118,11 +126,9 @@ static void check_grid(const char *const *texts) {
 
 static int verdict(const char *const *texts, char type, unsigned major, unsigned minor, unsigned acc) {
         iso_dev_rule rules[32];
-        size_t n = parse_rules(texts, rules);
         _cleanup_free_ struct bpf_insn *p = NULL;
         size_t np = 0;
-        nook_error err = {};
-        cr_assert_eq(iso_devfilter_build(rules, n, &p, &np, &err), 0, "%s", err.msg);
+        (void)build_prog(texts, rules, &p, &np);
         return run_prog(p, np, type, major, minor, acc);
 }
 
@@ -192,27 +198,17 @@ Test(devfilter, parse_refuses_bad_rules) {
 
 /* ---- the kernel: verifier, and a real attach ---- */
 
-static bool host_root(void) {
-        FILE *f = fopen("/proc/self/uid_map", "re");
-        unsigned long inside = 1, outside = 1, count = 0;
-        bool ok = f && fscanf(f, "%lu %lu %lu", &inside, &outside, &count) == 3;
-        if (f)
-                fclose(f);
-        return geteuid() == 0 && ok && inside == 0 && outside == 0 && count == 4294967295ul;
-}
-
 Test(devfilter, the_verifier_accepts_it) {
-        if (!host_root())
+        if (!iso_rootful())
                 cr_skip_test(
                         "loading a BPF program needs CAP_BPF/CAP_SYS_ADMIN of the host (run as host root)");
         static const char *const none[] = { NULL };
         for (size_t i = 0; i <= ELEMENTSOF(lists); i++) {
                 iso_dev_rule rules[32];
-                size_t n = parse_rules(i < ELEMENTSOF(lists) ? lists[i] : none, rules);
                 _cleanup_free_ struct bpf_insn *p = NULL;
                 size_t np = 0;
                 nook_error err = {};
-                cr_assert_eq(iso_devfilter_build(rules, n, &p, &np, &err), 0, "%s", err.msg);
+                (void)build_prog(i < ELEMENTSOF(lists) ? lists[i] : none, rules, &p, &np);
                 int fd = -1;
                 cr_assert_eq(iso_devfilter_load(p, np, &fd, &err), 0, "list %zu: %s", i, err.msg);
                 cr_expect_geq(fd, 0);
@@ -252,7 +248,7 @@ _noreturn_ static void probe_child(const char *cg) {
 
 Test(devfilter, attached_it_denies_what_the_rules_deny) {
         const char *mnt = cgroup2_mount();
-        if (!host_root())
+        if (!iso_rootful())
                 cr_skip_test("attaching a device program needs host root");
         if (!mnt)
                 cr_skip_test("no cgroup2 hierarchy is mounted here");

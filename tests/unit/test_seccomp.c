@@ -17,6 +17,7 @@
 #include "helpers/try-syscall.h"
 #include "isolate/caps.h"
 #include "isolate/seccomp.h"
+#include "isolate/userns.h"
 #include "util/macro.h"
 
 #define N_TRY (sizeof(try_syscalls) / sizeof(try_syscalls[0]))
@@ -102,20 +103,10 @@ static void run_all(iso_profile p, int ret[N_TRY]) {
         close(fds[0]);
 }
 
-/* Real root: uid 0 in the initial user namespace, whose uid_map is the identity over all ids
- * (under `unshare -r` uid 0 holds no capability over the host's kernel objects). */
-static bool real_root(void) {
-        FILE *f = fopen("/proc/self/uid_map", "re");
-        unsigned long inside = 1, outside = 1, count = 0;
-        bool ok = f && fscanf(f, "%lu %lu %lu", &inside, &outside, &count) == 3;
-        if (f)
-                fclose(f);
-        return geteuid() == 0 && ok && inside == 0 && outside == 0 && count == 4294967295ul;
-}
-
 static void check_profile(iso_profile p) {
         int base[N_TRY], filtered[N_TRY];
-        bool prove = real_root();
+        /* real root: under `unshare -r` uid 0 holds no capability over the host's kernel objects */
+        bool prove = iso_rootful();
 
         run_all(NO_FILTER, base);
         run_all(p, filtered);

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# nook-supervisor reading a bad config.json (supervisor/config.c:sup_config_from_file): each bad
-# field is refused by name on the ready fd, the first bad one in the file's field order, and the
+# nook-supervisor reading a bad config (supervisor/config.c:sup_config_from_fd, the JSON libnook
+# hands it on --config-fd): each bad field is refused by name on the ready fd, the first bad one
+# in the field order, and the
 # supervisor exits before it makes anything (no process, namespace or cgroup: lib.sh's leak check).
-# libnook writes this file; these are the values a bug or a hand edit could leave there.
+# These are the values a bug in libnook could hand it.
 . "$(dirname "$0")/lib.sh"
 
 require_bin "$NOOK_SUPERVISOR"
@@ -16,7 +17,7 @@ refused() {
         local d msg st
         d=$(mktemp -d "$NOOK_HOME/cfg.XXXXXX")
         printf '%s' "$3" >"$d/config.json"
-        timeout 30 "$NOOK_SUPERVISOR" --state "$d" --ready-fd 3 3>"$d/ready"
+        timeout 30 "$NOOK_SUPERVISOR" --state "$d" --config-fd 6 --ready-fd 3 3>"$d/ready" 6<"$d/config.json"
         st=$?
         msg=$(jq -r 'select(.ok == false) | "\(.code): \(.message)"' "$d/ready" 2>/dev/null)
         is "$st" 1 "$1: the supervisor exits 1"
@@ -25,7 +26,7 @@ refused() {
 }
 
 ok_base='"name": "c", "lowers": [], "upper": null, "work": null'
-refused "not JSON" "Cannot read the sandbox config '.*config.json'" '{"name": '
+refused "not JSON" "Cannot read the sandbox config \\(fd 6\\)" '{"name": '
 refused "not an object" "Cannot read the sandbox config" '["name"]'
 refused "no name" "config: 'name' is missing" '{"lowers": []}'
 refused "a number for the name" "config: 'name' must be a string" '{"name": 7}'

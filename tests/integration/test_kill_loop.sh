@@ -17,7 +17,7 @@ require_bin "$NOOK" "$NOOK_PROBE"
 command -v sqlite3 >/dev/null || bail_out "missing sqlite3 (scripts/deps.sh installs it)"
 plan 9
 
-# ROUNDS are tried within BUDGET seconds; at least MIN must run: 200 as root, fewer where each
+# at least MIN of ROUNDS must run: 200 as root, fewer where each
 # round is slower (rootless setup; ASan, about 3x)
 ROUNDS=${NOOK_KILL_ROUNDS:-200}
 case ${NOOK_TEST_STAGE:-} in

@@ -658,8 +658,8 @@ static bool init_gone(sup *s) {
 }
 
 /* A record from a direct exec's helper.  One that ends without "exited" was killed: from inside
- * the sandbox (reported as SIGKILL, with why when the command never started), or with init
- * (whose socket hung up first: finish() reports the exec "stopped"). */
+ * the sandbox (reported as SIGKILL, with why when the command never started), or by a stop or
+ * with init (whose socket hung up first): then finish() reports the exec "stopped". */
 static void handle_direct(sup *s, size_t i) {
         direct_exec *d = &s->direct[i];
         helper_rec rec;
@@ -676,7 +676,7 @@ static void handle_direct(sup *s, size_t i) {
         if (whole && rec.kind == HELPER_EXITED) {
                 rec.why[sizeof(rec.why) - 1] = 0;
                 exec_exited(s, d->id, rec.status, !d->started && rec.why[0] ? rec.why : NULL);
-        } else if (!init_gone(s))
+        } else if (!s->stopping && !init_gone(s))
                 exec_exited(s, d->id, SIGKILL,
                         d->started ? NULL
                                    : "the exec's helper in the sandbox was killed before the command started; run it again");

@@ -599,11 +599,12 @@ static void exec_exited(sup *s, uint64_t id, json_int_t st, const char *error) {
         if (c) {
                 c->exec_running = false;
                 /* killed by SIGKILL while the cgroup counted a new OOM kill: say so */
-                if (!c->reason && WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL && oom_kills(s) > c->oom_kills_at_start)
+                if (!c->reason && WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL &&
+                        oom_kills(s) > c->oom_kills_at_start)
                         c->reason = "oom";
                 client_send(c,
-                        json_pack("{s:s, s:I, s:I, s:s, s:s?}", "op", "exited", "id", (json_int_t)id, "status", st,
-                                "reason", c->reason ? c->reason : "exited", "error", error));
+                        json_pack("{s:s, s:I, s:I, s:s, s:s?}", "op", "exited", "id", (json_int_t)id,
+                                "status", st, "reason", c->reason ? c->reason : "exited", "error", error));
         } else if (s->detached_running > 0)
                 s->detached_running--;
         s->last_activity_ms = now_ms();
@@ -661,6 +662,8 @@ static bool init_gone(sup *s) {
  * the sandbox (reported as SIGKILL, with why when the command never started), or by a stop or
  * with init (whose socket hung up first): then finish() reports the exec "stopped". */
 static void handle_direct(sup *s, size_t i) {
+        static const char helper_killed[] =
+                "the exec's helper in the sandbox was killed before the command started; run it again";
         direct_exec *d = &s->direct[i];
         helper_rec rec;
         ssize_t n = recv(d->fd, &rec, sizeof(rec), MSG_DONTWAIT);
@@ -677,9 +680,7 @@ static void handle_direct(sup *s, size_t i) {
                 rec.why[sizeof(rec.why) - 1] = 0;
                 exec_exited(s, d->id, rec.status, !d->started && rec.why[0] ? rec.why : NULL);
         } else if (!s->stopping && !init_gone(s))
-                exec_exited(s, d->id, SIGKILL,
-                        d->started ? NULL
-                                   : "the exec's helper in the sandbox was killed before the command started; run it again");
+                exec_exited(s, d->id, SIGKILL, d->started ? NULL : helper_killed);
         safe_close(d->fd);
         *d = s->direct[--s->n_direct];
 }
@@ -749,9 +750,12 @@ static int reap(sup *s) {
         }
 }
 
+/* signalfd, init, listener, clients, network, lifeline, output log, egress, direct execs */
+#define SUP_POLL_MAX (3 + MAX_CLIENTS + SUP_NET_MAX_FDS + 1 + OUTLOG_MAX_STREAMS + 1 + MAX_DIRECT)
+
 static int sup_loop(sup *s) {
         for (;;) {
-                struct pollfd pfd[3 + MAX_CLIENTS + SUP_NET_MAX_FDS + 1 + OUTLOG_MAX_STREAMS + 1 + MAX_DIRECT];
+                struct pollfd pfd[SUP_POLL_MAX];
                 size_t n = 0;
                 pfd[n++] = (struct pollfd){ .fd = s->sig_fd, .events = POLLIN };
                 pfd[n++] = (struct pollfd){ .fd = s->init_sock, .events = POLLIN };
@@ -797,7 +801,8 @@ static int sup_loop(sup *s) {
                 /* back to front: handle_direct moves the last one into the freed slot; execs added
                  * since the poll are at the end, unpolled */
                 for (size_t i = n_dir; i-- > 0;)
-                        if (pfd[i_dir + i].revents && i < s->n_direct && pfd[i_dir + i].fd == s->direct[i].fd)
+                        if (pfd[i_dir + i].revents && i < s->n_direct &&
+                                pfd[i_dir + i].fd == s->direct[i].fd)
                                 handle_direct(s, i);
                 if (s->lifeline_fd >= 0 && pfd[i_life].revents) {
                         /* the client that created this tied sandbox is gone: so is the sandbox */

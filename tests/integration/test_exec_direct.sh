@@ -9,7 +9,7 @@
 
 require_bin "$NOOK" "$NOOK_SUPERVISOR"
 command -v jq >/dev/null || plan skip_all "jq is needed to read nook's JSON"
-plan 30
+plan 33
 
 field() { "$NOOK" inspect "$1" 2>/dev/null | jq -r "$2 // empty" 2>/dev/null; }
 wait_state() { wait_for "$3" eval '[[ "$(field "$1" .state)" == "$2" ]]'; }
@@ -116,7 +116,7 @@ for i in 1 2 3; do
         [[ $rc == 143 || $rc == 137 ]] || bad+=" $i:$rc/$(cat "$T/serr.$i")"
 done
 is "$bad" "" "each exec's client ends with its command killed (143 or 137)"
-check "no command of theirs is left" test -z "$(pgrep -f 'sleep 6174')"
+check "no command of theirs is left" wait_for 10 eval '[[ -z "$(pgrep -f "sleep 6174")" ]]'
 is "$(field ds .state)" "stopped" "the sandbox is stopped"
 
 # ---- init killed while an exec runs ----------------------------------------------------------
@@ -134,8 +134,22 @@ is "$(cat "$T/irc")" 137 "init killed while an exec runs: the client ends (137)"
 like "$(cat "$T/ierr")" "the sandbox stopped while the command ran" "with a clear error on stderr"
 wait_state di stopped 10
 is "$(field di .state)/$(field di .stopReason)" "stopped/init_died" "the sandbox is stopped, init_died"
-check "no command of its is left" test -z "$(pgrep -f 'sleep 6175')"
+check "no command of its is left" wait_for 10 eval '[[ -z "$(pgrep -f "sleep 6175")" ]]'
 
-for s in dx dd ds di; do "$NOOK" rm -f "$s" >/dev/null 2>&1; done
+# ---- the supervisor killed while an exec runs -------------------------------------------------
+run_nook create dk
+sup=$(field dk .supervisorPid)
+(
+        timeout 120 "$NOOK" exec dk -- sh -c 'echo up; exec sleep 6176' >"$T/kout" 2>"$T/kerr" </dev/null
+        echo $? >"$T/krc"
+) &
+wait_for 30 grep -q up "$T/kout"
+kill -9 "${sup:-0}" 2>/dev/null
+wait
+isnt "$(cat "$T/krc")" 0 "the supervisor killed while an exec runs: the client fails"
+like "$(cat "$T/kerr")" "stopped while the command ran" "with a clear error"
+check "the command went with the sandbox" wait_for 10 eval '[[ -z "$(pgrep -f "sleep 6176")" ]]'
+
+for s in dx dd ds di dk; do "$NOOK" rm -f "$s" >/dev/null 2>&1; done
 run_nook ls -q
 is "$out" "" "every sandbox removed"

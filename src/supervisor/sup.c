@@ -666,17 +666,21 @@ static void handle_direct(sup *s, size_t i) {
                 "the exec's helper in the sandbox was killed before the command started; run it again";
         direct_exec *d = &s->direct[i];
         helper_rec rec;
-        ssize_t n = recv(d->fd, &rec, sizeof(rec), MSG_DONTWAIT);
-        if (n < 0 && (errno == EAGAIN || errno == EINTR))
-                return;
-        bool whole = n == (ssize_t)sizeof(rec);
-        if (whole && rec.kind == HELPER_STARTED) {
+        ssize_t n;
+        /* "exited" often follows "started" at once (exec true): both in one round, no more */
+        for (int round = 0; round < 2; round++) {
+                n = recv(d->fd, &rec, sizeof(rec), MSG_DONTWAIT);
+                if (n < 0 && (errno == EAGAIN || errno == EINTR))
+                        return;
+                if (n != (ssize_t)sizeof(rec) || rec.kind != HELPER_STARTED)
+                        break;
                 if (!d->started)
                         exec_started(s, d->id, d->pid, -1);
                 d->started = true;
-                return;
         }
-        if (whole && rec.kind == HELPER_EXITED) {
+        if (n == (ssize_t)sizeof(rec) && rec.kind == HELPER_STARTED)
+                return;
+        if (n == (ssize_t)sizeof(rec) && rec.kind == HELPER_EXITED) {
                 rec.why[sizeof(rec.why) - 1] = 0;
                 exec_exited(s, d->id, rec.status, !d->started && rec.why[0] ? rec.why : NULL);
         } else if (!s->stopping && !init_gone(s))

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The sandbox init: PID 1 inside the sandbox.  It finishes the sandbox setup (rootfs, hostname,
- * capabilities, no_new_privs, seccomp), then reaps orphans and runs the supervisor's exec
- * requests, each under a small per-exec helper that is a child subreaper: every process the
- * command starts stays below the helper, so a timeout or cancellation can kill the whole tree
- * (a double fork or setsid() does not escape it). */
+ * capabilities, no_new_privs, seccomp), then reaps orphans and keeps a spare per-exec helper
+ * forked, whose request socket it hands to the supervisor: the supervisor sends an exec straight
+ * to it (or to init, which then forks a helper on the spot).  The helper is a child subreaper:
+ * every process the command starts stays below it, so a timeout or cancellation can kill the
+ * whole tree (a double fork or setsid() does not escape it). */
 #pragma once
 
 #include "isolate/rootfs.h"

@@ -15,7 +15,7 @@ field() { "$NOOK" inspect "$1" 2>/dev/null | jq -r "$2 // empty" 2>/dev/null; }
 wait_state() { wait_for "$3" eval '[[ "$(field "$1" .state)" == "$2" ]]'; }
 init_of() { ps -o pid=,comm= --ppid "$1" | awk '$2 == "nook-init" { print $1; exit }'; }
 T=$(mktemp -d "$NOOK_HOME.direct.XXXXXX")
-trap 'rm -rf "$T"' EXIT
+trap 'rc=$?; rm -rf "$T"; (exit $rc); _tap_finish' EXIT
 
 # A shell line that kills the spare helper: a nook-init that is neither PID 1 nor our own
 # helper ($PPID); init forks one whenever it is idle and has none.

@@ -285,10 +285,7 @@ static void helper_report(int sock, const helper_rec *rec) {
 _Noreturn static void helper_main(exec_req *req, int fds[3], int status_fd) {
         sigset_t set;
 
-        (void)prctl(PR_SET_CHILD_SUBREAPER, 1);
-        (void)prctl(PR_SET_PDEATHSIG, SIGKILL);
-        init_helper_sigset(&set);
-        (void)sigprocmask(SIG_BLOCK, &set, NULL); /* already blocked by init; keep it explicit */
+        init_helper_sigset(&set); /* blocked since the fork (init_spare_main) */
 
         bool cmd_done = false;
         int cmd_status = 0;
@@ -363,8 +360,12 @@ _Noreturn void init_spare_main(int req_sock, int taken_fd) {
         size_t n_fds = 0;
         exec_req req;
 
+        /* all before the request comes, off the exec's path */
         (void)prctl(PR_SET_PDEATHSIG, SIGKILL);
         (void)prctl(PR_SET_CHILD_SUBREAPER, 1);
+        sigset_t set;
+        init_helper_sigset(&set);
+        (void)sigprocmask(SIG_BLOCK, &set, NULL); /* already blocked by init; keep it explicit */
         int r;
         do
                 r = proto_recv(req_sock, &msg, fds, &n_fds);

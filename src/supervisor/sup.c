@@ -64,6 +64,7 @@ typedef struct direct_exec {
         pid_t pid; /* the helper's pid in the sandbox: "kill" goes to init with it */
         uint64_t id;
         bool started;
+        bool detached; /* counted in detached_running once its client is gone */
 } direct_exec;
 
 typedef struct sup {
@@ -385,12 +386,13 @@ static json_t *build_exec(sup *s, json_t *req, uint64_t id, nook_error *err) {
 /* Sends the exec straight to the spare helper when there is one, else to init (which forks a
  * helper on the spot).  A terminal always goes through init: it opens the pty.  A spare that
  * cannot take the request (killed from inside the sandbox: guest root can) is dropped. */
-static int send_exec(sup *s, json_t *m, const int fds[3], bool tty, uint64_t id) {
+static int send_exec(sup *s, json_t *m, const int fds[3], bool tty, uint64_t id, bool detach) {
         if (!tty && s->spare_fd >= 0 && s->n_direct < MAX_DIRECT) {
                 int fd = s->spare_fd;
                 s->spare_fd = -1;
                 if (proto_send(fd, m, fds, 3) >= 0) {
-                        s->direct[s->n_direct++] = (direct_exec){ .fd = fd, .pid = s->spare_pid, .id = id };
+                        s->direct[s->n_direct++] =
+                                (direct_exec){ .fd = fd, .pid = s->spare_pid, .id = id, .detached = detach };
                         return 0;
                 }
                 safe_close(fd);
@@ -443,7 +445,7 @@ static void handle_exec(sup *s, client *c, json_t *req, int *fds, size_t n_fds) 
                 send_fds[1] = log_out;
                 send_fds[2] = log_err;
         }
-        int r = send_exec(s, m, send_fds, tty, id);
+        int r = send_exec(s, m, send_fds, tty, id, detach);
         safe_close(log_out);
         safe_close(log_err);
         json_decref(m);
@@ -593,8 +595,10 @@ static void exec_started(sup *s, uint64_t id, json_int_t pid, int fd) {
         json_decref(m);
 }
 
-/* "exited" for exec id; error: why the command could not start (no "started" came). */
-static void exec_exited(sup *s, uint64_t id, json_int_t st, const char *error) {
+/* "exited" for exec id; error: why the command could not start (no "started" came).  detached:
+ * the exec, if its client is gone, was counted in detached_running (init's reports cannot tell a
+ * detached exec from a cancelled one: taken as detached, as always). */
+static void exec_exited(sup *s, uint64_t id, json_int_t st, const char *error, bool detached) {
         client *c = id > 0 ? client_by_exec(s, id) : NULL;
         if (c) {
                 c->exec_running = false;
@@ -605,7 +609,7 @@ static void exec_exited(sup *s, uint64_t id, json_int_t st, const char *error) {
                 client_send(c,
                         json_pack("{s:s, s:I, s:I, s:s, s:s?}", "op", "exited", "id", (json_int_t)id,
                                 "status", st, "reason", c->reason ? c->reason : "exited", "error", error));
-        } else if (s->detached_running > 0)
+        } else if (detached && s->detached_running > 0)
                 s->detached_running--;
         s->last_activity_ms = now_ms();
         if (s->main_exec_id && id == s->main_exec_id)
@@ -645,7 +649,7 @@ static void handle_init(sup *s) {
                 exec_started(s, (uint64_t)id, pid, n_fds > 0 ? fds[0] : -1);
         else if (streq(op, "exited"))
                 exec_exited(s, (uint64_t)id, json_integer_value(json_object_get(msg, "status")),
-                        json_string_value(json_object_get(msg, "error")));
+                        json_string_value(json_object_get(msg, "error")), true);
         else if (streq(op, "spare"))
                 take_spare(s, pid, fds, n_fds);
         proto_close_fds(fds, n_fds);
@@ -682,9 +686,9 @@ static void handle_direct(sup *s, size_t i) {
                 return;
         if (n == (ssize_t)sizeof(rec) && rec.kind == HELPER_EXITED) {
                 rec.why[sizeof(rec.why) - 1] = 0;
-                exec_exited(s, d->id, rec.status, !d->started && rec.why[0] ? rec.why : NULL);
+                exec_exited(s, d->id, rec.status, !d->started && rec.why[0] ? rec.why : NULL, d->detached);
         } else if (!s->stopping && !init_gone(s))
-                exec_exited(s, d->id, SIGKILL, d->started ? NULL : helper_killed);
+                exec_exited(s, d->id, SIGKILL, d->started ? NULL : helper_killed, d->detached);
         safe_close(d->fd);
         *d = s->direct[--s->n_direct];
 }

@@ -9,7 +9,7 @@
 
 require_bin "$NOOK" "$NOOK_SUPERVISOR"
 command -v jq >/dev/null || plan skip_all "jq is needed to read nook's JSON"
-plan 33
+plan 34
 
 field() { "$NOOK" inspect "$1" 2>/dev/null | jq -r "$2 // empty" 2>/dev/null; }
 wait_state() { wait_for "$3" eval '[[ "$(field "$1" .state)" == "$2" ]]'; }
@@ -93,6 +93,16 @@ run_nook exec -d dd -- sh -c 'while [ ! -e /tmp/go ]; do sleep 0.1; done; echo d
 is "$status" 0 "a detached exec starts"
 sleep 2.5
 is "$(field dd .state)" "running" "a running detached exec keeps the sandbox from its idle timeout"
+# a foreground exec whose client is killed ends too: that end is not the detached one's
+"$NOOK" exec dd -- sleep 60 >/dev/null 2>&1 </dev/null &
+cpid=$!
+SLEEP60='for d in /proc/[0-9]*; do [ "$(tr "\\0" " " <$d/cmdline 2>/dev/null)" = "sleep 60 " ] && exit 0; done; exit 1'
+wait_for 30 "$NOOK" exec dd -- sh -c "$SLEEP60"
+kill -KILL "$cpid" 2>/dev/null
+wait "$cpid" 2>/dev/null
+wait_for 30 eval '! "$NOOK" exec dd -- sh -c "$SLEEP60"'
+sleep 2.5
+is "$(field dd .state)" "running" "a killed client's exec ending does not count as the detached exec's end"
 run_nook exec dd -- touch /tmp/go
 wait_state dd stopped 30
 is "$(field dd .state)/$(field dd .stopReason)" "stopped/idle" \

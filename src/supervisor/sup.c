@@ -39,6 +39,7 @@
 
 #define MAX_CLIENTS 512
 #define MAX_DIRECT 1024 /* execs sent straight to a spare helper, running at once */
+#define MAX_ABANDONED 1024 /* execs through init whose client went without detaching */
 #define SETUP_TIMEOUT_MS 30000
 #define RETIRE_GRACE_MS 5000
 #define CLIENT_GONE_GRACE_MS 1000 /* a tied sandbox whose creator died: SIGTERM, then SIGKILL */
@@ -93,6 +94,8 @@ typedef struct sup {
         pid_t spare_pid;
         direct_exec direct[MAX_DIRECT];
         size_t n_direct;
+        uint64_t abandoned[MAX_ABANDONED]; /* their end is not a detached exec's end */
+        size_t n_abandoned;
 } sup;
 
 static uint64_t oom_kills(sup *s) {
@@ -519,8 +522,11 @@ static void client_drop(sup *s, size_t i) {
         if (c->exec_running) {
                 if (c->detach)
                         s->detached_running++;
-                else
+                else {
                         init_kill(s, c->exec_id, SIGKILL); /* a vanished client takes its command along */
+                        if (!direct_by_id(s, c->exec_id) && s->n_abandoned < MAX_ABANDONED)
+                                s->abandoned[s->n_abandoned++] = c->exec_id;
+                }
         }
         safe_close(c->fd);
         s->clients[i] = s->clients[--s->n_clients];
@@ -595,9 +601,20 @@ static void exec_started(sup *s, uint64_t id, json_int_t pid, int fd) {
         json_decref(m);
 }
 
+/* Whether exec id (through init) lost its client without detaching; forgets it. */
+static bool abandoned_take(sup *s, uint64_t id) {
+        for (size_t i = 0; i < s->n_abandoned; i++) {
+                if (s->abandoned[i] != id)
+                        continue;
+                s->abandoned[i] = s->abandoned[--s->n_abandoned];
+                return true;
+        }
+        return false;
+}
+
 /* "exited" for exec id; error: why the command could not start (no "started" came).  detached:
- * the exec, if its client is gone, was counted in detached_running (init's reports cannot tell a
- * detached exec from a cancelled one: taken as detached, as always). */
+ * the exec, once its client is gone, is counted in detached_running (false for a direct exec
+ * that was not detached; an exec through init is looked up in the abandoned ones). */
 static void exec_exited(sup *s, uint64_t id, json_int_t st, const char *error, bool detached) {
         client *c = id > 0 ? client_by_exec(s, id) : NULL;
         if (c) {
@@ -609,7 +626,7 @@ static void exec_exited(sup *s, uint64_t id, json_int_t st, const char *error, b
                 client_send(c,
                         json_pack("{s:s, s:I, s:I, s:s, s:s?}", "op", "exited", "id", (json_int_t)id,
                                 "status", st, "reason", c->reason ? c->reason : "exited", "error", error));
-        } else if (detached && s->detached_running > 0)
+        } else if (detached && !abandoned_take(s, id) && s->detached_running > 0)
                 s->detached_running--;
         s->last_activity_ms = now_ms();
         if (s->main_exec_id && id == s->main_exec_id)

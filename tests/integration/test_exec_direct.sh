@@ -102,7 +102,7 @@ kill -KILL "$cpid" 2>/dev/null
 wait "$cpid" 2>/dev/null
 wait_for 30 eval '! "$NOOK" exec dd -- sh -c "$SLEEP60"'
 sleep 2.5
-is "$(field dd .state)" "running" "a killed client's exec ending does not count as the detached exec's end"
+is "$(field dd .state)/$(field dd .stopReason)" "running/" "a killed client's exec ending does not count as the detached exec's end"
 run_nook exec dd -- touch /tmp/go
 wait_state dd stopped 30
 is "$(field dd .state)/$(field dd .stopReason)" "stopped/idle" \

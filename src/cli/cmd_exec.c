@@ -347,6 +347,9 @@ static int exec_status(const nook_exec_result *res) {
         if (strcmp(res->reason, "oom") == 0)
                 fprintf(stderr,
                         "nook: the command was killed by the OOM killer: the sandbox hit its memory limit\n");
+        if (strcmp(res->reason, "stopped") == 0)
+                fprintf(stderr,
+                        "nook: the sandbox stopped while the command ran (killed); 'nook inspect' shows its stopReason\n");
         return res->signal ? 128 + res->signal : res->exit_code;
 }
 

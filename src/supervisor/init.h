@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The sandbox init: PID 1 inside the sandbox.  It finishes the sandbox setup (rootfs, hostname,
- * capabilities, no_new_privs, seccomp), then reaps orphans and runs the supervisor's exec
- * requests, each under a small per-exec helper that is a child subreaper: every process the
- * command starts stays below the helper, so a timeout or cancellation can kill the whole tree
- * (a double fork or setsid() does not escape it). */
+ * capabilities, no_new_privs, seccomp), then reaps orphans and keeps a spare per-exec helper
+ * forked, whose request socket it hands to the supervisor: the supervisor sends an exec straight
+ * to it (or to init, which then forks a helper on the spot).  The helper is a child subreaper:
+ * every process the command starts stays below it, so a timeout or cancellation can kill the
+ * whole tree (a double fork or setsid() does not escape it). */
 #pragma once
 
 #include "isolate/rootfs.h"
@@ -16,3 +17,17 @@
  * child cannot tell: before its id maps exist every id reads as the overflow id). */
 _Noreturn void init_main(int sock, const sup_config *c, bool rootless, const iso_seccomp_prog *seccomp,
         const sup_idmaps *idm, const iso_cgroup_join *cgj);
+
+/* What an exec's helper sends back on its request socket (one SOCK_SEQPACKET record each):
+ * first HELPER_STARTED once the command runs, then HELPER_EXITED with its wait status.  A
+ * command that could not start gets only HELPER_EXITED, with why, so it is reported "exited"
+ * (with the reason) instead of "started": a detached exec learns it failed, as a foreground one
+ * does.  The reader is init for an exec it forwarded, the supervisor for one it sent straight to
+ * a spare helper (docs/design/runtime.md, Exec); both check the record's size and kind, and end
+ * why with a NUL: the helper runs inside the sandbox. */
+enum { HELPER_STARTED = 1, HELPER_EXITED = 2 };
+typedef struct helper_rec {
+        int kind;
+        int status;
+        char why[200];
+} helper_rec;

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The per-exec helper: what runs between init and an exec's command.  A spare helper is forked
- * by init ahead of time (init_loop.c) and waits here for one request (init_spare_main); it then
- * resolves the user, starts the command (clone(CLONE_VM|CLONE_VFORK), as posix_spawn does),
- * reports "started" and the exit status on its status pipe (helper_rec), forwards signals, and
+ * by init ahead of time (init_loop.c) and waits here for one request (init_spare_main), sent
+ * straight by the supervisor or, when the supervisor had no spare, by init; it then resolves the
+ * user, starts the command (clone(CLONE_VM|CLONE_VFORK), as posix_spawn does), reports "started"
+ * and the exit status back on its request socket (helper_rec), forwards signals (from init), and
  * as a child subreaper kills the command's whole tree on a cancel or timeout. */
 #include <dirent.h>
 #include <errno.h>
@@ -20,6 +21,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <termios.h>
 #include <unistd.h>
@@ -363,16 +365,22 @@ static pid_t spawn_command(exec_req *req, const int fds[3], int *ret_status, cha
         return pid;
 }
 
-/* The helper: child subreaper between init and the command.  Reports on status_fd that the
- * command started (or why it could not), its wait status as soon as it exits, then keeps reaping
- * whatever the command left running. */
+/* One record to whoever sent the request (init or the supervisor).  A reader that is gone (a
+ * client's exec cancelled, the supervisor dying) is no error: the helper goes on reaping. */
+static void helper_report(int sock, const helper_rec *rec) {
+        ssize_t n;
+        do
+                n = send(sock, rec, sizeof(*rec), MSG_NOSIGNAL);
+        while (n < 0 && errno == EINTR);
+}
+
+/* The helper: child subreaper between init and the command.  Reports on status_fd (its request
+ * socket) that the command started (or why it could not), its wait status as soon as it exits,
+ * then keeps reaping whatever the command left running. */
 _Noreturn static void helper_main(exec_req *req, int fds[3], int status_fd) {
         sigset_t set;
 
-        (void)prctl(PR_SET_CHILD_SUBREAPER, 1);
-        (void)prctl(PR_SET_PDEATHSIG, SIGKILL);
-        init_helper_sigset(&set);
-        (void)sigprocmask(SIG_BLOCK, &set, NULL); /* already blocked by init; keep it explicit */
+        init_helper_sigset(&set); /* blocked since the fork (init_spare_main) */
 
         bool cmd_done = false;
         int cmd_status = 0;
@@ -382,11 +390,11 @@ _Noreturn static void helper_main(exec_req *req, int fds[3], int status_fd) {
         for (int i = 0; i < 3; i++)
                 fds[i] = safe_close(fds[i]);
         if (cmd < 0) {
-                (void)fd_write_all(status_fd, &rec, sizeof(rec));
+                helper_report(status_fd, &rec);
                 _exit(0);
         }
         rec = (helper_rec){ .kind = HELPER_STARTED };
-        (void)fd_write_all(status_fd, &rec, sizeof(rec));
+        helper_report(status_fd, &rec);
         for (;;) {
                 siginfo_t si;
                 int sig = sigwaitinfo(&set, &si);
@@ -399,7 +407,7 @@ _Noreturn static void helper_main(exec_req *req, int fds[3], int status_fd) {
                 reap_children(cmd, &cmd_status, &cmd_done);
                 if (cmd_done && status_fd >= 0) {
                         rec = (helper_rec){ .kind = HELPER_EXITED, .status = cmd_status };
-                        (void)fd_write_all(status_fd, &rec, sizeof(rec));
+                        helper_report(status_fd, &rec);
                         status_fd = safe_close(status_fd);
                 }
                 if (cmd_done && waitpid(-1, NULL, WNOHANG) < 0 && errno == ECHILD)
@@ -436,19 +444,28 @@ static bool spare_parse(json_t *msg, exec_req *req) {
         return true;
 }
 
-/* A spare helper: a subreaper from birth, it waits for one exec request from init (the JSON as
- * the supervisor sent it and the command's stdio), then is that exec's helper (helper_main).
- * Init hanging up (stop, or its death) ends it. */
-_Noreturn void init_spare_main(int req_sock, int status_fd) {
+/* A spare helper: a subreaper from birth, it waits on req_sock for one exec request (the JSON
+ * as the supervisor built it and the command's stdio), from the supervisor (which init handed
+ * req_sock's other end) or from init itself (no spare was at hand); closing taken_fd tells init
+ * it took one, so init forks the next spare.  It then is that exec's helper (helper_main) and
+ * reports on req_sock.  A stop SIGKILLs a spare still waiting (it blocks SIGTERM). */
+_Noreturn void init_spare_main(int req_sock, int taken_fd) {
         json_t *msg = NULL;
         int fds[PROTO_MAX_FDS];
         size_t n_fds = 0;
         exec_req req;
 
+        /* all before the request comes, off the exec's path */
         (void)prctl(PR_SET_PDEATHSIG, SIGKILL);
         (void)prctl(PR_SET_CHILD_SUBREAPER, 1);
-        int r = proto_recv(req_sock, &msg, fds, &n_fds);
-        safe_close(req_sock);
+        sigset_t set;
+        init_helper_sigset(&set);
+        (void)sigprocmask(SIG_BLOCK, &set, NULL); /* already blocked by init; keep it explicit */
+        int r;
+        do
+                r = proto_recv(req_sock, &msg, fds, &n_fds);
+        while (r == -EINTR);
+        safe_close(taken_fd);
         if (r <= 0)
                 _exit(0);
         int std[3] = { -1, -1, -1 };
@@ -460,10 +477,10 @@ _Noreturn void init_spare_main(int req_sock, int status_fd) {
         if (!spare_parse(msg, &req)) {
                 helper_rec rec = { .kind = HELPER_EXITED, .status = 126 << 8 };
                 (void)snprintf(rec.why, sizeof(rec.why), "malformed exec request");
-                (void)fd_write_all(status_fd, &rec, sizeof(rec));
+                helper_report(req_sock, &rec);
                 _exit(0);
         }
-        helper_main(&req, std, status_fd); /* msg stays: req points into it */
+        helper_main(&req, std, req_sock); /* msg stays: req points into it */
 }
 
 void init_signals_note(void) {

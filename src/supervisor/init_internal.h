@@ -7,16 +7,7 @@
 #include <signal.h>
 #include <stddef.h>
 
-/* What a helper writes on its status pipe (one write each, under PIPE_BUF: never torn): first
- * HELPER_STARTED once the command runs, then HELPER_EXITED with its wait status.  A command that
- * could not start gets only HELPER_EXITED, with why, so init reports "exited" (with the reason)
- * instead of "started": a detached exec learns it failed, as a foreground one does. */
-enum { HELPER_STARTED = 1, HELPER_EXITED = 2 };
-typedef struct helper_rec {
-        int kind;
-        int status;
-        char why[200];
-} helper_rec;
+#include "supervisor/init.h"
 
 /* init_passwd.c */
 int init_resolve_user(const char *user, unsigned *uid, unsigned *gid, char *home, size_t home_len);
@@ -24,7 +15,7 @@ int init_resolve_user(const char *user, unsigned *uid, unsigned *gid, char *home
 /* init_exec.c */
 void init_helper_sigset(sigset_t *set);
 void init_signals_note(void);
-_Noreturn void init_spare_main(int req_sock, int status_fd);
+_Noreturn void init_spare_main(int req_sock, int taken_fd);
 
 /* init_loop.c */
 _Noreturn void init_loop(int sock);

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* PID 1's loop, once the sandbox is set up (init.c): it reads the supervisor's requests (exec,
- * kill, stop), hands each exec to a helper (init_exec.c) and reports "started" and "exited" from
- * the helper's status pipe, keeps one spare helper forked while idle, reaps every orphan, and
- * stops the sandbox on "stop" or a signal from outside. */
+/* PID 1's loop, once the sandbox is set up (init.c): it keeps one spare helper forked while
+ * idle and hands it to the supervisor, which sends it an exec straight away; it serves the execs
+ * the supervisor sends it instead (no spare was at hand: a helper forked on the spot, whose
+ * "started" and "exited" init reports), forwards signals ("kill") to helpers, reaps every
+ * orphan, and stops the sandbox on "stop" or a signal from outside. */
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
@@ -37,16 +38,23 @@ typedef struct init_exec {
 static init_exec execs[MAX_EXECS];
 static size_t n_execs;
 
-/* The spare helper: forked while init is idle, waiting on its request socket for the next exec,
- * so that an exec does not wait for a fork (~0.3-0.75 ms on a small VM, and the copy-on-write
- * faults after it).  pid 0: none. */
+/* The spare helper: forked while init is idle, so that an exec does not wait for a fork
+ * (~0.3-0.75 ms on a small VM, and the copy-on-write faults after it), and handed at once to the
+ * supervisor ({"op":"spare","pid":P} with its request socket): the supervisor sends it the next
+ * exec's request and reads "started" and "exited" straight back, so init is on neither path.
+ * Init keeps the read end of a pipe the spare closes once it took a request (or died): it is
+ * then a direct helper (below) and init forks the next spare when idle.  pid 0: none. */
 static struct {
         pid_t pid;
-        int sock; /* init's end: the exec request (JSON and the stdio fds) goes here, once */
-        int status_fd; /* read end of the helper's status pipe (helper_rec) */
-} spare = { .pid = 0, .sock = -1, .status_fd = -1 };
+        int taken_fd;
+} spare = { .pid = 0, .taken_fd = -1 };
 static bool spare_blocked; /* the last fork failed: no retry until an exec or a reap */
 static int init_sfd = -1; /* init's signalfd (SIGCHLD and the stop signals) */
+
+/* The helpers of execs the supervisor sent straight to a spare: init reaps them and forwards
+ * signals to them ("kill" by pid), nothing more. */
+static pid_t direct[MAX_EXECS];
+static size_t n_direct;
 
 static void init_report_fd(
         int sock, const char *op, uint64_t id, json_int_t key_val, const char *key, int fd) {
@@ -89,25 +97,22 @@ static int open_pty(json_t *msg, int *ret_master, int fds[3]) {
 }
 
 static void spare_forget(void) {
-        spare.sock = safe_close(spare.sock);
-        spare.status_fd = safe_close(spare.status_fd);
+        spare.taken_fd = safe_close(spare.taken_fd);
         spare.pid = 0;
 }
 
-/* Forks the spare helper.  It keeps only its request socket and status pipe (and stdio, which
- * are /dev/null); the signals it takes are blocked already (init_loop), so one sent to it before
- * its sigwaitinfo waits. */
-static void spare_fork(void) {
+/* Forks a helper waiting for one request on *ret_sock (our end); *ret_taken hangs up once it
+ * took it.  It keeps only those two fds (and stdio, which are /dev/null); the signals it takes
+ * are blocked already (init_loop), so one sent to it before its sigwaitinfo waits.  Its pid or
+ * -1. */
+static pid_t helper_fork(int *ret_sock, int *ret_taken) {
         int sp[2], pf[2];
-        if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0) {
-                spare_blocked = true;
-                return;
-        }
+        if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0)
+                return -1;
         if (pipe2(pf, O_CLOEXEC) < 0) {
                 safe_close(sp[0]);
                 safe_close(sp[1]);
-                spare_blocked = true;
-                return;
+                return -1;
         }
         pid_t pid = fork();
         if (pid == 0) {
@@ -120,37 +125,58 @@ static void spare_fork(void) {
         if (pid < 0) {
                 safe_close(sp[0]);
                 safe_close(pf[0]);
+                return -1;
+        }
+        *ret_sock = sp[0];
+        *ret_taken = pf[0];
+        return pid;
+}
+
+/* Forks the spare helper and hands its request socket to the supervisor (sock). */
+static void spare_fork(int sock) {
+        int req = -1, taken = -1;
+        pid_t pid = helper_fork(&req, &taken);
+        json_t *m = pid > 0 ? json_pack("{s:s, s:i}", "op", "spare", "pid", (int)pid) : NULL;
+        int r = m ? proto_send(sock, m, &req, 1) : -ENOMEM;
+        json_decref(m);
+        safe_close(req); /* the supervisor's now: a stop SIGKILLs a spare still waiting */
+        if (r < 0) {
+                if (pid > 0)
+                        (void)kill(pid, SIGKILL); /* reaped as any child */
+                safe_close(taken);
                 spare_blocked = true;
                 return;
         }
         spare.pid = pid;
-        spare.sock = sp[0];
-        spare.status_fd = pf[0];
+        spare.taken_fd = taken;
 }
 
-/* Hands the request to the spare helper (forked now if there is none); it serves this exec only.
- * Its pid, or -1 when no helper could take it. */
-static pid_t spare_take(json_t *msg, const int fds[3], int *ret_status_fd) {
+/* The spare took its request (or died: reaped later).  Its pid goes to the direct helpers. */
+static void spare_taken(void) {
+        if (n_direct < MAX_EXECS) /* always: no spare is forked with the table full */
+                direct[n_direct++] = spare.pid;
+        spare_forget();
+}
+
+/* The exec init forwards itself (the supervisor had no spare): a helper forked on the spot gets
+ * the request; init reads its records.  Its pid, or -1 when no helper could take it. */
+static pid_t helper_take(json_t *msg, const int fds[3], int *ret_status_fd) {
         int n = 0;
         while (n < 3 && fds[n] >= 0)
                 n++;
         for (int attempt = 0; attempt < 2; attempt++) {
-                if (spare.pid <= 0)
-                        spare_fork();
-                if (spare.pid <= 0)
+                int req = -1, taken = -1;
+                pid_t pid = helper_fork(&req, &taken);
+                if (pid < 0)
                         return -1;
-                int r = proto_send(spare.sock, msg, fds, (size_t)n);
-                pid_t pid = spare.pid;
-                int status_fd = spare.status_fd;
-                spare.status_fd = -1;
-                spare_forget();
-                if (r >= 0) {
-                        *ret_status_fd = status_fd;
+                safe_close(taken);
+                if (proto_send(req, msg, fds, (size_t)n) >= 0) {
+                        *ret_status_fd = req;
                         return pid;
                 }
-                /* it died (killed from inside the sandbox?): the next one */
+                /* it died (killed from inside the sandbox?): another one */
                 (void)kill(pid, SIGKILL);
-                safe_close(status_fd);
+                safe_close(req);
         }
         return -1;
 }
@@ -165,7 +191,7 @@ static void init_start_exec(int sock, json_t *msg, int fds[3]) {
                 init_report(sock, "exited", id, 126 << 8, "status");
                 return;
         }
-        pid_t helper = spare_take(msg, fds, &status_fd);
+        pid_t helper = helper_take(msg, fds, &status_fd);
         if (helper < 0) {
                 safe_close(master);
                 init_report(sock, "exited", id, 126 << 8, "status");
@@ -220,7 +246,9 @@ static bool init_exec_read(int sock, init_exec *e) {
 }
 
 _Noreturn static void init_stop(uint64_t timeout_ms) {
-        /* the spare helper blocks SIGTERM while it waits: hanging up its socket ends it */
+        /* the spare blocks SIGTERM while it waits, and the supervisor holds its socket */
+        if (spare.pid > 0)
+                (void)kill(spare.pid, SIGKILL);
         spare_forget();
         /* From PID 1, kill(-1) reaches every other process in our pid namespace. */
         (void)kill(-1, SIGTERM);
@@ -232,7 +260,7 @@ _Noreturn static void init_stop(uint64_t timeout_ms) {
                 if (p > 0)
                         continue;
                 /* until the next child exits (SIGCHLD is blocked and read from init_sfd), not a
-                 * fixed sleep: a spare helper ends as soon as it sees the hang-up */
+                 * fixed sleep: the spare ends at once (SIGKILL), and a command that obeys SIGTERM soon */
                 struct pollfd pfd = { .fd = init_sfd, .events = POLLIN };
                 struct signalfd_siginfo si;
                 if (init_sfd < 0 || poll(&pfd, 1, (int)(deadline - now)) < 0)
@@ -242,6 +270,25 @@ _Noreturn static void init_stop(uint64_t timeout_ms) {
         }
         /* Leaving PID 1 makes the kernel SIGKILL whatever is left in the namespace. */
         _exit(0);
+}
+
+/* The helper a "kill" is for: by exec id (an exec init forwarded) or by pid (one the supervisor
+ * sent to a spare, which may not have told us yet that it took it); only a helper of ours. */
+static pid_t kill_target(json_t *msg) {
+        json_t *pidv = json_object_get(msg, "pid");
+        if (!pidv) {
+                init_exec *e = find_exec((uint64_t)json_integer_value(json_object_get(msg, "id")));
+                return e ? e->helper : 0;
+        }
+        json_int_t pid = json_integer_value(pidv);
+        if (pid <= 1)
+                return 0;
+        if (pid == spare.pid)
+                return spare.pid;
+        for (size_t i = 0; i < n_direct; i++)
+                if (direct[i] == pid)
+                        return direct[i];
+        return 0;
 }
 
 static void init_handle_msg(int sock, json_t *msg, int *fds, size_t n_fds) {
@@ -256,10 +303,10 @@ static void init_handle_msg(int sock, json_t *msg, int *fds, size_t n_fds) {
                 for (int i = 0; i < 3; i++)
                         safe_close(std[i]);
         } else if (streq(op, "kill")) {
-                init_exec *e = find_exec((uint64_t)json_integer_value(json_object_get(msg, "id")));
+                pid_t helper = kill_target(msg);
                 int sig = (int)json_integer_value(json_object_get(msg, "signal"));
-                if (e && sig > 0 && sig < 65)
-                        (void)kill(e->helper, sig == SIGKILL ? SIGUSR1 : sig);
+                if (helper > 0 && sig > 0 && sig < 65)
+                        (void)kill(helper, sig == SIGKILL ? SIGUSR1 : sig);
         } else if (streq(op, "stop"))
                 init_stop((uint64_t)json_integer_value(json_object_get(msg, "timeoutMs")));
         proto_close_fds(fds, n_fds);
@@ -291,6 +338,15 @@ static void init_reap(int sock) {
                         spare_forget(); /* killed from inside: another one when idle */
                         continue;
                 }
+                bool was_direct = false;
+                for (size_t i = 0; i < n_direct && !was_direct; i++) {
+                        if (direct[i] != p)
+                                continue;
+                        direct[i] = direct[--n_direct];
+                        was_direct = true; /* the supervisor reads its records */
+                }
+                if (was_direct)
+                        continue;
                 for (size_t i = 0; i < n_execs; i++) {
                         if (execs[i].helper != p)
                                 continue;
@@ -325,35 +381,39 @@ static int init_signals_setup(void) {
         return sfd;
 }
 
-/* PID 1 after "ready": poll the supervisor's socket, init's signalfd and every helper's status
- * pipe; fork a spare helper whenever idle. */
+/* PID 1 after "ready": poll the supervisor's socket, init's signalfd, the spare's "taken" pipe
+ * and the status socket of every exec init forwarded; fork a spare helper whenever idle. */
 _Noreturn void init_loop(int sock) {
         int sfd = init_signals_setup();
 
         for (;;) {
-                struct pollfd pfd[2 + MAX_EXECS];
+                struct pollfd pfd[3 + MAX_EXECS];
                 size_t n = 0;
                 pfd[n++] = (struct pollfd){ .fd = sock, .events = POLLIN };
                 pfd[n++] = (struct pollfd){ .fd = sfd, .events = POLLIN };
+                pfd[n++] = (struct pollfd){ .fd = spare.taken_fd, .events = POLLIN }; /* -1: none */
                 for (size_t i = 0; i < n_execs; i++)
                         pfd[n++] = (struct pollfd){ .fd = execs[i].status_fd, .events = POLLIN };
                 /* Idle (nothing to read right now) and no spare helper: fork one now, so that the
                  * next exec does not wait for it. */
-                int ready = poll(pfd, n, spare.pid > 0 || spare_blocked ? -1 : 0);
+                bool want_spare = spare.pid <= 0 && !spare_blocked && n_direct < MAX_EXECS;
+                int ready = poll(pfd, n, want_spare ? 0 : -1);
                 if (ready < 0 && errno != EINTR)
                         _exit(1);
                 if (ready == 0) {
-                        spare_fork();
+                        spare_fork(sock);
                         continue;
                 }
                 if (pfd[0].revents & (POLLHUP | POLLERR))
                         _exit(0); /* the supervisor is gone: so is the sandbox */
                 if (pfd[0].revents & POLLIN)
                         init_read_request(sock);
+                if (pfd[2].fd >= 0 && pfd[2].fd == spare.taken_fd && pfd[2].revents)
+                        spare_taken();
                 /* only the execs that were polled: one started just now has no pfd entry yet */
-                for (size_t i = 0; i + 2 < n && i < n_execs; i++) {
-                        if (pfd[2 + i].fd < 0 || pfd[2 + i].fd != execs[i].status_fd ||
-                                !(pfd[2 + i].revents & (POLLIN | POLLHUP)))
+                for (size_t i = 0; i + 3 < n && i < n_execs; i++) {
+                        if (pfd[3 + i].fd < 0 || pfd[3 + i].fd != execs[i].status_fd ||
+                                !(pfd[3 + i].revents & (POLLIN | POLLHUP)))
                                 continue;
                         if (!init_exec_read(sock, &execs[i]))
                                 execs[i].status_fd = safe_close(execs[i].status_fd);

@@ -10,10 +10,14 @@
  * Supervisor -> client:  {"op":"started","id":N,"pid":P} {"op":"exited","id":N,"status":W,
  *                         "reason":"exited|timeout|cancelled|lost"} {"op":"error","code":"..","message":".."}
  *                        {"op":"status",...} {"op":"stopped"}
- * Supervisor -> init:    {"op":"exec","id":N,...} + fds, {"op":"kill","id":N,"signal":S},
- *                        {"op":"stop","timeoutMs":N}
+ * Supervisor -> init:    {"op":"exec","id":N,...} + fds (no spare at hand, or a terminal),
+ *                        {"op":"kill","id":N,"signal":S} or {"op":"kill","pid":P,"signal":S}
+ *                        (a direct exec's helper), {"op":"stop","timeoutMs":N}
  * Init -> supervisor:    {"op":"ready"} {"op":"error",...} {"op":"started","id":N,"pid":P}
- *                        {"op":"exited","id":N,"status":W}
+ *                        {"op":"exited","id":N,"status":W} {"op":"spare","pid":P} + the spare
+ *                        helper's request socket
+ * Supervisor -> spare:   {"op":"exec",...} + fds, as to init; the helper answers on the same
+ *                        socket with helper_rec records (init.h), not JSON
  * Every field that reaches the supervisor from init or a client is checked before use: init runs
  * inside the sandbox and is as trusted as the code it hosts. */
 #pragma once

@@ -5,6 +5,7 @@
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,6 +38,8 @@
 #include "util/str.h"
 
 #define MAX_CLIENTS 512
+#define MAX_DIRECT 1024 /* execs sent straight to a spare helper, running at once */
+#define MAX_ABANDONED 1024 /* execs through init whose client went without detaching */
 #define SETUP_TIMEOUT_MS 30000
 #define RETIRE_GRACE_MS 5000
 #define CLIENT_GONE_GRACE_MS 1000 /* a tied sandbox whose creator died: SIGTERM, then SIGKILL */
@@ -53,6 +56,17 @@ typedef struct client {
         const char *reason; /* why the exec ended early: "timeout", "cancelled" */
         uint64_t oom_kills_at_start; /* the cgroup's OOM kill count when the exec began */
 } client;
+
+/* An exec sent straight to a spare helper (handle_exec): its "started" and "exited" come back on
+ * fd, the helper's request socket, as helper_rec records; init is on neither path.  It outlives
+ * its client when detached. */
+typedef struct direct_exec {
+        int fd;
+        pid_t pid; /* the helper's pid in the sandbox: "kill" goes to init with it */
+        uint64_t id;
+        bool started;
+        bool detached; /* counted in detached_running once its client is gone */
+} direct_exec;
 
 typedef struct sup {
         const sup_config *cfg;
@@ -77,6 +91,12 @@ typedef struct sup {
         uint64_t main_exec_id; /* run -d: the sandbox stops when this exec ends; 0 = none */
         outlog out; /* detached commands' stdout/stderr (output.log) */
         sup_egress egress; /* nook-egress, when the sandbox has secrets or HTTP rules */
+        int spare_fd; /* the spare helper's request socket, handed over by init; -1: none */
+        pid_t spare_pid;
+        direct_exec direct[MAX_DIRECT];
+        size_t n_direct;
+        uint64_t abandoned[MAX_ABANDONED]; /* their end is not a detached exec's end */
+        size_t n_abandoned;
 } sup;
 
 static uint64_t oom_kills(sup *s) {
@@ -265,8 +285,19 @@ static client *client_by_exec(sup *s, uint64_t id) {
         return NULL;
 }
 
+static direct_exec *direct_by_id(sup *s, uint64_t id) {
+        for (size_t i = 0; i < s->n_direct; i++)
+                if (s->direct[i].id == id)
+                        return &s->direct[i];
+        return NULL;
+}
+
+/* A signal for an exec's helper goes through init (the helper is its child, in its pid
+ * namespace): by the helper's pid for a direct exec, else by the exec's id. */
 static void init_kill(sup *s, uint64_t id, int sig) {
-        json_t *m = json_pack("{s:s, s:I, s:i}", "op", "kill", "id", (json_int_t)id, "signal", sig);
+        direct_exec *d = direct_by_id(s, id);
+        json_t *m = d ? json_pack("{s:s, s:i, s:i}", "op", "kill", "pid", (int)d->pid, "signal", sig)
+                      : json_pack("{s:s, s:I, s:i}", "op", "kill", "id", (json_int_t)id, "signal", sig);
         if (m)
                 (void)proto_send(s->init_sock, m, NULL, 0);
         json_decref(m);
@@ -356,6 +387,23 @@ static json_t *build_exec(sup *s, json_t *req, uint64_t id, nook_error *err) {
                 json_integer_value(json_object_get(req, "cols")));
 }
 
+/* Sends the exec straight to the spare helper when there is one, else to init (which forks a
+ * helper on the spot).  A terminal always goes through init: it opens the pty.  A spare that
+ * cannot take the request (killed from inside the sandbox: guest root can) is dropped. */
+static int send_exec(sup *s, json_t *m, const int fds[3], bool tty, uint64_t id, bool detach) {
+        if (!tty && s->spare_fd >= 0 && s->n_direct < MAX_DIRECT) {
+                int fd = s->spare_fd;
+                s->spare_fd = -1;
+                if (proto_send(fd, m, fds, 3) >= 0) {
+                        s->direct[s->n_direct++] =
+                                (direct_exec){ .fd = fd, .pid = s->spare_pid, .id = id, .detached = detach };
+                        return 0;
+                }
+                safe_close(fd);
+        }
+        return proto_send(s->init_sock, m, fds, tty ? 0 : 3);
+}
+
 static void handle_exec(sup *s, client *c, json_t *req, int *fds, size_t n_fds) {
         nook_error err = { 0 };
         if (s->stopping) {
@@ -401,7 +449,7 @@ static void handle_exec(sup *s, client *c, json_t *req, int *fds, size_t n_fds) 
                 send_fds[1] = log_out;
                 send_fds[2] = log_err;
         }
-        int r = proto_send(s->init_sock, m, send_fds, tty ? 0 : 3);
+        int r = send_exec(s, m, send_fds, tty, id, detach);
         safe_close(log_out);
         safe_close(log_err);
         json_decref(m);
@@ -475,8 +523,11 @@ static void client_drop(sup *s, size_t i) {
         if (c->exec_running) {
                 if (c->detach)
                         s->detached_running++;
-                else
+                else {
                         init_kill(s, c->exec_id, SIGKILL); /* a vanished client takes its command along */
+                        if (!direct_by_id(s, c->exec_id) && s->n_abandoned < MAX_ABANDONED)
+                                s->abandoned[s->n_abandoned++] = c->exec_id;
+                }
         }
         safe_close(c->fd);
         s->clients[i] = s->clients[--s->n_clients];
@@ -541,7 +592,64 @@ static void accept_clients(sup *s) {
         }
 }
 
-/* ---- messages from init ---------------------------------------------------------------------- */
+/* ---- messages from init and from direct helpers ---------------------------------------------- */
+
+/* "started" for exec id, with the pty master (fd, or -1) for its client. */
+static void exec_started(sup *s, uint64_t id, json_int_t pid, int fd) {
+        client *c = id > 0 ? client_by_exec(s, id) : NULL;
+        json_t *m = json_pack("{s:s, s:I, s:I}", "op", "started", "id", (json_int_t)id, "pid", pid);
+        if (c && m)
+                (void)proto_send(c->fd, m, fd >= 0 ? &fd : NULL, fd >= 0 ? 1 : 0);
+        json_decref(m);
+}
+
+/* Whether exec id (through init) lost its client without detaching; forgets it. */
+static bool abandoned_take(sup *s, uint64_t id) {
+        for (size_t i = 0; i < s->n_abandoned; i++) {
+                if (s->abandoned[i] != id)
+                        continue;
+                s->abandoned[i] = s->abandoned[--s->n_abandoned];
+                return true;
+        }
+        return false;
+}
+
+/* "exited" for exec id; error: why the command could not start (no "started" came).  detached:
+ * the exec, once its client is gone, is counted in detached_running (false for a direct exec
+ * that was not detached; an exec through init is looked up in the abandoned ones). */
+static void exec_exited(sup *s, uint64_t id, json_int_t st, const char *error, bool detached) {
+        client *c = id > 0 ? client_by_exec(s, id) : NULL;
+        if (c) {
+                c->exec_running = false;
+                /* killed by SIGKILL while the cgroup counted a new OOM kill: say so */
+                if (!c->reason && WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL &&
+                        oom_kills(s) > c->oom_kills_at_start)
+                        c->reason = "oom";
+                client_send(c,
+                        json_pack("{s:s, s:I, s:I, s:s, s:s?}", "op", "exited", "id", (json_int_t)id,
+                                "status", st, "reason", c->reason ? c->reason : "exited", "error", error));
+        } else if (detached && !abandoned_take(s, id) && s->detached_running > 0)
+                s->detached_running--;
+        s->last_activity_ms = now_ms();
+        if (s->main_exec_id && id == s->main_exec_id)
+                begin_stop(s, "command_exited", RETIRE_GRACE_MS);
+}
+
+/* init's spare helper (its request socket, fds[0]): the next exec goes straight to it.  Made
+ * non-blocking: a socket that cannot take a request at once is no spare (init is as trusted as
+ * the sandbox's code). */
+static void take_spare(sup *s, json_int_t pid, int *fds, size_t n_fds) {
+        int type = 0;
+        socklen_t len = sizeof(type);
+        if (n_fds != 1 || pid <= 1 || pid > INT32_MAX || s->stopping ||
+                getsockopt(fds[0], SOL_SOCKET, SO_TYPE, &type, &len) < 0 || type != SOCK_SEQPACKET ||
+                fd_set_nonblock(fds[0], true) < 0)
+                return;
+        safe_close(s->spare_fd); /* the one before died unused (killed from inside) */
+        s->spare_fd = fds[0];
+        fds[0] = -1;
+        s->spare_pid = (pid_t)pid;
+}
 
 static void handle_init(sup *s) {
         json_t *msg = NULL;
@@ -555,35 +663,53 @@ static void handle_init(sup *s) {
         }
         const char *op = proto_op(msg);
         json_int_t id = json_integer_value(json_object_get(msg, "id"));
-        client *c = id > 0 ? client_by_exec(s, (uint64_t)id) : NULL;
-        if (streq(op, "started")) {
-                /* with a terminal, the pty master rides along to the client */
-                json_t *m = json_pack("{s:s, s:I, s:I}", "op", "started", "id", id, "pid",
-                        json_integer_value(json_object_get(msg, "pid")));
-                if (c && m)
-                        (void)proto_send(c->fd, m, fds, n_fds > 0 ? 1 : 0);
-                json_decref(m);
-        } else if (streq(op, "exited")) {
-                json_int_t st = json_integer_value(json_object_get(msg, "status"));
-                if (c) {
-                        c->exec_running = false;
-                        /* killed by SIGKILL while the cgroup counted a new OOM kill: say so */
-                        if (!c->reason && WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL &&
-                                oom_kills(s) > c->oom_kills_at_start)
-                                c->reason = "oom";
-                        /* error: the command could not start (init's words; no "started" came) */
-                        client_send(c,
-                                json_pack("{s:s, s:I, s:I, s:s, s:s?}", "op", "exited", "id", id, "status",
-                                        st, "reason", c->reason ? c->reason : "exited", "error",
-                                        json_string_value(json_object_get(msg, "error"))));
-                } else if (s->detached_running > 0)
-                        s->detached_running--;
-                s->last_activity_ms = now_ms();
-                if (s->main_exec_id && (uint64_t)id == s->main_exec_id)
-                        begin_stop(s, "command_exited", RETIRE_GRACE_MS);
-        }
+        json_int_t pid = json_integer_value(json_object_get(msg, "pid"));
+        if (streq(op, "started")) /* with a terminal, the pty master rides along to the client */
+                exec_started(s, (uint64_t)id, pid, n_fds > 0 ? fds[0] : -1);
+        else if (streq(op, "exited"))
+                exec_exited(s, (uint64_t)id, json_integer_value(json_object_get(msg, "status")),
+                        json_string_value(json_object_get(msg, "error")), true);
+        else if (streq(op, "spare"))
+                take_spare(s, pid, fds, n_fds);
         proto_close_fds(fds, n_fds);
         json_decref(msg);
+}
+
+/* init is exiting (its socket hung up), or gone: then finish() reports every exec "stopped". */
+static bool init_gone(sup *s) {
+        struct pollfd p = { .fd = s->init_sock, .events = POLLIN };
+        return s->init_sock < 0 || (poll(&p, 1, 0) > 0 && (p.revents & (POLLHUP | POLLERR)));
+}
+
+/* A record from a direct exec's helper.  One that ends without "exited" was killed: from inside
+ * the sandbox (reported as SIGKILL, with why when the command never started), or by a stop or
+ * with init (whose socket hung up first): then finish() reports the exec "stopped". */
+static void handle_direct(sup *s, size_t i) {
+        static const char helper_killed[] =
+                "the exec's helper in the sandbox was killed before the command started; run it again";
+        direct_exec *d = &s->direct[i];
+        helper_rec rec;
+        ssize_t n;
+        /* "exited" often follows "started" at once (exec true): both in one round, no more */
+        for (int round = 0; round < 2; round++) {
+                n = recv(d->fd, &rec, sizeof(rec), MSG_DONTWAIT);
+                if (n < 0 && (errno == EAGAIN || errno == EINTR))
+                        return;
+                if (n != (ssize_t)sizeof(rec) || rec.kind != HELPER_STARTED)
+                        break;
+                if (!d->started)
+                        exec_started(s, d->id, d->pid, -1);
+                d->started = true;
+        }
+        if (n == (ssize_t)sizeof(rec) && rec.kind == HELPER_STARTED)
+                return;
+        if (n == (ssize_t)sizeof(rec) && rec.kind == HELPER_EXITED) {
+                rec.why[sizeof(rec.why) - 1] = 0;
+                exec_exited(s, d->id, rec.status, !d->started && rec.why[0] ? rec.why : NULL, d->detached);
+        } else if (!s->stopping && !init_gone(s))
+                exec_exited(s, d->id, SIGKILL, d->started ? NULL : helper_killed, d->detached);
+        safe_close(d->fd);
+        *d = s->direct[--s->n_direct];
 }
 
 /* ---- the loop -------------------------------------------------------------------------------- */
@@ -651,9 +777,12 @@ static int reap(sup *s) {
         }
 }
 
+/* signalfd, init, listener, clients, network, lifeline, output log, egress, direct execs */
+#define SUP_POLL_MAX (3 + MAX_CLIENTS + SUP_NET_MAX_FDS + 1 + OUTLOG_MAX_STREAMS + 1 + MAX_DIRECT)
+
 static int sup_loop(sup *s) {
         for (;;) {
-                struct pollfd pfd[3 + MAX_CLIENTS + SUP_NET_MAX_FDS + 1 + OUTLOG_MAX_STREAMS + 1];
+                struct pollfd pfd[SUP_POLL_MAX];
                 size_t n = 0;
                 pfd[n++] = (struct pollfd){ .fd = s->sig_fd, .events = POLLIN };
                 pfd[n++] = (struct pollfd){ .fd = s->init_sock, .events = POLLIN };
@@ -666,11 +795,14 @@ static int sup_loop(sup *s) {
                 size_t n_out = outlog_pollfds(&s->out, pfd + i_life + 1);
                 size_t i_eg = i_life + 1 + n_out; /* last: the egress gateway's socket */
                 size_t n_eg = sup_egress_pollfd(&s->egress, pfd + i_eg);
+                size_t i_dir = i_eg + n_eg, n_dir = s->n_direct; /* then the direct execs */
+                for (size_t i = 0; i < n_dir; i++)
+                        pfd[i_dir + i] = (struct pollfd){ .fd = s->direct[i].fd, .events = POLLIN };
                 uint64_t d = next_deadline(s), now = now_ms();
                 int timeout = d == UINT64_MAX ? -1
                         : d <= now            ? 0
                                               : (int)((d - now) > 60000 ? 60000 : (d - now));
-                if (poll(pfd, i_eg + n_eg, timeout) < 0 && errno != EINTR)
+                if (poll(pfd, i_dir + n_dir, timeout) < 0 && errno != EINTR)
                         return 1;
                 if (pfd[0].revents & POLLIN) {
                         struct signalfd_siginfo si;
@@ -693,6 +825,12 @@ static int sup_loop(sup *s) {
                 outlog_dispatch(&s->out, pfd + i_life + 1, n_out);
                 if (n_eg)
                         sup_egress_dispatch(&s->egress, pfd[i_eg].revents);
+                /* back to front: handle_direct moves the last one into the freed slot; execs added
+                 * since the poll are at the end, unpolled */
+                for (size_t i = n_dir; i-- > 0;)
+                        if (pfd[i_dir + i].revents && i < s->n_direct &&
+                                pfd[i_dir + i].fd == s->direct[i].fd)
+                                handle_direct(s, i);
                 if (s->lifeline_fd >= 0 && pfd[i_life].revents) {
                         /* the client that created this tied sandbox is gone: so is the sandbox */
                         s->lifeline_fd = safe_close(s->lifeline_fd);
@@ -738,6 +876,10 @@ static void finish(sup *s, int init_status) {
                         client_send(c, json_pack("{s:s, s:s}", "op", "stopped", "reason", rec.reason));
                 safe_close(c->fd);
         }
+        s->spare_fd = safe_close(s->spare_fd);
+        for (size_t i = 0; i < s->n_direct; i++)
+                safe_close(s->direct[i].fd);
+        s->n_direct = 0;
 }
 
 /* The network, with the egress gateway when the config has one (started before init, sup_run):
@@ -761,7 +903,8 @@ int sup_run(const sup_config *c, const char *state_dir, int ready_fd, int lifeli
                 .listen_fd = -1,
                 .sig_fd = -1,
                 .lifeline_fd = lifeline_fd,
-                .egress = SUP_EGRESS_INIT };
+                .egress = SUP_EGRESS_INIT,
+                .spare_fd = -1 };
         outlog_init(&s.out, state_dir);
         sigset_t mask;
         int r;

@@ -132,6 +132,7 @@ The nook\\-supervisor binary to start; by default the one installed with libnook
 .B NOOK_IMAGE_MODULE
 libnook's image module (pulls, image archives, snapshots, hashing) to load; by default the one
 installed with libnook (LIBDIR/nook/libnook\\-image.so), or the build tree's.
+.TP
 .B NOOK_CRIU
 The criu binary \\fBnook checkpoint\\fR and \\fBnook doctor\\fR probe; by default criu in
 /usr/local/sbin, /usr/sbin, /sbin, /usr/local/bin or /usr/bin.

@@ -151,8 +151,9 @@ NOOK_PUBLIC int nook_cp_out(
 /* ---- sandboxes ------------------------------------------------------------------------------ */
 
 /* spec_json is a JSON object (NULL or "{}" for the defaults):
- *   image            "host" (default: the host's /usr read-only, a generated /etc) or the path of
- *                    a root filesystem directory
+ *   image            "host" (default: the host's /usr read-only, a generated /etc), the path of
+ *                    a root filesystem directory, or a registry reference ("alpine:3"), pulled at
+ *                    create as pullPolicy says
  *   env              {"NAME": "value"} for every exec (never put secrets here: it is stored)
  *   labels           {"key": "value"}
  *   persistence      "ephemeral" (default: the writable root layer is discarded on stop) or
@@ -160,7 +161,7 @@ NOOK_PUBLIC int nook_cp_out(
  *   maxDurationSecs  retire (stop, keep the workspace) after this long; 0 = never
  *   idleTimeoutSecs  stop when no exec ran and no client was attached for this long; 0 = never
  *   security         "default" or "restricted"
- *   network          "off" (default: loopback only)
+ *   network          "off" (default: loopback only), "public" or "policy" (networkPolicy)
  *   workdir          default working directory of execs (default /workspace)
  *   user             default user of execs (default root of the sandbox)
  *   secrets          {"NAME": {"value": "...", "hosts": ["api.example.com", "*.example.com"],

@@ -28,7 +28,8 @@ export type VolumeSpec =
   | { type: "tmpfs"; target: string; sizeMib?: number; readonly?: boolean }
   | { type?: "volume"; name: string; target: string; readonly?: boolean };
 
-/** network "policy": allow/deny rules by CIDR (and ports), and domain names to allow. */
+/** network "policy": allow/deny rules by CIDR (and ports), and domain names to allow.  With
+ * network "public": rules only, as exceptions to its public-only floor (domains are refused). */
 export interface NetworkPolicy {
   rules?: Array<{ action: "allow" | "deny"; cidr: string; ports?: string }>;
   domains?: string[];
@@ -89,7 +90,7 @@ export interface SandboxSpec {
   idleTimeoutSecs?: number;
   security?: "default" | "restricted";
   network?: "off" | "public" | "policy";
-  /** Only with network "policy". */
+  /** With network "policy", or "public" (rules only). */
   networkPolicy?: NetworkPolicy;
   /** Published TCP ports, "[ADDR:]HOSTPORT:PORT[/tcp]" (ADDR IPv4, default 127.0.0.1), e.g.
    * "18091:80".  Needs network "public" or "policy". */

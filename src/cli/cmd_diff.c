@@ -78,7 +78,8 @@ int cmd_diff(int argc, char **argv) {
                 if (c == 'h') {
                         printf("Usage: nook diff [--json] [-p|--patch] [--root] NAME\n\n"
                                "Show a sandbox's workspace changes since its baseline: the workspace as it was when the\n"
-                               "sandbox was first created, or branched. One line per path, sorted:\n"
+                               "sandbox was first created, or branched (a 'nook run' without --keep or -d takes none:\n"
+                               "its diff and merge are refused). One line per path, sorted:\n"
                                "A added, D deleted, M modified (content or symlink target), T type changed, m mode only.\n\n"
                                "Options:\n"
                                "  -p, --patch   a unified diff for each changed text file (a modified file's old\n"

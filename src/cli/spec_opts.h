@@ -44,7 +44,8 @@
 /* clang-format on */
 
 #define SPEC_OPTS_HELP                                                                                      \
-        "  --image IMAGE          'host' (default) or a root filesystem directory\n"                        \
+        "  --image IMAGE          'host' (default), a root filesystem directory, or a registry\n"           \
+        "                         image (alpine:3, ghcr.io/o/r:tag), pulled once, then cached\n"            \
         "  -e, --env NAME=VALUE   environment for every exec (stored: no secrets here)\n"                   \
         "  -l, --label KEY=VALUE  a label (repeatable)\n"                                                   \
         "  --sticky               keep the writable root layer across stop/start\n"                         \

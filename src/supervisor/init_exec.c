@@ -80,23 +80,15 @@ static int proc_ent_cmp(const void *a, const void *b) {
 /* The parent of a live process from /proc/PID/stat; -1 for a zombie (dead already: reaping is
  * enough) or a process gone. */
 static pid_t proc_ppid(pid_t pid) {
-        char path[64], buf[512];
-        (void)snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
-                return -1;
-        ssize_t k = read(fd, buf, sizeof(buf) - 1);
-        if (k <= 0)
-                return -1;
-        buf[k] = 0;
-        /* comm may hold spaces and parentheses: fields start after the last ')', as ") S PPID " */
-        const char *p = strrchr(buf, ')');
-        if (!p || p[1] != ' ' || !p[2] || p[3] != ' ' || p[2] == 'Z' || p[2] == 'X')
+        char buf[512];
+        const char *f = proc_stat_fields(pid, buf, sizeof(buf));
+        /* "S PPID ...": a zombie or dead process has no parent worth killing through */
+        if (!f || f[1] != ' ' || *f == 'Z' || *f == 'X')
                 return -1;
         char *end;
         errno = 0;
-        long ppid = strtol(p + 4, &end, 10);
-        if (errno || end == p + 4 || *end != ' ' || ppid < 0 || ppid > INT_MAX)
+        long ppid = strtol(f + 2, &end, 10);
+        if (errno || end == f + 2 || *end != ' ' || ppid < 0 || ppid > INT_MAX)
                 return -1;
         return (pid_t)ppid;
 }

@@ -36,55 +36,55 @@ int pid_wait(pid_t pid, int *ret_status) {
         }
 }
 
-uint64_t proc_start_time(pid_t pid) {
-        char path[64], buf[1024];
+const char *proc_stat_fields(pid_t pid, char *buf, size_t len) {
+        char path[64];
         (void)snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
         int fd = open(path, O_RDONLY | O_CLOEXEC);
         if (fd < 0)
-                return 0;
-        ssize_t n = read(fd, buf, sizeof(buf) - 1);
+                return NULL;
+        ssize_t n = read(fd, buf, len - 1);
         safe_close(fd);
         if (n <= 0)
-                return 0;
+                return NULL;
         buf[n] = 0;
-        /* comm may hold spaces and parentheses: fields start after the last ')' */
-        char *p = strrchr(buf, ')');
-        if (!p)
-                return 0;
-        p++;
-        /* field 3 (state) is the first after ')'; start time is field 22 */
-        for (int field = 3; field < 22 && p; field++) {
-                p = strchr(p + 1, ' ');
-        }
-        if (!p)
-                return 0;
+        /* comm may hold spaces and parentheses: fields start after the last ')', as ") S PPID " */
+        const char *p = strrchr(buf, ')');
+        if (!p || p[1] != ' ' || !p[2])
+                return NULL;
+        return p + 2;
+}
+
+/* Field 22 of a stat line whose field 3 is at f, or 0. */
+static uint64_t stat_start_time(const char *f) {
+        /* field 3 (state) is at f; start time is field 22 */
+        for (int field = 3; field < 22 && f; field++)
+                f = strchr(f + 1, ' ');
         unsigned long long v = 0;
-        if (sscanf(p, " %llu", &v) != 1)
+        if (!f || sscanf(f, " %llu", &v) != 1)
                 return 0;
         return v;
+}
+
+uint64_t proc_start_time(pid_t pid) {
+        char buf[1024];
+        const char *f = proc_stat_fields(pid, buf, sizeof(buf));
+        return f ? stat_start_time(f) : 0;
 }
 
 bool proc_alive(pid_t pid, uint64_t start_time) {
         if (pid <= 0)
                 return false;
-        uint64_t st = proc_start_time(pid);
+        char buf[1024];
+        const char *f = proc_stat_fields(pid, buf, sizeof(buf));
+        if (!f)
+                return false;
+        uint64_t st = stat_start_time(f);
         if (st == 0)
                 return false;
         if (start_time != 0 && st != start_time)
                 return false;
         /* a zombie is not alive */
-        char path[64], buf[512];
-        (void)snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-        int fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
-                return false;
-        ssize_t n = read(fd, buf, sizeof(buf) - 1);
-        safe_close(fd);
-        if (n <= 0)
-                return false;
-        buf[n] = 0;
-        char *p = strrchr(buf, ')');
-        return p && p[1] == ' ' && p[2] != 'Z' && p[2] != 'X';
+        return *f != 'Z' && *f != 'X';
 }
 
 int pidfd_open_(pid_t pid) {

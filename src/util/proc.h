@@ -12,6 +12,9 @@ void pid_killp(pid_t *pid);
 #define _cleanup_pid_kill_ _cleanup_(pid_killp)
 /* waitpid retrying on EINTR; returns the raw status or -errno. */
 int pid_wait(pid_t pid, int *ret_status);
+/* Reads /proc/PID/stat into buf and returns its fields from field 3 (the state) on, past the
+ * comm (which may hold spaces and parentheses); NULL when the process is gone or unreadable. */
+const char *proc_stat_fields(pid_t pid, char *buf, size_t len);
 /* The process start time in clock ticks since boot (field 22 of /proc/PID/stat), or 0. */
 uint64_t proc_start_time(pid_t pid);
 /* True when pid runs and started at start_time (0 matches any). */

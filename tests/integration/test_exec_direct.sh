@@ -129,17 +129,23 @@ is "$bad" "" "each exec's client ends with its command killed (143 or 137)"
 check "no command of theirs is left" wait_for 10 eval '[[ -z "$(pgrep -f "sleep 6174")" ]]'
 is "$(field ds .state)" "stopped" "the sandbox is stopped"
 
+# kill_mid_exec NAME SECS PREFIX PID: `nook exec NAME -- sleep SECS` runs, PID is SIGKILLed once
+# the command is up; the client's exit code, stdout and stderr land in PREFIX{rc,out,err}
+kill_mid_exec() {
+        (
+                timeout 120 "$NOOK" exec "$1" -- sh -c "echo up; exec sleep $2" >"$3out" 2>"$3err" </dev/null
+                echo $? >"$3rc"
+        ) &
+        wait_for 30 grep -q up "$3out"
+        kill -9 "$4" 2>/dev/null
+        wait
+}
+
 # ---- init killed while an exec runs ----------------------------------------------------------
 run_nook create di
 sup=$(field di .supervisorPid)
 init=$(init_of "${sup:-0}")
-(
-        timeout 120 "$NOOK" exec di -- sh -c 'echo up; exec sleep 6175' >"$T/iout" 2>"$T/ierr" </dev/null
-        echo $? >"$T/irc"
-) &
-wait_for 30 grep -q up "$T/iout"
-kill -9 "${init:-0}" 2>/dev/null
-wait
+kill_mid_exec di 6175 "$T/i" "${init:-0}"
 is "$(cat "$T/irc")" 137 "init killed while an exec runs: the client ends (137)"
 like "$(cat "$T/ierr")" "the sandbox stopped while the command ran" "with a clear error on stderr"
 wait_state di stopped 10
@@ -149,13 +155,7 @@ check "no command of its is left" wait_for 10 eval '[[ -z "$(pgrep -f "sleep 617
 # ---- the supervisor killed while an exec runs -------------------------------------------------
 run_nook create dk
 sup=$(field dk .supervisorPid)
-(
-        timeout 120 "$NOOK" exec dk -- sh -c 'echo up; exec sleep 6176' >"$T/kout" 2>"$T/kerr" </dev/null
-        echo $? >"$T/krc"
-) &
-wait_for 30 grep -q up "$T/kout"
-kill -9 "${sup:-0}" 2>/dev/null
-wait
+kill_mid_exec dk 6176 "$T/k" "${sup:-0}"
 isnt "$(cat "$T/krc")" 0 "the supervisor killed while an exec runs: the client fails"
 like "$(cat "$T/kerr")" "stopped while the command ran" "with a clear error"
 check "the command went with the sandbox" wait_for 10 eval '[[ -z "$(pgrep -f "sleep 6176")" ]]'

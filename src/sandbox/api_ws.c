@@ -14,7 +14,6 @@
 #include "util/error.h"
 #include "util/fd.h"
 #include "util/macro.h"
-#include "util/str.h"
 #include "workspace/ws.h"
 
 /* A change to a workspace holds the name's lock shared, so it never interleaves with `nook rm`
@@ -146,7 +145,7 @@ int nook_ws_open(nook *n, const char *name, nook_ws **ret, nook_error *err) {
         (void)pthread_mutex_init(&h->mu, NULL);
         h->home = strdup(n->home);
         h->name = strdup(name);
-        h->lock_path = strprintf("%s/locks/%s.lock", n->home, name);
+        h->lock_path = sb_lock_path(n->home, name);
         if (!h->home || !h->name || !h->lock_path)
                 return nook_err_oom(err);
         h->root_dev = rst.st_dev;

@@ -42,9 +42,13 @@ int sb_lock_how(nook *n, const char *name, int how, int *ret_fd, nook_error *err
         return sb_lock_home(n->home, name, how, ret_fd, err);
 }
 
+char *sb_lock_path(const char *home, const char *name) {
+        return strprintf("%s/locks/%s.lock", home, name);
+}
+
 int sb_lock_home(const char *home, const char *name, int how, int *ret_fd, nook_error *err) {
         _cleanup_free_ char *dir = strprintf("%s/locks", home);
-        _cleanup_free_ char *p = strprintf("%s/locks/%s.lock", home, name);
+        _cleanup_free_ char *p = sb_lock_path(home, name);
         if (!dir || !p)
                 return nook_err_oom(err);
         if (mkdir(dir, 0700) < 0 && errno != EEXIST)
@@ -81,7 +85,7 @@ int sb_lock(nook *n, const char *name, int *ret_fd, nook_error *err) {
 
 /* Deletes the name's lock file; only while holding it (see sb_lock). */
 void sb_lock_drop(nook *n, const char *name) {
-        _cleanup_free_ char *p = strprintf("%s/locks/%s.lock", n->home, name);
+        _cleanup_free_ char *p = sb_lock_path(n->home, name);
         if (p)
                 (void)unlink(p);
 }

@@ -159,7 +159,7 @@ out and 125 when nook itself failed.
 """
 
 
-def main_page(nook, docs, pages, version, libexecdir):
+def main_page(nook, docs, pages, version, libexecdir, libdir):
     text = run(nook, "--help")
     page = header("nook", "run untrusted code in local sandboxes", version)
     page += synopsis(usage_lines(text))
@@ -178,16 +178,16 @@ def main_page(nook, docs, pages, version, libexecdir):
     for cmd, summary, subs, _ in docs:
         ref = f"\\fBnook\\-{esc(cmd)}\\fR(1)" if f"nook-{cmd}" in pages else f"\\fBnook {esc(cmd)} \\-\\-help\\fR"
         page += f".TP\n.B {esc('nook ' + cmd)}\n{esc(summary)}; see {ref}.\n"
-    page += FILES.replace("LIBEXECDIR", esc(libexecdir))
+    page += FILES.replace("LIBEXECDIR", esc(libexecdir)).replace("LIBDIR", esc(libdir))
     page += ".SH SEE ALSO\n" + ",\n".join(f".BR {esc(p)} (1)" for p in sorted(pages) if p != "nook") + "\n"
     return page
 
 
 def main():
-    if len(sys.argv) < 6:
-        sys.exit("usage: gen_man.py NOOK OUTDIR VERSION LIBEXECDIR PAGE...")
-    nook, outdir, version, libexecdir = sys.argv[1:5]
-    pages = set(sys.argv[5:])
+    if len(sys.argv) < 7:
+        sys.exit("usage: gen_man.py NOOK OUTDIR VERSION LIBEXECDIR LIBDIR PAGE...")
+    nook, outdir, version, libexecdir, libdir = sys.argv[1:6]
+    pages = set(sys.argv[6:])
     docs = []
     for line in run(nook, "__doc").splitlines():
         cmd, summary, subs, subs_help = line.split("\t")
@@ -205,7 +205,7 @@ def main():
             with open(os.path.join(outdir, f"nook-{cmd}.1"), "w") as f:
                 f.write(command_page(nook, cmd, summary, subs, subs_help, version))
     with open(os.path.join(outdir, "nook.1"), "w") as f:
-        f.write(main_page(nook, docs, pages, version, libexecdir))
+        f.write(main_page(nook, docs, pages, version, libexecdir, libdir))
 
 
 main()

@@ -16,7 +16,7 @@ egress_world_require
 D=$(mktemp -d /tmp/nook-egress.XXXXXX)
 G=$EG_G P=$EG_P
 trap '[[ -n ${KEEP:-} ]] && cp "$D/audit.log" /tmp/egress-audit.log; egress_world_down; _tap_finish' EXIT
-plan 85
+plan 86
 egress_world_up "$D" || bail_out "cannot build the egress test world"
 
 # ---- the gateway: secrets, rules, the test CA as extraCaPem ----
@@ -229,6 +229,8 @@ fi
 : >"$D/up.log"
 GC_HTTP=--http2 gc -v -H "Authorization: Bearer $PH" https://up.test/repos/h2 https://up.test/repos/chunked
 like "$err" "ALPN: server accepted h2" "the gateway offers h2 and the guest takes it"
+like "$err" "SSL connection using TLSv1.3 / TLS_AES_128_GCM_SHA256" \
+        "towards the guest the gateway's TLS 1.3 suite order wins: AES-128-GCM (curl's own order puts AES-256-GCM first)"
 like "$out" "upstream saw GET /repos/h2.*200.*hello chunked world.*200" "two streams on one h2 connection, a chunked answer included"
 grep -q "Bearer $SENTINEL" "$D/up.log" && ok "over h2 the listed upstream gets the real secret" || not_ok "h2 substitution" "$(cat "$D/up.log")"
 GC_HTTP=--http2 gc -H "X-Token: $PH" https://other.test/x

@@ -14,6 +14,9 @@
 #   - the gateway's memory idle (after start), after the traffic, and idle again (10 s after the
 #     last connection it hands pages back): VmRSS, Pss, private (Private_Clean + Private_Dirty).
 #     VmRSS counts library pages other processes map too; Pss and private are per-sandbox costs.
+# NOOK_BENCH_LINK=RATE (tc's syntax: 1gbit, 10gbit) shapes the upstream's link (its veth, both
+# legs cross it) with a token bucket, as a real remote server sits behind a link of some rate;
+# NOOK_BENCH_CIPHERS sets the upstream's TLS 1.3 suites (default: AES-128-GCM first, as the gateway).
 # Usage: bench/egress_bench.sh [BUILD_DIR]   (default build-bench, else build-test, else build)
 set -uo pipefail
 src=$(cd "$(dirname "$0")/.." && pwd)
@@ -43,6 +46,11 @@ for _ in $(seq 50); do
         ip netns exec "$EG_P" bash -c "exec 3<>/dev/tcp/198.51.100.10/443" 2>/dev/null && break
         sleep 0.1
 done
+if [[ -n ${NOOK_BENCH_LINK:-} ]]; then
+        ip netns exec "$EG_P" tc qdisc add dev "${EG_P}b" root tbf rate "$NOOK_BENCH_LINK" burst 1mb latency 50ms ||
+                { echo "egress_bench: cannot shape the upstream's link to '$NOOK_BENCH_LINK'" >&2; exit 1; }
+        echo "the upstream's link (both legs) shaped to $NOOK_BENCH_LINK (tc tbf)"
+fi
 python3 - "$D/config.json" "$D/testca.crt" <<'PY'
 import json, sys
 json.dump({"sandbox": "bench", "mode": "public",

@@ -42,10 +42,12 @@ for _ in $(seq 100); do # gone (or a zombie: it was disowned), so its port is fr
 done
 ip netns exec "$EG_P" "$UPSTREAM" 198.51.100.10 443 "$D/up.crt" "$D/up.key" ${NOOK_BENCH_CIPHERS:+"$NOOK_BENCH_CIPHERS"} 2>"$D/upstream.log" &
 EG_UP_PIDS+=("$!")
-for _ in $(seq 50); do
-        ip netns exec "$EG_P" bash -c "exec 3<>/dev/tcp/198.51.100.10/443" 2>/dev/null && break
+up_ready=0
+for _ in $(seq 100); do
+        ip netns exec "$EG_P" bash -c "exec 3<>/dev/tcp/198.51.100.10/443" 2>/dev/null && up_ready=1 && break
         sleep 0.1
 done
+((up_ready)) || { echo "egress_bench: bench-egress-upstream did not listen: $(cat "$D/upstream.log")" >&2; exit 1; }
 if [[ -n ${NOOK_BENCH_LINK:-} ]]; then
         ip netns exec "$EG_P" tc qdisc add dev "${EG_P}b" root tbf rate "$NOOK_BENCH_LINK" burst 1mb latency 50ms ||
                 { echo "egress_bench: cannot shape the upstream's link to '$NOOK_BENCH_LINK'" >&2; exit 1; }

@@ -16,7 +16,7 @@ egress_world_require
 D=$(mktemp -d /tmp/nook-egress.XXXXXX)
 G=$EG_G P=$EG_P
 trap '[[ -n ${KEEP:-} ]] && cp "$D/audit.log" /tmp/egress-audit.log; egress_world_down; _tap_finish' EXIT
-plan 86
+plan 87
 egress_world_up "$D" || bail_out "cannot build the egress test world"
 
 # ---- the gateway: secrets, rules, the test CA as extraCaPem ----
@@ -333,6 +333,30 @@ like "$out" "'extraCaPem' holds no PEM certificate.* 1$" "a bad extraCaPem is re
 
 # ---- idle: 10 s after the last connection the gateway hands library pages back, and still works ----
 rss_file() { awk '/^RssFile/ {print $2}' "/proc/$GW_PID/status"; }
+# concurrent connections, each on its own thread: they all allocate from one malloc arena (a
+# thread arena is an anonymous rw mapping at a 64 MiB boundary followed by its PROT_NONE rest,
+# 64 MiB together; what a thread leaves live there pins its pages in an idle gateway)
+pids=()
+for i in 1 2 3; do
+        ip netns exec "$G" curl -sS -m 20 --http1.1 -o /dev/null --cacert "$D/state/ca.pem" \
+                --resolve up.test:443:198.51.100.10 "https://up.test/repos/pattern/$((i * 300000))" &
+        pids+=("$!")
+done
+wait "${pids[@]}"
+arenas=$(python3 - "$GW_PID" <<'PY'
+import sys
+maps = [l.split() for l in open("/proc/%s/maps" % sys.argv[1])]
+span = lambda m: [int(x, 16) for x in m[0].split("-")]
+n = 0
+for m, nxt in zip(maps, maps[1:]):
+    (lo, hi), (lo2, hi2) = span(m), span(nxt)
+    if len(m) < 6 and len(nxt) < 6 and m[1].startswith("rw") and nxt[1].startswith("---") \
+            and lo % (64 << 20) == 0 and lo2 == hi and hi2 - lo == 64 << 20:
+        n += 1
+print(n)
+PY
+)
+is "$arenas" 0 "after concurrent connections the gateway has no per-thread malloc arena (M_ARENA_MAX 1)"
 gc -o /dev/null https://up.test/repos/pattern/1000000
 busy=$(rss_file)
 wait_for 40 sh -c "[ \$(awk '/^RssFile/ {print \$2}' /proc/$GW_PID/status) -lt $((busy / 2)) ]" &&

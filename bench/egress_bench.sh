@@ -42,6 +42,7 @@ for _ in $(seq 100); do # gone (or a zombie: it was disowned), so its port is fr
 done
 ip netns exec "$EG_P" "$UPSTREAM" 198.51.100.10 443 "$D/up.crt" "$D/up.key" ${NOOK_BENCH_CIPHERS:+"$NOOK_BENCH_CIPHERS"} 2>"$D/upstream.log" &
 EG_UP_PIDS+=("$!")
+disown # egress_world_down kills it (no "Killed" line at the end)
 up_ready=0
 for _ in $(seq 100); do
         ip netns exec "$EG_P" bash -c "exec 3<>/dev/tcp/198.51.100.10/443" 2>/dev/null && up_ready=1 && break

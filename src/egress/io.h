@@ -48,3 +48,7 @@ void egress_io_consume(egress_io *io, size_t n);
 /* A CRLF-terminated line (CRLF not included, NUL-terminated) of at most max-1 bytes. */
 int egress_io_read_line(egress_io *io, char *dst, size_t max);
 void egress_set_timeouts(int fd, int secs);
+/* TCP_NODELAY on a TCP socket of the gateway (either side): every write is already a batch
+ * (egress_io_flush), so Nagle's algorithm could only hold a small answer back until the peer's
+ * delayed ACK (40 ms); a failure is ignored (the socket still works, only slower). */
+void egress_set_nodelay(int fd);

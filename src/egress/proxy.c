@@ -436,6 +436,7 @@ static int connect_dst(conn *c) {
                 return -errno;
         }
         egress_set_timeouts(fd, IO_SECS);
+        egress_set_nodelay(fd);
         return fd;
 }
 
@@ -1087,6 +1088,7 @@ static void guest_close_gracefully(conn *c) {
 void egress_conn_run(const egress_ctx *ctx, int fd, bool https) {
         conn c = { .ctx = ctx, .https = https, .proto = "http/1.1" };
         egress_set_timeouts(fd, IO_SECS);
+        egress_set_nodelay(fd);
         if (egress_io_init(&c.guest, fd, NULL, IO_BUF + HTTP1_HEAD_MAX) < 0) {
                 close(fd);
                 return;

@@ -16,7 +16,7 @@ egress_world_require
 D=$(mktemp -d /tmp/nook-egress.XXXXXX)
 G=$EG_G P=$EG_P
 trap '[[ -n ${KEEP:-} ]] && cp "$D/audit.log" /tmp/egress-audit.log; egress_world_down; _tap_finish' EXIT
-plan 84
+plan 87
 egress_world_up "$D" || bail_out "cannot build the egress test world"
 
 # ---- the gateway: secrets, rules, the test CA as extraCaPem ----
@@ -179,11 +179,58 @@ print("then the body")
 PY
 )
 like "$out" "head before body: HTTP/1.1 200 OK.then the body" "a head goes to the guest before the body exists (nothing waits in the gateway's buffer)"
+# TCP_NODELAY on both of the gateway's sockets of a request (guest side, upstream side): without
+# it a small answer written while an earlier small write (a session ticket) is unacknowledged
+# waits for the guest's delayed ACK, 40 ms per request.  Read from the sockets themselves
+# (pidfd_getfd, root) while a request is in flight (/headfirst's body waits for /release).
+out=$(ip netns exec "$G" python3 - "$D/state/ca.pem" "$GW_PID" <<'PY' 2>&1
+import ctypes, os, socket, ssl, subprocess, sys
+ctx = ssl.create_default_context(cafile=sys.argv[1])
+s = ctx.wrap_socket(socket.create_connection(("198.51.100.10", 443), timeout=10), server_hostname="up.test")
+s.sendall(b"GET /repos/headfirst HTTP/1.1\r\nHost: up.test\r\n\r\n")
+got = b""
+while b"\r\n\r\n" not in got:
+    got += s.recv(4096)
+libc = ctypes.CDLL(None, use_errno=True)
+pidfd = os.pidfd_open(int(sys.argv[2]))
+conns = nodelay = 0
+for name in os.listdir("/proc/%s/fd" % sys.argv[2]):
+    if not os.readlink("/proc/%s/fd/%s" % (sys.argv[2], name)).startswith("socket:"):
+        continue
+    fd = libc.syscall(438, pidfd, int(name), 0)  # pidfd_getfd
+    if fd < 0:
+        print("pidfd_getfd failed: errno", ctypes.get_errno())
+        continue
+    t = socket.socket(fileno=fd)
+    try:
+        t.getpeername()
+        connected = t.family in (socket.AF_INET, socket.AF_INET6) and t.type == socket.SOCK_STREAM
+    except OSError:
+        connected = False
+    if connected:
+        conns += 1
+        nodelay += t.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) != 0
+    t.close()
+print("connected TCP sockets %d, with TCP_NODELAY %d" % (conns, nodelay))
+subprocess.run(["curl", "-sS", "-m", "10", "-o", "/dev/null", "--cacert", sys.argv[1],
+                "--resolve", "up.test:443:198.51.100.10", "https://up.test/repos/release"])
+while not got.endswith(b"body\n"):
+    got += s.recv(4096)
+PY
+)
+if [[ $out =~ connected\ TCP\ sockets\ ([0-9]+),\ with\ TCP_NODELAY\ ([0-9]+) ]] &&
+        ((BASH_REMATCH[1] >= 2 && BASH_REMATCH[1] == BASH_REMATCH[2])); then
+        ok "every connected TCP socket of the gateway has TCP_NODELAY (guest and upstream side: $out)"
+else
+        not_ok "TCP_NODELAY on the gateway's sockets" "$out"
+fi
 
 # ---- HTTP/2 from the guest (ALPN h2): the same checks per stream, HTTP/1.1 upstream ----
 : >"$D/up.log"
 GC_HTTP=--http2 gc -v -H "Authorization: Bearer $PH" https://up.test/repos/h2 https://up.test/repos/chunked
 like "$err" "ALPN: server accepted h2" "the gateway offers h2 and the guest takes it"
+like "$err" "SSL connection using TLSv1.3 / TLS_AES_128_GCM_SHA256" \
+        "towards the guest the gateway's TLS 1.3 suite order wins: AES-128-GCM (curl's own order puts AES-256-GCM first)"
 like "$out" "upstream saw GET /repos/h2.*200.*hello chunked world.*200" "two streams on one h2 connection, a chunked answer included"
 grep -q "Bearer $SENTINEL" "$D/up.log" && ok "over h2 the listed upstream gets the real secret" || not_ok "h2 substitution" "$(cat "$D/up.log")"
 GC_HTTP=--http2 gc -H "X-Token: $PH" https://other.test/x
@@ -286,6 +333,30 @@ like "$out" "'extraCaPem' holds no PEM certificate.* 1$" "a bad extraCaPem is re
 
 # ---- idle: 10 s after the last connection the gateway hands library pages back, and still works ----
 rss_file() { awk '/^RssFile/ {print $2}' "/proc/$GW_PID/status"; }
+# concurrent connections, each on its own thread: they all allocate from one malloc arena (a
+# thread arena is an anonymous rw mapping at a 64 MiB boundary followed by its PROT_NONE rest,
+# 64 MiB together; what a thread leaves live there pins its pages in an idle gateway)
+pids=()
+for i in 1 2 3; do
+        ip netns exec "$G" curl -sS -m 20 --http1.1 -o /dev/null --cacert "$D/state/ca.pem" \
+                --resolve up.test:443:198.51.100.10 "https://up.test/repos/pattern/$((i * 300000))" &
+        pids+=("$!")
+done
+wait "${pids[@]}"
+arenas=$(python3 - "$GW_PID" <<'PY'
+import sys
+maps = [l.split() for l in open("/proc/%s/maps" % sys.argv[1])]
+span = lambda m: [int(x, 16) for x in m[0].split("-")]
+n = 0
+for m, nxt in zip(maps, maps[1:]):
+    (lo, hi), (lo2, hi2) = span(m), span(nxt)
+    if len(m) < 6 and len(nxt) < 6 and m[1].startswith("rw") and nxt[1].startswith("---") \
+            and lo % (64 << 20) == 0 and lo2 == hi and hi2 - lo == 64 << 20:
+        n += 1
+print(n)
+PY
+)
+is "$arenas" 0 "after concurrent connections the gateway has no per-thread malloc arena (M_ARENA_MAX 1)"
 gc -o /dev/null https://up.test/repos/pattern/1000000
 busy=$(rss_file)
 wait_for 40 sh -c "[ \$(awk '/^RssFile/ {print \$2}' /proc/$GW_PID/status) -lt $((busy / 2)) ]" &&

@@ -11,7 +11,8 @@
  *   4. it mounts a private tmpfs as scratch and the overlay (image layers read-only, the
  *      sandbox's upper layer writable) inside it, through /proc/self/fd/N paths;
  *   5. it applies the plan under the new root: read-only host binds (the built-in host image),
- *      /proc, a minimal /dev, /tmp, /sys (read-only), /workspace, masked /proc paths;
+ *      /etc/hosts, /etc/hostname (and /etc/resolv.conf) from the scratch tmpfs, /proc, a
+ *      minimal /dev, /tmp, /sys (read-only), /workspace, masked /proc paths;
  *   6. pivot_root(".", "."), then detaches the old root;
  *   7. hostname, loopback up; the caller then drops caps, sets no_new_privs, loads seccomp. */
 #pragma once
@@ -34,7 +35,10 @@ typedef struct iso_mount {
 #define ISO_MAX_MOUNTS 72
 
 typedef struct iso_rootfs {
+        /* NULL: the image's /etc/hosts and /etc/hostname stay.  Else both are made from it on the
+         * scratch tmpfs and bound over the image's (iso_rootfs_setup, step 7). */
         const char *hostname;
+        const char *resolv_conf; /* the same for /etc/resolv.conf (a network); NULL: the image's */
         int lower_fds[ISO_MAX_LOWERS]; /* image layers, topmost first */
         size_t n_lowers;
         int upper_fd, work_fd; /* per-sandbox writable layer; -1 with n_lowers == 1: read-only root */

@@ -32,7 +32,6 @@
 #include "sandbox/spec.h"
 #include "sandbox/spec_egress.h"
 #include "store/store.h"
-#include "isolate/net.h"
 #include "supervisor/config.h"
 #include "supervisor/exitfile.h"
 #include "supervisor/proto.h"
@@ -217,62 +216,18 @@ static int mkdir_owned(const char *p, mode_t mode, uid_t uid, gid_t gid, nook_er
         return 0;
 }
 
-static int write_owned(const char *p, const char *content, uid_t uid, gid_t gid, nook_error *err) {
-        _cleanup_close_ int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
-        if (fd < 0)
-                return nook_err_errno(err, NOOK_E_IO, "Cannot write '%s'", p);
-        int r = fd_write_all(fd, content, strlen(content));
-        if (r < 0)
-                return nook_err_errnum(err, NOOK_E_IO, -r, "Cannot write '%s'", p);
-        (void)fchown(fd, uid, gid);
-        return 0;
-}
-
-/* With a network, the sandbox's resolver: slirp4netns's DNS forwarder (public), or the
- * supervisor's filtering resolver on the sandbox's loopback (policy). */
-static int write_resolv_conf(const sb_spec *spec, const char *etc, uid_t uid, gid_t gid, nook_error *err) {
-        net_mode m = net_mode_from_string(spec->network);
-        if (m != NET_MODE_PUBLIC && m != NET_MODE_POLICY)
-                return 0;
-        _cleanup_free_ char *p = strprintf("%s/resolv.conf", etc);
-        _cleanup_free_ char *text = strprintf(
-                "nameserver %s\noptions edns0\n", m == NET_MODE_PUBLIC ? NET_SLIRP_DNS : NET_RESOLVER);
-        if (!p || !text)
-                return nook_err_oom(err);
-        return write_owned(p, text, uid, gid, err);
-}
-
-/* The sandbox's /etc/hosts, /etc/hostname and /etc/resolv.conf in its writable layer. */
-static int write_etc(
-        const char *name, const sb_spec *spec, const char *etc, uid_t ruid, gid_t rgid, nook_error *err) {
-        _cleanup_free_ char *hosts = strprintf(
-                "127.0.0.1\tlocalhost\n127.0.1.1\t%s\n::1\tlocalhost ip6-localhost ip6-loopback\n", name);
-        _cleanup_free_ char *hostname = strprintf("%s\n", name);
-        _cleanup_free_ char *hp = strprintf("%s/hosts", etc), *hnp = strprintf("%s/hostname", etc);
-        if (!hosts || !hostname || !hp || !hnp)
-                return nook_err_oom(err);
-        int r = write_owned(hp, hosts, ruid, rgid, err);
-        if (r < 0)
-                return r;
-        r = write_owned(hnp, hostname, ruid, rgid, err);
-        if (r < 0)
-                return r;
-        return write_resolv_conf(spec, etc, ruid, rgid, err);
-}
-
 /* The per-sandbox state folder: config.json, the writable layer (upper, work), the socket.
  * image_digest: in, the image a kept writable layer sits on (NULL: resolve spec->image); out, the
  * registry image's digest for the record (NULL for "host" or a directory). */
 static int prepare_state(nook *n, const char *name, const sb_spec *spec, bool keep_upper, const char *sdir,
         const char *wsdir, uid_t ruid, gid_t rgid, char **image_digest, int *ret_config, nook_error *err) {
         _cleanup_free_ char *upper = strprintf("%s/upper", sdir), *work = strprintf("%s/work", sdir);
-        _cleanup_free_ char *etc = strprintf("%s/upper/etc", sdir),
-                            *sdirs = strprintf("%s/sandboxes", n->home);
+        _cleanup_free_ char *sdirs = strprintf("%s/sandboxes", n->home);
         _cleanup_free_ char *wsdirs = strprintf("%s/workspaces", n->home);
         /* config.json of older versions: the config is a memfd now (supervisor/config.h) */
         _cleanup_free_ char *cfgp = strprintf("%s/config.json", sdir);
         int r;
-        if (!upper || !work || !etc || !sdirs || !wsdirs || !cfgp)
+        if (!upper || !work || !sdirs || !wsdirs || !cfgp)
                 return nook_err_oom(err);
         r = path_mkdir_p(sdirs, 0700, err);
         if (r < 0)
@@ -303,13 +258,7 @@ static int prepare_state(nook *n, const char *name, const sb_spec *spec, bool ke
         r = mkdir_owned(work, 0700, ruid, rgid, err);
         if (r < 0)
                 return r;
-        r = mkdir_owned(etc, 0755, ruid, rgid, err);
-        if (r < 0)
-                return r;
         r = mkdir_owned(wsdir, 0755, n->ws_uid, n->ws_gid, err);
-        if (r < 0)
-                return r;
-        r = write_etc(name, spec, etc, ruid, rgid, err);
         if (r < 0)
                 return r;
 

@@ -28,6 +28,7 @@
 #include "sandbox/pause.h"
 #include "sandbox/state.h"
 #include "sandbox/provision.h"
+#include "sandbox/rundir.h"
 #include "sandbox/snapshot.h"
 #include "sandbox/spec.h"
 #include "sandbox/spec_egress.h"
@@ -109,8 +110,8 @@ static int send_secrets(int fd, const char *values, nook_error *err) {
 /* Starts nook-supervisor by exec (posix_spawn: safe from a threaded caller such as Node) with a
  * clean environment, and waits for its ready line.  values: the secrets' values as JSON, or
  * NULL. */
-static int spawn_supervisor(const char *state_dir, int config, int lifeline, const char *values,
-        pid_t *ret_pid, nook_error *err) {
+static int spawn_supervisor(const char *state_dir, const char *run_dir, int config, int lifeline,
+        const char *values, pid_t *ret_pid, nook_error *err) {
         _cleanup_free_ char *bin = find_supervisor();
         _cleanup_close_pair_ int sec[2] = { -1, -1 };
         int pfd[2];
@@ -149,9 +150,10 @@ static int spawn_supervisor(const char *state_dir, int config, int lifeline, con
         sigfillset(&all);
         posix_spawnattr_setsigmask(&attr, &none);
         posix_spawnattr_setsigdefault(&attr, &all);
-        char *argv[12] = { bin, (char *)"--state", (char *)state_dir, (char *)"--config-fd", (char *)"6",
-                (char *)"--ready-fd", (char *)"3" };
-        size_t na = 7;
+        /* "--state" first: reconcile finds a supervisor by it (state.c:find_supervisor_of) */
+        char *argv[14] = { bin, (char *)"--state", (char *)state_dir, (char *)"--run", (char *)run_dir,
+                (char *)"--config-fd", (char *)"6", (char *)"--ready-fd", (char *)"3" };
+        size_t na = 9;
         if (lifeline >= 0) {
                 argv[na++] = (char *)"--lifeline-fd";
                 argv[na++] = (char *)"4";
@@ -320,30 +322,6 @@ static int prepare_state(nook *n, const char *name, const sb_spec *spec, bool ke
         return r;
 }
 
-/* Empties a failed create's state folder except supervisor.log (the folder goes when it has no
- * log: a create that failed before the supervisor started). */
-static void rm_state_keep_log(const char *sdir) {
-        _cleanup_close_ int dfd = open(sdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
-        int lfd = dfd >= 0 ? fcntl(dfd, F_DUPFD_CLOEXEC, 3) : -1;
-        DIR *d = lfd >= 0 ? fdopendir(lfd) : NULL;
-        nook_error ignore;
-        struct dirent *de;
-        if (!d) {
-                safe_close(lfd);
-                (void)path_rm_rf(sdir, &ignore);
-                return;
-        }
-        while ((de = readdir(d))) {
-                if (streq(de->d_name, ".") || streq(de->d_name, "..") || streq(de->d_name, "supervisor.log"))
-                        continue;
-                _cleanup_free_ char *p = strprintf("%s/%s", sdir, de->d_name);
-                if (p)
-                        (void)path_rm_rf(p, &ignore);
-        }
-        closedir(d);
-        (void)rmdir(sdir); /* only when no log was written */
-}
-
 static int rec_fill(
         sandbox_rec *rec, const char *name, const sb_spec *spec, const char *spec_json, nook_error *err) {
         sandbox_rec_done(rec);
@@ -489,8 +467,11 @@ int sb_create_locked(nook *n, const char *name, const sb_spec *spec, unsigned fl
         if (r < 0)
                 return r;
         _cleanup_close_ int config = -1;
+        _cleanup_free_ char *rundir = NULL;
         r = prepare_state(
                 n, name, spec, keep_upper, sdir, wsdir, ruid, rgid, &rec.image_digest, &config, err);
+        if (r >= 0)
+                r = sb_run_dir_make(n, name, &rundir, err);
         if (r >= 0 && !(flags & NOOK_CREATE_NO_BASELINE))
                 r = baseline_capture(sdir, wsdir, !keep_upper, spec->sticky, err);
         pid_t pid = 0;
@@ -500,7 +481,7 @@ int sb_create_locked(nook *n, const char *name, const sb_spec *spec, unsigned fl
                 r = nook_err_errno(err, NOOK_E_IO, "Cannot create the sandbox's lifeline pipe");
         if (r >= 0) {
                 char *values = sb_egress_values_json(spec);
-                r = spawn_supervisor(sdir, config, life[0], values, &pid, err);
+                r = spawn_supervisor(sdir, rundir, config, life[0], values, &pid, err);
                 if (values) {
                         explicit_bzero(values, strlen(values));
                         free(values);
@@ -512,17 +493,18 @@ int sb_create_locked(nook *n, const char *name, const sb_spec *spec, unsigned fl
         else
                 safe_close(life[1]);
         if (r < 0) {
-                /* Nothing half-made stays: the state folder, a workspace we made, the record.  But
-                 * when the supervisor failed without a reason of its own (it died, hung, or its
-                 * init died: an internal error or a timeout), its log is where the error points
-                 * ('nook logs --system NAME'): it stays until the next create of the name or 'nook rm'. */
+                /* Nothing half-made stays: the state folder, the runtime folder, a workspace we
+                 * made, the record.  But when the supervisor failed without a reason of its own
+                 * (it died, hung, or its init died: an internal error or a timeout), its log is
+                 * where the error points ('nook logs --system NAME'): the runtime folder keeps it
+                 * until the next create of the name or 'nook rm'. */
                 nook_error ignore;
                 bool keep_log = spawned && (r == -NOOK_E_INTERNAL || r == -NOOK_E_TIMEOUT);
                 sb_cgroup_remove(n, name); /* a supervisor killed in setup cleaned nothing */
-                if (keep_log && !keep_upper)
-                        rm_state_keep_log(sdir);
-                else if (!keep_upper)
+                if (!keep_upper)
                         (void)path_rm_rf(sdir, &ignore);
+                if (rundir)
+                        sb_run_dir_clean(rundir, keep_log);
                 if (!ws_existed)
                         (void)path_rm_rf(wsdir, &ignore);
                 if (existed) {
@@ -698,7 +680,7 @@ static int remove_workspace(nook *n, const char *wsdir, nook_error *err) {
 
 int nook_sandbox_remove(nook *n, const char *name, nook_error *err) {
         _cleanup_close_ int lock = -1;
-        _cleanup_free_ char *sdir = NULL, *wsdir = NULL;
+        _cleanup_free_ char *sdir = NULL, *wsdir = NULL, *rundir = NULL;
         sandbox_rec rec = { 0 };
         store *st;
         int r = name_validate("sandbox", name, err);
@@ -711,13 +693,15 @@ int nook_sandbox_remove(nook *n, const char *name, nook_error *err) {
         if (r < 0)
                 return r;
         r = ctx_dirs(n, name, &sdir, &wsdir, err);
+        if (r >= 0)
+                r = sb_run_dir(n, name, &rundir, err);
         if (r < 0)
                 return r;
         r = store_sandbox_get(st, name, &rec, err);
         bool has_rec = r >= 0;
         if (r < 0 && r != -NOOK_E_NOT_FOUND)
                 return r;
-        if (!has_rec && access(sdir, F_OK) < 0 && access(wsdir, F_OK) < 0)
+        if (!has_rec && access(sdir, F_OK) < 0 && access(wsdir, F_OK) < 0 && access(rundir, F_OK) < 0)
                 return nook_err_set(err, NOOK_E_NOT_FOUND, "No sandbox '%s'", name);
         if (has_rec) {
                 r = sb_reconcile(n, &rec, err);
@@ -730,7 +714,9 @@ int nook_sandbox_remove(nook *n, const char *name, nook_error *err) {
         }
         sandbox_rec_done(&rec);
         sb_cgroup_remove(n, name); /* also one a killed supervisor left before this record said stopped */
-        r = path_rm_rf(sdir, err);
+        r = path_rm_rf(rundir, err);
+        if (r >= 0)
+                r = path_rm_rf(sdir, err);
         if (r < 0)
                 return nook_err_wrap(err, "removing sandbox '%s'", name);
         r = remove_workspace(n, wsdir, err);

@@ -25,6 +25,7 @@
 #include "isolate/cgroup.h"
 #include "isolate/userns.h"
 #include "sandbox/ctx.h"
+#include "sandbox/rundir.h"
 #include "sandbox/state.h"
 #include "store/store.h"
 #include "supervisor/exitfile.h"
@@ -139,12 +140,32 @@ void sb_children_reap(void) {
         (void)pthread_mutex_unlock(&children_lock);
 }
 
-int sb_connect(nook *n, const char *name, int *ret_fd, nook_error *err) {
-        _cleanup_free_ char *sdir = NULL;
-        int r = ctx_sandbox_dir(n, name, &sdir, err);
+/* The folder of name's control socket: its runtime folder, or the state folder of a sandbox an
+ * older nook started (its socket lived there). */
+static int ctl_dir_open(nook *n, const char *name, nook_error *err) {
+        _cleanup_free_ char *rdir = NULL, *sdir = NULL;
+        int r = sb_run_dir(n, name, &rdir, err);
         if (r < 0)
                 return r;
-        _cleanup_close_ int dfd = open(sdir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        int dfd = open(rdir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (dfd >= 0 || errno != ENOENT)
+                return dfd < 0 ? -errno : dfd;
+        r = ctx_sandbox_dir(n, name, &sdir, err);
+        if (r < 0)
+                return r;
+        dfd = open(sdir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        return dfd < 0 ? -errno : dfd;
+}
+
+int sb_connect(nook *n, const char *name, int *ret_fd, nook_error *err) {
+        nook_error e2 = { 0 };
+        _cleanup_close_ int dfd = ctl_dir_open(n, name, &e2);
+        if (dfd < 0 && e2.code) {
+                *err = e2;
+                return dfd;
+        }
+        if (dfd < 0)
+                errno = -dfd;
         if (dfd < 0 && (errno == EACCES || errno == EPERM))
                 return nook_err_set(err, NOOK_E_REFUSED,
                         "Cannot open sandbox '%s' in '%s': permission denied (the state belongs to another "
@@ -324,7 +345,10 @@ int sb_reconcile(nook *n, sandbox_rec *rec, nook_error *err) {
         const char *reason = interrupted ? "create_interrupted" : "supervisor_died";
         if (!interrupted && exit_record_read(sdir, &ex, &ignore) >= 0 && ex.stopped_at >= rec->started_at)
                 reason = ex.reason;
-        _cleanup_free_ char *sock = strprintf("%s/ctl.sock", sdir);
+        _cleanup_free_ char *rdir = NULL;
+        if (sb_run_dir(n, rec->name, &rdir, &ignore) >= 0)
+                sb_run_dir_clean(rdir, /* keep_log= */ true); /* its sockets; gone anyway after a reboot */
+        _cleanup_free_ char *sock = strprintf("%s/ctl.sock", sdir); /* an older nook's */
         if (sock)
                 (void)unlink(sock);
         sb_cgroup_remove(n, rec->name);

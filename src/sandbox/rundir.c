@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The runtime folder of a state folder (rundir.h).  Where it is made, the first time a home is
  * used (or again when the folder it names is gone and cannot be made at the same place):
- *   $NOOK_RUNTIME_DIR/<key>            when set (the tests: a private root each)
+ *   $NOOK_RUNTIME_DIR/nook-<uid>/<key> when set (the tests: a folder of their own each)
  *   root:      /run/nook/<key>          when /run is a tmpfs
  *   a user:    $XDG_RUNTIME_DIR/nook/<key>, else /run/user/<uid>/nook/<key>
  *   either:    /dev/shm/nook-<uid>/<key> (a tmpfs on every Linux; the name is checked as ours)
@@ -79,25 +79,30 @@ static char *try_roots(uid_t uid) {
         return NULL;
 }
 
-/* Where a new runtime folder goes (*ret NULL: nowhere but the home itself). */
+/* Where a new runtime folder goes (*ret NULL: nowhere but the home itself).  NOOK_RUNTIME_DIR
+ * names a folder to use instead of /run or /dev/shm (the tests give each file its own): nook
+ * makes its nook-<uid> in it, as in /dev/shm. */
 static int choose_root(uid_t uid, char **ret, nook_error *err) {
         const char *env = secure_getenv("NOOK_RUNTIME_DIR");
+        struct stat st;
         if (!env || !env[0]) {
                 *ret = try_roots(uid);
                 return 0;
         }
         if (env[0] != '/')
-                return nook_err_set(
-                        err, NOOK_E_INVALID, "NOOK_RUNTIME_DIR must be an absolute path, got '%s'", env);
-        int r = path_mkdir_p(env, 0700, err);
+                return nook_err_set(err, NOOK_E_INVALID,
+                        "NOOK_RUNTIME_DIR must be an absolute path, got '%s'", env);
+        if (stat(env, &st) < 0 || !S_ISDIR(st.st_mode))
+                return nook_err_set(err, NOOK_E_INVALID,
+                        "NOOK_RUNTIME_DIR '%s' is not a folder; make it, or unset NOOK_RUNTIME_DIR", env);
+        _cleanup_free_ char *root = strprintf("%s/nook-%u", env, (unsigned)uid);
+        if (!root)
+                return nook_err_oom(err);
+        int r = private_mkdir(root, uid, err);
         if (r < 0)
                 return nook_err_wrap(err, "NOOK_RUNTIME_DIR");
-        if (!private_dir(env, uid))
-                return nook_err_set(err, NOOK_E_REFUSED,
-                        "NOOK_RUNTIME_DIR '%s' must be a folder of uid %u that only it can enter (mode 0700, not a symlink)",
-                        env, (unsigned)uid);
-        *ret = strdup(env);
-        return *ret ? 0 : nook_err_oom(err);
+        *ret = TAKE_PTR(root);
+        return 0;
 }
 
 static uint64_t home_key(const char *home) {

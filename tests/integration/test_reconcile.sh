@@ -100,7 +100,7 @@ is "$(entries "$NOOK_HOME/snapshots/.tmp" "$NOOK_HOME/images/tmp")" "" "image pr
 run_nook create rmx
 pid=$(sup_of rmx)
 check "the sandbox to remove runs (supervisor $pid)" test -n "$pid"
-python3 - "$NOOK_HOME/sandboxes/rmx/ctl.sock" <<'PY'
+python3 - "$NOOK_HOME/run/rmx/ctl.sock" <<'PY'
 import json, socket, sys
 s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
 s.settimeout(30)
@@ -130,8 +130,9 @@ run_nook rm rmy
 fake=$(mktemp /var/tmp/nook-fake-sup.XXXXXX)
 cat >"$fake" <<'SH'
 #!/bin/sh
-# nook-supervisor --state DIR --config-fd 6 --ready-fd 3: dies in setup after writing its log
-echo "fake supervisor: setup failed on purpose" >>"$2/supervisor.log"
+# nook-supervisor --state DIR --run RUNDIR --config-fd 6 --ready-fd 3: dies in setup after
+# writing its log (in the runtime folder)
+echo "fake supervisor: setup failed on purpose" >>"$4/supervisor.log"
 exit 1
 SH
 chmod 0755 "$fake"
@@ -140,7 +141,8 @@ isnt "$status" 0 "a create whose supervisor dies in setup fails"
 like "$err" "nook logs" "its error points to 'nook logs'"
 run_nook logs --system dies
 like "$out" "setup failed on purpose" "and 'nook logs --system' shows that log"
-is "$(ls -A "$NOOK_HOME/sandboxes/dies")" "supervisor.log" "only the log stays of its state folder"
+is "$(ls -A "$NOOK_HOME/sandboxes")/$(ls -A "$NOOK_HOME/run/dies")" "/supervisor.log" \
+        "no state folder stays, only the log in its runtime folder"
 run_nook rm dies
-is "$status/$(ls -A "$NOOK_HOME/sandboxes")" "0/" "rm removes the kept log"
+is "$status/$(ls -A "$NOOK_HOME/sandboxes")/$(ls -A "$NOOK_HOME/run")" "0//" "rm removes the kept log"
 rm -f "$fake"

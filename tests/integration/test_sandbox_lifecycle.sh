@@ -46,7 +46,7 @@ check "the workspace directory exists" test -d "$ws"
 sup=$(field life .supervisorPid)
 check "the supervisor pid is a live process" alive "${sup:-0}"
 # DESIGN says mode 0600; what matters is that only the owner may connect (no group/other bits).
-like "$(stat -c %F:%a "$NOOK_HOME/sandboxes/life/ctl.sock" 2>/dev/null)" "^socket:[67]00$" "the control socket exists, owner-only"
+like "$(stat -c %F:%a "$NOOK_HOME/run/life/ctl.sock" 2>/dev/null)" "^socket:[67]00$" "the control socket exists, owner-only"
 # The supervisor reads its config from a memfd (--config-fd) and closes it: no config.json in
 # the state folder, no descriptor of it left open.
 check "no config.json in the state folder (the config goes over a memfd)" \
@@ -94,7 +94,7 @@ is "$(field life .state)/$(field life .stopReason)" "stopped/user" "inspect: sto
 check "stop stopped the supervisor" test -z "$(alive "$newsup" && echo alive)"
 is "$(cat "$ws/keep.txt" 2>/dev/null)" "keep" "stop keeps the workspace"
 check "stop removed the control socket and the upper layer (ephemeral)" \
-        test ! -e "$NOOK_HOME/sandboxes/life/ctl.sock" -a ! -e "$NOOK_HOME/sandboxes/life/upper"
+        test ! -e "$NOOK_HOME/run/life/ctl.sock" -a ! -e "$NOOK_HOME/sandboxes/life/upper"
 run_nook stop life
 is "$status" 0 "stop of a stopped sandbox is a no-op that succeeds"
 run_nook start life
@@ -135,7 +135,7 @@ run_nook ls
 like "$out" $'(^|\n)crash +stopped' "ls shows the sandbox stopped after its supervisor was killed"
 is "$(field crash .state)/$(field crash .stopReason)" "stopped/supervisor_died" "inspect: stopReason supervisor_died"
 check "no ctl.sock or upper left after reconciliation" \
-        test ! -e "$NOOK_HOME/sandboxes/crash/ctl.sock" -a ! -e "$NOOK_HOME/sandboxes/crash/upper"
+        test ! -e "$NOOK_HOME/run/crash/ctl.sock" -a ! -e "$NOOK_HOME/sandboxes/crash/upper"
 run_nook start crash
 is "$status" 0 "a sandbox whose supervisor died can be started again"
 run_nook rm crash

@@ -100,6 +100,49 @@ static int attach_lowers(const iso_rootfs *rf, nook_error *err) {
         return 0;
 }
 
+#define ETC_LAYER SCRATCH "/etc-layer"
+
+static int write_scratch_file(const char *path, const char *content, nook_error *err) {
+        _cleanup_close_ int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+        if (fd < 0)
+                return nook_err_errno(err, NOOK_E_IO, "Cannot create '%s'", path);
+        int r = fd_write_all(fd, content, strlen(content));
+        if (r < 0)
+                return nook_err_errno(err, NOOK_E_IO, "Cannot write '%s'", path);
+        (void)fchmod(fd, 0644); /* whatever the umask the supervisor inherited */
+        return 0;
+}
+
+/* The sandbox's /etc/hosts, /etc/hostname and, with a network, /etc/resolv.conf, as the topmost
+ * read-only layer of its overlay: a folder on the scratch tmpfs.  So a create writes none of
+ * them (nor upper/etc) into the writable layer on the host, where every new inode cost 0.3-0.5
+ * ms of CPU on a churned ext4 (bench/README.md, issue #17), and the guest sees them as it saw
+ * them there: plain files of its root, 0644 in a 0755 /etc, changed or deleted by copy-up into
+ * the writable layer like any image file (no bind mount: rm and sed -i work).  The layer hides an
+ * image's /etc that is not a folder, as the upper/etc made before did. */
+static int make_etc_layer(const iso_rootfs *rf, nook_error *err) {
+        char hosts[512], hostname[128];
+        if (mkdir(ETC_LAYER, 0755) < 0 || mkdir(ETC_LAYER "/etc", 0755) < 0)
+                return nook_err_errno(err, NOOK_E_IO, "Cannot create the sandbox's /etc layer");
+        (void)chmod(ETC_LAYER, 0755);
+        (void)chmod(ETC_LAYER "/etc", 0755);
+        if (rf->hostname) {
+                (void)snprintf(hosts, sizeof(hosts),
+                        "127.0.0.1\tlocalhost\n127.0.1.1\t%s\n::1\tlocalhost ip6-localhost ip6-loopback\n",
+                        rf->hostname);
+                (void)snprintf(hostname, sizeof(hostname), "%s\n", rf->hostname);
+                int r = write_scratch_file(ETC_LAYER "/etc/hosts", hosts, err);
+                if (r < 0)
+                        return r;
+                r = write_scratch_file(ETC_LAYER "/etc/hostname", hostname, err);
+                if (r < 0)
+                        return r;
+        }
+        if (rf->resolv_conf)
+                return write_scratch_file(ETC_LAYER "/etc/resolv.conf", rf->resolv_conf, err);
+        return 0;
+}
+
 static int mount_overlay(const iso_rootfs *rf, nook_error *err) {
         char opts[4096];
         size_t n = 0;
@@ -112,7 +155,13 @@ static int mount_overlay(const iso_rootfs *rf, nook_error *err) {
                 if (r < 0)
                         return r;
         }
-        n += (size_t)snprintf(opts + n, sizeof(opts) - n, "lowerdir=");
+        bool etc = rf->hostname || rf->resolv_conf;
+        if (etc) {
+                int r = make_etc_layer(rf, err);
+                if (r < 0)
+                        return r;
+        }
+        n += (size_t)snprintf(opts + n, sizeof(opts) - n, "lowerdir=%s", etc ? ETC_LAYER ":" : "");
         for (size_t i = 0; i < rf->n_lowers && n < sizeof(opts); i++)
                 n += rf->lowers_detached
                         ? (size_t)snprintf(opts + n, sizeof(opts) - n, "%s" SCRATCH "/l%zu", i ? ":" : "", i)
@@ -289,72 +338,6 @@ static int setup_binds(const iso_rootfs *rf, nook_error *err) {
         return 0;
 }
 
-/* One of the sandbox's /etc files, bound from the scratch tmpfs over the image's, as docker
- * binds its own hosts, hostname and resolv.conf: a create writes none of them (nor upper/etc)
- * into the writable layer on the host, where each new inode cost 0.3-0.5 ms of CPU on a churned
- * ext4 (bench/README.md, issue #17).  A guest's writes to them land on the scratch tmpfs
- * (size=64k: bounded, never host disk) and go with the sandbox.  The mount point is the image's
- * file; one that is missing, or a symlink (resolv.conf -> ../run/...), is replaced by an empty
- * file in the writable layer, so the bind never follows the image's symlink; all of it through
- * the new root's /etc fd (etc_fd, opened with RESOLVE_IN_ROOT). */
-static int bind_etc_file(int etc_fd, const char *name, const char *content, nook_error *err) {
-        char src[64], dst[64];
-        struct stat st;
-        (void)snprintf(src, sizeof(src), SCRATCH "/etc-%s", name);
-        _cleanup_close_ int fd = open(src, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-        if (fd < 0)
-                return nook_err_errno(err, NOOK_E_IO, "Cannot create '%s'", src);
-        int r = fd_write_all(fd, content, strlen(content));
-        if (r < 0)
-                return nook_err_errnum(err, NOOK_E_IO, -r, "Cannot write '%s'", src);
-        (void)fchmod(fd, 0644); /* whatever the umask the supervisor inherited */
-        bool exists = fstatat(etc_fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0;
-        if (exists && S_ISLNK(st.st_mode)) {
-                if (unlinkat(etc_fd, name, 0) < 0 && errno != EROFS)
-                        return nook_err_errno(
-                                err, NOOK_E_IO, "Cannot replace the symlink /etc/%s in the sandbox", name);
-                exists = false;
-        }
-        /* an existing file is opened as it is (O_PATH: no copy-up on the overlay) */
-        _cleanup_close_ int tfd = exists
-                ? openat(etc_fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC)
-                : openat(etc_fd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-        if (tfd < 0 && errno == EROFS)
-                return 0; /* a read-only root keeps the image's */
-        if (tfd < 0)
-                return nook_err_errno(err, NOOK_E_IO, "Cannot open /etc/%s in the sandbox", name);
-        (void)snprintf(dst, sizeof(dst), "/proc/self/fd/%d", tfd);
-        if (mount(src, dst, NULL, MS_BIND, NULL) < 0)
-                return nook_err_errno(err, NOOK_E_IO, "Cannot bind /etc/%s in the sandbox", name);
-        return 0;
-}
-
-/* /etc/hosts and /etc/hostname name the sandbox; /etc/resolv.conf points at its resolver. */
-static int setup_etc(const iso_rootfs *rf, nook_error *err) {
-        char hosts[512], hostname[128];
-        if (!rf->hostname && !rf->resolv_conf)
-                return 0;
-        _cleanup_close_ int etc = -1;
-        int r = open_target("/etc", /* dir= */ true, &etc, err);
-        if (r < 0)
-                return r;
-        if (rf->hostname) {
-                (void)snprintf(hosts, sizeof(hosts),
-                        "127.0.0.1\tlocalhost\n127.0.1.1\t%s\n::1\tlocalhost ip6-localhost ip6-loopback\n",
-                        rf->hostname);
-                (void)snprintf(hostname, sizeof(hostname), "%s\n", rf->hostname);
-                r = bind_etc_file(etc, "hosts", hosts, err);
-                if (r < 0)
-                        return r;
-                r = bind_etc_file(etc, "hostname", hostname, err);
-                if (r < 0)
-                        return r;
-        }
-        if (rf->resolv_conf)
-                return bind_etc_file(etc, "resolv.conf", rf->resolv_conf, err);
-        return 0;
-}
-
 static int setup_workspace_tmp(const iso_rootfs *rf, nook_error *err) {
         int r = mkdir_at_root("/tmp", 01777, err);
         if (r < 0)
@@ -465,9 +448,6 @@ int iso_rootfs_setup(const iso_rootfs *rf, nook_error *err) {
         if (r < 0)
                 return r;
         r = setup_binds(rf, err);
-        if (r < 0)
-                return r;
-        r = setup_etc(rf, err);
         if (r < 0)
                 return r;
         r = setup_proc_sys(err);

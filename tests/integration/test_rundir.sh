@@ -8,7 +8,7 @@
 . "$(dirname "$0")/lib.sh"
 
 require_bin "$NOOK"
-plan 49
+plan 52
 
 field() { "$NOOK" inspect "$1" 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin).get(sys.argv[1]) or "")' "$2"; }
 gone() {
@@ -49,6 +49,14 @@ run_nook logs --system a
 like "$out" "running" "the supervisor log stays readable after stop"
 run_nook start a
 is "$status" 0 "start a again" || diag "$err"
+
+# The runtime folder holds every sandbox's control socket: never a volume, not even with the override.
+run_nook create v -v "$rt:/x" --allow-sensitive-volume
+like "$status/$err" "^1/.*Refusing to mount '$rt': it is or holds nook's runtime folder" \
+        "the runtime folder as a volume is refused, even with --allow-sensitive-volume"
+run_nook create v -v "$NOOK_RUNTIME_DIR:/x" --allow-sensitive-volume
+like "$status/$err" "^1/.*holds nook's runtime folder" "so is a folder above it"
+is "$("$NOOK" ls -q | tr '\n' ' ')" "a " "neither made a sandbox"
 
 # ---- a reboot empties the tmpfs --------------------------------------------------------------------
 sup=$(field a supervisorPid)

@@ -31,6 +31,8 @@
 #include "util/str.h"
 
 #define RUN_LINK "run"
+#define DENIED                                                                                              \
+        "Cannot use the runtime folder '%s': permission denied (the state belongs to another user: run nook as that user, or use a home of your own with --home or NOOK_HOME)"
 
 static bool on_tmpfs(const char *path) {
         struct statfs sf;
@@ -90,8 +92,8 @@ static int choose_root(uid_t uid, char **ret, nook_error *err) {
                 return 0;
         }
         if (env[0] != '/')
-                return nook_err_set(err, NOOK_E_INVALID,
-                        "NOOK_RUNTIME_DIR must be an absolute path, got '%s'", env);
+                return nook_err_set(
+                        err, NOOK_E_INVALID, "NOOK_RUNTIME_DIR must be an absolute path, got '%s'", env);
         if (stat(env, &st) < 0 || !S_ISDIR(st.st_mode))
                 return nook_err_set(err, NOOK_E_INVALID,
                         "NOOK_RUNTIME_DIR '%s' is not a folder; make it, or unset NOOK_RUNTIME_DIR", env);
@@ -155,7 +157,10 @@ static int follow_link(const char *link, const char *target, uid_t owner, char *
                         link, target);
         if (!private_dir(target, owner)) {
                 struct stat st;
-                if (lstat(target, &st) == 0)
+                int lr = lstat(target, &st);
+                if (lr < 0 && (errno == EACCES || errno == EPERM))
+                        return nook_err_set(err, NOOK_E_REFUSED, DENIED, link);
+                if (lr == 0)
                         return nook_err_set(err, NOOK_E_REFUSED,
                                 "'%s' points to '%s', which is not a folder of uid %u that only it can enter (mode 0700); remove the link (nook makes a new one)",
                                 link, target, (unsigned)owner);
@@ -200,9 +205,7 @@ int sb_run_root_home(const char *home, char **ret, nook_error *err) {
                         *ret = TAKE_PTR(link);
                         return 0;
                 } else if (k < 0 && (errno == EACCES || errno == EPERM))
-                        return nook_err_set(err, NOOK_E_REFUSED,
-                                "Cannot use the state folder '%s': permission denied (the state belongs to another user: run nook as that user, or use a home of your own with --home or NOOK_HOME)",
-                                home);
+                        return nook_err_set(err, NOOK_E_REFUSED, DENIED, link);
                 else if (k < 0 && errno != ENOENT)
                         return nook_err_errno(err, NOOK_E_IO, "Cannot read the link '%s'", link);
                 int r = make_link(home, link, replace, err);

@@ -164,7 +164,12 @@ static int follow_link(const char *link, const char *target, uid_t owner, char *
                         return nook_err_set(err, NOOK_E_REFUSED,
                                 "'%s' points to '%s', which is not a folder of uid %u that only it can enter (mode 0700); remove the link (nook makes a new one)",
                                 link, target, (unsigned)owner);
-                /* emptied (a reboot): made again at the same place, parent first */
+                /* emptied (a reboot): made again at the same place, parent first; by the home's
+                 * owner only (root following a user's link makes nothing where it points) */
+                if (owner != geteuid())
+                        return nook_err_set(err, NOOK_E_STATE,
+                                "The runtime folder '%s' that '%s' points to is gone (a reboot?); run nook once as the state folder's owner (uid %u) to make it again",
+                                target, link, (unsigned)owner);
                 _cleanup_free_ char *parent = strndup(target, (size_t)(strrchr(target, '/') - target));
                 if (!parent)
                         return nook_err_oom(err);

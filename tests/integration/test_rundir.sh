@@ -8,7 +8,7 @@
 . "$(dirname "$0")/lib.sh"
 
 require_bin "$NOOK"
-plan 52
+plan 54
 
 field() { "$NOOK" inspect "$1" 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin).get(sys.argv[1]) or "")' "$2"; }
 gone() {
@@ -116,6 +116,21 @@ rmdir "$NOOK_HOME/run"
 ln -s "$rt" "$NOOK_HOME/run"
 run_nook exec a -- cat /etc/hostname
 is "$out" "a" "the link back: a answers again"
+
+# ---- root following another user's dangling link makes nothing where it points -----------------
+if nook_rootful; then
+        h3="$NOOK_HOME.h3"
+        mkdir -m 0700 "$h3"
+        ln -s "$NOOK_HOME.h3gone/nook-1/0123456789abcdef" "$h3/run"
+        chown -h 65534:65534 "$h3" "$h3/run"
+        out=$(NOOK_HOME=$h3 "$NOOK" exec a -- true 2>&1)
+        like "$out" "is gone .*run nook once as the state folder's owner \(uid 65534\)" \
+                "root on another user's home whose runtime folder is gone: refused, saying who can make it"
+        check "nothing was made where the link points" test ! -e "$NOOK_HOME.h3gone"
+else
+        skip_expected "needs real root to act on a state folder another user owns"
+        skip_expected "needs real root to act on a state folder another user owns"
+fi
 
 # ---- NOOK_RUNTIME_DIR decides for a home without a link; bad values -------------------------------
 h2="$NOOK_HOME.h2"

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Sandbox operations: create, start, stop, remove, inspect, list.  Every state change of one
- * name holds that name's lock file (<home>/locks/<name>.lock), so separate processes never
+ * name holds that name's lock file (<runtime folder>/.locks/<name>.lock), so separate processes never
  * interleave on one sandbox; the database keeps the records consistent across names. */
 #include <dirent.h>
 #include <errno.h>

@@ -90,7 +90,7 @@ for r in json.loads(sys.argv[1]): print(r["name"], r["state"], r.get("supervisor
                 c=${c%-*}
                 [[ " ${running[*]} " == *" $c "* ]] || { bad cg "cgroup of '$c' left"; break; }
         done
-        r=$(ls -A "$NOOK_HOME/locks" 2>/dev/null)
+        r=$(ls -A "$NOOK_HOME/run/.locks" 2>/dev/null)
         [[ -z $r ]] || bad lock "lock files left: $r"
         # The runtime folder (src/sandbox/rundir.h): a folder per listed name, or a failed
         # create's lone supervisor.log; a control socket only while its sandbox runs.

@@ -73,7 +73,10 @@ mkdir -p "$NOOK_HOME/snapshots/.tmp/create-dead" "$NOOK_HOME/images/tmp/import-d
         "$NOOK_HOME/snapshots/.tmp/create-live" "$NOOK_HOME/trash/ws-dead"
 head -c 1000000 /dev/zero >"$NOOK_HOME/images/tmp/import-dead/layer"
 head -c 100 /dev/zero >"$NOOK_HOME/images/tmp/blob-dead"
-: >"$NOOK_HOME/locks/gone.lock"
+# (the name locks are in the runtime folder; an older nook's in NOOK_HOME/locks are swept too)
+mkdir -p "$NOOK_HOME/run/.locks" "$NOOK_HOME/locks"
+: >"$NOOK_HOME/run/.locks/gone.lock"
+: >"$NOOK_HOME/locks/old.lock"
 # a live owner: flock on the directory, held by a background process (one process: no child
 # inherits the lock)
 python3 -c 'import fcntl, os, sys, time
@@ -87,7 +90,8 @@ rm -f "$NOOK_HOME.held"
 run_nook ls
 is "$(ls -A "$NOOK_HOME/images/tmp")" "" "ls sweeps images/tmp of a killed import and download"
 is "$(ls -A "$NOOK_HOME/snapshots/.tmp")" "create-live" "ls sweeps snapshots/.tmp, but not what a live owner holds"
-is "$(entries "$NOOK_HOME/trash" "$NOOK_HOME/locks")" "" "ls sweeps a killed rm's trash and free lock files"
+is "$(entries "$NOOK_HOME/trash" "$NOOK_HOME/run/.locks" "$NOOK_HOME/locks")" "" \
+        "ls sweeps a killed rm's trash and free lock files (an older nook's too)"
 kill "$holder"
 wait "$holder" 2>/dev/null
 mkdir -p "$NOOK_HOME/images/tmp/import-dead2"
@@ -144,5 +148,5 @@ like "$out" "setup failed on purpose" "and 'nook logs --system' shows that log"
 is "$(ls -A "$NOOK_HOME/sandboxes")/$(ls -A "$NOOK_HOME/run/dies")" "/supervisor.log" \
         "no state folder stays, only the log in its runtime folder"
 run_nook rm dies
-is "$status/$(ls -A "$NOOK_HOME/sandboxes")/$(ls -A "$NOOK_HOME/run")" "0//" "rm removes the kept log"
+is "$status/$(ls -A "$NOOK_HOME/sandboxes")/$(ls "$NOOK_HOME/run")" "0//" "rm removes the kept log"
 rm -f "$fake"

@@ -115,7 +115,7 @@ run_nook rm life
 is "$status" 0 "rm of a running sandbox works"
 check "rm removed the workspace" test ! -e "$ws"
 check "rm removed the state directory" test ! -e "$NOOK_HOME/sandboxes/life"
-check "rm removed the name's lock file" test ! -e "$NOOK_HOME/locks/life.lock"
+check "rm removed the name's lock file" test ! -e "$NOOK_HOME/run/.locks/life.lock" -a ! -e "$NOOK_HOME/locks"
 check "rm stopped the supervisor" test -z "$(alive "${newsup:-0}" && echo alive)"
 expect_fail 1 "inspect after rm fails" inspect life
 like "$err" "life" "...naming the sandbox"
@@ -225,6 +225,6 @@ is "$out" "" "no sandbox record left after the concurrent runs"
 is "$(ls -A "$NOOK_HOME/sandboxes" "$NOOK_HOME/workspaces" 2>/dev/null | grep -v -e ':$' -e '^$')" "" \
         "no sandbox or workspace directory left"
 is "$(pgrep -f -- "--state $NOOK_HOME/" | tr '\n' ' ')" "" "no supervisor left"
-is "$(ls -A "$NOOK_HOME/locks" | grep -E '^(run-|cc)' | tr '\n' ' ')" "" \
+is "$(ls -A "$NOOK_HOME/run/.locks" | grep -E '^(run-|cc)' | tr '\n' ' ')" "" \
         "no lock file left by the 40 runs and removes (one per name would pile up)"
 rm -rf "$conc"

@@ -229,6 +229,10 @@ def main():
     ratio("nook run -- true (host image)", "crun run (OCI bundle of ROOTFS)", "nook run / crun run")
     ratio("podman --runtime nook-oci run --rm --rootfs", "podman --runtime runc run --rm --rootfs",
           "podman: nook-oci / runc")
+    for h in (home, os.path.join(tmp, "home-old")):
+        # the runtime folder on a tmpfs that NOOK_HOME/run links to (none with --old's old build)
+        if os.path.islink(os.path.join(h, "run")):
+            shutil.rmtree(os.readlink(os.path.join(h, "run")), ignore_errors=True)
     shutil.rmtree(tmp, ignore_errors=True)
     return 0
 

@@ -219,6 +219,15 @@ static void cleanup(void) {
         remove_all_sandboxes();
         g_nook = nook_close(g_nook);
         if (g_home[0]) {
+                /* the home's runtime folder (on a tmpfs, which $NOOK_HOME/run links to): its
+                 * sandboxes' folders went with them, the folder itself goes here */
+                char link[PATH_MAX + 8], rt[PATH_MAX];
+                xsnprintf(link, sizeof(link), "%s/run", g_home);
+                ssize_t k = readlink(link, rt, sizeof(rt) - 1);
+                if (k > 0) {
+                        rt[k] = 0;
+                        rm_rf(rt);
+                }
                 rm_rf(g_home);
                 if (access(g_home, F_OK) == 0)
                         fprintf(stderr, "bench-sandbox: could not remove %s entirely\n", g_home);

@@ -133,6 +133,15 @@ The nook\\-supervisor binary to start; by default the one installed with libnook
 libnook's image module (pulls, image archives, snapshots, hashing) to load; by default the one
 installed with libnook (LIBDIR/nook/libnook\\-image.so), or the build tree's.
 .TP
+.B NOOK_RUNTIME_DIR
+Where a state folder that has no runtime folder yet gets one: nook makes
+\fBNOOK_RUNTIME_DIR/nook\-UID/KEY\fR (0700) and links \fBNOOK_HOME/run\fR to it.  The runtime
+folder holds what needs no durability: each sandbox's control socket and supervisor log
+(\fBnook logs \-\-system\fR).  By default \fB/run/nook\fR (root, when /run is a tmpfs),
+\fB$XDG_RUNTIME_DIR/nook\fR or \fB/run/user/UID/nook\fR (other users), else
+\fB/dev/shm/nook\-UID\fR; without a usable tmpfs, \fBNOOK_HOME/run\fR is a plain folder.
+Once the link exists every caller follows it, whatever its own variables.
+.TP
 .B NOOK_CRIU
 The criu binary \\fBnook checkpoint\\fR and \\fBnook doctor\\fR probe; by default criu in
 /usr/local/sbin, /usr/sbin, /sbin, /usr/local/bin or /usr/bin.
@@ -145,6 +154,11 @@ Removed by \\fBapt purge nook\\fR, with everything in it.
 .B ~/.local/share/nook
 The state folder of any other user (\\fB$XDG_DATA_HOME/nook\\fR when that is set); no package
 removes it.
+.TP
+.B NOOK_HOME/run
+A link to the state folder's runtime folder on a tmpfs (see NOOK_RUNTIME_DIR): emptied at
+reboot, after which the sandboxes that ran are stopped ones and start again; their supervisor
+logs went with it.
 .TP
 .B LIBEXECDIR/nook\\-supervisor
 The per\\-sandbox supervisor that libnook starts; never run by hand.

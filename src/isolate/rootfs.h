@@ -8,7 +8,8 @@
  *      (0700) state folder by path: in a rootful sandbox its root is an unprivileged host uid;
  *   2. clone with CLONE_NEWUSER and the rest; the supervisor writes the id maps, then syncs;
  *   3. the child makes "/" MS_SLAVE|MS_REC (host mount events still reach us, ours never leak);
- *   4. it mounts a private tmpfs as scratch and the overlay (image layers read-only, the
+ *   4. it mounts a private tmpfs as scratch and the overlay (image layers read-only under a
+ *      layer of /etc/hosts, /etc/hostname and /etc/resolv.conf made on the scratch, the
  *      sandbox's upper layer writable) inside it, through /proc/self/fd/N paths;
  *   5. it applies the plan under the new root: read-only host binds (the built-in host image),
  *      /proc, a minimal /dev, /tmp, /sys (read-only), /workspace, masked /proc paths;
@@ -34,7 +35,10 @@ typedef struct iso_mount {
 #define ISO_MAX_MOUNTS 72
 
 typedef struct iso_rootfs {
+        /* NULL: the image's /etc/hosts and /etc/hostname stay.  Else both are made from it on the
+         * scratch tmpfs, the overlay's topmost read-only layer (rootfs.c:make_etc_layer). */
         const char *hostname;
+        const char *resolv_conf; /* the same for /etc/resolv.conf (a network); NULL: the image's */
         int lower_fds[ISO_MAX_LOWERS]; /* image layers, topmost first */
         size_t n_lowers;
         int upper_fd, work_fd; /* per-sandbox writable layer; -1 with n_lowers == 1: read-only root */

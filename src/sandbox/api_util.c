@@ -96,6 +96,7 @@ nook *nook_close(nook *n) {
                 (void)close(n->lifelines[i]);
         free(n->lifelines);
         free(n->home);
+        free(n->run_root);
         free(n);
         return NULL;
 }

@@ -145,9 +145,11 @@ int nook_ws_open(nook *n, const char *name, nook_ws **ret, nook_error *err) {
         (void)pthread_mutex_init(&h->mu, NULL);
         h->home = strdup(n->home);
         h->name = strdup(name);
-        h->lock_path = sb_lock_path(n->home, name);
-        if (!h->home || !h->name || !h->lock_path)
+        if (!h->home || !h->name)
                 return nook_err_oom(err);
+        r = sb_lock_path(n->home, name, &h->lock_path, err);
+        if (r < 0)
+                return r;
         h->root_dev = rst.st_dev;
         h->root_ino = rst.st_ino;
         h->w = TAKE_PTR(w);

@@ -10,6 +10,7 @@
 
 struct nook {
         char *home;
+        char *run_root; /* the home's runtime folder (sandbox/rundir.h); NULL until first needed */
         store *st; /* NULL until first needed */
         uid_t ws_uid; /* owner of what nook creates in workspaces: the sandbox root on the host,
                          * or with idmapped mounts the state folder's owner */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Sandbox operations: create, start, stop, remove, inspect, list.  Every state change of one
- * name holds that name's lock file (<home>/locks/<name>.lock), so separate processes never
+ * name holds that name's lock file (<runtime folder>/.locks/<name>.lock), so separate processes never
  * interleave on one sandbox; the database keeps the records consistent across names. */
 #include <dirent.h>
 #include <errno.h>
@@ -28,11 +28,11 @@
 #include "sandbox/pause.h"
 #include "sandbox/state.h"
 #include "sandbox/provision.h"
+#include "sandbox/rundir.h"
 #include "sandbox/snapshot.h"
 #include "sandbox/spec.h"
 #include "sandbox/spec_egress.h"
 #include "store/store.h"
-#include "isolate/net.h"
 #include "supervisor/config.h"
 #include "supervisor/exitfile.h"
 #include "supervisor/proto.h"
@@ -110,8 +110,8 @@ static int send_secrets(int fd, const char *values, nook_error *err) {
 /* Starts nook-supervisor by exec (posix_spawn: safe from a threaded caller such as Node) with a
  * clean environment, and waits for its ready line.  values: the secrets' values as JSON, or
  * NULL. */
-static int spawn_supervisor(const char *state_dir, int config, int lifeline, const char *values,
-        pid_t *ret_pid, nook_error *err) {
+static int spawn_supervisor(const char *state_dir, const char *run_dir, int config, int lifeline,
+        const char *values, pid_t *ret_pid, nook_error *err) {
         _cleanup_free_ char *bin = find_supervisor();
         _cleanup_close_pair_ int sec[2] = { -1, -1 };
         int pfd[2];
@@ -150,9 +150,10 @@ static int spawn_supervisor(const char *state_dir, int config, int lifeline, con
         sigfillset(&all);
         posix_spawnattr_setsigmask(&attr, &none);
         posix_spawnattr_setsigdefault(&attr, &all);
-        char *argv[12] = { bin, (char *)"--state", (char *)state_dir, (char *)"--config-fd", (char *)"6",
-                (char *)"--ready-fd", (char *)"3" };
-        size_t na = 7;
+        /* "--state" first: reconcile finds a supervisor by it (state.c:find_supervisor_of) */
+        char *argv[14] = { bin, (char *)"--state", (char *)state_dir, (char *)"--run", (char *)run_dir,
+                (char *)"--config-fd", (char *)"6", (char *)"--ready-fd", (char *)"3" };
+        size_t na = 9;
         if (lifeline >= 0) {
                 argv[na++] = (char *)"--lifeline-fd";
                 argv[na++] = (char *)"4";
@@ -217,62 +218,18 @@ static int mkdir_owned(const char *p, mode_t mode, uid_t uid, gid_t gid, nook_er
         return 0;
 }
 
-static int write_owned(const char *p, const char *content, uid_t uid, gid_t gid, nook_error *err) {
-        _cleanup_close_ int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
-        if (fd < 0)
-                return nook_err_errno(err, NOOK_E_IO, "Cannot write '%s'", p);
-        int r = fd_write_all(fd, content, strlen(content));
-        if (r < 0)
-                return nook_err_errnum(err, NOOK_E_IO, -r, "Cannot write '%s'", p);
-        (void)fchown(fd, uid, gid);
-        return 0;
-}
-
-/* With a network, the sandbox's resolver: slirp4netns's DNS forwarder (public), or the
- * supervisor's filtering resolver on the sandbox's loopback (policy). */
-static int write_resolv_conf(const sb_spec *spec, const char *etc, uid_t uid, gid_t gid, nook_error *err) {
-        net_mode m = net_mode_from_string(spec->network);
-        if (m != NET_MODE_PUBLIC && m != NET_MODE_POLICY)
-                return 0;
-        _cleanup_free_ char *p = strprintf("%s/resolv.conf", etc);
-        _cleanup_free_ char *text = strprintf(
-                "nameserver %s\noptions edns0\n", m == NET_MODE_PUBLIC ? NET_SLIRP_DNS : NET_RESOLVER);
-        if (!p || !text)
-                return nook_err_oom(err);
-        return write_owned(p, text, uid, gid, err);
-}
-
-/* The sandbox's /etc/hosts, /etc/hostname and /etc/resolv.conf in its writable layer. */
-static int write_etc(
-        const char *name, const sb_spec *spec, const char *etc, uid_t ruid, gid_t rgid, nook_error *err) {
-        _cleanup_free_ char *hosts = strprintf(
-                "127.0.0.1\tlocalhost\n127.0.1.1\t%s\n::1\tlocalhost ip6-localhost ip6-loopback\n", name);
-        _cleanup_free_ char *hostname = strprintf("%s\n", name);
-        _cleanup_free_ char *hp = strprintf("%s/hosts", etc), *hnp = strprintf("%s/hostname", etc);
-        if (!hosts || !hostname || !hp || !hnp)
-                return nook_err_oom(err);
-        int r = write_owned(hp, hosts, ruid, rgid, err);
-        if (r < 0)
-                return r;
-        r = write_owned(hnp, hostname, ruid, rgid, err);
-        if (r < 0)
-                return r;
-        return write_resolv_conf(spec, etc, ruid, rgid, err);
-}
-
 /* The per-sandbox state folder: config.json, the writable layer (upper, work), the socket.
  * image_digest: in, the image a kept writable layer sits on (NULL: resolve spec->image); out, the
  * registry image's digest for the record (NULL for "host" or a directory). */
 static int prepare_state(nook *n, const char *name, const sb_spec *spec, bool keep_upper, const char *sdir,
         const char *wsdir, uid_t ruid, gid_t rgid, char **image_digest, int *ret_config, nook_error *err) {
         _cleanup_free_ char *upper = strprintf("%s/upper", sdir), *work = strprintf("%s/work", sdir);
-        _cleanup_free_ char *etc = strprintf("%s/upper/etc", sdir),
-                            *sdirs = strprintf("%s/sandboxes", n->home);
+        _cleanup_free_ char *sdirs = strprintf("%s/sandboxes", n->home);
         _cleanup_free_ char *wsdirs = strprintf("%s/workspaces", n->home);
         /* config.json of older versions: the config is a memfd now (supervisor/config.h) */
         _cleanup_free_ char *cfgp = strprintf("%s/config.json", sdir);
         int r;
-        if (!upper || !work || !etc || !sdirs || !wsdirs || !cfgp)
+        if (!upper || !work || !sdirs || !wsdirs || !cfgp)
                 return nook_err_oom(err);
         r = path_mkdir_p(sdirs, 0700, err);
         if (r < 0)
@@ -303,13 +260,7 @@ static int prepare_state(nook *n, const char *name, const sb_spec *spec, bool ke
         r = mkdir_owned(work, 0700, ruid, rgid, err);
         if (r < 0)
                 return r;
-        r = mkdir_owned(etc, 0755, ruid, rgid, err);
-        if (r < 0)
-                return r;
         r = mkdir_owned(wsdir, 0755, n->ws_uid, n->ws_gid, err);
-        if (r < 0)
-                return r;
-        r = write_etc(name, spec, etc, ruid, rgid, err);
         if (r < 0)
                 return r;
 
@@ -369,30 +320,6 @@ static int prepare_state(nook *n, const char *name, const sb_spec *spec, bool ke
         json_decref(c.egress);
         sb_image_done(&img);
         return r;
-}
-
-/* Empties a failed create's state folder except supervisor.log (the folder goes when it has no
- * log: a create that failed before the supervisor started). */
-static void rm_state_keep_log(const char *sdir) {
-        _cleanup_close_ int dfd = open(sdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
-        int lfd = dfd >= 0 ? fcntl(dfd, F_DUPFD_CLOEXEC, 3) : -1;
-        DIR *d = lfd >= 0 ? fdopendir(lfd) : NULL;
-        nook_error ignore;
-        struct dirent *de;
-        if (!d) {
-                safe_close(lfd);
-                (void)path_rm_rf(sdir, &ignore);
-                return;
-        }
-        while ((de = readdir(d))) {
-                if (streq(de->d_name, ".") || streq(de->d_name, "..") || streq(de->d_name, "supervisor.log"))
-                        continue;
-                _cleanup_free_ char *p = strprintf("%s/%s", sdir, de->d_name);
-                if (p)
-                        (void)path_rm_rf(p, &ignore);
-        }
-        closedir(d);
-        (void)rmdir(sdir); /* only when no log was written */
 }
 
 static int rec_fill(
@@ -540,8 +467,11 @@ int sb_create_locked(nook *n, const char *name, const sb_spec *spec, unsigned fl
         if (r < 0)
                 return r;
         _cleanup_close_ int config = -1;
+        _cleanup_free_ char *rundir = NULL;
         r = prepare_state(
                 n, name, spec, keep_upper, sdir, wsdir, ruid, rgid, &rec.image_digest, &config, err);
+        if (r >= 0)
+                r = sb_run_dir_make(n, name, &rundir, err);
         if (r >= 0 && !(flags & NOOK_CREATE_NO_BASELINE))
                 r = baseline_capture(sdir, wsdir, !keep_upper, spec->sticky, err);
         pid_t pid = 0;
@@ -551,7 +481,7 @@ int sb_create_locked(nook *n, const char *name, const sb_spec *spec, unsigned fl
                 r = nook_err_errno(err, NOOK_E_IO, "Cannot create the sandbox's lifeline pipe");
         if (r >= 0) {
                 char *values = sb_egress_values_json(spec);
-                r = spawn_supervisor(sdir, config, life[0], values, &pid, err);
+                r = spawn_supervisor(sdir, rundir, config, life[0], values, &pid, err);
                 if (values) {
                         explicit_bzero(values, strlen(values));
                         free(values);
@@ -563,17 +493,18 @@ int sb_create_locked(nook *n, const char *name, const sb_spec *spec, unsigned fl
         else
                 safe_close(life[1]);
         if (r < 0) {
-                /* Nothing half-made stays: the state folder, a workspace we made, the record.  But
-                 * when the supervisor failed without a reason of its own (it died, hung, or its
-                 * init died: an internal error or a timeout), its log is where the error points
-                 * ('nook logs --system NAME'): it stays until the next create of the name or 'nook rm'. */
+                /* Nothing half-made stays: the state folder, the runtime folder, a workspace we
+                 * made, the record.  But when the supervisor failed without a reason of its own
+                 * (it died, hung, or its init died: an internal error or a timeout), its log is
+                 * where the error points ('nook logs --system NAME'): the runtime folder keeps it
+                 * until the next create of the name or 'nook rm'. */
                 nook_error ignore;
                 bool keep_log = spawned && (r == -NOOK_E_INTERNAL || r == -NOOK_E_TIMEOUT);
                 sb_cgroup_remove(n, name); /* a supervisor killed in setup cleaned nothing */
-                if (keep_log && !keep_upper)
-                        rm_state_keep_log(sdir);
-                else if (!keep_upper)
+                if (!keep_upper)
                         (void)path_rm_rf(sdir, &ignore);
+                if (rundir)
+                        sb_run_dir_clean(rundir, keep_log);
                 if (!ws_existed)
                         (void)path_rm_rf(wsdir, &ignore);
                 if (existed) {
@@ -749,7 +680,7 @@ static int remove_workspace(nook *n, const char *wsdir, nook_error *err) {
 
 int nook_sandbox_remove(nook *n, const char *name, nook_error *err) {
         _cleanup_close_ int lock = -1;
-        _cleanup_free_ char *sdir = NULL, *wsdir = NULL;
+        _cleanup_free_ char *sdir = NULL, *wsdir = NULL, *rundir = NULL;
         sandbox_rec rec = { 0 };
         store *st;
         int r = name_validate("sandbox", name, err);
@@ -762,13 +693,15 @@ int nook_sandbox_remove(nook *n, const char *name, nook_error *err) {
         if (r < 0)
                 return r;
         r = ctx_dirs(n, name, &sdir, &wsdir, err);
+        if (r >= 0)
+                r = sb_run_dir(n, name, &rundir, err);
         if (r < 0)
                 return r;
         r = store_sandbox_get(st, name, &rec, err);
         bool has_rec = r >= 0;
         if (r < 0 && r != -NOOK_E_NOT_FOUND)
                 return r;
-        if (!has_rec && access(sdir, F_OK) < 0 && access(wsdir, F_OK) < 0)
+        if (!has_rec && access(sdir, F_OK) < 0 && access(wsdir, F_OK) < 0 && access(rundir, F_OK) < 0)
                 return nook_err_set(err, NOOK_E_NOT_FOUND, "No sandbox '%s'", name);
         if (has_rec) {
                 r = sb_reconcile(n, &rec, err);
@@ -781,7 +714,9 @@ int nook_sandbox_remove(nook *n, const char *name, nook_error *err) {
         }
         sandbox_rec_done(&rec);
         sb_cgroup_remove(n, name); /* also one a killed supervisor left before this record said stopped */
-        r = path_rm_rf(sdir, err);
+        r = path_rm_rf(rundir, err);
+        if (r >= 0)
+                r = path_rm_rf(sdir, err);
         if (r < 0)
                 return nook_err_wrap(err, "removing sandbox '%s'", name);
         r = remove_workspace(n, wsdir, err);

@@ -15,6 +15,7 @@
 
 #include "nook.h"
 #include "sandbox/ctx.h"
+#include "sandbox/rundir.h"
 #include "store/store.h"
 #include "util/error.h"
 #include "util/fd.h"
@@ -348,9 +349,30 @@ static int logs_print(
         return r;
 }
 
+/* The supervisor's log is in the sandbox's runtime folder (sandbox/rundir.h), or in the state
+ * folder of a sandbox an older nook ran.  A tmpfs is emptied at reboot: then say so. */
+static int system_log_dir(const char *name, const char *sdir, const char *rdir, bool have_rdir,
+        const char **ret, nook_error *err) {
+        _cleanup_free_ char *in_state = strprintf("%s/supervisor.log", sdir);
+        _cleanup_free_ char *in_run = strprintf("%s/supervisor.log", rdir);
+        if (!in_state || !in_run)
+                return nook_err_oom(err);
+        if (access(in_run, F_OK) == 0) {
+                *ret = rdir;
+                return 0;
+        }
+        if (access(in_state, F_OK) == 0) {
+                *ret = sdir;
+                return 0;
+        }
+        return nook_err_set(err, NOOK_E_NOT_FOUND,
+                "Sandbox '%s' has no supervisor log: it is kept in the runtime folder '%s'%s, which the host emptied since its supervisor last ran (a reboot, or a logout that removed $XDG_RUNTIME_DIR); the sandbox itself is intact: 'nook start %s' runs it again with a new log",
+                name, rdir, have_rdir ? "" : " (gone)", name);
+}
+
 int nook_sandbox_logs(
         nook *n, const char *name, const nook_logs_opts *o, int out_fd, int err_fd, nook_error *err) {
-        _cleanup_free_ char *sdir = NULL;
+        _cleanup_free_ char *sdir = NULL, *rdir = NULL;
         logs_ctx c = { .o = o,
                 .out_fd = out_fd,
                 .err_fd = err_fd,
@@ -371,9 +393,18 @@ int nook_sandbox_logs(
                         "The supervisor's log has no per-line times: since and timestamps apply to the commands' output only");
         if ((r = ctx_sandbox_dir(n, name, &sdir, err)) < 0)
                 return r;
-        if (access(sdir, F_OK) < 0)
+        if ((r = sb_run_dir(n, name, &rdir, err)) < 0)
+                return r;
+        bool have_sdir = access(sdir, F_OK) == 0, have_rdir = access(rdir, F_OK) == 0;
+        if (!have_sdir && !have_rdir)
                 return nook_err_set(err, NOOK_E_NOT_FOUND, "No sandbox '%s'", name);
-        r = logs_print(n, name, &c, sdir, tail, err);
+        const char *dir = sdir;
+        if (o->system) {
+                r = system_log_dir(name, sdir, rdir, have_rdir, &dir, err);
+                if (r < 0)
+                        return r;
+        }
+        r = logs_print(n, name, &c, dir, tail, err);
         if (r < 0)
                 return nook_err_wrap(err, "reading the log of sandbox '%s'", name);
         return 0;

@@ -25,6 +25,7 @@
 #include "isolate/cgroup.h"
 #include "isolate/userns.h"
 #include "sandbox/ctx.h"
+#include "sandbox/rundir.h"
 #include "sandbox/state.h"
 #include "store/store.h"
 #include "supervisor/exitfile.h"
@@ -38,17 +39,28 @@
 
 /* ---- locks ----------------------------------------------------------------------------------- */
 
-int sb_lock_how(nook *n, const char *name, int how, int *ret_fd, nook_error *err) {
-        return sb_lock_home(n->home, name, how, ret_fd, err);
+/* The name locks live in the runtime folder (sandbox/rundir.h), <runtime folder>/.locks: a lock
+ * needs no durability (it dies with its holder), and a file made and deleted on NOOK_HOME's disk
+ * per create cost an inode there (issue #17).  No sandbox name starts with a dot. */
+static char *lock_path_in(const char *root, const char *name) {
+        return strprintf("%s/.locks/%s.lock", root, name);
 }
 
-char *sb_lock_path(const char *home, const char *name) {
-        return strprintf("%s/locks/%s.lock", home, name);
+int sb_lock_path(const char *home, const char *name, char **ret, nook_error *err) {
+        _cleanup_free_ char *root = NULL;
+        int r = sb_run_root_home(home, &root, err);
+        if (r < 0)
+                return r;
+        char *p = lock_path_in(root, name);
+        if (!p)
+                return nook_err_oom(err);
+        *ret = p;
+        return 0;
 }
 
-int sb_lock_home(const char *home, const char *name, int how, int *ret_fd, nook_error *err) {
-        _cleanup_free_ char *dir = strprintf("%s/locks", home);
-        _cleanup_free_ char *p = sb_lock_path(home, name);
+static int lock_in(const char *root, const char *name, int how, int *ret_fd, nook_error *err) {
+        _cleanup_free_ char *dir = strprintf("%s/.locks", root);
+        _cleanup_free_ char *p = lock_path_in(root, name);
         if (!dir || !p)
                 return nook_err_oom(err);
         if (mkdir(dir, 0700) < 0 && errno != EEXIST)
@@ -79,13 +91,33 @@ int sb_lock_home(const char *home, const char *name, int how, int *ret_fd, nook_
         }
 }
 
+int sb_lock_how(nook *n, const char *name, int how, int *ret_fd, nook_error *err) {
+        const char *root;
+        int r = sb_run_root(n, &root, err);
+        if (r < 0)
+                return r;
+        return lock_in(root, name, how, ret_fd, err);
+}
+
+int sb_lock_home(const char *home, const char *name, int how, int *ret_fd, nook_error *err) {
+        _cleanup_free_ char *root = NULL;
+        int r = sb_run_root_home(home, &root, err);
+        if (r < 0)
+                return r;
+        return lock_in(root, name, how, ret_fd, err);
+}
+
 int sb_lock(nook *n, const char *name, int *ret_fd, nook_error *err) {
         return sb_lock_how(n, name, LOCK_EX, ret_fd, err);
 }
 
 /* Deletes the name's lock file; only while holding it (see sb_lock). */
 void sb_lock_drop(nook *n, const char *name) {
-        _cleanup_free_ char *p = sb_lock_path(n->home, name);
+        const char *root;
+        nook_error ignore;
+        if (sb_run_root(n, &root, &ignore) < 0)
+                return;
+        _cleanup_free_ char *p = lock_path_in(root, name);
         if (p)
                 (void)unlink(p);
 }
@@ -139,12 +171,32 @@ void sb_children_reap(void) {
         (void)pthread_mutex_unlock(&children_lock);
 }
 
-int sb_connect(nook *n, const char *name, int *ret_fd, nook_error *err) {
-        _cleanup_free_ char *sdir = NULL;
-        int r = ctx_sandbox_dir(n, name, &sdir, err);
+/* The folder of name's control socket: its runtime folder, or the state folder of a sandbox an
+ * older nook started (its socket lived there). */
+static int ctl_dir_open(nook *n, const char *name, nook_error *err) {
+        _cleanup_free_ char *rdir = NULL, *sdir = NULL;
+        int r = sb_run_dir(n, name, &rdir, err);
         if (r < 0)
                 return r;
-        _cleanup_close_ int dfd = open(sdir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        int dfd = open(rdir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (dfd >= 0 || errno != ENOENT)
+                return dfd < 0 ? -errno : dfd;
+        r = ctx_sandbox_dir(n, name, &sdir, err);
+        if (r < 0)
+                return r;
+        dfd = open(sdir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        return dfd < 0 ? -errno : dfd;
+}
+
+int sb_connect(nook *n, const char *name, int *ret_fd, nook_error *err) {
+        nook_error e2 = { 0 };
+        _cleanup_close_ int dfd = ctl_dir_open(n, name, &e2);
+        if (dfd < 0 && e2.code) {
+                *err = e2;
+                return dfd;
+        }
+        if (dfd < 0)
+                errno = -dfd;
         if (dfd < 0 && (errno == EACCES || errno == EPERM))
                 return nook_err_set(err, NOOK_E_REFUSED,
                         "Cannot open sandbox '%s' in '%s': permission denied (the state belongs to another "
@@ -324,7 +376,10 @@ int sb_reconcile(nook *n, sandbox_rec *rec, nook_error *err) {
         const char *reason = interrupted ? "create_interrupted" : "supervisor_died";
         if (!interrupted && exit_record_read(sdir, &ex, &ignore) >= 0 && ex.stopped_at >= rec->started_at)
                 reason = ex.reason;
-        _cleanup_free_ char *sock = strprintf("%s/ctl.sock", sdir);
+        _cleanup_free_ char *rdir = NULL;
+        if (sb_run_dir(n, rec->name, &rdir, &ignore) >= 0)
+                sb_run_dir_clean(rdir, /* keep_log= */ true); /* its sockets; gone anyway after a reboot */
+        _cleanup_free_ char *sock = strprintf("%s/ctl.sock", sdir); /* an older nook's */
         if (sock)
                 (void)unlink(sock);
         sb_cgroup_remove(n, rec->name);
@@ -388,10 +443,16 @@ static int lock_remove(int dirfd, const char *name, nook_error *err) {
 }
 
 void sb_sweep_tmp(nook *n) {
-        _cleanup_free_ char *locks = strprintf("%s/locks", n->home);
+        const char *root;
+        nook_error ignore;
+        _cleanup_free_ char *locks =
+                sb_run_root(n, &root, &ignore) >= 0 ? strprintf("%s/.locks", root) : NULL;
+        _cleanup_free_ char *old_locks = strprintf("%s/locks", n->home); /* an older nook's */
         _cleanup_free_ char *trash = strprintf("%s/trash", n->home);
         if (locks)
                 (void)tmp_sweep(locks, lock_remove);
+        if (old_locks)
+                (void)tmp_sweep(old_locks, lock_remove);
         if (trash)
                 (void)tmp_sweep(trash, image_rm_tree);
         _cleanup_free_ char *snap = strprintf("%s/snapshots/.tmp", n->home);

@@ -11,15 +11,16 @@
 #include "image/image.h"
 #include "store/store.h"
 
-/* Takes the lock of sandbox name (<home>/locks/<name>.lock), as every state change does. */
+/* Takes the lock of sandbox name (<runtime folder>/.locks/<name>.lock: sandbox/rundir.h), as
+ * every state change does. */
 int sb_lock(nook *n, const char *name, int *ret_fd, nook_error *err);
 /* The same with flock operation how: LOCK_SH (a shared holder such as ws write), LOCK_EX, either
  * with LOCK_NB (NOOK_E_BUSY when another holds it). */
 int sb_lock_how(nook *n, const char *name, int how, int *ret_fd, nook_error *err);
 /* The same by state folder, for holders that keep no nook handle (a workspace handle). */
 int sb_lock_home(const char *home, const char *name, int how, int *ret_fd, nook_error *err);
-/* The path of the name's lock file (malloc'ed; NULL when out of memory). */
-char *sb_lock_path(const char *home, const char *name);
+/* The path of the name's lock file. */
+int sb_lock_path(const char *home, const char *name, char **ret, nook_error *err);
 /* Deletes the name's lock file; only while holding it (a later sb_lock takes the new file). */
 void sb_lock_drop(nook *n, const char *name);
 

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "nook.h"
+#include "sandbox/rundir.h"
 #include "sandbox/volumes.h"
 #include "util/error.h"
 #include "util/macro.h"
@@ -106,6 +107,15 @@ static int check_bind_source(const char *real, const char *home, bool allow_sens
         if (path_within(real, h) || path_within(h, real))
                 return nook_err_set(err, NOOK_E_REFUSED,
                         "Refusing to mount '%s': it is or holds nook's state folder '%s'", real, h);
+        /* nor its runtime folder (sandbox/rundir.h): the control sockets of its sandboxes */
+        _cleanup_free_ char *run = NULL;
+        char realrun[PATH_MAX];
+        nook_error ignore;
+        if (sb_run_root_home(home, &run, &ignore) >= 0 && realpath(run, realrun) &&
+                (path_within(real, realrun) || path_within(realrun, real)))
+                return nook_err_set(err, NOOK_E_REFUSED,
+                        "Refusing to mount '%s': it is or holds nook's runtime folder '%s' (the sandboxes' control sockets)",
+                        real, realrun);
         if (allow_sensitive)
                 return 0;
         for (size_t i = 0; i < ELEMENTSOF(system_paths); i++)

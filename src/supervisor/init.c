@@ -16,6 +16,7 @@
 
 #include "nook.h"
 #include "isolate/caps.h"
+#include "isolate/net.h"
 #include "isolate/seccomp.h"
 #include "supervisor/init.h"
 #include "supervisor/init_internal.h"
@@ -68,6 +69,22 @@ static int open_dir_path(const char *p, int *ret, nook_error *err) {
         return 0;
 }
 
+/* The sandbox's /etc/resolv.conf with a network: slirp4netns's DNS forwarder (public), or the
+ * supervisor's filtering resolver on the sandbox's loopback (policy); NULL (the image's) without. */
+static const char *resolv_conf_for(const char *network) {
+        switch (net_mode_from_string(network)) {
+        case NET_MODE_PUBLIC:
+                return "nameserver " NET_SLIRP_DNS "\noptions edns0\n";
+        case NET_MODE_POLICY:
+                return "nameserver " NET_RESOLVER "\noptions edns0\n";
+        case NET_MODE_OFF:
+        case _NET_MODE_MAX:
+        case _NET_MODE_INVALID:
+        default:
+                return NULL;
+        }
+}
+
 /* Step 2: opens every host directory the sandbox needs.  This runs right after clone(), before
  * the id maps: the fds must belong to our own mount namespace (overlayfs and bind mounts refuse
  * mounts of another namespace), and our host credentials are still the supervisor's, so a
@@ -76,6 +93,7 @@ static int open_rootfs(
         const sup_config *c, bool rootless, const sup_idmaps *idm, iso_rootfs *rf, nook_error *err) {
         int r;
         *rf = (iso_rootfs){ .hostname = c->name,
+                .resolv_conf = resolv_conf_for(c->network),
                 .upper_fd = -1,
                 .work_fd = -1,
                 .workspace_fd = -1,

@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* nook-supervisor: started by libnook with exec (never a bare fork in a threaded caller),
- *   nook-supervisor --state DIR --config-fd C --ready-fd N [--lifeline-fd M] [--secrets-fd S]
+ *   nook-supervisor --state DIR [--run RUNDIR] --config-fd C --ready-fd N [--lifeline-fd M] [--secrets-fd S]
  * in its own session (POSIX_SPAWN_SETSID).  It does not fork again to detach: it stays the
  * starting process's child, which reaps it once it is gone (libnook keeps a list), or is
  * re-parented when that process exits first (a CLI call).  The daemonizing fork cost ~2.5 ms
- * of a ~17 ms create on the 2-vCPU test machine (bench/README.md). */
+ * of a ~17 ms create on the 2-vCPU test machine (bench/README.md).  RUNDIR (default: DIR) holds
+ * what needs no durability: ctl.sock, supervisor.log, slirp.sock (sandbox/rundir.h). */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -35,13 +36,13 @@ static int parse_fd(const char *s) {
 
 static int usage(void) {
         fprintf(stderr,
-                "usage: nook-supervisor --state DIR --config-fd C --ready-fd N [--lifeline-fd M] [--secrets-fd S]\n"
+                "usage: nook-supervisor --state DIR [--run RUNDIR] --config-fd C --ready-fd N [--lifeline-fd M] [--secrets-fd S]\n"
                 "Started by nook; not meant to be run by hand.\n");
         return 2;
 }
 
-static void redirect_stdio(const char *state_dir) {
-        _cleanup_free_ char *log = strprintf("%s/supervisor.log", state_dir);
+static void redirect_stdio(const char *run_dir) {
+        _cleanup_free_ char *log = strprintf("%s/supervisor.log", run_dir);
         int nul = open("/dev/null", O_RDWR | O_CLOEXEC);
         int lfd = log ? open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600) : -1;
         if (nul >= 0)
@@ -58,13 +59,15 @@ static void redirect_stdio(const char *state_dir) {
 }
 
 int main(int argc, char **argv) {
-        const char *state_dir = NULL;
+        const char *state_dir = NULL, *run_dir = NULL;
         int ready_fd = -1, lifeline_fd = -1, secrets_fd = -1, config_fd = -1;
         nook_error err = { 0 };
 
         for (int i = 1; i + 1 < argc; i += 2) {
                 if (streq(argv[i], "--state"))
                         state_dir = argv[i + 1];
+                else if (streq(argv[i], "--run"))
+                        run_dir = argv[i + 1];
                 else if (streq(argv[i], "--config-fd"))
                         config_fd = parse_fd(argv[i + 1]);
                 else if (streq(argv[i], "--ready-fd"))
@@ -81,6 +84,10 @@ int main(int argc, char **argv) {
                         return usage();
         }
         if (!state_dir || state_dir[0] != '/' || ready_fd < 3 || fcntl(ready_fd, F_GETFD) < 0)
+                return usage();
+        if (!run_dir)
+                run_dir = state_dir;
+        if (run_dir[0] != '/')
                 return usage();
         /* the config (a memfd libnook wrote: supervisor/config.h) */
         if (config_fd < 3 || config_fd == ready_fd || fcntl(config_fd, F_GETFD) < 0)
@@ -103,7 +110,7 @@ int main(int argc, char **argv) {
                         values = NULL;
                 safe_close(secrets_fd);
         }
-        redirect_stdio(state_dir);
+        redirect_stdio(run_dir);
         int keep[] = { ready_fd, config_fd, lifeline_fd };
         (void)fd_close_all_except(3, keep, lifeline_fd >= 0 ? 3 : 2);
         (void)prctl(PR_SET_NAME, "nook-supervisor");
@@ -125,7 +132,7 @@ int main(int argc, char **argv) {
                              : "{\"ok\":false,\"code\":\"nomem\",\"message\":\"Cannot read the sandbox config\"}");
                 return 1;
         }
-        int r = sup_run(&cfg, state_dir, ready_fd, lifeline_fd, values);
+        int r = sup_run(&cfg, state_dir, run_dir, ready_fd, lifeline_fd, values);
         if (values)
                 explicit_bzero(values, strlen(values));
         sup_config_done(&cfg);

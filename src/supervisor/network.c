@@ -224,7 +224,7 @@ void sup_net_open_ns(sup_net *n, const sup_config *c, pid_t init_pid) {
         n->have_ns = true;
 }
 
-int sup_net_start(sup_net *n, const sup_config *c, pid_t init_pid, const char *state_dir, int *egress_fds,
+int sup_net_start(sup_net *n, const sup_config *c, pid_t init_pid, const char *run_dir, int *egress_fds,
         nook_error *err) {
         uint16_t ports[2] = { 0, 0 };
         int r;
@@ -266,7 +266,7 @@ int sup_net_start(sup_net *n, const sup_config *c, pid_t init_pid, const char *s
                                 return r;
                 }
         }
-        _cleanup_free_ char *api = strprintf("%s/slirp.sock", state_dir);
+        _cleanup_free_ char *api = strprintf("%s/slirp.sock", run_dir);
         if (!api)
                 return nook_err_oom(err);
         r = slirp_start(init_pid, api, &n->slirp, err);

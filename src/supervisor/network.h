@@ -52,7 +52,7 @@ void sup_net_open_ns(sup_net *n, const sup_config *c, pid_t init_pid);
  * two listeners for the egress gateway are made in the sandbox (127.0.0.1, ports 80 and 443 of
  * non-loopback destinations redirect there) and returned in egress_fds[0], [1] (the caller's to
  * close; {-1, -1} before the call). */
-int sup_net_start(sup_net *n, const sup_config *c, pid_t init_pid, const char *state_dir, int *egress_fds,
+int sup_net_start(sup_net *n, const sup_config *c, pid_t init_pid, const char *run_dir, int *egress_fds,
         nook_error *err);
 /* Fills up to SUP_NET_MAX_FDS pollfds; returns how many. */
 size_t sup_net_pollfds(const sup_net *n, struct pollfd *pfd);

@@ -70,7 +70,8 @@ typedef struct direct_exec {
 
 typedef struct sup {
         const sup_config *cfg;
-        const char *state_dir;
+        const char *state_dir; /* exit.json, output.log, egress.log: kept across stop */
+        const char *run_dir; /* ctl.sock, slirp.sock (supervisor.log: main.c): the runtime folder */
         int init_sock, listen_fd, sig_fd;
         int root_fd; /* O_PATH on the sandbox's "/", sent by init when ready (nook cp); -1 when gone */
         pid_t init_pid;
@@ -221,9 +222,9 @@ static int start_init(sup *s, nook_error *err) {
 static int listen_control(sup *s, nook_error *err) {
         /* sun_path holds 108 bytes; a deep NOOK_HOME would not fit, so bind through the
          * directory's fd (the path is resolved like any other). */
-        _cleanup_close_ int dfd = open(s->state_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        _cleanup_close_ int dfd = open(s->run_dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
         if (dfd < 0)
-                return nook_err_errno(err, NOOK_E_IO, "Cannot open '%s'", s->state_dir);
+                return nook_err_errno(err, NOOK_E_IO, "Cannot open '%s'", s->run_dir);
         struct sockaddr_un sa = { .sun_family = AF_UNIX };
         (void)snprintf(sa.sun_path, sizeof(sa.sun_path), "/proc/self/fd/%d/ctl.sock", dfd);
         (void)unlink(sa.sun_path);
@@ -236,7 +237,7 @@ static int listen_control(sup *s, nook_error *err) {
         if (r < 0 || listen(fd, 128) < 0) {
                 safe_close(fd);
                 return nook_err_errno(
-                        err, NOOK_E_IO, "Cannot listen on the control socket in '%s'", s->state_dir);
+                        err, NOOK_E_IO, "Cannot listen on the control socket in '%s'", s->run_dir);
         }
         s->listen_fd = fd;
         return 0;
@@ -853,7 +854,7 @@ static void finish(sup *s, int init_status) {
         sup_egress_stop(&s->egress);
         outlog_done(&s->out);
         log_debug("sandbox stopped: %s (init status %d)", rec.reason, init_status);
-        _cleanup_free_ char *sock = strprintf("%s/ctl.sock", s->state_dir);
+        _cleanup_free_ char *sock = strprintf("%s/ctl.sock", s->run_dir);
         if (sock)
                 (void)unlink(sock);
         /* An ephemeral sandbox's writable layer goes with it; its workspace stays. */
@@ -886,7 +887,7 @@ static void finish(sup *s, int init_status) {
  * its CA in the bundle, its listeners and the redirect, all before any exec. */
 static int start_network(sup *s, nook_error *err) {
         int fds[2] = { -1, -1 };
-        int r = sup_net_start(&s->net, s->cfg, s->init_pid, s->state_dir, s->cfg->egress ? fds : NULL, err);
+        int r = sup_net_start(&s->net, s->cfg, s->init_pid, s->run_dir, s->cfg->egress ? fds : NULL, err);
         if (r >= 0 && s->cfg->egress)
                 r = sup_egress_listen(&s->egress, s->cfg, fds, err);
         safe_close(fds[0]);
@@ -894,10 +895,12 @@ static int start_network(sup *s, nook_error *err) {
         return r;
 }
 
-int sup_run(const sup_config *c, const char *state_dir, int ready_fd, int lifeline_fd, const char *values) {
+int sup_run(const sup_config *c, const char *state_dir, const char *run_dir, int ready_fd, int lifeline_fd,
+        const char *values) {
         nook_error err = { 0 };
         sup s = { .cfg = c,
                 .state_dir = state_dir,
+                .run_dir = run_dir,
                 .init_sock = -1,
                 .root_fd = -1,
                 .listen_fd = -1,
@@ -943,7 +946,7 @@ int sup_run(const sup_config *c, const char *state_dir, int ready_fd, int lifeli
                         s.cg = iso_cgroup_free(s.cg);
                 }
                 if (s.listen_fd >= 0) {
-                        _cleanup_free_ char *sock = strprintf("%s/ctl.sock", state_dir);
+                        _cleanup_free_ char *sock = strprintf("%s/ctl.sock", run_dir);
                         if (sock)
                                 (void)unlink(sock);
                 }

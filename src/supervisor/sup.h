@@ -5,10 +5,12 @@
 
 #include "supervisor/config.h"
 
-/* Runs the sandbox described by c in state_dir until it stops.  ready_fd receives one JSON
+/* Runs the sandbox described by c in state_dir until it stops; its control socket (and
+ * slirp4netns's API socket) go in run_dir, the runtime folder (sandbox/rundir.h).  ready_fd receives one JSON
  * line: {"ok":true,...} once the sandbox answers execs, or {"ok":false,"code":..,"message":..}.
  * lifeline_fd (or -1): the read end of a pipe whose write end the creating client holds
  * (NOOK_CREATE_TIED); when it hangs up, the sandbox stops with the reason "client_gone".
  * values: the secrets' values as JSON {"NAME": "value"} (NULL: none, e.g. a restarted sandbox),
  * handed to the egress gateway and never written anywhere.  Returns the process exit status. */
-int sup_run(const sup_config *c, const char *state_dir, int ready_fd, int lifeline_fd, const char *values);
+int sup_run(const sup_config *c, const char *state_dir, const char *run_dir, int ready_fd, int lifeline_fd,
+        const char *values);

@@ -14,8 +14,9 @@
 # What it gives a test file:
 #   - $NOOK, $NOOK_SUPERVISOR, $NOOK_PROBE: the binaries under $NOOK_BUILD_DIR (set by meson).
 #   - A fresh NOOK_HOME (mktemp -d under /var/tmp, mode 0700), exported, removed on exit.
+#   - NOOK_RUNTIME_DIR="$NOOK_HOME.run": the runtime folders' root of this file alone.
 #   - At exit, one more test: nothing leaked (mounts under NOOK_HOME, processes naming it,
-#     new nook-* cgroups), then the TAP plan line. Exit status 0 only if every test passed.
+#     new nook-* cgroups, runtime folders of removed sandboxes), then the TAP plan line. Exit status 0 only if every test passed.
 #
 # Skips: `skip "reason"` is a failure when NOOK_MUST_WORK=1 (CI sets it), as with bwrap's
 # BWRAP_MUST_WORK. `skip_expected "reason"` is for a feature the current stage can never have
@@ -263,6 +264,19 @@ leaks() {
                 grep -qsF -f <(printf '%s\n' "$NOOK_HOME") "/proc/$pid/cmdline" && continue
                 echo "process left: $pid $(tr '\0' ' ' 2>/dev/null <"/proc/$pid/cmdline")"
         done < <(grep -lszxF -f <(printf 'NOOK_HOME=%s\n' "$NOOK_HOME") /proc/[0-9]*/environ)
+        # The runtime folder: nothing of a sandbox whose state folder is gone, but the log a
+        # failed create keeps for 'nook logs --system' (runtime.md, "The runtime folder").
+        local d
+        for d in "$NOOK_HOME"/run/*/; do
+                [[ -d $d && ! -d $NOOK_HOME/sandboxes/$(basename "$d") ]] || continue
+                [[ -z $(ls -A "$d" | grep -vx supervisor.log) ]] && continue
+                echo "runtime folder left: $d $(ls -A "$d" | tr '\n' ' ')"
+        done
+        # ... and no runtime folder but the one $NOOK_HOME/run names (and other homes' a test made)
+        if [[ -L $NOOK_HOME/run ]]; then
+                find "$NOOK_RUNTIME_DIR" -mindepth 1 -maxdepth 1 ! -name "nook-*" 2>/dev/null |
+                        sed 's/^/runtime root entry left: /'
+        fi
         # cgroups: compare with what existed when the file started (other sandboxes on a
         # developer's machine are not ours).
         comm -13 <(printf '%s\n' "$_nook_cgroups_before") <(_nook_cgroups) |
@@ -280,9 +294,9 @@ _tap_finish() {
         _tap_done=1
         leftover=$(leaks)
         if [[ -z "$leftover" ]]; then
-                ok "nothing leaked (mounts, processes, cgroups)"
+                ok "nothing leaked (mounts, processes, cgroups, runtime folders)"
         else
-                not_ok "nothing leaked (mounts, processes, cgroups)" "$leftover"
+                not_ok "nothing leaked (mounts, processes, cgroups, runtime folders)" "$leftover"
         fi
         if [[ -n "$_tap_planned" && $((_tap_n - 1)) != "$_tap_planned" ]]; then
                 not_ok "planned $_tap_planned tests, ran $((_tap_n - 1))"
@@ -331,6 +345,13 @@ _tap_cleanup() {
 NOOK_HOME=$(mktemp -d /var/tmp/nook-test.XXXXXXXX) || bail_out "mktemp under /var/tmp failed"
 chmod 0700 "$NOOK_HOME"
 export NOOK_HOME
+# The runtime folders' root (ctl.sock, supervisor.log, locks: src/sandbox/rundir.h): one of this
+# file's own, so a test never touches /run/nook or /dev/shm/nook-UID.  nook makes nook-UID/KEY in
+# it (1777 like /dev/shm: a test may run nook as another user) and links $NOOK_HOME/run there;
+# it goes with the home ("$NOOK_HOME".* below).
+NOOK_RUNTIME_DIR="$NOOK_HOME.run"
+mkdir -m 1777 "$NOOK_RUNTIME_DIR" || bail_out "mkdir $NOOK_RUNTIME_DIR failed"
+export NOOK_RUNTIME_DIR
 _nook_cgroups_before=$(_nook_cgroups)
 trap _tap_finish EXIT
 trap 'exit 130' INT TERM

@@ -11,7 +11,9 @@ command -v jq >/dev/null || plan skip_all "jq is needed to read nook's JSON"
 plan 63
 
 # logs_has NAME LINE: nook logs NAME (stdout and stderr) holds LINE
-logs_has() { "$NOOK" logs "$1" 2>&1 | grep -qxF -- "$2"; }
+# grep reads to the end (no -q): one that quits at the first match makes a nook still writing the
+# lines after it fail with EPIPE, and pipefail then says the line is missing (a flake under load)
+logs_has() { "$NOOK" logs "$1" 2>&1 | grep -xF -- "$2" >/dev/null; }
 field() { "$NOOK" inspect "$1" 2>/dev/null | jq -r "$2 // empty" 2>/dev/null; }
 
 run_nook create lg

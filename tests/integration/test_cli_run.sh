@@ -60,7 +60,7 @@ rm -f "$NOOK_HOME.err" "$NOOK_HOME.err2"
 # ---- kill -9 of the run client: the supervisor removes the sandbox ---------------------------
 "$NOOK" run --name k9 -- sleep 301 >/dev/null 2>&1 &
 client=$!
-wait_for 10 test -S "$NOOK_HOME/sandboxes/k9/ctl.sock"
+wait_for 10 test -S "$NOOK_HOME/run/k9/ctl.sock"
 sup=$(supervisors k9)
 check "run --name k9 is running" test -n "$sup"
 kill -9 "$client"
@@ -134,7 +134,7 @@ run_nook rm keep1
 # a run's sandbox (no --keep, no -d) takes no baselines, and is still listed and reachable
 "$NOOK" run --name nb -- sleep 302 >/dev/null 2>&1 &
 client=$!
-wait_for 10 test -S "$NOOK_HOME/sandboxes/nb/ctl.sock"
+wait_for 10 test -S "$NOOK_HOME/run/nb/ctl.sock"
 check "run takes no baseline manifests" \
         test -d "$NOOK_HOME/sandboxes/nb" -a ! -e "$NOOK_HOME/sandboxes/nb/baseline.manifest" \
         -a ! -e "$NOOK_HOME/sandboxes/nb/baseline-root.manifest"

@@ -79,7 +79,7 @@ if [[ $out =~ ^nook-ph-[0-9a-f]{32}$ && $out != "$ph" ]]; then ok "... with a ne
 run_nook inspect g
 sup=$(jq -r .supervisorPid <<<"$out")
 kill -9 "$(pgrep -P "$sup" -x nook-egress)"
-wait_for 5 grep -q "egress gateway" "$NOOK_HOME/sandboxes/g/supervisor.log"
+wait_for 5 grep -q "egress gateway" "$NOOK_HOME/run/g/supervisor.log"
 is "$?" 0 "the supervisor logs the gateway's death"
 run_nook rm g
 run_nook snapshot rm gsnap

@@ -15,7 +15,7 @@
 
 require_bin "$NOOK" "$NOOK_PROBE"
 command -v sqlite3 >/dev/null || bail_out "missing sqlite3 (scripts/deps.sh installs it)"
-plan 9
+plan 10
 
 # at least MIN of ROUNDS must run: 200 as root, fewer where each
 # round is slower (rootless setup; ASan, about 3x)
@@ -52,7 +52,7 @@ check "fixtures: a sticky sandbox, its snapshot and the snapshot's export" test 
 sup_of() { pgrep -f -- "--state $NOOK_HOME/sandboxes/$1( |\$)" 2>/dev/null; }
 
 # --- the invariants ---------------------------------------------------------------------------
-fail_db=0 fail_ls=0 fail_mount=0 fail_cg=0 fail_proc=0 fail_lock=0 fail_tmp=0
+fail_db=0 fail_ls=0 fail_mount=0 fail_cg=0 fail_proc=0 fail_lock=0 fail_tmp=0 fail_run=0
 first_fail=""
 problems=()
 bad() { problems+=("$1 $2"); }
@@ -90,8 +90,22 @@ for r in json.loads(sys.argv[1]): print(r["name"], r["state"], r.get("supervisor
                 c=${c%-*}
                 [[ " ${running[*]} " == *" $c "* ]] || { bad cg "cgroup of '$c' left"; break; }
         done
-        r=$(ls -A "$NOOK_HOME/locks" 2>/dev/null)
+        r=$(ls -A "$NOOK_HOME/run/.locks" 2>/dev/null)
         [[ -z $r ]] || bad lock "lock files left: $r"
+        # The runtime folder (src/sandbox/rundir.h): a folder per listed name, or a failed
+        # create's lone supervisor.log; a control socket only while its sandbox runs.
+        local all d n
+        all=" $(awk '{print $1}' <<<"$recs" | tr '\n' ' ') "
+        for d in "$NOOK_HOME"/run/*; do
+                [[ -e $d ]] || continue
+                n=${d##*/}
+                if [[ $all != *" $n "* ]]; then
+                        r=$(ls -A "$d" | grep -vx supervisor.log | tr '\n' ' ')
+                        [[ -z $r ]] || bad run "the runtime folder of '$n' (no record) holds: $r"
+                elif [[ -S $d/ctl.sock && " ${running[*]} " != *" $n "* ]]; then
+                        bad run "a control socket of '$n', which is not running"
+                fi
+        done
         r=$(ls -A "$NOOK_HOME/snapshots/.tmp" "$NOOK_HOME/images/tmp" "$NOOK_HOME/trash" 2>/dev/null |
                 grep -v -e '^$' -e ':$')
         [[ -z $r ]] || bad tmp "temporaries left: $r"
@@ -182,5 +196,6 @@ is "$fail_mount" 0 "no mount left under NOOK_HOME"
 is "$fail_cg" 0 "no cgroup left but those of running sandboxes"
 is "$fail_lock" 0 "no lock file left after ls"
 is "$fail_tmp" 0 "no temporary left in snapshots/.tmp, images/tmp or trash after ls"
+is "$fail_run" 0 "no runtime folder of a removed sandbox, no control socket of a stopped one, after ls"
 "$NOOK" rm k1 >/dev/null 2>&1
 "$NOOK" rm st >/dev/null 2>&1

@@ -112,12 +112,12 @@ done
 
 # The supervisor parses the profile once, when it reads its config, and refuses one it does not
 # know there (init uses the parsed value).  A supervisor wrapper rewrites the config libnook wrote
-# (a memfd at fd 6: nook-supervisor --state DIR --config-fd 6 ...).
+# (a memfd at fd 6: nook-supervisor --state DIR --run RUNDIR --config-fd 6 ...).
 fake=$(mktemp /var/tmp/nook-fake-sup.XXXXXX)
 cat >"$fake" <<SH
 #!/bin/sh
 # the real supervisor, over a config naming a profile nobody knows
-[ "\$3" = --config-fd ] && [ "\$4" = 6 ] || exit 99
+[ "\$5" = --config-fd ] && [ "\$6" = 6 ] || exit 99
 t=\$(mktemp /var/tmp/nook-fake-cfg.XXXXXX) || exit 98
 jq -c '.profile = "bogus"' <&6 >"\$t" || exit 97
 exec 6<"\$t"
@@ -132,7 +132,7 @@ is "$(ls -A "$NOOK_HOME/sandboxes" 2>/dev/null)" "" "the refused create leaves n
 # a config that is not JSON at all (hostile or truncated): refused, named, nothing left
 cat >"$fake" <<SH
 #!/bin/sh
-[ "\$3" = --config-fd ] && [ "\$4" = 6 ] || exit 99
+[ "\$5" = --config-fd ] && [ "\$6" = 6 ] || exit 99
 exec 6</dev/null
 exec "$NOOK_SUPERVISOR" "\$@"
 SH

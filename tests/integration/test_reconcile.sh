@@ -73,7 +73,10 @@ mkdir -p "$NOOK_HOME/snapshots/.tmp/create-dead" "$NOOK_HOME/images/tmp/import-d
         "$NOOK_HOME/snapshots/.tmp/create-live" "$NOOK_HOME/trash/ws-dead"
 head -c 1000000 /dev/zero >"$NOOK_HOME/images/tmp/import-dead/layer"
 head -c 100 /dev/zero >"$NOOK_HOME/images/tmp/blob-dead"
-: >"$NOOK_HOME/locks/gone.lock"
+# (the name locks are in the runtime folder; an older nook's in NOOK_HOME/locks are swept too)
+mkdir -p "$NOOK_HOME/run/.locks" "$NOOK_HOME/locks"
+: >"$NOOK_HOME/run/.locks/gone.lock"
+: >"$NOOK_HOME/locks/old.lock"
 # a live owner: flock on the directory, held by a background process (one process: no child
 # inherits the lock)
 python3 -c 'import fcntl, os, sys, time
@@ -87,7 +90,8 @@ rm -f "$NOOK_HOME.held"
 run_nook ls
 is "$(ls -A "$NOOK_HOME/images/tmp")" "" "ls sweeps images/tmp of a killed import and download"
 is "$(ls -A "$NOOK_HOME/snapshots/.tmp")" "create-live" "ls sweeps snapshots/.tmp, but not what a live owner holds"
-is "$(entries "$NOOK_HOME/trash" "$NOOK_HOME/locks")" "" "ls sweeps a killed rm's trash and free lock files"
+is "$(entries "$NOOK_HOME/trash" "$NOOK_HOME/run/.locks" "$NOOK_HOME/locks")" "" \
+        "ls sweeps a killed rm's trash and free lock files (an older nook's too)"
 kill "$holder"
 wait "$holder" 2>/dev/null
 mkdir -p "$NOOK_HOME/images/tmp/import-dead2"
@@ -100,7 +104,7 @@ is "$(entries "$NOOK_HOME/snapshots/.tmp" "$NOOK_HOME/images/tmp")" "" "image pr
 run_nook create rmx
 pid=$(sup_of rmx)
 check "the sandbox to remove runs (supervisor $pid)" test -n "$pid"
-python3 - "$NOOK_HOME/sandboxes/rmx/ctl.sock" <<'PY'
+python3 - "$NOOK_HOME/run/rmx/ctl.sock" <<'PY'
 import json, socket, sys
 s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
 s.settimeout(30)
@@ -130,8 +134,9 @@ run_nook rm rmy
 fake=$(mktemp /var/tmp/nook-fake-sup.XXXXXX)
 cat >"$fake" <<'SH'
 #!/bin/sh
-# nook-supervisor --state DIR --config-fd 6 --ready-fd 3: dies in setup after writing its log
-echo "fake supervisor: setup failed on purpose" >>"$2/supervisor.log"
+# nook-supervisor --state DIR --run RUNDIR --config-fd 6 --ready-fd 3: dies in setup after
+# writing its log (in the runtime folder)
+echo "fake supervisor: setup failed on purpose" >>"$4/supervisor.log"
 exit 1
 SH
 chmod 0755 "$fake"
@@ -140,7 +145,8 @@ isnt "$status" 0 "a create whose supervisor dies in setup fails"
 like "$err" "nook logs" "its error points to 'nook logs'"
 run_nook logs --system dies
 like "$out" "setup failed on purpose" "and 'nook logs --system' shows that log"
-is "$(ls -A "$NOOK_HOME/sandboxes/dies")" "supervisor.log" "only the log stays of its state folder"
+is "$(ls -A "$NOOK_HOME/sandboxes")/$(ls -A "$NOOK_HOME/run/dies")" "/supervisor.log" \
+        "no state folder stays, only the log in its runtime folder"
 run_nook rm dies
-is "$status/$(ls -A "$NOOK_HOME/sandboxes")" "0/" "rm removes the kept log"
+is "$status/$(ls -A "$NOOK_HOME/sandboxes")/$(ls "$NOOK_HOME/run")" "0//" "rm removes the kept log"
 rm -f "$fake"

@@ -46,7 +46,7 @@ check "the workspace directory exists" test -d "$ws"
 sup=$(field life .supervisorPid)
 check "the supervisor pid is a live process" alive "${sup:-0}"
 # DESIGN says mode 0600; what matters is that only the owner may connect (no group/other bits).
-like "$(stat -c %F:%a "$NOOK_HOME/sandboxes/life/ctl.sock" 2>/dev/null)" "^socket:[67]00$" "the control socket exists, owner-only"
+like "$(stat -c %F:%a "$NOOK_HOME/run/life/ctl.sock" 2>/dev/null)" "^socket:[67]00$" "the control socket exists, owner-only"
 # The supervisor reads its config from a memfd (--config-fd) and closes it: no config.json in
 # the state folder, no descriptor of it left open.
 check "no config.json in the state folder (the config goes over a memfd)" \
@@ -94,7 +94,7 @@ is "$(field life .state)/$(field life .stopReason)" "stopped/user" "inspect: sto
 check "stop stopped the supervisor" test -z "$(alive "$newsup" && echo alive)"
 is "$(cat "$ws/keep.txt" 2>/dev/null)" "keep" "stop keeps the workspace"
 check "stop removed the control socket and the upper layer (ephemeral)" \
-        test ! -e "$NOOK_HOME/sandboxes/life/ctl.sock" -a ! -e "$NOOK_HOME/sandboxes/life/upper"
+        test ! -e "$NOOK_HOME/run/life/ctl.sock" -a ! -e "$NOOK_HOME/sandboxes/life/upper"
 run_nook stop life
 is "$status" 0 "stop of a stopped sandbox is a no-op that succeeds"
 run_nook start life
@@ -115,7 +115,7 @@ run_nook rm life
 is "$status" 0 "rm of a running sandbox works"
 check "rm removed the workspace" test ! -e "$ws"
 check "rm removed the state directory" test ! -e "$NOOK_HOME/sandboxes/life"
-check "rm removed the name's lock file" test ! -e "$NOOK_HOME/locks/life.lock"
+check "rm removed the name's lock file" test ! -e "$NOOK_HOME/run/.locks/life.lock" -a ! -e "$NOOK_HOME/locks"
 check "rm stopped the supervisor" test -z "$(alive "${newsup:-0}" && echo alive)"
 expect_fail 1 "inspect after rm fails" inspect life
 like "$err" "life" "...naming the sandbox"
@@ -135,7 +135,7 @@ run_nook ls
 like "$out" $'(^|\n)crash +stopped' "ls shows the sandbox stopped after its supervisor was killed"
 is "$(field crash .state)/$(field crash .stopReason)" "stopped/supervisor_died" "inspect: stopReason supervisor_died"
 check "no ctl.sock or upper left after reconciliation" \
-        test ! -e "$NOOK_HOME/sandboxes/crash/ctl.sock" -a ! -e "$NOOK_HOME/sandboxes/crash/upper"
+        test ! -e "$NOOK_HOME/run/crash/ctl.sock" -a ! -e "$NOOK_HOME/sandboxes/crash/upper"
 run_nook start crash
 is "$status" 0 "a sandbox whose supervisor died can be started again"
 run_nook rm crash
@@ -225,6 +225,6 @@ is "$out" "" "no sandbox record left after the concurrent runs"
 is "$(ls -A "$NOOK_HOME/sandboxes" "$NOOK_HOME/workspaces" 2>/dev/null | grep -v -e ':$' -e '^$')" "" \
         "no sandbox or workspace directory left"
 is "$(pgrep -f -- "--state $NOOK_HOME/" | tr '\n' ' ')" "" "no supervisor left"
-is "$(ls -A "$NOOK_HOME/locks" | grep -E '^(run-|cc)' | tr '\n' ' ')" "" \
+is "$(ls -A "$NOOK_HOME/run/.locks" | grep -E '^(run-|cc)' | tr '\n' ' ')" "" \
         "no lock file left by the 40 runs and removes (one per name would pile up)"
 rm -rf "$conc"

@@ -33,6 +33,14 @@ if [ -n "${NOOK_NODE_ADDON:-}" ] && [ ! -f "$NOOK_NODE_ADDON" ]; then
         exit 1
 fi
 # the supervisor beside the addon's libnook (a build tree): found by libnook itself
+# The runtime folders' root (docs/design/runtime.md, "The runtime folder"): one of this run's own,
+# as lib.sh gives each integration test, so the tests never touch /run/nook or /dev/shm/nook-UID.
+if [ -z "${NOOK_RUNTIME_DIR:-}" ]; then
+        NOOK_RUNTIME_DIR=$(mktemp -d "${TMPDIR:-/tmp}/nook-node-run.XXXXXX")
+        chmod 1777 "$NOOK_RUNTIME_DIR"
+        export NOOK_RUNTIME_DIR
+        trap 'rm -rf "$NOOK_RUNTIME_DIR"' EXIT
+fi
 
 # lock_sha FILE: a stamp of the lock file an install came from
 lock_sha() {

@@ -29,6 +29,8 @@ static char base[64];
 static void suite_init(void) {
         strcpy(base, "/tmp/nook-test-ws-XXXXXX");
         cr_assert_not_null(mkdtemp(base));
+        /* the homes' runtime folders (sandbox/rundir.h) go with base, not to /dev/shm or /run */
+        cr_assert_eq(setenv("NOOK_RUNTIME_DIR", base, 1), 0);
 }
 
 /* The canary a broken resolver would create in /etc (absolute_symlinks_out). */
@@ -886,7 +888,7 @@ Test(workspace, public_api_after_rm) {
         for (int i = 0; i < 3; i++)
                 cr_assert_eq(nook_ws_write(w, "/a/b.txt", "x", 1, &err), 0, "%s", err.msg);
 
-        snprintf(lockp, sizeof(lockp), "%s/locks/gone.lock", home);
+        snprintf(lockp, sizeof(lockp), "%s/run/.locks/gone.lock", home);
         int lfd = open(lockp, O_RDWR | O_CLOEXEC);
         cr_assert_geq(lfd, 0, "open %s: %m", lockp);
         cr_expect_eq(flock(lfd, LOCK_EX | LOCK_NB), 0, "an idle handle holds no lock: %m");

@@ -102,5 +102,14 @@ test("registerNookSandboxProvider registers in Smithers' registry under Bun", ()
 
 afterAll(async () => {
   for (const name of leftovers) await sandboxes.remove(name).catch(() => undefined);
-  if (!process.env.NOOK_HOME_KEEP) fs.rmSync(HOME, { recursive: true, force: true });
+  if (process.env.NOOK_HOME_KEEP) return;
+  // the home's runtime folder on a tmpfs (locks, sockets), which HOME/run links to
+  let rt = null;
+  try {
+    rt = fs.readlinkSync(path.join(HOME, "run"));
+  } catch {
+    rt = null;
+  }
+  if (rt && path.isAbsolute(rt)) fs.rmSync(rt, { recursive: true, force: true });
+  fs.rmSync(HOME, { recursive: true, force: true });
 });

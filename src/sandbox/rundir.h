@@ -1,0 +1,29 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The runtime folder: per-run state that needs no durability (a sandbox's control socket, its
+ * supervisor's log, slirp4netns's API socket, the name locks), on a tmpfs instead of NOOK_HOME's
+ * disk, where each new inode cost 0.3-0.5 ms of CPU (bench/README.md, issue #17).
+ *
+ * Every caller of one NOOK_HOME must find the same folder, whatever its environment ($XDG_RUNTIME_DIR,
+ * sudo, the Node binding, nook-oci): the home holds a symlink, <home>/run, to it, made by the
+ * first caller; the rest follow the link.  Where no tmpfs folder is usable, <home>/run is a plain
+ * folder instead.  A tmpfs is emptied at reboot: the link then dangles and the next caller makes
+ * the folder again (reconcile turns the records whose supervisor is gone into stopped sandboxes).
+ * docs/design/runtime.md, "The runtime folder". */
+#pragma once
+
+#include <stdbool.h>
+
+#include "nook.h"
+
+/* The home's runtime folder, made if missing (cached on the handle: a readlink and an lstat
+ * for the first call). */
+int sb_run_root(nook *n, const char **ret, nook_error *err);
+/* The same for a holder that keeps no handle (a workspace handle's lock); malloc'ed. */
+int sb_run_root_home(const char *home, char **ret, nook_error *err);
+/* <runtime folder>/<name>: sandbox name's own runtime folder (ctl.sock, supervisor.log,
+ * slirp.sock).  The path only; sb_run_dir_make makes it. */
+int sb_run_dir(nook *n, const char *name, char **ret, nook_error *err);
+int sb_run_dir_make(nook *n, const char *name, char **ret, nook_error *err);
+/* Removes a sandbox's runtime folder; with keep_log, only its sockets (supervisor.log stays for
+ * 'nook logs --system' after a failed create). */
+void sb_run_dir_clean(const char *dir, bool keep_log);

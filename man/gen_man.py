@@ -135,11 +135,11 @@ installed with libnook (LIBDIR/nook/libnook\\-image.so), or the build tree's.
 .TP
 .B NOOK_RUNTIME_DIR
 Where a state folder that has no runtime folder yet gets one: nook makes
-\fBNOOK_RUNTIME_DIR/nook\-UID/KEY\fR (0700) and links \fBNOOK_HOME/run\fR to it.  The runtime
+\\fBNOOK_RUNTIME_DIR/nook\\-UID/KEY\\fR (0700) and links \\fBNOOK_HOME/run\\fR to it.  The runtime
 folder holds what needs no durability: each sandbox's control socket and supervisor log
-(\fBnook logs \-\-system\fR).  By default \fB/run/nook\fR (root, when /run is a tmpfs),
-\fB$XDG_RUNTIME_DIR/nook\fR or \fB/run/user/UID/nook\fR (other users), else
-\fB/dev/shm/nook\-UID\fR; without a usable tmpfs, \fBNOOK_HOME/run\fR is a plain folder.
+(\\fBnook logs \\-\\-system\\fR).  By default \\fB/run/nook\\fR (root, when /run is a tmpfs),
+\\fB$XDG_RUNTIME_DIR/nook\\fR or \\fB/run/user/UID/nook\\fR (other users), else
+\\fB/dev/shm/nook\\-UID\\fR; without a usable tmpfs, \\fBNOOK_HOME/run\\fR is a plain folder.
 Once the link exists every caller follows it, whatever its own variables.
 .TP
 .B NOOK_CRIU

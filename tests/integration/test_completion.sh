@@ -8,7 +8,7 @@
 . "$(dirname "$0")/lib.sh"
 
 require_bin "$NOOK" "$NOOK_SUPERVISOR"
-plan 23
+plan 24
 
 src=$(cd "$(dirname "$0")/../.." && pwd)
 comp=$src/completions
@@ -31,6 +31,10 @@ if [[ -n "$docs" && -z "$missing" && -s "$NOOK_BUILD_DIR/man/nook.1" ]]; then
 else
         not_ok "a man page for nook and for every command nook __doc lists" "missing:$missing (man/meson.build reads the commands from src/cli/main.c)"
 fi
+# A page is troff text: no control character (a "\f" that Python's string read as a form feed)
+# and no placeholder gen_man.py left unfilled (LIBEXECDIR, LIBDIR).
+bad=$(grep -lP '[\x00-\x08\x0b-\x1f\x7f]|\bLIB(EXEC)?DIR\b' "$NOOK_BUILD_DIR"/man/*.1 2>/dev/null)
+is "$bad" "" "the man pages hold no control character and no unfilled LIBDIR/LIBEXECDIR"
 run_nook run --help
 help_flags=$(grep -oE -- '(^|[ ,])--[a-z][-a-z]*' <<<"$out" | sed 's/^[ ,]//' | sort -u)
 man_text=$(sed 's/\\-/-/g' "$NOOK_BUILD_DIR/man/nook-run.1" 2>/dev/null)

@@ -1089,11 +1089,45 @@ static int many_remove(nook *n, int i, nook_error *err) {
         return nook_sandbox_remove(n, name, err);
 }
 
+/* The memory of every running sandbox's processes, summed; how many sandboxes and processes. */
+static void many_mem(int n, mem *sum, size_t *ret_up, size_t *ret_procs) {
+        mem m;
+        *sum = (mem){ 0 };
+        *ret_up = *ret_procs = 0;
+        for (int i = 0; i < n; i++) {
+                char name[32];
+                pid_t tree[16];
+                many_name(name, sizeof(name), i);
+                pid_t sup = supervisor_pid(g_nook, name);
+                if (sup <= 0)
+                        continue;
+                (*ret_up)++;
+                size_t nt = proc_tree(sup, tree, 16);
+                for (size_t k = 0; k < nt; k++)
+                        if (proc_mem(tree[k], &m)) {
+                                mem_add(sum, &m);
+                                (*ret_procs)++;
+                        }
+        }
+}
+
+static void many_mem_rows(const char *when, const mem *sum, size_t up, long long avail_drop_kb, int n) {
+        char what[96];
+        xsnprintf(what, sizeof(what), "sum of Pss, %s", when);
+        printf("  %-50s %9.1f MiB  (%.2f MiB each)\n", what, sum->pss / MIB, up ? sum->pss / MIB / (double)up : 0);
+        xsnprintf(what, sizeof(what), "sum of VmRSS (shared pages N times), %s", when);
+        printf("  %-50s %9.1f MiB  (%.2f MiB each)\n", what, sum->rss / MIB, up ? sum->rss / MIB / (double)up : 0);
+        if (avail_drop_kb == LLONG_MIN)
+                return;
+        xsnprintf(what, sizeof(what), "MemAvailable drop (incl. kernel), %s", when);
+        printf("  %-50s %9.1f MiB  (%.2f MiB each)\n", what, (double)avail_drop_kb / 1024,
+                (double)avail_drop_kb / 1024 / n);
+}
+
 static int bench_many(void) {
         int n = opt.sandboxes, rc = 0;
-        nook_error err = { 0 };
-        mem sum = { 0 }, m;
-        size_t procs = 0, up = 0;
+        mem sum, idle;
+        size_t procs = 0, up = 0, idle_up = 0, idle_procs = 0;
 
         printf("\n[many] %d concurrent idle sandboxes (%d job%s)\n", n, opt.jobs, opt.jobs == 1 ? "" : "s");
         if (!check_limits(n)) {
@@ -1104,30 +1138,19 @@ static int bench_many(void) {
         double t0 = now_ms();
         int create_fail = run_jobs(many_create, n, "create");
         double t1 = now_ms();
-        sleep(1); /* let them settle: idle */
+        sleep(1); /* let them settle */
         long long avail1 = meminfo_kb("MemAvailable:");
+        /* idle: past the quiet period after which each process gives pages back */
+        sleep(MEM_IDLE_SAMPLE_S - 1);
+        long long avail2 = meminfo_kb("MemAvailable:");
+        many_mem(n, &idle, &idle_up, &idle_procs);
         double t2 = now_ms();
         int exec_fail = run_jobs(many_exec, n, "exec");
         double t3 = now_ms();
-        for (int i = 0; i < n; i++) {
-                char name[32];
-                pid_t tree[16];
-                many_name(name, sizeof(name), i);
-                pid_t sup = supervisor_pid(g_nook, name);
-                if (sup <= 0)
-                        continue;
-                up++;
-                size_t nt = proc_tree(sup, tree, 16);
-                for (size_t k = 0; k < nt; k++)
-                        if (proc_mem(tree[k], &m)) {
-                                mem_add(&sum, &m);
-                                procs++;
-                        }
-        }
+        many_mem(n, &sum, &up, &procs);
         double t4 = now_ms();
         int rm_fail = run_jobs(many_remove, n, "remove");
         double t5 = now_ms();
-        (void)err;
 
         printf("  %-50s %12s\n", "what", "value");
         printf("  %-50s %9.0f ms  (%.1f ms each)\n", "create all", t1 - t0, (t1 - t0) / n);
@@ -1137,12 +1160,12 @@ static int bench_many(void) {
                 procs);
         printf("  %-50s %9d / %d / %d\n", "failures: create / exec / remove", create_fail, exec_fail,
                 rm_fail);
-        printf("  %-50s %9.1f MiB  (%.2f MiB each)\n", "sum of Pss (supervisors + inits)", sum.pss / MIB,
-                up ? sum.pss / MIB / (double)up : 0);
-        printf("  %-50s %9.1f MiB  (%.2f MiB each)\n", "sum of VmRSS (counts shared pages N times)",
-                sum.rss / MIB, up ? sum.rss / MIB / (double)up : 0);
-        printf("  %-50s %9.1f MiB  (%.2f MiB each)\n", "MemAvailable drop (incl. kernel: mounts, ns)",
+        printf("  %-50s %9.1f MiB  (%.2f MiB each)\n", "MemAvailable drop (incl. kernel: mounts, ns), 1 s",
                 (double)(avail0 - avail1) / 1024, (double)(avail0 - avail1) / 1024 / n);
+        char when[64];
+        xsnprintf(when, sizeof(when), "idle (%d s)", MEM_IDLE_SAMPLE_S);
+        many_mem_rows(when, &idle, idle_up, avail0 - avail2, n);
+        many_mem_rows("after the execs", &sum, up, LLONG_MIN, n);
         bool ok = create_fail == 0 && exec_fail == 0 && rm_fail == 0 && up == (size_t)n;
         printf("  all %d up, all answering exec, no error: %s\n", n,
                 ok ? "yes (within budget)" : "NO (OVER budget)");

@@ -1114,9 +1114,11 @@ static void many_mem(int n, mem *sum, size_t *ret_up, size_t *ret_procs) {
 static void many_mem_rows(const char *when, const mem *sum, size_t up, long long avail_drop_kb, int n) {
         char what[96];
         xsnprintf(what, sizeof(what), "sum of Pss, %s", when);
-        printf("  %-50s %9.1f MiB  (%.2f MiB each)\n", what, sum->pss / MIB, up ? sum->pss / MIB / (double)up : 0);
+        printf("  %-50s %9.1f MiB  (%.2f MiB each)\n", what, sum->pss / MIB,
+                up ? sum->pss / MIB / (double)up : 0);
         xsnprintf(what, sizeof(what), "sum of VmRSS (shared pages N times), %s", when);
-        printf("  %-50s %9.1f MiB  (%.2f MiB each)\n", what, sum->rss / MIB, up ? sum->rss / MIB / (double)up : 0);
+        printf("  %-50s %9.1f MiB  (%.2f MiB each)\n", what, sum->rss / MIB,
+                up ? sum->rss / MIB / (double)up : 0);
         if (avail_drop_kb == LLONG_MIN)
                 return;
         xsnprintf(what, sizeof(what), "MemAvailable drop (incl. kernel), %s", when);

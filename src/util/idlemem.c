@@ -28,8 +28,8 @@ typedef struct maps_scan {
 
 /* One /proc/self/smaps header line: "lo-hi perms offset dev inode [path]"; false for the
  * "Key: value" lines between them. */
-static bool parse_maps_line(const char *line, uintptr_t *ret_lo, uintptr_t *ret_hi, bool *ret_file_ro,
-        bool *ret_stack) {
+static bool parse_maps_line(
+        const char *line, uintptr_t *ret_lo, uintptr_t *ret_hi, bool *ret_file_ro, bool *ret_stack) {
         char *e;
         unsigned long lo = strtoul(line, &e, 16);
         if (*e != '-')

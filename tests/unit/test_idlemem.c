@@ -40,7 +40,8 @@ static unsigned char *map_file(const char *path, bool cow) {
         int fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
         cr_assert_geq(fd, 0, "create %s", path);
         cr_assert_eq(write(fd, buf, sizeof(buf)), (ssize_t)sizeof(buf));
-        unsigned char *m = mmap(NULL, FILE_SIZE, cow ? PROT_READ | PROT_WRITE : PROT_READ, MAP_PRIVATE, fd, 0);
+        unsigned char *m =
+                mmap(NULL, FILE_SIZE, cow ? PROT_READ | PROT_WRITE : PROT_READ, MAP_PRIVATE, fd, 0);
         close(fd);
         cr_assert_neq(m, MAP_FAILED);
         volatile unsigned sum = 0;

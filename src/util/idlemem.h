@@ -10,16 +10,18 @@
 #define IDLE_RELEASE_MS 5000
 
 enum {
-        /* read-only file pages (program and library code, constants) leave the page tables; they
-         * fault back in from the page cache (minor faults) when used again */
+        /* the read-only segments of the program and its libraries (code, constants) leave the
+         * page tables; they fault back in from the page cache (minor faults) when used again */
         IDLE_RELEASE_FILE = 1 << 0,
         /* malloc_trim(0): free heap pages go back to the kernel */
         IDLE_RELEASE_HEAP = 1 << 1,
-        /* the main thread's stack pages below the caller's frame (dead: setup's deep calls);
-         * only from the main thread */
+        /* the stack pages below the caller's frame (dead: setup's deep calls); only from the
+         * main thread, whose stack has nothing else mapped within 8 MiB below it (not from a
+         * thread, whose stack is one mapping among others) */
         IDLE_RELEASE_STACK = 1 << 2,
 };
 
 /* Gives back what `what` (IDLE_RELEASE_*) names; best effort, never fails (nothing is lost:
- * every page dropped is either a copy of the file or unused). */
+ * every page dropped is either a copy of the file or unused).  Reads no file: inside a
+ * sandbox, /proc is the guest's to mount over. */
 void idle_release(unsigned what);

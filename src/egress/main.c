@@ -11,7 +11,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
-#include <malloc.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -19,7 +18,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -31,6 +29,7 @@
 #include "egress/tls.h"
 #include "util/error.h"
 #include "util/fd.h"
+#include "util/idlemem.h"
 #include "util/macro.h"
 
 #define SUP_FD 3
@@ -141,67 +140,6 @@ static void accept_one(const egress_ctx *ctx, int lfd, bool https) {
         pthread_attr_destroy(&attr);
 }
 
-/* One /proc/self/maps line: "lo-hi perms offset dev inode path". */
-static bool parse_maps_line(
-        const char *line, unsigned long *ret_lo, unsigned long *ret_hi, bool *ret_file_ro) {
-        char *e;
-        unsigned long lo = strtoul(line, &e, 16);
-        if (*e != '-')
-                return false;
-        unsigned long hi = strtoul(e + 1, &e, 16);
-        if (*e != ' ' || strlen(e) < 6)
-                return false;
-        bool writable = e[2] == 'w';
-        /* skip perms, offset, dev: the inode is the fifth field */
-        for (int field = 0; field < 3; field++) {
-                e = strchr(e + 1, ' ');
-                if (!e)
-                        return false;
-        }
-        unsigned long ino = strtoul(e + 1, NULL, 10);
-        *ret_lo = lo;
-        *ret_hi = hi;
-        *ret_file_ro = ino != 0 && !writable;
-        return true;
-}
-
-/* Idle, the gateway needs none of the library pages it touched so far (loading, the first
- * connections): they leave its page tables and fault back in from the page cache (minor faults)
- * when used again.  A read-only file mapping without an anonymous (copied-on-write) page is the
- * file's bytes exactly, so MADV_DONTNEED loses nothing there, whoever else maps the pages; a
- * read-only mapping with copies (relocated RELRO data: this process's own) only gets
- * MADV_PAGEOUT, which leaves those alone (no swap) and pages out what no other process maps.
- * Read-only mappings cannot gain copies meanwhile. */
-#define MAX_MAPPINGS 256
-
-typedef struct mapping {
-        unsigned long lo, hi;
-        int advice;
-} mapping;
-
-static void drop_idle_file_pages(void) {
-        static mapping m[MAX_MAPPINGS];
-        size_t n = 0;
-        FILE *f = fopen("/proc/self/smaps", "re");
-        char line[512];
-        bool file_ro = false;
-        if (!f)
-                return;
-        while (n < MAX_MAPPINGS && fgets(line, sizeof(line), f)) {
-                if (parse_maps_line(line, &m[n].lo, &m[n].hi, &file_ro))
-                        continue;
-                if (!file_ro || strncmp(line, "Anonymous:", 10) != 0)
-                        continue;
-                m[n++].advice = strtoul(line + 10, NULL, 10) != 0 ? MADV_PAGEOUT : MADV_DONTNEED;
-                file_ro = false;
-        }
-        fclose(f);
-        /* after the reading: pages touched while reading (stdio, fault-around) go too */
-        for (size_t i = 0; i < n; i++)
-                // NOLINTNEXTLINE(performance-no-int-to-ptr): an address from /proc/self/smaps
-                (void)madvise((void *)m[i].lo, m[i].hi - m[i].lo, m[i].advice);
-}
-
 /* Until fd 3 hangs up. */
 static void serve(const egress_ctx *ctx, const int lfds[2]) {
         struct pollfd p[3] = {
@@ -209,8 +147,7 @@ static void serve(const egress_ctx *ctx, const int lfds[2]) {
                 { .fd = lfds[0], .events = POLLIN },
                 { .fd = lfds[1], .events = POLLIN },
         };
-        malloc_trim(0);
-        drop_idle_file_pages();
+        idle_release(IDLE_RELEASE_HEAP | IDLE_RELEASE_FILE);
         bool served = false; /* since the last trim */
         for (;;) {
                 int n = poll(p, 3, 10 * 1000);
@@ -218,8 +155,7 @@ static void serve(const egress_ctx *ctx, const int lfds[2]) {
                         served = true;
                 /* 10 s without a new connection, none open: heap and library pages go back */
                 if (n == 0 && served && atomic_load(&active_conns) == 0) {
-                        malloc_trim(0);
-                        drop_idle_file_pages();
+                        idle_release(IDLE_RELEASE_HEAP | IDLE_RELEASE_FILE);
                         served = false;
                 }
                 if (n == 0 || (n < 0 && errno == EINTR))

@@ -29,6 +29,7 @@
 #include "supervisor/init_internal.h"
 #include "supervisor/proto.h"
 #include "util/fd.h"
+#include "util/idlemem.h"
 #include "util/macro.h"
 #include "util/proc.h"
 #include "util/str.h"
@@ -436,6 +437,20 @@ static bool spare_parse(json_t *msg, exec_req *req) {
         return true;
 }
 
+/* Waits for the spare's request; when none came for IDLE_RELEASE_MS, gives back the pages it
+ * touched since the fork and its free heap pages (copies of init's, which init and the
+ * supervisor trim at the same time: the spare would otherwise be their last holder), then waits
+ * on (docs/design/runtime.md, "Idle memory"). */
+static void spare_wait(int req_sock) {
+        struct pollfd p = { .fd = req_sock, .events = POLLIN };
+        int r;
+        do
+                r = poll(&p, 1, IDLE_RELEASE_MS);
+        while (r < 0 && errno == EINTR);
+        if (r == 0)
+                idle_release(IDLE_RELEASE_FILE | IDLE_RELEASE_HEAP | IDLE_RELEASE_STACK);
+}
+
 /* A spare helper: a subreaper from birth, it waits on req_sock for one exec request (the JSON
  * as the supervisor built it and the command's stdio), from the supervisor (which init handed
  * req_sock's other end) or from init itself (no spare was at hand); closing taken_fd tells init
@@ -453,6 +468,7 @@ _Noreturn void init_spare_main(int req_sock, int taken_fd) {
         sigset_t set;
         init_helper_sigset(&set);
         (void)sigprocmask(SIG_BLOCK, &set, NULL); /* already blocked by init; keep it explicit */
+        spare_wait(req_sock);
         int r;
         do
                 r = proto_recv(req_sock, &msg, fds, &n_fds);

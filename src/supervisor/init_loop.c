@@ -22,6 +22,7 @@
 #include "supervisor/init_internal.h"
 #include "supervisor/proto.h"
 #include "util/fd.h"
+#include "util/idlemem.h"
 #include "util/macro.h"
 #include "util/proc.h"
 
@@ -381,10 +382,40 @@ static int init_signals_setup(void) {
         return sfd;
 }
 
+/* Init's quiet period (docs/design/runtime.md, "Idle memory"): the last poll that returned an
+ * event, and whether init gave its pages back since. */
+static uint64_t last_event_ms;
+static bool idle_released;
+
+static int idle_timeout(void) {
+        if (idle_released)
+                return -1;
+        uint64_t now = now_ms(), at = last_event_ms + IDLE_RELEASE_MS;
+        return at <= now ? 0 : (int)(at - now);
+}
+
+/* After a poll: true when it timed out (nothing else to do).  Quiet for IDLE_RELEASE_MS, init
+ * gives back the pages setup and the last execs touched, once per quiet period; its heap is
+ * mostly the supervisor's (copy-on-write since the clone), so the trim frees little. */
+static bool idle_check(int ready) {
+        uint64_t now = now_ms();
+        if (ready != 0) {
+                last_event_ms = now;
+                idle_released = false;
+                return false;
+        }
+        if (!idle_released && now >= last_event_ms + IDLE_RELEASE_MS) {
+                idle_release(IDLE_RELEASE_FILE | IDLE_RELEASE_HEAP | IDLE_RELEASE_STACK);
+                idle_released = true;
+        }
+        return true;
+}
+
 /* PID 1 after "ready": poll the supervisor's socket, init's signalfd, the spare's "taken" pipe
  * and the status socket of every exec init forwarded; fork a spare helper whenever idle. */
 _Noreturn void init_loop(int sock) {
         int sfd = init_signals_setup();
+        last_event_ms = now_ms();
 
         for (;;) {
                 struct pollfd pfd[3 + MAX_EXECS];
@@ -397,13 +428,15 @@ _Noreturn void init_loop(int sock) {
                 /* Idle (nothing to read right now) and no spare helper: fork one now, so that the
                  * next exec does not wait for it. */
                 bool want_spare = spare.pid <= 0 && !spare_blocked && n_direct < MAX_EXECS;
-                int ready = poll(pfd, n, want_spare ? 0 : -1);
+                int ready = poll(pfd, n, want_spare ? 0 : idle_timeout());
                 if (ready < 0 && errno != EINTR)
                         _exit(1);
-                if (ready == 0) {
+                if (ready == 0 && want_spare) {
                         spare_fork(sock);
                         continue;
                 }
+                if (idle_check(ready))
+                        continue;
                 if (pfd[0].revents & (POLLHUP | POLLERR))
                         _exit(0); /* the supervisor is gone: so is the sandbox */
                 if (pfd[0].revents & POLLIN)

@@ -31,6 +31,7 @@
 #include "supervisor/sup.h"
 #include "util/error.h"
 #include "util/fd.h"
+#include "util/idlemem.h"
 #include "util/log.h"
 #include "util/macro.h"
 #include "util/path.h"
@@ -98,6 +99,8 @@ typedef struct sup {
         size_t n_direct;
         uint64_t abandoned[MAX_ABANDONED]; /* their end is not a detached exec's end */
         size_t n_abandoned;
+        uint64_t last_event_ms; /* the last poll that returned an event */
+        bool idle_released; /* idle_release ran since then */
 } sup;
 
 static uint64_t oom_kills(sup *s) {
@@ -778,6 +781,31 @@ static int reap(sup *s) {
         }
 }
 
+/* The poll timeout, shortened to when the supervisor will have been idle (no event at all) for
+ * IDLE_RELEASE_MS, unless it gave its pages back already in this quiet period. */
+static int idle_timeout(const sup *s, int timeout, uint64_t now) {
+        if (s->idle_released || s->stopping)
+                return timeout;
+        uint64_t at = s->last_event_ms + IDLE_RELEASE_MS;
+        int until = at <= now ? 0 : (int)(at - now);
+        return timeout < 0 || until < timeout ? until : timeout;
+}
+
+/* After a poll that returned ready: quiet for IDLE_RELEASE_MS, give back the pages the setup
+ * and the last execs touched (docs/design/runtime.md, "Idle memory"), once per quiet period. */
+static void idle_check(sup *s, int ready) {
+        uint64_t now = now_ms();
+        if (ready != 0) {
+                s->last_event_ms = now;
+                s->idle_released = false;
+                return;
+        }
+        if (s->idle_released || s->stopping || now < s->last_event_ms + IDLE_RELEASE_MS)
+                return;
+        idle_release(IDLE_RELEASE_FILE | IDLE_RELEASE_HEAP | IDLE_RELEASE_STACK);
+        s->idle_released = true;
+}
+
 /* signalfd, init, listener, clients, network, lifeline, output log, egress, direct execs */
 #define SUP_POLL_MAX (3 + MAX_CLIENTS + SUP_NET_MAX_FDS + 1 + OUTLOG_MAX_STREAMS + 1 + MAX_DIRECT)
 
@@ -803,8 +831,10 @@ static int sup_loop(sup *s) {
                 int timeout = d == UINT64_MAX ? -1
                         : d <= now            ? 0
                                               : (int)((d - now) > 60000 ? 60000 : (d - now));
-                if (poll(pfd, i_dir + n_dir, timeout) < 0 && errno != EINTR)
+                int ready = poll(pfd, i_dir + n_dir, idle_timeout(s, timeout, now));
+                if (ready < 0 && errno != EINTR)
                         return 1;
+                idle_check(s, ready);
                 if (pfd[0].revents & POLLIN) {
                         struct signalfd_siginfo si;
                         while (read(s->sig_fd, &si, sizeof(si)) == sizeof(si))
@@ -898,16 +928,17 @@ static int start_network(sup *s, nook_error *err) {
 int sup_run(const sup_config *c, const char *state_dir, const char *run_dir, int ready_fd, int lifeline_fd,
         const char *values) {
         nook_error err = { 0 };
-        sup s = { .cfg = c,
-                .state_dir = state_dir,
-                .run_dir = run_dir,
-                .init_sock = -1,
-                .root_fd = -1,
-                .listen_fd = -1,
-                .sig_fd = -1,
-                .lifeline_fd = lifeline_fd,
-                .egress = SUP_EGRESS_INIT,
-                .spare_fd = -1 };
+        /* Static and set field by field, not a zeroed local: its tables (clients, direct execs,
+         * ~70 KiB) would be written whole, and stay resident in us and in init's copy for the
+         * sandbox's life; untouched static pages cost nothing (docs/design/runtime.md, "Idle
+         * memory").  sup_run runs once per process. */
+        static sup s;
+        s.cfg = c;
+        s.state_dir = state_dir;
+        s.run_dir = run_dir;
+        s.init_sock = s.root_fd = s.listen_fd = s.sig_fd = s.spare_fd = -1;
+        s.lifeline_fd = lifeline_fd;
+        s.egress = SUP_EGRESS_INIT;
         outlog_init(&s.out, state_dir);
         sigset_t mask;
         int r;
@@ -956,7 +987,7 @@ int sup_run(const sup_config *c, const char *state_dir, const char *run_dir, int
                 notify_ready(ready_fd, &err, 0);
                 return 1;
         }
-        s.started_ms = s.last_activity_ms = now_ms();
+        s.started_ms = s.last_activity_ms = s.last_event_ms = now_ms();
         log_debug("sandbox '%s' running, init pid %d", c->name, (int)s.init_pid);
         notify_ready(ready_fd, NULL, s.init_pid);
         safe_close(ready_fd);

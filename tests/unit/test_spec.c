@@ -65,6 +65,9 @@ static void suite_init(void) {
         mkdir_p(home);
         mkdir_p(fakehome);
         mkdir_p(hostdir);
+        /* the home's runtime folder (sandbox/rundir.h: volumes refuse it) goes with base, not to
+         * /dev/shm or /run, where nothing would remove it */
+        cr_assert_eq(setenv("NOOK_RUNTIME_DIR", base, 1), 0);
 }
 
 static void suite_fini(void) {

@@ -213,6 +213,12 @@ int sb_run_root_home(const char *home, char **ret, nook_error *err) {
                         return nook_err_set(err, NOOK_E_REFUSED, DENIED, link);
                 else if (k < 0 && errno != ENOENT)
                         return nook_err_errno(err, NOOK_E_IO, "Cannot read the link '%s'", link);
+                /* root on a user's home (sudo) follows the user's link but makes none: a folder
+                 * of root's would fail the owner check of every later caller, root's included */
+                if (hst.st_uid != geteuid())
+                        return nook_err_set(err, NOOK_E_STATE,
+                                "The state folder '%s' (uid %u's) has no runtime folder yet; run nook once as its owner (uid %u) to make it",
+                                home, (unsigned)hst.st_uid, (unsigned)hst.st_uid);
                 int r = make_link(home, link, replace, err);
                 if (r < 0)
                         return r;

@@ -228,6 +228,20 @@ int sb_run_root_home(const char *home, char **ret, nook_error *err) {
                 "The runtime folder link '%s' keeps changing; is another nook replacing it?", link);
 }
 
+bool sb_run_root_peek(const char *home, char *buf, size_t size) {
+        char link[PATH_MAX];
+        int l = snprintf(link, sizeof(link), "%s/" RUN_LINK, home);
+        if (l < 0 || (size_t)l >= sizeof(link) || size < PATH_MAX)
+                return false;
+        if (realpath(link, buf))
+                return true;
+        ssize_t k = readlink(link, buf, size - 1);
+        if (k <= 0 || buf[0] != '/')
+                return false;
+        buf[k] = 0;
+        return true;
+}
+
 int sb_run_root(nook *n, const char **ret, nook_error *err) {
         if (!n->run_root) {
                 int r = sb_run_root_home(n->home, &n->run_root, err);

@@ -108,10 +108,8 @@ static int check_bind_source(const char *real, const char *home, bool allow_sens
                 return nook_err_set(err, NOOK_E_REFUSED,
                         "Refusing to mount '%s': it is or holds nook's state folder '%s'", real, h);
         /* nor its runtime folder (sandbox/rundir.h): the control sockets of its sandboxes */
-        _cleanup_free_ char *run = NULL;
         char realrun[PATH_MAX];
-        nook_error ignore;
-        if (sb_run_root_home(home, &run, &ignore) >= 0 && realpath(run, realrun) &&
+        if (sb_run_root_peek(home, realrun, sizeof(realrun)) &&
                 (path_within(real, realrun) || path_within(realrun, real)))
                 return nook_err_set(err, NOOK_E_REFUSED,
                         "Refusing to mount '%s': it is or holds nook's runtime folder '%s' (the sandboxes' control sockets)",

@@ -65,6 +65,8 @@ static void suite_init(void) {
         mkdir_p(home);
         mkdir_p(fakehome);
         mkdir_p(hostdir);
+        /* a runtime folder (sandbox/rundir.h) goes with base, never to /dev/shm or /run */
+        cr_assert_eq(setenv("NOOK_RUNTIME_DIR", base, 1), 0);
 }
 
 static void suite_fini(void) {
@@ -611,6 +613,37 @@ Test(volumes, refused_sources) {
         char *t = bind_json("/", ", \"allowSensitive\": true");
         vol_bad(t, NOOK_E_REFUSED, "'/'");
         free(t);
+}
+
+/* The runtime folder (the sandboxes' control sockets) is never a volume; checking for it makes
+ * none (CI found one empty /dev/shm/nook-0/<key> left per test here). */
+Test(volumes, runtime_folder_refused_and_never_made) {
+        char link[200], rt[200], sub[220], mine[200];
+        (void)snprintf(link, sizeof(link), "%s/run", home);
+        (void)snprintf(rt, sizeof(rt), "%s/rt", base);
+        (void)snprintf(sub, sizeof(sub), "%s/sock", rt);
+        (void)snprintf(mine, sizeof(mine), "%s/nook-%u", base, (unsigned)geteuid());
+        char *t = bind_json(hostdir, "");
+        sb_volume *v = NULL;
+        size_t n = 0;
+        nook_error err = { 0 };
+        int r = vparse(t, &v, &n, &err);
+        free(t);
+        cr_assert_geq(r, 0, "%s", err.msg);
+        sb_volumes_free(v, n);
+        struct stat st;
+        cr_expect_neq(lstat(link, &st), 0, "a volume check made the link %s", link);
+        cr_expect_neq(lstat(mine, &st), 0, "a volume check made the runtime root %s", mine);
+
+        cr_assert_eq(mkdir(rt, 0700), 0, "mkdir %s: %m", rt);
+        mkdir_p(sub);
+        cr_assert_eq(symlink(rt, link), 0, "symlink %s: %m", link);
+        const char *srcs[] = { rt, sub, base };
+        for (size_t i = 0; i < ELEMENTSOF(srcs); i++) {
+                t = bind_json(srcs[i], ", \"allowSensitive\": true");
+                vol_bad(t, NOOK_E_REFUSED, srcs[i] == base ? "state folder" : "runtime folder");
+                free(t);
+        }
 }
 
 Test(volumes, symlinks_are_resolved_before_the_check) {

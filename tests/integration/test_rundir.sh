@@ -8,7 +8,7 @@
 . "$(dirname "$0")/lib.sh"
 
 require_bin "$NOOK"
-plan 56
+plan 58
 
 field() { "$NOOK" inspect "$1" 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin).get(sys.argv[1]) or "")' "$2"; }
 gone() {
@@ -169,6 +169,18 @@ out=$(NOOK_HOME=$h2 NOOK_RUNTIME_DIR=$rt2 "$NOOK" run -- cat /etc/hostname 2>&1)
 like "$out" "^run-" "a good NOOK_RUNTIME_DIR: nook run works"
 like "$(readlink "$h2/run")" "^$rt2/nook-$uid/[0-9a-f]{16}\$" "its home links there"
 
+# a runtime folder nook cannot write in: the error names the folder and what to check
+if [[ $(id -u) != 0 ]]; then
+        chmod 0500 "$rt"
+        run_nook create y
+        chmod 0700 "$rt"
+        like "$status/$err" "^1/.*Cannot create the sandbox's runtime folder '$rt/y' \(the folder above it must be writable.*readlink NOOK_HOME/run.*Permission denied" \
+                "an unwritable runtime folder: create fails naming it and what to check"
+        is "$("$NOOK" ls -q | tr '\n' ' ')" "a " "and makes no sandbox"
+else
+        skip_expected "root (also in a user namespace) writes in a 0500 folder of its own"
+        skip_expected "root (also in a user namespace) writes in a 0500 folder of its own"
+fi
 run_nook rm a
 is "$status/$(ls -A "$rt" | tr '\n' ' ')/$(ls -A "$rt/.locks")" "0/.locks /" \
         "rm removes the sandbox's runtime folder and its lock"

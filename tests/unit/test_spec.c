@@ -618,10 +618,8 @@ Test(volumes, refused_sources) {
 /* The runtime folder (the sandboxes' control sockets) is never a volume; checking for it makes
  * none (CI found one empty /dev/shm/nook-0/<key> left per test here). */
 Test(volumes, runtime_folder_refused_and_never_made) {
-        char link[200], rt[200], sub[220], mine[200];
+        char link[200], rt[240], sub[260], mine[200];
         (void)snprintf(link, sizeof(link), "%s/run", home);
-        (void)snprintf(rt, sizeof(rt), "%s/rt", base);
-        (void)snprintf(sub, sizeof(sub), "%s/sock", rt);
         (void)snprintf(mine, sizeof(mine), "%s/nook-%u", base, (unsigned)geteuid());
         char *t = bind_json(hostdir, "");
         sb_volume *v = NULL;
@@ -635,10 +633,18 @@ Test(volumes, runtime_folder_refused_and_never_made) {
         cr_expect_neq(lstat(link, &st), 0, "a volume check made the link %s", link);
         cr_expect_neq(lstat(mine, &st), 0, "a volume check made the runtime root %s", mine);
 
+        /* <root>/<key> as rundir.c makes it, and another home's <root>/<key2> beside it */
+        char rroot[200], other[240];
+        (void)snprintf(rroot, sizeof(rroot), "%s/rt", base);
+        (void)snprintf(rt, sizeof(rt), "%s/0123456789abcdef", rroot);
+        (void)snprintf(sub, sizeof(sub), "%s/sock", rt);
+        (void)snprintf(other, sizeof(other), "%s/fedcba9876543210", rroot);
+        mkdir_p(rroot);
         cr_assert_eq(mkdir(rt, 0700), 0, "mkdir %s: %m", rt);
         mkdir_p(sub);
+        mkdir_p(other);
         cr_assert_eq(symlink(rt, link), 0, "symlink %s: %m", link);
-        const char *srcs[] = { rt, sub, base };
+        const char *srcs[] = { rt, sub, other, rroot, base };
         for (size_t i = 0; i < ELEMENTSOF(srcs); i++) {
                 t = bind_json(srcs[i], ", \"allowSensitive\": true");
                 vol_bad(t, NOOK_E_REFUSED, srcs[i] == base ? "state folder" : "runtime folder");

@@ -453,6 +453,17 @@ static void vol_bad_v(const char *text, nook_errc code, const char *const *needl
 }
 #define vol_bad(text, code, ...) vol_bad_v(text, code, (const char *const[]){ __VA_ARGS__, NULL })
 
+/* text (malloc'ed; freed here) parses. */
+static void vol_ok(char *text) {
+        sb_volume *v = NULL;
+        size_t n = 0;
+        nook_error err = { 0 };
+        int r = vparse(text, &v, &n, &err);
+        cr_assert_geq(r, 0, "volumes %s: %s", text, err.msg);
+        free(text);
+        sb_volumes_free(v, n);
+}
+
 /* "{\"volumes\": [{\"source\": \"<src>\", \"target\": \"/mnt/x\"<extra>}]}" */
 static char *bind_json(const char *src, const char *extra) {
         char *t = NULL;
@@ -621,14 +632,7 @@ Test(volumes, runtime_folder_refused_and_never_made) {
         char link[200], rt[240], sub[260], mine[200];
         (void)snprintf(link, sizeof(link), "%s/run", home);
         (void)snprintf(mine, sizeof(mine), "%s/nook-%u", base, (unsigned)geteuid());
-        char *t = bind_json(hostdir, "");
-        sb_volume *v = NULL;
-        size_t n = 0;
-        nook_error err = { 0 };
-        int r = vparse(t, &v, &n, &err);
-        free(t);
-        cr_assert_geq(r, 0, "%s", err.msg);
-        sb_volumes_free(v, n);
+        vol_ok(bind_json(hostdir, ""));
         struct stat st;
         cr_expect_neq(lstat(link, &st), 0, "a volume check made the link %s", link);
         cr_expect_neq(lstat(mine, &st), 0, "a volume check made the runtime root %s", mine);
@@ -646,7 +650,7 @@ Test(volumes, runtime_folder_refused_and_never_made) {
         cr_assert_eq(symlink(rt, link), 0, "symlink %s: %m", link);
         const char *srcs[] = { rt, sub, other, rroot, base };
         for (size_t i = 0; i < ELEMENTSOF(srcs); i++) {
-                t = bind_json(srcs[i], ", \"allowSensitive\": true");
+                char *t = bind_json(srcs[i], ", \"allowSensitive\": true");
                 vol_bad(t, NOOK_E_REFUSED, srcs[i] == base ? "state folder" : "runtime folder");
                 free(t);
         }

@@ -50,7 +50,9 @@ static int private_mkdir(const char *p, uid_t uid, nook_error *err) {
         if (mkdir(p, 0700) == 0)
                 (void)chmod(p, 0700); /* a umask may have taken the owner's bits */
         else if (errno != EEXIST)
-                return nook_err_errno(err, NOOK_E_IO, "Cannot create the runtime folder '%s'", p);
+                return nook_err_errno(err, NOOK_E_IO,
+                        "Cannot create the runtime folder '%s' (its parent must be writable by uid %u; or set NOOK_RUNTIME_DIR to a folder that is)",
+                        p, (unsigned)uid);
         if (!private_dir(p, uid))
                 return nook_err_set(err, NOOK_E_REFUSED,
                         "The runtime folder '%s' is not a folder of uid %u that only it can enter (mode 0700); remove it, or set NOOK_RUNTIME_DIR to another folder",
@@ -126,7 +128,9 @@ static int make_link(const char *home, const char *link, bool replace, nook_erro
                 (void)unlink(link);
         if (!root) {
                 if (mkdir(link, 0700) < 0 && errno != EEXIST)
-                        return nook_err_errno(err, NOOK_E_IO, "Cannot create the runtime folder '%s'", link);
+                        return nook_err_errno(err, NOOK_E_IO,
+                                "Cannot create the runtime folder '%s' (the state folder must be writable by its owner)",
+                                link);
                 return 0;
         }
         _cleanup_free_ char *rt = strprintf("%s/%016llx", root, (unsigned long long)home_key(home));
@@ -136,8 +140,9 @@ static int make_link(const char *home, const char *link, bool replace, nook_erro
         if (r < 0)
                 return r;
         if (symlink(rt, link) < 0 && errno != EEXIST)
-                return nook_err_errno(
-                        err, NOOK_E_IO, "Cannot create the link '%s' to the runtime folder", link);
+                return nook_err_errno(err, NOOK_E_IO,
+                        "Cannot create the link '%s' to the runtime folder (the state folder must be writable by its owner)",
+                        link);
         return 0;
 }
 
@@ -170,7 +175,8 @@ static int follow_link(const char *link, const char *target, uid_t owner, char *
                         return nook_err_set(err, NOOK_E_STATE,
                                 "The runtime folder '%s' that '%s' points to is gone (a reboot?); run nook once as the state folder's owner (uid %u) to make it again",
                                 target, link, (unsigned)owner);
-                _cleanup_free_ char *parent = strndup(target, (size_t)(strrchr(target, '/') - target));
+                const char *slash = strrchr(target, '/'); /* target_plausible: there is one */
+                _cleanup_free_ char *parent = strndup(target, (size_t)(slash - target));
                 if (!parent)
                         return nook_err_oom(err);
                 nook_error ignore;
@@ -212,7 +218,14 @@ int sb_run_root_home(const char *home, char **ret, nook_error *err) {
                 } else if (k < 0 && (errno == EACCES || errno == EPERM))
                         return nook_err_set(err, NOOK_E_REFUSED, DENIED, link);
                 else if (k < 0 && errno != ENOENT)
-                        return nook_err_errno(err, NOOK_E_IO, "Cannot read the link '%s'", link);
+                        return nook_err_errno(err, NOOK_E_IO,
+                                "Cannot read the link '%s' (remove it: nook makes a new one)", link);
+                /* root on a user's home (sudo) follows the user's link but makes none: a folder
+                 * of root's would fail the owner check of every later caller, root's included */
+                if (hst.st_uid != geteuid())
+                        return nook_err_set(err, NOOK_E_STATE,
+                                "The state folder '%s' (uid %u's) has no runtime folder yet; run nook once as its owner (uid %u) to make it",
+                                home, (unsigned)hst.st_uid, (unsigned)hst.st_uid);
                 int r = make_link(home, link, replace, err);
                 if (r < 0)
                         return r;
@@ -220,6 +233,20 @@ int sb_run_root_home(const char *home, char **ret, nook_error *err) {
         }
         return nook_err_set(err, NOOK_E_BUSY,
                 "The runtime folder link '%s' keeps changing; is another nook replacing it?", link);
+}
+
+bool sb_run_root_peek(const char *home, char *buf, size_t size) {
+        char link[PATH_MAX];
+        int l = snprintf(link, sizeof(link), "%s/" RUN_LINK, home);
+        if (l < 0 || (size_t)l >= sizeof(link) || size < PATH_MAX)
+                return false;
+        if (realpath(link, buf))
+                return true;
+        ssize_t k = readlink(link, buf, size - 1);
+        if (k <= 0 || buf[0] != '/')
+                return false;
+        buf[k] = 0;
+        return true;
 }
 
 int sb_run_root(nook *n, const char **ret, nook_error *err) {
@@ -253,7 +280,9 @@ int sb_run_dir_make(nook *n, const char *name, char **ret, nook_error *err) {
         if (r < 0)
                 return r;
         if (mkdir(p, 0700) < 0 && errno != EEXIST)
-                return nook_err_errno(err, NOOK_E_IO, "Cannot create the sandbox's runtime folder '%s'", p);
+                return nook_err_errno(err, NOOK_E_IO,
+                        "Cannot create the sandbox's runtime folder '%s' (the folder above it must be writable by its owner: see 'readlink NOOK_HOME/run')",
+                        p);
         *ret = TAKE_PTR(p);
         return 0;
 }

@@ -20,6 +20,10 @@
 int sb_run_root(nook *n, const char **ret, nook_error *err);
 /* The same for a holder that keeps no handle (a workspace handle's lock); malloc'ed. */
 int sb_run_root_home(const char *home, char **ret, nook_error *err);
+/* Where the home's runtime folder is (buf, size >= PATH_MAX), making nothing: the real path
+ * <home>/run leads to, else the absolute target of a dangling link; false when the home has
+ * none yet.  For a check (a volume must not hold it) that must leave no folder behind. */
+bool sb_run_root_peek(const char *home, char *buf, size_t size);
 /* <runtime folder>/<name>: sandbox name's own runtime folder (ctl.sock, supervisor.log,
  * slirp.sock).  The path only; sb_run_dir_make makes it. */
 int sb_run_dir(nook *n, const char *name, char **ret, nook_error *err);

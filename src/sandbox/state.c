@@ -443,10 +443,11 @@ static int lock_remove(int dirfd, const char *name, nook_error *err) {
 }
 
 void sb_sweep_tmp(nook *n) {
-        const char *root;
+        const char *root = NULL;
         nook_error ignore;
-        _cleanup_free_ char *locks =
-                sb_run_root(n, &root, &ignore) >= 0 ? strprintf("%s/.locks", root) : NULL;
+        _cleanup_free_ char *locks = NULL;
+        if (sb_run_root(n, &root, &ignore) >= 0)
+                locks = strprintf("%s/.locks", root);
         _cleanup_free_ char *old_locks = strprintf("%s/locks", n->home); /* an older nook's */
         _cleanup_free_ char *trash = strprintf("%s/trash", n->home);
         if (locks)

@@ -107,15 +107,24 @@ static int check_bind_source(const char *real, const char *home, bool allow_sens
         if (path_within(real, h) || path_within(h, real))
                 return nook_err_set(err, NOOK_E_REFUSED,
                         "Refusing to mount '%s': it is or holds nook's state folder '%s'", real, h);
-        /* nor its runtime folder (sandbox/rundir.h): the control sockets of its sandboxes */
-        _cleanup_free_ char *run = NULL;
-        char realrun[PATH_MAX];
-        nook_error ignore;
-        if (sb_run_root_home(home, &run, &ignore) >= 0 && realpath(run, realrun) &&
-                (path_within(real, realrun) || path_within(realrun, real)))
-                return nook_err_set(err, NOOK_E_REFUSED,
-                        "Refusing to mount '%s': it is or holds nook's runtime folder '%s' (the sandboxes' control sockets)",
-                        real, realrun);
+        /* nor its runtime folder (sandbox/rundir.h), the control sockets of its sandboxes, nor a
+         * sibling in the folder above (<root>/<key>: the sandboxes of the user's other homes) */
+        char realrun[PATH_MAX], rroot[PATH_MAX];
+        if (sb_run_root_peek(home, realrun, sizeof(realrun))) {
+                memcpy(rroot, realrun, sizeof(rroot));
+                char *slash = strrchr(rroot, '/');
+                if (slash)
+                        *slash = 0; /* "" when realrun is "/x": no sibling check then */
+                const char *hit = NULL;
+                if (path_within(real, realrun) || path_within(realrun, real))
+                        hit = realrun;
+                else if (rroot[0] && path_within(real, rroot))
+                        hit = rroot;
+                if (hit)
+                        return nook_err_set(err, NOOK_E_REFUSED,
+                                "Refusing to mount '%s': it is or holds nook's runtime folder '%s' (the sandboxes' control sockets)",
+                                real, hit);
+        }
         if (allow_sensitive)
                 return 0;
         for (size_t i = 0; i < ELEMENTSOF(system_paths); i++)

@@ -8,7 +8,7 @@
 . "$(dirname "$0")/lib.sh"
 
 require_bin "$NOOK"
-plan 54
+plan 58
 
 field() { "$NOOK" inspect "$1" 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin).get(sys.argv[1]) or "")' "$2"; }
 gone() {
@@ -128,9 +128,19 @@ if nook_rootful; then
         like "$out" "is gone .*run nook once as the state folder's owner \(uid 65534\)" \
                 "root on another user's home whose runtime folder is gone: refused, saying who can make it"
         check "nothing was made where the link points" test ! -e "$NOOK_HOME.h3gone"
+        # ... and on another user's home with no link yet makes none (root's folder there would
+        # fail the owner check of every later caller, root's own included)
+        h4="$NOOK_HOME.h4"
+        mkdir -m 0700 "$h4"
+        chown 65534:65534 "$h4"
+        before=$(ls -A "$root" | tr '\n' ' ')
+        out=$(NOOK_HOME=$h4 "$NOOK" exec a -- true 2>&1)
+        like "$out" "'$h4' \(uid 65534's\) has no runtime folder yet; run nook once as its owner" \
+                "root on another user's home without a link: refused, saying who can make it"
+        is "$(ls -A "$h4" | tr '\n' ' ')|$(ls -A "$root" | tr '\n' ' ')" "|$before" \
+                "no link in that home, no folder of root's for it"
 else
-        skip_expected "needs real root to act on a state folder another user owns"
-        skip_expected "needs real root to act on a state folder another user owns"
+        for i in 1 2 3 4; do skip_expected "needs real root to act on a state folder another user owns"; done
 fi
 
 # ---- NOOK_RUNTIME_DIR decides for a home without a link; bad values -------------------------------
@@ -159,6 +169,18 @@ out=$(NOOK_HOME=$h2 NOOK_RUNTIME_DIR=$rt2 "$NOOK" run -- cat /etc/hostname 2>&1)
 like "$out" "^run-" "a good NOOK_RUNTIME_DIR: nook run works"
 like "$(readlink "$h2/run")" "^$rt2/nook-$uid/[0-9a-f]{16}\$" "its home links there"
 
+# a runtime folder nook cannot write in: the error names the folder and what to check
+if [[ $(id -u) != 0 ]]; then
+        chmod 0500 "$rt"
+        run_nook create y
+        chmod 0700 "$rt"
+        like "$status/$err" "^1/.*Cannot create the sandbox's runtime folder '$rt/y' \(the folder above it must be writable.*readlink NOOK_HOME/run.*Permission denied" \
+                "an unwritable runtime folder: create fails naming it and what to check"
+        is "$("$NOOK" ls -q | tr '\n' ' ')" "a " "and makes no sandbox"
+else
+        skip_expected "root (also in a user namespace) writes in a 0500 folder of its own"
+        skip_expected "root (also in a user namespace) writes in a 0500 folder of its own"
+fi
 run_nook rm a
 is "$status/$(ls -A "$rt" | tr '\n' ' ')/$(ls -A "$rt/.locks")" "0/.locks /" \
         "rm removes the sandbox's runtime folder and its lock"

@@ -78,7 +78,7 @@ if [[ -e /var/lib/nook ]]; then
         echo "# /var/lib/nook existed: moved to $moved_state, put back at exit"
 fi
 # The installed nook alone: no build tree's supervisor, no other state folder.
-unset NOOK_SUPERVISOR NOOK_HOME NOOK_BUILD_DIR
+unset NOOK_SUPERVISOR NOOK_HOME NOOK_BUILD_DIR NOOK_RUNTIME_DIR
 export PATH=/usr/sbin:/usr/bin:/sbin:/bin
 
 # ---- 1. build from a clean copy ------------------------------------------------------------
@@ -183,6 +183,7 @@ if id -u "$test_user" >/dev/null 2>&1; then
         out=$(cd / && setpriv --reuid="$test_user" --regid="$test_user" --init-groups --inh-caps=-all -- \
                 env -i PATH="$PATH" HOME="$uhome" NOOK_HOME="$uhome/nook" timeout 60 nook run -- echo hi 2>&1)
         [[ $out == hi ]] && ok "as $test_user: nook run -- echo hi (rootless)" || not_ok "as $test_user: nook run -- echo hi (rootless)" "$out"
+        rt=$(readlink "$uhome/nook/run") && [[ $rt == /*/nook*/* ]] && rm -rf "$rt" # its runtime folder
         rm -rf "$uhome"
 else
         echo "ok - as an unprivileged user # SKIP no user $test_user (scripts/test creates it in its user stage)"
@@ -223,6 +224,7 @@ else
         ok "remove: prerm stopped the sandbox's supervisor"
 fi
 [[ -d /var/lib/nook/workspaces ]] && ok "remove keeps /var/lib/nook" || not_ok "remove keeps /var/lib/nook"
+rt=$(readlink /var/lib/nook/run)
 if DEBIAN_FRONTEND=noninteractive timeout 120 apt-get purge -y nook >"$tmp/purge.log" 2>&1; then
         installed=0
         ok "apt-get purge nook"
@@ -230,6 +232,9 @@ else
         not_ok "apt-get purge nook" "$(tail -10 "$tmp/purge.log")"
 fi
 [[ ! -e /var/lib/nook ]] && ok "purge removes /var/lib/nook" || not_ok "purge removes /var/lib/nook" "$(ls -la /var/lib/nook)"
+# (no link: /var/lib/nook/run was a plain folder, no tmpfs was usable, and went with it)
+[[ -z $rt || ! -e $rt ]] && ok "purge removes the runtime folder /var/lib/nook/run linked to ($rt)" ||
+        not_ok "purge removes the runtime folder /var/lib/nook/run linked to" "link '$rt': $(ls -la "$rt" 2>&1)"
 if dpkg-query -W nook >/dev/null 2>&1; then
         not_ok "purge: dpkg knows nothing of nook" "$(dpkg-query -W -f '${Status}' nook)"
 else

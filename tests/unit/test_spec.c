@@ -65,8 +65,7 @@ static void suite_init(void) {
         mkdir_p(home);
         mkdir_p(fakehome);
         mkdir_p(hostdir);
-        /* the home's runtime folder (sandbox/rundir.h: volumes refuse it) goes with base, not to
-         * /dev/shm or /run, where nothing would remove it */
+        /* a runtime folder (sandbox/rundir.h) goes with base, never to /dev/shm or /run */
         cr_assert_eq(setenv("NOOK_RUNTIME_DIR", base, 1), 0);
 }
 
@@ -454,6 +453,17 @@ static void vol_bad_v(const char *text, nook_errc code, const char *const *needl
 }
 #define vol_bad(text, code, ...) vol_bad_v(text, code, (const char *const[]){ __VA_ARGS__, NULL })
 
+/* text (malloc'ed; freed here) parses. */
+static void vol_ok(char *text) {
+        sb_volume *v = NULL;
+        size_t n = 0;
+        nook_error err = { 0 };
+        int r = vparse(text, &v, &n, &err);
+        cr_assert_geq(r, 0, "volumes %s: %s", text, err.msg);
+        free(text);
+        sb_volumes_free(v, n);
+}
+
 /* "{\"volumes\": [{\"source\": \"<src>\", \"target\": \"/mnt/x\"<extra>}]}" */
 static char *bind_json(const char *src, const char *extra) {
         char *t = NULL;
@@ -614,6 +624,36 @@ Test(volumes, refused_sources) {
         char *t = bind_json("/", ", \"allowSensitive\": true");
         vol_bad(t, NOOK_E_REFUSED, "'/'");
         free(t);
+}
+
+/* The runtime folder (the sandboxes' control sockets) is never a volume; checking for it makes
+ * none (CI found one empty /dev/shm/nook-0/<key> left per test here). */
+Test(volumes, runtime_folder_refused_and_never_made) {
+        char link[200], rt[240], sub[260], mine[200];
+        (void)snprintf(link, sizeof(link), "%s/run", home);
+        (void)snprintf(mine, sizeof(mine), "%s/nook-%u", base, (unsigned)geteuid());
+        vol_ok(bind_json(hostdir, ""));
+        struct stat st;
+        cr_expect_neq(lstat(link, &st), 0, "a volume check made the link %s", link);
+        cr_expect_neq(lstat(mine, &st), 0, "a volume check made the runtime root %s", mine);
+
+        /* <root>/<key> as rundir.c makes it, and another home's <root>/<key2> beside it */
+        char rroot[200], other[240];
+        (void)snprintf(rroot, sizeof(rroot), "%s/rt", base);
+        (void)snprintf(rt, sizeof(rt), "%s/0123456789abcdef", rroot);
+        (void)snprintf(sub, sizeof(sub), "%s/sock", rt);
+        (void)snprintf(other, sizeof(other), "%s/fedcba9876543210", rroot);
+        mkdir_p(rroot);
+        cr_assert_eq(mkdir(rt, 0700), 0, "mkdir %s: %m", rt);
+        mkdir_p(sub);
+        mkdir_p(other);
+        cr_assert_eq(symlink(rt, link), 0, "symlink %s: %m", link);
+        const char *srcs[] = { rt, sub, other, rroot, base };
+        for (size_t i = 0; i < ELEMENTSOF(srcs); i++) {
+                char *t = bind_json(srcs[i], ", \"allowSensitive\": true");
+                vol_bad(t, NOOK_E_REFUSED, srcs[i] == base ? "state folder" : "runtime folder");
+                free(t);
+        }
 }
 
 Test(volumes, symlinks_are_resolved_before_the_check) {

@@ -13,6 +13,14 @@
  * one of them.  Per-round totals are summed from per-file timings; medians over the rounds are
  * reported.
  *
+ * Which folder is emptied and made again first alternates per round too: on a disk filesystem
+ * the inode allocator's state after a removal (ext4 skips recently freed inodes when it has no
+ * journal) costs more than everything nook adds, and must not always land on the same side.
+ *
+ * NOOK_BENCH_AA=1 makes the workspace side do the plain side's calls too (an A/A control): the
+ * ratios it prints are this bench's own noise on this filesystem at this load, the yardstick for
+ * a verdict within a few percent.
+ *
  * usage: bench-ws-files [rounds] [dir]   (defaults: 21, a mkdtemp under /tmp) */
 #include <errno.h>
 #include <fcntl.h>
@@ -100,11 +108,15 @@ static double plain_read_one(const char *dir, int i) {
 typedef struct ws_side {
         ws *w;
         nook_ws *api;
+        const char *aa_dir; /* NOOK_BENCH_AA: plain calls in the workspace side's folder */
 } ws_side;
 
 static double ws_write_one(const ws_side *w, int i) {
         nook_error err = {};
         char p[64];
+
+        if (w->aa_dir)
+                return plain_write_one(w->aa_dir, i);
         snprintf(p, sizeof(p), "/workspace/src/f%03d.txt", i);
         double t0 = now_us();
         int r = w->api ? nook_ws_write(w->api, p, payload, FILE_SIZE, &err)
@@ -122,6 +134,8 @@ static double ws_read_one(const ws_side *w, int i) {
         void *data;
         size_t len;
 
+        if (w->aa_dir)
+                return plain_read_one(w->aa_dir, i);
         snprintf(p, sizeof(p), "/workspace/src/f%03d.txt", i);
         double t0 = now_us();
         int r = w->api ? nook_ws_read(w->api, p, 0, &data, &len, &err)
@@ -159,11 +173,11 @@ typedef struct ws_setup {
 static void round_once(
         const char *plain_dir, const char *ws_dir, const ws_setup *st, bool ws_first, sample *s) {
         nook_error err = {};
-        ws_side side = { .api = st->api };
+        ws_side side = { .api = st->api, .aa_dir = getenv("NOOK_BENCH_AA") ? ws_dir : NULL };
         ws *w = NULL;
 
-        fresh_dir(plain_dir);
-        fresh_dir(ws_dir);
+        fresh_dir(ws_first ? ws_dir : plain_dir);
+        fresh_dir(ws_first ? plain_dir : ws_dir);
         if (!st->api && ws_open(ws_dir, false, st->uid, st->gid, &w, &err) < 0) {
                 fprintf(stderr, "bench-ws-files: %s\n", err.msg);
                 exit(1);
@@ -213,7 +227,8 @@ static void run(const ws_setup *st, const char *base, const char *ws_dir_or_null
         double mww = median(ww, rounds), mwr = median(wr, rounds);
         /* after median() sorted them: [0] is the best round, the least disturbed by other load */
         double bw = ww[0] / pw[0], br = wr[0] / pr[0];
-        printf("%s: %d files x %d B, %d rounds, medians\n", st->label, N_FILES, FILE_SIZE, rounds);
+        printf("%s%s: %d files x %d B, %d rounds, medians\n", getenv("NOOK_BENCH_AA") ? "A/A control, " : "",
+                st->label, N_FILES, FILE_SIZE, rounds);
         printf("  write: plain %8.0f us  ws %8.0f us  (%.1f vs %.1f us/file)\n", mpw, mww, mpw / N_FILES,
                 mww / N_FILES);
         printf("  read:  plain %8.0f us  ws %8.0f us  (%.1f vs %.1f us/file)\n", mpr, mwr, mpr / N_FILES,

@@ -339,7 +339,7 @@ static const char *ws_special_kind(mode_t m) {
 
 /* fstat(2) of an open file.  glibc (2.33+) turns fstat into newfstatat(fd, "", AT_EMPTY_PATH),
  * which checks the empty path it is given before it gets to the file: the plain fstat syscall,
- * on x86_64, whose kernel struct stat is glibc's, is 0.05 µs (a fifth of the difference to a plain
+ * on x86_64, whose kernel struct stat is glibc's, is 0.05 µs (a seventh of the difference to a plain
  * read) cheaper per read (bench/README.md, "workspace write and read, round 2").  Elsewhere the
  * layouts differ (i386, arm) or there is no fstat syscall (aarch64, riscv64): glibc's call. */
 static int ws_fstat(int fd, struct stat *ret) {

@@ -13,6 +13,16 @@
  * one of them.  Per-round totals are summed from per-file timings; medians over the rounds are
  * reported.
  *
+ * The two folders also trade sides every other round (the plain side writes where the workspace
+ * side wrote two rounds before; which folder is emptied first follows who starts): on a disk
+ * filesystem the inode allocator's state in a folder's block group (ext4 without a journal skips
+ * recently freed inodes) can cost more than everything nook adds, and must not stay with one side
+ * for a whole run.
+ *
+ * NOOK_BENCH_AA=1 makes the workspace side do the plain side's calls too (an A/A control): the
+ * ratios it prints are this bench's own noise on this filesystem at this load, the yardstick for
+ * a verdict within a few percent.
+ *
  * usage: bench-ws-files [rounds] [dir]   (defaults: 21, a mkdtemp under /tmp) */
 #include <errno.h>
 #include <fcntl.h>
@@ -100,11 +110,15 @@ static double plain_read_one(const char *dir, int i) {
 typedef struct ws_side {
         ws *w;
         nook_ws *api;
+        const char *aa_dir; /* NOOK_BENCH_AA: plain calls in the workspace side's folder */
 } ws_side;
 
 static double ws_write_one(const ws_side *w, int i) {
         nook_error err = {};
         char p[64];
+
+        if (w->aa_dir)
+                return plain_write_one(w->aa_dir, i);
         snprintf(p, sizeof(p), "/workspace/src/f%03d.txt", i);
         double t0 = now_us();
         int r = w->api ? nook_ws_write(w->api, p, payload, FILE_SIZE, &err)
@@ -122,6 +136,8 @@ static double ws_read_one(const ws_side *w, int i) {
         void *data;
         size_t len;
 
+        if (w->aa_dir)
+                return plain_read_one(w->aa_dir, i);
         snprintf(p, sizeof(p), "/workspace/src/f%03d.txt", i);
         double t0 = now_us();
         int r = w->api ? nook_ws_read(w->api, p, 0, &data, &len, &err)
@@ -153,18 +169,21 @@ typedef struct ws_setup {
         const char *label;
         uid_t uid;
         gid_t gid;
-        nook_ws *api; /* NULL: ws_open on ws_dir each round */
+        nook_ws *api[2]; /* NULL: ws_open on the round's folder; else the handle on dirs[i] */
+        char dirs[2][PATH_MAX / 2]; /* the two folders, which trade sides every round */
 } ws_setup;
 
-static void round_once(
-        const char *plain_dir, const char *ws_dir, const ws_setup *st, bool ws_first, sample *s) {
+static void round_once(const ws_setup *st, int r, sample *s) {
         nook_error err = {};
-        ws_side side = { .api = st->api };
+        bool ws_first = r % 2 == 1;
+        int d = r / 2 % 2; /* the folders trade sides every other round, who starts every round */
+        const char *ws_dir = st->dirs[d], *plain_dir = st->dirs[1 - d];
+        ws_side side = { .api = st->api[d], .aa_dir = getenv("NOOK_BENCH_AA") ? ws_dir : NULL };
         ws *w = NULL;
 
-        fresh_dir(plain_dir);
-        fresh_dir(ws_dir);
-        if (!st->api && ws_open(ws_dir, false, st->uid, st->gid, &w, &err) < 0) {
+        fresh_dir(ws_first ? ws_dir : plain_dir);
+        fresh_dir(ws_first ? plain_dir : ws_dir);
+        if (!side.api && ws_open(ws_dir, false, st->uid, st->gid, &w, &err) < 0) {
                 fprintf(stderr, "bench-ws-files: %s\n", err.msg);
                 exit(1);
         }
@@ -191,29 +210,26 @@ static void round_once(
         ws_free(w);
 }
 
-static void run(const ws_setup *st, const char *base, const char *ws_dir_or_null, int rounds) {
-        char plain_dir[PATH_MAX], ws_dir[PATH_MAX];
+static void run(const ws_setup *st, int rounds) {
         double *pw = calloc((size_t)rounds, sizeof(double)), *pr = calloc((size_t)rounds, sizeof(double));
         double *ww = calloc((size_t)rounds, sizeof(double)), *wr = calloc((size_t)rounds, sizeof(double));
         if (!pw || !pr || !ww || !wr)
                 die("calloc");
 
-        snprintf(plain_dir, sizeof(plain_dir), "%s/plain", base);
-        snprintf(ws_dir, sizeof(ws_dir), "%s", ws_dir_or_null ? ws_dir_or_null : "");
-        if (!ws_dir_or_null)
-                snprintf(ws_dir, sizeof(ws_dir), "%s/ws", base);
         sample warm;
-        round_once(plain_dir, ws_dir, st, false, &warm); /* warm-up, not counted */
+        round_once(st, 0, &warm); /* warm-up of both folders, not counted */
+        round_once(st, 2, &warm);
         for (int r = 0; r < rounds; r++) {
                 sample s;
-                round_once(plain_dir, ws_dir, st, r % 2 == 1, &s);
+                round_once(st, r, &s);
                 pw[r] = s.pw, pr[r] = s.pr, ww[r] = s.ww, wr[r] = s.wr;
         }
         double mpw = median(pw, rounds), mpr = median(pr, rounds);
         double mww = median(ww, rounds), mwr = median(wr, rounds);
         /* after median() sorted them: [0] is the best round, the least disturbed by other load */
         double bw = ww[0] / pw[0], br = wr[0] / pr[0];
-        printf("%s: %d files x %d B, %d rounds, medians\n", st->label, N_FILES, FILE_SIZE, rounds);
+        printf("%s%s: %d files x %d B, %d rounds, medians\n", getenv("NOOK_BENCH_AA") ? "A/A control, " : "",
+                st->label, N_FILES, FILE_SIZE, rounds);
         printf("  write: plain %8.0f us  ws %8.0f us  (%.1f vs %.1f us/file)\n", mpw, mww, mpw / N_FILES,
                 mww / N_FILES);
         printf("  read:  plain %8.0f us  ws %8.0f us  (%.1f vs %.1f us/file)\n", mpr, mwr, mpr / N_FILES,
@@ -229,27 +245,41 @@ static void run(const ws_setup *st, const char *base, const char *ws_dir_or_null
 
 /* The public API in a state folder of its own (NOOK_HOME=<base>/home), as `nook ws write`, the
  * Node binding's writeFile/readFile use it; who owns new files is the handle's choice. */
+/* The public API in a state folder of its own (NOOK_HOME=<base>/home), as `nook ws write`, the
+ * Node binding's writeFile/readFile use it; who owns new files is the handle's choice.  Two
+ * sandbox names, so that the folders can trade sides like the others'. */
 static void api_run(const char *base, int rounds) {
-        char home[PATH_MAX];
+        static ws_setup api = {
+                .label = "public API (nook_ws_write/nook_ws_read: the CLI, the Node binding)"
+        };
+        char home[PATH_MAX / 2 + 8];
         nook_error err = {};
         nook *n = NULL;
-        nook_ws *h = NULL;
 
         snprintf(home, sizeof(home), "%s/home", base);
-        if (nook_open(home, &n, &err) < 0 || nook_ws_open(n, "bench", &h, &err) < 0) {
+        if (nook_open(home, &n, &err) < 0 || nook_ws_open(n, "bench", &api.api[0], &err) < 0 ||
+                nook_ws_open(n, "bench2", &api.api[1], &err) < 0) {
                 fprintf(stderr, "bench-ws-files: %s\n", err.msg);
                 exit(1);
         }
-        ws_setup api = { "public API (nook_ws_write/nook_ws_read: the CLI, the Node binding)", 0, 0, h };
-        run(&api, base, nook_ws_root(h), rounds);
-        nook_ws_close(h);
+        for (int i = 0; i < 2; i++)
+                snprintf(api.dirs[i], sizeof(api.dirs[i]), "%s", nook_ws_root(api.api[i]));
+        run(&api, rounds);
+        nook_ws_close(api.api[0]);
+        nook_ws_close(api.api[1]);
         nook_close(n);
         (void)path_rm_rf(home, &err);
 }
 
+static void local_run(ws_setup *st, const char *base, int rounds) {
+        snprintf(st->dirs[0], sizeof(st->dirs[0]), "%.*s/plain", PATH_MAX / 2 - 16, base);
+        snprintf(st->dirs[1], sizeof(st->dirs[1]), "%.*s/ws", PATH_MAX / 2 - 16, base);
+        run(st, rounds);
+}
+
 int main(int argc, char **argv) {
         int rounds = argc > 1 ? atoi(argv[1]) : 21;
-        char base[PATH_MAX / 2]; /* room for the subdirectories below it */
+        char base[PATH_MAX / 4]; /* room for the subdirectories below it */
         nook_error err = {};
         bool own_base = argc <= 2;
 
@@ -263,13 +293,16 @@ int main(int argc, char **argv) {
                 snprintf(base, sizeof(base), "%s", argv[2]);
         memset(payload, 'x', sizeof(payload));
 
-        ws_setup rootless = { "rootless (files stay ours)", geteuid(), getegid(), NULL };
-        run(&rootless, base, NULL, rounds);
+        static ws_setup rootless = { .label = "rootless (files stay ours)" };
+        rootless.uid = geteuid();
+        rootless.gid = getegid();
+        local_run(&rootless, base, rounds);
         if (geteuid() == 0) {
                 /* Rootful: each new file is also fchown'ed to the sandbox's root on the host. */
-                ws_setup rootful = { "rootful (fchown to the sandbox root)", ROOTFUL_UID, ROOTFUL_UID,
-                        NULL };
-                run(&rootful, base, NULL, rounds);
+                static ws_setup rootful = { .label = "rootful (fchown to the sandbox root)",
+                        .uid = ROOTFUL_UID,
+                        .gid = ROOTFUL_UID };
+                local_run(&rootful, base, rounds);
         }
         api_run(base, rounds);
 

@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "nook.h"
@@ -336,6 +337,19 @@ static const char *ws_special_kind(mode_t m) {
         return "a special file";
 }
 
+/* fstat(2) of an open file.  glibc (2.33+) turns fstat into newfstatat(fd, "", AT_EMPTY_PATH),
+ * which checks the empty path it is given before it gets to the file: the plain fstat syscall,
+ * on x86_64, whose kernel struct stat is glibc's, is 0.05 µs (a seventh of the difference to a plain
+ * read) cheaper per read (bench/README.md, "workspace write and read, round 2").  Elsewhere the
+ * layouts differ (i386, arm) or there is no fstat syscall (aarch64, riscv64): glibc's call. */
+static int ws_fstat(int fd, struct stat *ret) {
+#if defined(__x86_64__) && !defined(__ILP32__) && defined(SYS_fstat)
+        return (int)syscall(SYS_fstat, fd, ret);
+#else
+        return fstat(fd, ret);
+#endif
+}
+
 /* Opens a regular file for reading.  O_NONBLOCK keeps a FIFO planted by the sandbox from
  * blocking the open (fifo(7)); O_NOCTTY keeps a tty from becoming ours.  Anything but a regular
  * file is refused after fstat, before a single byte is read. */
@@ -347,7 +361,7 @@ static int ws_open_regular(ws *w, const char *path, int *ret_fd, struct stat *re
         _cleanup_close_ int fd = ws_openat_beneath(w, rel, O_RDONLY | O_NONBLOCK | O_NOCTTY);
         if (fd < 0)
                 return ws_err_resolve(err, TAKE_FD(fd), path);
-        if (fstat(fd, ret_st) < 0)
+        if (ws_fstat(fd, ret_st) < 0)
                 return nook_err_errno(err, NOOK_E_IO, "Cannot stat '%s'", path);
         if (S_ISDIR(ret_st->st_mode))
                 return nook_err_set(err, NOOK_E_INVALID, "'%s' is a directory, not a file", path);

@@ -50,10 +50,6 @@ static struct {
         int taken_fd;
 } spare = { .pid = 0, .taken_fd = -1 };
 static bool spare_blocked; /* the last fork failed: no retry until an exec or a reap */
-/* While an exec a spare took runs, the next spare waits until it ends or until this time (a
- * deadline, not a quiet period: a stream of other events does not hold it back). */
-#define SPARE_DEFER_MS 5
-static uint64_t spare_due_ms;
 static int init_sfd = -1; /* init's signalfd (SIGCHLD and the stop signals) */
 
 /* The helpers of execs the supervisor sent straight to a spare: init reaps them and forwards
@@ -158,7 +154,6 @@ static void spare_fork(int sock) {
 
 /* The spare took its request (or died: reaped later).  Its pid goes to the direct helpers. */
 static void spare_taken(void) {
-        spare_due_ms = now_ms() + SPARE_DEFER_MS;
         if (n_direct < MAX_EXECS) /* always: no spare is forked with the table full */
                 direct[n_direct++] = spare.pid;
         spare_forget();
@@ -416,17 +411,6 @@ static bool idle_check(int ready) {
         return true;
 }
 
-/* How long init waits, idle, before it forks the next spare: at once when no exec a spare took
- * is running; while one runs, until it ends (its helper's SIGCHLD wakes init) or SPARE_DEFER_MS
- * passed, so that the fork and its copy-on-write faults do not compete for the CPU with the
- * exec on its path (bench/README.md, "exec true, the next spare after the exec"). */
-static int spare_delay(void) {
-        if (n_direct == 0)
-                return 0;
-        uint64_t now = now_ms();
-        return spare_due_ms <= now ? 0 : (int)(spare_due_ms - now);
-}
-
 /* PID 1 after "ready": poll the supervisor's socket, init's signalfd, the spare's "taken" pipe
  * and the status socket of every exec init forwarded; fork a spare helper whenever idle. */
 _Noreturn void init_loop(int sock) {
@@ -444,7 +428,7 @@ _Noreturn void init_loop(int sock) {
                 /* Idle (nothing to read right now) and no spare helper: fork one now, so that the
                  * next exec does not wait for it. */
                 bool want_spare = spare.pid <= 0 && !spare_blocked && n_direct < MAX_EXECS;
-                int ready = poll(pfd, n, want_spare ? spare_delay() : idle_timeout());
+                int ready = poll(pfd, n, want_spare ? 0 : idle_timeout());
                 if (ready < 0 && errno != EINTR)
                         _exit(1);
                 if (ready == 0 && want_spare) {

@@ -49,6 +49,8 @@ cleanup() {
                 wait "$ctrd_pid" 2>/dev/null
                 # The shims leave the runtimes' (empty) --root of our namespace behind.
                 rmdir "/run/containerd/runc/nookbench-$$" 2>/dev/null
+                # and containerd the (empty) parent cgroup of the namespace in every hierarchy
+                rmdir /sys/fs/cgroup/*/"nookbench-$$" /sys/fs/cgroup/"nookbench-$$" 2>/dev/null
         fi
         if command -v podman >/dev/null && [[ -d "$T/storage" ]]; then
                 podman --root "$T/storage" --runroot "$T/runroot" --storage-driver vfs rm -af -t 0 >/dev/null 2>&1

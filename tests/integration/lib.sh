@@ -209,6 +209,38 @@ wait_for() {
         return 1
 }
 
+# execs_in_a_row NAME N MOD: N execs of `sh -c 'echo $0; exit $(($0 % MOD))' I` in sandbox NAME,
+# one after another; EXECS_BAD lists each I whose exit status or output was not its own.
+execs_in_a_row() {
+        local name=$1 n=$2 mod=$3 i
+        EXECS_BAD=""
+        for ((i = 1; i <= n; i++)); do
+                # shellcheck disable=SC2016 # $0 and $1 expand in the sandbox's shell
+                run_nook exec "$name" -- sh -c 'echo "$0"; exit $(($0 % $1))' "$i" "$mod"
+                [[ "$status/$out" == "$((i % mod))/$i" ]] || EXECS_BAD+=" $i:$status/$out"
+        done
+}
+
+# execs_at_once NAME N MOD DIR [PRE]: the same N execs all at once (PRE, e.g. 'sleep 0.2;', runs
+# first in each), their output kept in DIR; EXECS_BAD as above, with each one's stderr.
+execs_at_once() {
+        local name=$1 n=$2 mod=$3 dir=$4 pre=${5:-} i
+        for ((i = 1; i <= n; i++)); do
+                (
+                        # shellcheck disable=SC2016 # $0 and $1 expand in the sandbox's shell
+                        timeout 120 "$NOOK" exec "$name" -- sh -c "$pre"' echo "$0"; exit $(($0 % $1))' "$i" "$mod" \
+                                >"$dir/out.$i" 2>"$dir/err.$i" </dev/null
+                        echo $? >"$dir/rc.$i"
+                ) &
+        done
+        wait
+        EXECS_BAD=""
+        for ((i = 1; i <= n; i++)); do
+                [[ "$(cat "$dir/rc.$i")/$(cat "$dir/out.$i")" == "$((i % mod))/$i" ]] ||
+                        EXECS_BAD+=" $i:$(cat "$dir/rc.$i")/$(cat "$dir/out.$i")/$(cat "$dir/err.$i")"
+        done
+}
+
 # --- leaks -----------------------------------------------------------------------------
 
 _home_tag() {

@@ -29,27 +29,10 @@ run_nook create dx
 is "$status" 0 "create dx"
 
 # ---- 50 execs in a row, 20 at once ------------------------------------------------------------
-bad=""
-for i in $(seq 50); do
-        run_nook exec dx -- sh -c 'echo "$0"; exit $(($0 % 5))' "$i"
-        [[ "$status/$out" == "$((i % 5))/$i" ]] || bad+=" $i:$status/$out"
-done
-is "$bad" "" "50 execs in a row: each one's output and exit status"
-
-for i in $(seq 20); do
-        (
-                timeout 120 "$NOOK" exec dx -- sh -c 'sleep 0.2; echo "$0"; exit $(($0 % 4))' "$i" \
-                        >"$T/out.$i" 2>"$T/err.$i" </dev/null
-                echo $? >"$T/rc.$i"
-        ) &
-done
-wait
-bad=""
-for i in $(seq 20); do
-        [[ "$(cat "$T/rc.$i")/$(cat "$T/out.$i")" == "$((i % 4))/$i" ]] ||
-                bad+=" $i:$(cat "$T/rc.$i")/$(cat "$T/out.$i")/$(cat "$T/err.$i")"
-done
-is "$bad" "" "20 execs at once: each one's output and exit status"
+execs_in_a_row dx 50 5
+is "$EXECS_BAD" "" "50 execs in a row: each one's output and exit status"
+execs_at_once dx 20 4 "$T" 'sleep 0.2;'
+is "$EXECS_BAD" "" "20 execs at once: each one's output and exit status"
 run_nook exec dx -- true
 is "$status" 0 "an exec after them runs"
 

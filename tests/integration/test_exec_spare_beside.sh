@@ -36,27 +36,10 @@ is "$(field sd .state)" "running" "the running detached exec is counted (the san
 run_nook exec sd -- sh -c "$SPARE_BESIDE"
 is "$out" "spare" "with a detached exec and this exec running, init forks the next spare anyway"
 
-bad=""
-for i in $(seq 30); do
-        run_nook exec sd -- sh -c 'echo "$0"; exit $(($0 % 3))' "$i"
-        [[ "$status/$out" == "$((i % 3))/$i" ]] || bad+=" $i:$status/$out"
-done
-is "$bad" "" "30 execs in a row beside the detached one: each one's output and exit status"
-
-for i in $(seq 20); do
-        (
-                timeout 120 "$NOOK" exec sd -- sh -c 'echo "$0"; exit $(($0 % 4))' "$i" \
-                        >"$T/out.$i" 2>"$T/err.$i" </dev/null
-                echo $? >"$T/rc.$i"
-        ) &
-done
-wait
-bad=""
-for i in $(seq 20); do
-        [[ "$(cat "$T/rc.$i")/$(cat "$T/out.$i")" == "$((i % 4))/$i" ]] ||
-                bad+=" $i:$(cat "$T/rc.$i")/$(cat "$T/out.$i")/$(cat "$T/err.$i")"
-done
-is "$bad" "" "20 execs at once beside the detached one: each one's output and exit status"
+execs_in_a_row sd 30 3
+is "$EXECS_BAD" "" "30 execs in a row beside the detached one: each one's output and exit status"
+execs_at_once sd 20 4 "$T"
+is "$EXECS_BAD" "" "20 execs at once beside the detached one: each one's output and exit status"
 
 run_nook exec sd -- touch /tmp/go
 is "$status" 0 "tell the detached exec to end"

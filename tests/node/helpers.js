@@ -4,6 +4,7 @@
 const fs = require("node:fs");
 const os = require("node:os");
 const path = require("node:path");
+const { removeHomeFolders } = require("./home.js");
 
 const PKG = path.resolve(__dirname, "..", "..", "bindings", "node");
 if (!process.env.NOOK_HOME_KEEP) {
@@ -26,15 +27,7 @@ async function removeHome() {
   const s = new nook.Sandboxes({ home: HOME });
   for (const sb of await s.list().catch(() => [])) await s.remove(sb.name).catch(() => undefined);
   if (process.env.NOOK_HOME_KEEP) return;
-  // the home's runtime folder on a tmpfs, which HOME/run links to (docs/design/runtime.md)
-  let rt = null;
-  try {
-    rt = fs.readlinkSync(path.join(HOME, "run"));
-  } catch {
-    rt = null;
-  }
-  if (rt && path.isAbsolute(rt)) fs.rmSync(rt, { recursive: true, force: true });
-  fs.rmSync(HOME, { recursive: true, force: true });
+  removeHomeFolders(HOME);
 }
 
 module.exports = { PKG, HOME, nook, uniqueName, sleep, removeHome };

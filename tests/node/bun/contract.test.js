@@ -17,6 +17,7 @@ process.env.NOOK_HOME ||= fs.mkdtempSync(path.join(os.tmpdir(), "nook-bun-contra
 const HOME = process.env.NOOK_HOME;
 
 const { Sandboxes } = require(PKG);
+const { removeHomeFolders } = require(path.join(import.meta.dir, "..", "home.js"));
 const { createNookSandboxProvider, registerNookSandboxProvider, NOOK_PROVIDER_ID } = require(path.join(PKG, "lib", "smithers.js"));
 const { createSandboxProviderContractSuite } = await import(
   path.join(PKG, "node_modules/@smithers-orchestrator/sandbox/src/provider-kit/createSandboxProviderContractSuite.js")
@@ -103,13 +104,5 @@ test("registerNookSandboxProvider registers in Smithers' registry under Bun", ()
 afterAll(async () => {
   for (const name of leftovers) await sandboxes.remove(name).catch(() => undefined);
   if (process.env.NOOK_HOME_KEEP) return;
-  // the home's runtime folder on a tmpfs (locks, sockets), which HOME/run links to
-  let rt = null;
-  try {
-    rt = fs.readlinkSync(path.join(HOME, "run"));
-  } catch {
-    rt = null;
-  }
-  if (rt && path.isAbsolute(rt)) fs.rmSync(rt, { recursive: true, force: true });
-  fs.rmSync(HOME, { recursive: true, force: true });
+  removeHomeFolders(HOME);
 });

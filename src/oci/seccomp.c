@@ -218,13 +218,6 @@ static int compile(json_t *sc, iso_seccomp_prog *ret, nook_error *err) {
         return iso_seccomp_export_prog(ctx, "linux.seccomp", ret, err);
 }
 
-static uint64_t fnv1a64(const char *s) {
-        uint64_t h = 14695981039346656037ull;
-        for (; *s; s++)
-                h = (h ^ (uint8_t)*s) * 1099511628211ull;
-        return h;
-}
-
 /* The cache key is the canonical JSON of linux.seccomp, kept beside the program and compared
  * in full on a hit (the hash only names the file), plus this binary and libseccomp's version:
  * compiling podman's default profile took ~25 ms of every create. */
@@ -234,8 +227,8 @@ static char *cache_path(const char *dir, const char *canon, const char *ext) {
         if (proc_self_build_id(id, sizeof(id)) < 0)
                 return NULL;
         return strprintf("%s/seccomp-oci-%016llx-%s-%u.%u.%u-api%u.%s", dir,
-                (unsigned long long)fnv1a64(canon), id, v ? v->major : 0, v ? v->minor : 0, v ? v->micro : 0,
-                seccomp_api_get(), ext);
+                (unsigned long long)str_fnv1a64(canon), id, v ? v->major : 0, v ? v->minor : 0,
+                v ? v->micro : 0, seccomp_api_get(), ext);
 }
 
 static bool cache_key_matches(const char *path, const char *canon) {

@@ -13,7 +13,6 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <linux/magic.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -109,13 +108,6 @@ static int choose_root(uid_t uid, char **ret, nook_error *err) {
         return 0;
 }
 
-static uint64_t home_key(const char *home) {
-        uint64_t h = 14695981039346656037ull; /* FNV-1a: a stable name, not a security boundary */
-        for (const char *p = home; *p; p++)
-                h = (h ^ (uint8_t)*p) * 1099511628211ull;
-        return h;
-}
-
 /* Makes the home's runtime folder and points link at it (replace: over a link whose folder is
  * gone for good); with no tmpfs folder to use, link becomes a plain folder.  The caller reads
  * link again: of two processes racing here, the first link made wins. */
@@ -133,7 +125,7 @@ static int make_link(const char *home, const char *link, bool replace, nook_erro
                                 link);
                 return 0;
         }
-        _cleanup_free_ char *rt = strprintf("%s/%016llx", root, (unsigned long long)home_key(home));
+        _cleanup_free_ char *rt = strprintf("%s/%016llx", root, (unsigned long long)str_fnv1a64(home));
         if (!rt)
                 return nook_err_oom(err);
         r = private_mkdir(rt, geteuid(), err);

@@ -97,3 +97,10 @@ bool env_name_is_valid(const char *s, size_t len) {
         }
         return true;
 }
+
+uint64_t str_fnv1a64(const char *s) {
+        uint64_t h = 14695981039346656037ull;
+        for (; *s; s++)
+                h = (h ^ (uint8_t)*s) * 1099511628211ull;
+        return h;
+}

@@ -4,6 +4,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "macro.h"
 
@@ -21,3 +22,5 @@ int strv_env_find(char *const *l, const char *key, size_t key_len);
 int strv_env_set(char ***l, const char *assignment);
 /* Checks an environment variable name: [A-Za-z_][A-Za-z0-9_]*, 1..255 chars. */
 bool env_name_is_valid(const char *s, size_t len);
+/* FNV-1a (64 bit) of a string: a stable short name for it, not a security boundary. */
+uint64_t str_fnv1a64(const char *s);

@@ -538,3 +538,11 @@ Test(util, tmp_sweep_removes_only_what_no_live_owner_holds) {
         cr_expect_eq(tmp_sweep("/nonexistent/nook", rm_entry), 0, "a missing folder is no error");
         cr_expect_eq(rmdir(root), 0);
 }
+
+Test(util, fnv1a64_known_values) {
+        /* the runtime folder's key and nook-oci's seccomp cache name: the published FNV-1a
+         * vectors, so a rewrite cannot rename every existing home's runtime folder */
+        cr_expect_eq(str_fnv1a64(""), 0xcbf29ce484222325ull);
+        cr_expect_eq(str_fnv1a64("a"), 0xaf63dc4c8601ec8cull);
+        cr_expect_eq(str_fnv1a64("foobar"), 0x85944171f73967e8ull);
+}

@@ -30,6 +30,7 @@
 #include "sandbox/ctx.h"
 #include "sandbox/lifecycle.h"
 #include "sandbox/pause.h"
+#include "sandbox/rundir.h"
 #include "sandbox/spec.h"
 #include "sandbox/state.h"
 #include "store/store.h"
@@ -173,7 +174,7 @@ static int copy_one(branch_job *j, const char *nm, uid_t src_base, nook_error *e
         r = ctx_dirs(j->n, nm, &sdir, &wsdir, err);
         if (r < 0)
                 return r;
-        supper = strprintf("%s/upper", ssdir);
+        supper = sb_upper_path(j->n, j->src, ssdir); /* an ephemeral one may be in its runtime folder */
         upper = strprintf("%s/upper", sdir);
         sdirs = strprintf("%s/sandboxes", j->n->home);
         wsdirs = strprintf("%s/workspaces", j->n->home);

@@ -16,6 +16,7 @@
 #include "tree/merge.h"
 #include "sandbox/baseline.h"
 #include "sandbox/ctx.h"
+#include "sandbox/rundir.h"
 #include "sandbox/state.h"
 #include "store/store.h"
 #include "util/error.h"
@@ -112,7 +113,7 @@ static int open_tree(
         int r = ctx_dirs(n, name, &sdir, &wsdir, err);
         if (r < 0)
                 return r;
-        if (!(upper = strprintf("%s/upper", sdir)))
+        if (!(upper = sb_upper_path(n, name, sdir)))
                 return nook_err_oom(err);
         r = open_dir(sdir, "the state folder", &sfd, err);
         if (r < 0)

@@ -222,7 +222,8 @@ static int mkdir_owned(const char *p, mode_t mode, uid_t uid, gid_t gid, nook_er
  * image_digest: in, the image a kept writable layer sits on (NULL: resolve spec->image); out, the
  * registry image's digest for the record (NULL for "host" or a directory). */
 static int prepare_state(nook *n, const char *name, const sb_spec *spec, bool keep_upper, const char *sdir,
-        const char *wsdir, uid_t ruid, gid_t rgid, char **image_digest, int *ret_config, nook_error *err) {
+        const char *rundir, const char *wsdir, uid_t ruid, gid_t rgid, char **image_digest, int *ret_config,
+        nook_error *err) {
         _cleanup_free_ char *upper = strprintf("%s/upper", sdir), *work = strprintf("%s/work", sdir);
         _cleanup_free_ char *sdirs = strprintf("%s/sandboxes", n->home);
         _cleanup_free_ char *wsdirs = strprintf("%s/workspaces", n->home);
@@ -254,12 +255,28 @@ static int prepare_state(nook *n, const char *name, const sb_spec *spec, bool ke
         if (!exitp)
                 return nook_err_oom(err);
         (void)unlink(exitp);
-        r = mkdir_owned(upper, 0755, ruid, rgid, err);
+        /* An ephemeral layer in the runtime folder when it can hold one (rundir.h): on its tmpfs
+         * the layer and the overlay's own work folders cost no inodes on NOOK_HOME's disk, and no
+         * discard at their deletion (bench/README.md, issue #17). */
+        sb_run_dir_clean(rundir, /* keep_log= */ true); /* a layer a killed run left there */
+        r = spec->sticky || keep_upper ? 0 : sb_run_dir_layer(rundir, ruid, rgid, err);
         if (r < 0)
                 return r;
-        r = mkdir_owned(work, 0700, ruid, rgid, err);
-        if (r < 0)
-                return r;
+        if (r > 0) {
+                free(upper);
+                free(work);
+                upper = strprintf("%s/upper", rundir);
+                work = strprintf("%s/work", rundir);
+                if (!upper || !work)
+                        return nook_err_oom(err);
+        } else {
+                r = mkdir_owned(upper, 0755, ruid, rgid, err);
+                if (r < 0)
+                        return r;
+                r = mkdir_owned(work, 0700, ruid, rgid, err);
+                if (r < 0)
+                        return r;
+        }
         r = mkdir_owned(wsdir, 0755, n->ws_uid, n->ws_gid, err);
         if (r < 0)
                 return r;
@@ -373,9 +390,9 @@ static int lifeline_keep(nook *n, int fd, nook_error *err) {
 /* The baseline diff and merge compare with (docs/design/diff-merge.md): taken once the
  * workspace and the writable layer are complete and before the supervisor starts, so no guest
  * write precedes it. */
-static int baseline_capture(
-        const char *sdir, const char *wsdir, bool fresh_upper, bool sticky, nook_error *err) {
-        _cleanup_free_ char *upper = strprintf("%s/upper", sdir);
+static int baseline_capture(nook *n, const char *name, const char *sdir, const char *wsdir, bool fresh_upper,
+        bool sticky, nook_error *err) {
+        _cleanup_free_ char *upper = sb_upper_path(n, name, sdir);
         if (!upper)
                 return nook_err_oom(err);
         return sb_baseline_capture(sdir, wsdir, upper, fresh_upper, /* upper_durable= */ sticky, err);
@@ -468,12 +485,12 @@ int sb_create_locked(nook *n, const char *name, const sb_spec *spec, unsigned fl
                 return r;
         _cleanup_close_ int config = -1;
         _cleanup_free_ char *rundir = NULL;
-        r = prepare_state(
-                n, name, spec, keep_upper, sdir, wsdir, ruid, rgid, &rec.image_digest, &config, err);
+        r = sb_run_dir_make(n, name, &rundir, err);
         if (r >= 0)
-                r = sb_run_dir_make(n, name, &rundir, err);
+                r = prepare_state(n, name, spec, keep_upper, sdir, rundir, wsdir, ruid, rgid,
+                        &rec.image_digest, &config, err);
         if (r >= 0 && !(flags & NOOK_CREATE_NO_BASELINE))
-                r = baseline_capture(sdir, wsdir, !keep_upper, spec->sticky, err);
+                r = baseline_capture(n, name, sdir, wsdir, !keep_upper, spec->sticky, err);
         pid_t pid = 0;
         bool spawned = r >= 0;
         int life[2] = { -1, -1 };

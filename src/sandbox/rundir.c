@@ -18,6 +18,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include "nook.h"
@@ -289,4 +290,60 @@ void sb_run_dir_clean(const char *dir, bool keep_log) {
         _cleanup_close_ int dfd = open(dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         for (size_t i = 0; dfd >= 0 && i < ELEMENTSOF(sockets); i++)
                 (void)unlinkat(dfd, sockets[i], 0);
+        /* an ephemeral layer (sb_run_dir_layer) goes with the sandbox's run */
+        static const char *const layer[] = { "upper", "work" };
+        for (size_t i = 0; dfd >= 0 && i < ELEMENTSOF(layer); i++) {
+                _cleanup_free_ char *p = strprintf("%s/%s", dir, layer[i]);
+                if (p)
+                        (void)path_rm_rf(p, &ignore);
+        }
+}
+
+/* The probe: overlayfs in a user namespace keeps its whiteouts and opaque folders in user.*
+ * xattrs of the upper layer (userxattr); a tmpfs takes them since Linux 6.6. */
+static bool takes_user_xattrs(int fd) {
+        if (fsetxattr(fd, "user.nook-probe", "1", 1, 0) < 0)
+                return false;
+        (void)fremovexattr(fd, "user.nook-probe");
+        return true;
+}
+
+int sb_run_dir_layer(const char *dir, uid_t uid, gid_t gid, nook_error *err) {
+        _cleanup_close_ int dfd = open(dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        struct statfs sf;
+        if (dfd < 0)
+                return nook_err_errno(err, NOOK_E_IO, "Cannot open the runtime folder '%s'", dir);
+        if (fstatfs(dfd, &sf) < 0 ||
+                (unsigned long long)sf.f_bavail * (unsigned long long)sf.f_bsize < SB_LAYER_MIN_FREE)
+                return 0;
+        if (mkdirat(dfd, "upper", 0755) < 0)
+                return nook_err_errno(err, NOOK_E_IO, "Cannot create the writable layer in '%s'", dir);
+        _cleanup_close_ int ufd = openat(dfd, "upper", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (ufd < 0 || !takes_user_xattrs(ufd)) {
+                (void)unlinkat(dfd, "upper", AT_REMOVEDIR);
+                return 0;
+        }
+        if (mkdirat(dfd, "work", 0700) < 0)
+                return nook_err_errno(
+                        err, NOOK_E_IO, "Cannot create the overlay's work folder in '%s'", dir);
+        /* as mkdir_owned in lifecycle.c: a rootless caller cannot chown, and need not */
+        if ((fchownat(dfd, "upper", uid, gid, AT_SYMLINK_NOFOLLOW) < 0 ||
+                    fchownat(dfd, "work", uid, gid, AT_SYMLINK_NOFOLLOW) < 0) &&
+                errno != EPERM)
+                return nook_err_errno(
+                        err, NOOK_E_IO, "Cannot give the writable layer in '%s' to the sandbox's root", dir);
+        return 1;
+}
+
+char *sb_upper_path(nook *n, const char *name, const char *sdir) {
+        _cleanup_free_ char *rd = NULL;
+        nook_error ignore;
+        struct stat st;
+        if (sb_run_dir(n, name, &rd, &ignore) >= 0) {
+                char *p = strprintf("%s/upper", rd);
+                if (!p || (lstat(p, &st) == 0 && S_ISDIR(st.st_mode)))
+                        return p;
+                free(p);
+        }
+        return strprintf("%s/upper", sdir);
 }

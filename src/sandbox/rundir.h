@@ -12,6 +12,7 @@
 #pragma once
 
 #include <stdbool.h>
+#include <sys/types.h>
 
 #include "nook.h"
 
@@ -28,6 +29,17 @@ bool sb_run_root_peek(const char *home, char *buf, size_t size);
  * slirp.sock).  The path only; sb_run_dir_make makes it. */
 int sb_run_dir(nook *n, const char *name, char **ret, nook_error *err);
 int sb_run_dir_make(nook *n, const char *name, char **ret, nook_error *err);
-/* Removes a sandbox's runtime folder; with keep_log, only its sockets (supervisor.log stays for
- * 'nook logs --system' after a failed create). */
+/* Removes a sandbox's runtime folder; with keep_log, only its sockets and its writable layer
+ * (supervisor.log stays for 'nook logs --system' after a failed create). */
 void sb_run_dir_clean(const char *dir, bool keep_log);
+
+/* The ephemeral layer (docs/design/runtime.md, "The ephemeral layer"): an ephemeral sandbox's
+ * writable layer (upper, work) is made in its runtime folder, not its state folder, when that
+ * folder can hold it: a tmpfs (or any filesystem) that takes the user.* xattrs overlayfs needs in
+ * a user namespace, with at least SB_LAYER_MIN_FREE bytes free.  Makes <dir>/upper and
+ * <dir>/work (owned by uid:gid) and returns 1 when it may, else 0 having made nothing. */
+#define SB_LAYER_MIN_FREE (256ULL << 20)
+int sb_run_dir_layer(const char *dir, uid_t uid, gid_t gid, nook_error *err);
+/* Where sandbox name's writable layer is now: <runtime folder>/<name>/upper when it has one there
+ * (an ephemeral layer), else <sdir>/upper.  malloc'ed; NULL: out of memory. */
+char *sb_upper_path(nook *n, const char *name, const char *sdir);

@@ -117,27 +117,50 @@ static const char *v2_root(void) {
         return NULL;
 }
 
-/* Our own cgroup path in a v1 hierarchy, from /proc/self/cgroup ("4:memory:/a/b"). */
-static int v1_own_path(const char *controller, char *ret, size_t len) {
-        FILE *f = fopen("/proc/self/cgroup", "re");
-        char line[1024];
-        if (!f)
+/* /proc/self/cgroup, read whole into buf (NUL-terminated): one read for every hierarchy, not one
+ * file walk per controller (the kernel formats every hierarchy's line at each read). */
+static int self_cgroups(char *buf, size_t size) {
+        int fd = open("/proc/self/cgroup", O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
                 return -errno;
-        while (fgets(line, sizeof(line), f)) {
-                char *a = strchr(line, ':'), *b = a ? strchr(a + 1, ':') : NULL;
-                if (!b)
-                        continue;
-                *b = 0;
-                for (char *c = strtok(a + 1, ","); c; c = strtok(NULL, ","))
-                        if (streq(c, controller)) {
-                                b[1 + strcspn(b + 1, "\n")] = 0;
-                                (void)snprintf(ret, len, "%s", b + 1);
-                                fclose(f);
+        size_t n = 0;
+        for (;;) {
+                ssize_t k = read(fd, buf + n, size - 1 - n);
+                if (k <= 0)
+                        break;
+                n += (size_t)k;
+        }
+        safe_close(fd);
+        buf[n] = 0;
+        return 0;
+}
+
+/* Our own cgroup path in a v1 hierarchy, from the text of /proc/self/cgroup ("4:memory:/a/b"). */
+static int v1_own_path_in(const char *text, const char *controller, char *ret, size_t len) {
+        for (const char *line = text; *line;) {
+                const char *end = strchrnul(line, '\n');
+                const char *a = memchr(line, ':', (size_t)(end - line));
+                const char *b = a ? memchr(a + 1, ':', (size_t)(end - a - 1)) : NULL;
+                for (const char *c = a ? a + 1 : b; b && c < b;) {
+                        const char *e = memchr(c, ',', (size_t)(b - c));
+                        if (!e)
+                                e = b;
+                        if ((size_t)(e - c) == strlen(controller) &&
+                                strneq(c, controller, (size_t)(e - c))) {
+                                (void)snprintf(ret, len, "%.*s", (int)(end - b - 1), b + 1);
                                 return 0;
                         }
+                        c = e + 1;
+                }
+                line = *end ? end + 1 : end;
         }
-        fclose(f);
         return -ENOENT;
+}
+
+static int v1_own_path(const char *controller, char *ret, size_t len) {
+        char text[8192];
+        int r = self_cgroups(text, sizeof(text));
+        return r < 0 ? r : v1_own_path_in(text, controller, ret, len);
 }
 
 static uint32_t hash_home(const char *home) {
@@ -151,10 +174,11 @@ static char *leaf_name(const char *home, const char *name) {
         return strprintf("nook-%s-%08x", name, hash_home(home));
 }
 
-static int v1_dir(int ctl, const char *leaf, char **ret) {
+static int v1_dir(const char *self, int ctl, const char *leaf, char **ret) {
         char own[PATH_MAX], mnt[64];
         (void)snprintf(mnt, sizeof(mnt), "/sys/fs/cgroup/%s", v1_names[ctl]);
-        if (access(mnt, F_OK) < 0 || is_cgroup2(mnt) || v1_own_path(v1_names[ctl], own, sizeof(own)) < 0)
+        if (access(mnt, F_OK) < 0 || is_cgroup2(mnt) ||
+                v1_own_path_in(self, v1_names[ctl], own, sizeof(own)) < 0)
                 return -ENOENT;
         *ret = strprintf("%s%s/%s", mnt, streq(own, "/") ? "" : own, leaf);
         return *ret ? 0 : -ENOMEM;
@@ -255,9 +279,13 @@ static int cg_paths(const char *home, const char *name, iso_cgroup **ret, nook_e
                         free(cg);
                         return nook_err_oom(err);
                 }
-        } else
+        } else {
+                char self[8192];
+                if (self_cgroups(self, sizeof(self)) < 0)
+                        self[0] = 0;
                 for (int i = 0; i < _V1_SANDBOX_MAX; i++)
-                        (void)v1_dir(i, leaf, &cg->v1[i]);
+                        (void)v1_dir(self, i, leaf, &cg->v1[i]);
+        }
         *ret = cg;
         return 0;
 }
@@ -269,6 +297,7 @@ int iso_cgroup_create(
                 return nook_err_set(err, NOOK_E_MISSING_FEATURE,
                         "Cannot enforce resource limits: %s; run 'nook doctor'", reason);
         iso_cgroup *cg = NULL;
+        bool left = false; /* a cgroup of this name was there already */
         int r = cg_paths(home, name, &cg, err);
         if (r < 0)
                 return r;
@@ -281,12 +310,21 @@ int iso_cgroup_create(
                         r = nook_err_errno(err, NOOK_E_IO, "Cannot create '%s'", parent);
                 else
                         (void)write_file(parent, "cgroup.subtree_control", "+cpu +memory +pids", err);
-                if (r >= 0 && mkdir(cg->path, 0755) < 0 && errno != EEXIST)
-                        r = nook_err_errno(err, NOOK_E_IO, "Cannot create the cgroup '%s'", cg->path);
+                if (r >= 0 && mkdir(cg->path, 0755) < 0) {
+                        if (errno == EEXIST)
+                                left = true;
+                        else
+                                r = nook_err_errno(
+                                        err, NOOK_E_IO, "Cannot create the cgroup '%s'", cg->path);
+                }
         } else
                 for (int i = 0; i < _V1_MAX && r >= 0; i++) {
-                        if (!cg->v1[i] || mkdir(cg->v1[i], 0755) == 0 || errno == EEXIST)
+                        if (!cg->v1[i] || mkdir(cg->v1[i], 0755) == 0)
                                 continue;
+                        if (errno == EEXIST) {
+                                left = true;
+                                continue;
+                        }
                         if (i == V1_FREEZER) {
                                 /* pause is optional: without a writable freezer it is refused,
                                  * saying why (iso_cgroup_freezer_available), not the sandbox */
@@ -298,8 +336,9 @@ int iso_cgroup_create(
                 }
         if (r >= 0)
                 r = apply_limits(cg, l, err);
-        /* a cgroup of this name left frozen (its removal failed) would freeze the new init */
-        if (r >= 0)
+        /* a cgroup of this name left frozen (its removal failed) would freeze the new init; one
+         * made just now is not frozen (v1 and v2 both start a new cgroup thawed) */
+        if (r >= 0 && left)
                 (void)iso_cgroup_freeze(cg, false, NULL);
         if (r < 0) {
                 iso_cgroup_destroy(cg);
@@ -402,6 +441,9 @@ uint64_t iso_cgroup_oom_kills(iso_cgroup *cg) {
 }
 
 static void kill_and_rmdir(const char *dir) {
+        /* the common case, a sandbox whose processes are gone: one rmdir, no read of its procs */
+        if (rmdir(dir) == 0 || errno == ENOENT)
+                return;
         for (int round = 0; round < 50; round++) {
                 char p[PATH_MAX], buf[4096];
                 (void)snprintf(p, sizeof(p), "%s/cgroup.procs", dir);

@@ -172,14 +172,29 @@ static void hide_cmdline(void) {
         strcpy(program_invocation_name, "nook-init");
 }
 
-/* Sync 1, "maps": the supervisor has written our uid/gid maps and, unless we join our cgroup
- * ourselves (step 3), moved us into it.  Anything else, or a hang-up: the supervisor gave up. */
-static void wait_maps(int sock) {
+/* Sync 1, "maps": the supervisor has written our uid/gid maps and, unless it sent the `tasks`
+ * files of our v1 cgroups with it (we join ourselves: step 3), moved us into our cgroup.
+ * Anything else, or a hang-up: the supervisor gave up. */
+static void wait_maps(int sock, iso_cgroup_join *ret_cgj) {
         json_t *msg = NULL;
-        int r = proto_recv(sock, &msg, NULL, NULL);
-        if (r <= 0 || !streq(proto_op(msg), "maps"))
+        size_t n = 0;
+        int r = proto_recv(sock, &msg, ret_cgj->fds, &n);
+        if (r <= 0 || !streq(proto_op(msg), "maps") || n > ISO_CGROUP_JOIN_MAX)
                 _exit(1);
+        ret_cgj->n = n;
         json_decref(msg);
+}
+
+bool init_own_netns(const sup_config *c) {
+        return net_mode_from_string(c->network ? c->network : "off") <= NET_MODE_OFF;
+}
+
+/* Step 2b, without a network: our network namespace (we hold every capability in our new user
+ * namespace, which owns it), made while the supervisor makes our cgroup. */
+static int init_netns(nook_error *err) {
+        if (unshare(CLONE_NEWNET) < 0)
+                return nook_err_errno(err, NOOK_E_IO, "Cannot create the sandbox's network namespace");
+        return 0;
 }
 
 /* Step 4: in our cgroup (joined in step 3 with the supervisor's files on v1, else put there by
@@ -246,13 +261,14 @@ static void send_ready(int sock) {
 /* Runs in the child of clone() (sup.c:start_init) and never returns.  State at entry:
  *   userns: new, no maps yet (every id reads as the overflow id), a full capability set in it
  *   mntns:  new, still a copy of the host's      pidns: new, we are PID 1
- *   utsns, ipcns, netns: new                       cgroupns and cgroup: the supervisor's
+ *   utsns, ipcns: new; netns: new with a network  cgroupns and cgroup: the supervisor's
  *   host:   our credentials are still the supervisor's (rootful: host root), no capabilities
- *   fds:    sock, stdio (the supervisor's log), the idmapped mounts and v1 cgroup files it opened
+ *   fds:    sock, stdio (the supervisor's log), the idmapped mounts it opened
  * Steps, with the numbers of docs/design/runtime.md, "Setup order":
  *   1. hide the host argv, name ourselves nook-init
  *   2. open every host directory as O_PATH (open_rootfs says why before the maps)
- *      --- sync 1: "maps" from the supervisor (wait_maps)
+ *   2b. without a network: make our network namespace (the supervisor makes our cgroup meanwhile)
+ *      --- sync 1: "maps" from the supervisor, with our v1 cgroups' tasks files (wait_maps)
  *   3. cgroup v1, rootful: join our cgroup through the files the supervisor opened
  *   4. unshare(CLONE_NEWCGROUP): the namespace is rooted at our own cgroup
  *   5. become root of the user namespace; drop host supplementary groups (rootful)
@@ -264,19 +280,22 @@ static void send_ready(int sock) {
  *          supervisor reads the socket only once it wrote the maps: step 2's error waits)
  *  10. PID 1's loop (init_loop.c) */
 _Noreturn void init_main(int sock, const sup_config *c, bool rootless, const iso_seccomp_prog *seccomp,
-        const sup_idmaps *idm, const iso_cgroup_join *cgj) {
+        const sup_idmaps *idm) {
         nook_error err = { 0 };
         iso_rootfs rf;
+        iso_cgroup_join cgj = ISO_CGROUP_JOIN_INIT;
         int r;
 
         (void)prctl(PR_SET_PDEATHSIG, SIGKILL);
         hide_cmdline(); /* 1 */
         (void)prctl(PR_SET_NAME, "nook-init");
         r = open_rootfs(c, rootless, idm, &rf, &err); /* 2 */
-        wait_maps(sock); /* sync 1 */
+        if (r >= 0 && init_own_netns(c))
+                r = init_netns(&err); /* 2b */
+        wait_maps(sock, &cgj); /* sync 1 */
         if (r < 0)
                 fail_to_supervisor(sock, &err);
-        r = init_setup(sock, c, &rf, seccomp, cgj, &err); /* 3..9 */
+        r = init_setup(sock, c, &rf, seccomp, &cgj, &err); /* 3..9 */
         if (r < 0)
                 fail_to_supervisor(sock, &err);
         send_ready(sock); /* sync 2 */

@@ -16,7 +16,10 @@
 /* Runs in the child of clone(); never returns.  rootless: the supervisor is not host root (the
  * child cannot tell: before its id maps exist every id reads as the overflow id). */
 _Noreturn void init_main(int sock, const sup_config *c, bool rootless, const iso_seccomp_prog *seccomp,
-        const sup_idmaps *idm, const iso_cgroup_join *cgj);
+        const sup_idmaps *idm);
+/* Whether init makes its network namespace itself (a sandbox without a network: the supervisor
+ * clones it without CLONE_NEWNET and makes the cgroup meanwhile), not the clone. */
+bool init_own_netns(const sup_config *c);
 
 /* What an exec's helper sends back on its request socket (one SOCK_SEQPACKET record each):
  * first HELPER_STARTED once the command runs, then HELPER_EXITED with its wait status.  A

@@ -172,24 +172,20 @@ static int start_init(sup *s, nook_error *err) {
         r = sup_idmaps_prepare(s->cfg, &idm, err);
         if (r < 0)
                 return r;
-        /* v1, as real root: the init joins its cgroup itself, through files we open (cgroup.h
-         * says why).  Rootless (a delegated v1 folder may grant cgroup.procs but not tasks), or
-         * when a file cannot be opened: we attach it after the clone, as on v2. */
-        _cleanup_(iso_cgroup_join_done) iso_cgroup_join cgj = ISO_CGROUP_JOIN_INIT;
-        if (s->cg && !rootless) {
-                nook_error jerr = { 0 };
-                if (iso_cgroup_join_open(s->cg, &cgj, &jerr) < 0)
-                        log_debug("the init joins no cgroup itself: %s; attaching it instead", jerr.msg);
-        }
         if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0)
                 return nook_err_errno(err, NOOK_E_IO, "Cannot create the init socket");
         /* clone() as a fork with namespace flags: we are single-threaded (STYLE.md R12).  The
          * child creates every namespace at once, owned by its new user namespace, except the
-         * cgroup namespace: init unshares that after we moved it into its cgroup, so the
-         * namespace's root is the sandbox's own cgroup. */
+         * cgroup namespace: init unshares that after it joined its cgroup, so the namespace's
+         * root is the sandbox's own cgroup.  And without a network, the network namespace: init
+         * makes it (init_own_netns) while we make its cgroup below, on the other CPU; in the
+         * clone it was ~0.7 ms (copy_net_ns) of every create's critical path (bench/README.md,
+         * issue #17).  With a network we open init's namespaces right after the clone
+         * (sup_net_open_ns), so the clone makes it. */
+        bool own_net = init_own_netns(s->cfg);
         long pid = syscall(SYS_clone,
-                CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWNET |
-                        SIGCHLD,
+                CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWUTS | CLONE_NEWIPC |
+                        (own_net ? 0 : CLONE_NEWNET) | SIGCHLD,
                 0, 0, 0, 0);
         if (pid < 0) {
                 int e = errno;
@@ -201,21 +197,32 @@ static int start_init(sup *s, nook_error *err) {
         }
         if (pid == 0) {
                 safe_close(sp[0]);
-                init_main(sp[1], s->cfg, rootless, &s->seccomp, &idm, &cgj);
+                init_main(sp[1], s->cfg, rootless, &s->seccomp, &idm);
         }
-        bool self_joined = cgj.n > 0; /* the init writes "0" to the files we opened */
-        iso_cgroup_join_done(&cgj);
         safe_close(sp[1]);
         s->init_pid = (pid_t)pid;
         s->init_sock = sp[0];
         sup_net_open_ns(&s->net, s->cfg, s->init_pid);
+        /* While init opens its folders (and makes its network namespace): its cgroup. */
+        r = setup_cgroup(s, err);
+        if (r < 0)
+                return r;
+        /* v1, as real root: the init joins its cgroup itself, through files we open and send
+         * with "maps" (cgroup.h says why).  Rootless (a delegated v1 folder may grant
+         * cgroup.procs but not tasks), or when a file cannot be opened: we attach it, as on v2. */
+        _cleanup_(iso_cgroup_join_done) iso_cgroup_join cgj = ISO_CGROUP_JOIN_INIT;
+        if (s->cg && !rootless) {
+                nook_error jerr = { 0 };
+                if (iso_cgroup_join_open(s->cg, &cgj, &jerr) < 0)
+                        log_debug("the init joins no cgroup itself: %s; attaching it instead", jerr.msg);
+        }
         r = iso_userns_write_maps(s->init_pid, s->cfg->id_base, err);
         if (r < 0)
                 return r;
-        if (s->cg && !self_joined && (r = iso_cgroup_attach(s->cg, s->init_pid, err)) < 0)
+        if (s->cg && cgj.n == 0 && (r = iso_cgroup_attach(s->cg, s->init_pid, err)) < 0)
                 return nook_err_wrap(err, "moving the sandbox into its cgroup");
         json_t *m = json_pack("{s:s}", "op", "maps");
-        r = m ? proto_send(s->init_sock, m, NULL, 0) : -ENOMEM;
+        r = m ? proto_send(s->init_sock, m, cgj.fds, cgj.n) : -ENOMEM;
         json_decref(m);
         if (r < 0)
                 return nook_err_errnum(err, NOOK_E_IO, -r, "Cannot talk to the sandbox init");
@@ -955,8 +962,6 @@ int sup_run(const sup_config *c, const char *state_dir, const char *run_dir, int
         if (s.sig_fd < 0)
                 r = nook_err_errno(&err, NOOK_E_IO, "Cannot create a signalfd");
         else
-                r = setup_cgroup(&s, &err);
-        if (r >= 0)
                 r = sup_egress_start(&s.egress, c, state_dir, values, &err);
         if (r >= 0)
                 r = start_init(&s, &err);

@@ -158,7 +158,7 @@ static int v1_own_path_in(const char *text, const char *controller, char *ret, s
 }
 
 static int v1_own_path(const char *controller, char *ret, size_t len) {
-        char text[8192];
+        char text[8192] = ""; /* zeroed: the analyzer does not see read() fill it */
         int r = self_cgroups(text, sizeof(text));
         return r < 0 ? r : v1_own_path_in(text, controller, ret, len);
 }
@@ -280,7 +280,7 @@ static int cg_paths(const char *home, const char *name, iso_cgroup **ret, nook_e
                         return nook_err_oom(err);
                 }
         } else {
-                char self[8192];
+                char self[8192] = ""; /* zeroed: the analyzer does not see read() fill it */
                 if (self_cgroups(self, sizeof(self)) < 0)
                         self[0] = 0;
                 for (int i = 0; i < _V1_SANDBOX_MAX; i++)

@@ -92,7 +92,7 @@ static int clone_ro(const char *src, int target_fd, const char *target, uint64_t
 }
 
 static int bind_ro(const char *src, const char *dst, bool recursive, unsigned long extra, nook_error *err) {
-        if (recursive && clone_ro(src, -1, dst, extra & MS_NOEXEC ? MOUNT_ATTR_NOEXEC : 0) == 0)
+        if (recursive && clone_ro(src, -1, dst, (extra & MS_NOEXEC) ? MOUNT_ATTR_NOEXEC : 0) == 0)
                 return 0;
         if (mount(src, dst, NULL, MS_BIND | (recursive ? MS_REC : 0), NULL) < 0)
                 return nook_err_errno(err, NOOK_E_IO, "Cannot bind '%s' into the sandbox", src);

@@ -521,7 +521,9 @@ int sb_create_locked(nook *n, const char *name, const sb_spec *spec, unsigned fl
                 if (!keep_upper)
                         (void)path_rm_rf(sdir, &ignore);
                 if (rundir)
-                        sb_run_dir_clean(rundir, keep_log);
+                        sb_run_dir_clean(rundir, keep_log || !spawned);
+                if (rundir && !spawned)
+                        (void)rmdir(rundir); /* unless it keeps a log of an earlier failed create */
                 if (!ws_existed)
                         (void)path_rm_rf(wsdir, &ignore);
                 if (existed) {

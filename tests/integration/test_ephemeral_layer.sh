@@ -2,11 +2,10 @@
 # SPDX-License-Identifier: Apache-2.0
 # The ephemeral layer (src/sandbox/rundir.h, docs/design/runtime.md "The ephemeral layer"): an
 # ephemeral sandbox's writable layer (upper, work) lives in its runtime folder, not in its state
-# folder on NOOK_HOME's disk; the guest's writes land there, diff (its baseline is beside it) and
-# branch find them there, a
-# stop, a killed supervisor (reconcile) and rm remove them; a sticky sandbox keeps its layer in
-# its state folder; a runtime folder with too little room gets no layer (the state folder
-# instead).
+# folder on NOOK_HOME's disk; the guest's writes land there; diff (the layer's baseline is beside
+# it) and branch find them there; a stop, a killed supervisor (reconcile) and rm remove them; a
+# sticky sandbox keeps its layer in its state folder; a runtime folder with too little room gets
+# no layer (the state folder instead).
 . "$(dirname "$0")/lib.sh"
 
 require_bin "$NOOK"

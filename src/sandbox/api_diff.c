@@ -68,32 +68,16 @@ static void capture_one(int sfd, const char *tree, const char *file, bool durabl
         }
 }
 
-/* The folder that holds the writable layer upper (<folder>/upper) keeps its baseline: the state
- * folder, or the runtime folder of an ephemeral layer (rundir.h), where the baseline goes with
- * the layer and costs no file on NOOK_HOME's disk. */
-static int open_layer_dir(const char *upper, int *ret, nook_error *err) {
-        _cleanup_free_ char *dir = strdup(upper);
-        char *slash = dir ? strrchr(dir, '/') : NULL;
-        if (!dir)
-                return nook_err_oom(err);
-        if (slash && slash != dir)
-                *slash = 0;
-        return open_dir(dir, "the writable layer's folder", ret, err);
-}
-
 int sb_baseline_capture(const char *sdir, const char *wsdir, const char *upper, bool fresh_upper,
         bool upper_durable, nook_error *err) {
-        _cleanup_close_ int sfd = -1, lfd = -1;
+        _cleanup_close_ int sfd = -1;
         int r = open_dir(sdir, "the state folder", &sfd, err);
         if (r < 0)
                 return r;
         if (faccessat(sfd, MF_FILE_NAME, F_OK, AT_SYMLINK_NOFOLLOW) < 0)
                 capture_one(sfd, wsdir, MF_FILE_NAME, /* durable= */ true);
-        r = open_layer_dir(upper, &lfd, err);
-        if (r < 0)
-                return r;
-        if (fresh_upper || faccessat(lfd, MF_ROOT_FILE_NAME, F_OK, AT_SYMLINK_NOFOLLOW) < 0)
-                capture_one(lfd, upper, MF_ROOT_FILE_NAME, upper_durable);
+        if (fresh_upper || faccessat(sfd, MF_ROOT_FILE_NAME, F_OK, AT_SYMLINK_NOFOLLOW) < 0)
+                capture_one(sfd, upper, MF_ROOT_FILE_NAME, upper_durable);
         return 0;
 }
 
@@ -137,12 +121,6 @@ static int open_tree(
         r = open_dir(layer ? upper : wsdir, layer ? "the writable layer" : "the workspace", &tfd, err);
         if (r < 0)
                 return r;
-        if (layer) { /* its baseline is beside it (open_layer_dir) */
-                sfd = safe_close(sfd);
-                r = open_layer_dir(upper, &sfd, err);
-                if (r < 0)
-                        return r;
-        }
         const char *file = layer ? MF_ROOT_FILE_NAME : MF_FILE_NAME;
         r = manifest_load(sfd, file, ret_base, err);
         if (r == -NOOK_E_NOT_FOUND) {

@@ -6,11 +6,10 @@
 
 #include "nook.h"
 
-/* Captures the baseline manifests: into the state folder sdir the workspace's when sdir holds
+/* Captures the baseline manifests into the state folder sdir: the workspace's when sdir holds
  * none yet (a re-create over a kept workspace keeps the first one; a branch's, taken when it is
  * created over its copied workspace, is its branch point), and the writable layer's whenever
- * the layer is new (fresh_upper) or has none, into the folder that holds upper (sdir, or the
- * runtime folder of an ephemeral layer: rundir.h).  A capture that fails (a tree over the bounds of
+ * the layer is new (fresh_upper) or has none.  A capture that fails (a tree over the bounds of
  * manifest_capture, an I/O error) does not fail the create: the reason is kept beside the
  * manifest's name (".error") and diff and merge of that sandbox say it.  Fails only when the
  * state folder cannot be opened.  upper_durable: the layer's baseline survives a power loss

@@ -24,7 +24,6 @@
 #include "nook.h"
 #include "sandbox/ctx.h"
 #include "sandbox/rundir.h"
-#include "tree/manifest.h"
 #include "util/error.h"
 #include "util/macro.h"
 #include "util/name.h"
@@ -291,10 +290,7 @@ void sb_run_dir_clean(const char *dir, bool keep_log) {
         _cleanup_close_ int dfd = open(dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         for (size_t i = 0; dfd >= 0 && i < ELEMENTSOF(sockets); i++)
                 (void)unlinkat(dfd, sockets[i], 0);
-        /* an ephemeral layer (sb_run_dir_layer) and its baseline go with the sandbox's run */
-        static const char *const baseline[] = { MF_ROOT_FILE_NAME, MF_ROOT_FILE_NAME ".error" };
-        for (size_t i = 0; dfd >= 0 && i < ELEMENTSOF(baseline); i++)
-                (void)unlinkat(dfd, baseline[i], 0);
+        /* an ephemeral layer (sb_run_dir_layer) goes with the sandbox's run */
         static const char *const layer[] = { "upper", "work" };
         for (size_t i = 0; dfd >= 0 && i < ELEMENTSOF(layer); i++) {
                 _cleanup_free_ char *p = strprintf("%s/%s", dir, layer[i]);

@@ -2,14 +2,14 @@
 # SPDX-License-Identifier: Apache-2.0
 # The ephemeral layer (src/sandbox/rundir.h, docs/design/runtime.md "The ephemeral layer"): an
 # ephemeral sandbox's writable layer (upper, work) lives in its runtime folder, not in its state
-# folder on NOOK_HOME's disk; the guest's writes land there; diff (the layer's baseline is beside
-# it) and branch find them there; a stop, a killed supervisor (reconcile) and rm remove them; a
-# sticky sandbox keeps its layer in its state folder; a runtime folder with too little room gets
-# no layer (the state folder instead).
+# folder on NOOK_HOME's disk; the guest's writes land there; diff and branch find them there; a
+# stop, a killed supervisor (reconcile) and rm remove them; a sticky sandbox keeps its layer in
+# its state folder; a runtime folder with too little room gets no layer (the state folder
+# instead).
 . "$(dirname "$0")/lib.sh"
 
 require_bin "$NOOK"
-plan 16
+plan 15
 
 rt() { readlink -f "$NOOK_HOME/run"; }
 sup_pid() { "$NOOK" inspect "$1" 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin).get("supervisorPid") or "")'; }
@@ -29,9 +29,6 @@ is "$status" 0 "create e (ephemeral)" || diag "$err"
 R=$(rt)
 check "its upper and work folders are in its runtime folder" test -d "$R/e/upper" -a -d "$R/e/work"
 check "and not in its state folder" test ! -e "$NOOK_HOME/sandboxes/e/upper" -a ! -e "$NOOK_HOME/sandboxes/e/work"
-check "the layer's baseline (diff --root) is beside it, the workspace's in the state folder" \
-        test -f "$R/e/baseline-root.manifest" -a ! -e "$NOOK_HOME/sandboxes/e/baseline-root.manifest" \
-        -a -f "$NOOK_HOME/sandboxes/e/baseline.manifest"
 run_nook exec e -- sh -c 'echo layer-data >/etc/nook-layer-test && cat /etc/nook-layer-test'
 is "$status/$out" "0/layer-data" "the guest writes to its root" || diag "$err"
 is "$(cat "$R/e/upper/etc/nook-layer-test" 2>&1)" "layer-data" "the write is in the runtime folder's upper"

@@ -24,7 +24,7 @@ struct nook_exec {
         int fd;
         int tty_fd;
         int pid;
-        bool done, detach;
+        bool done, detach, tty;
         nook_exec_result result;
         char start_error[256]; /* why the command could not start, or "" */
 };
@@ -122,6 +122,7 @@ int nook_exec_start(nook *n, const char *name, const nook_exec_opts *o, nook_exe
         e->fd = TAKE_FD(fd);
         e->tty_fd = -1;
         e->detach = o->detach;
+        e->tty = o->tty;
         if (o->tty) {
                 /* the terminal's master arrives with "started": wait for it before returning */
                 r = exec_wait_started(e, err);
@@ -177,7 +178,9 @@ static int exec_read_one(nook_exec *e, nook_error *err) {
         const char *op = proto_op(m);
         if (streq(op, "started")) {
                 e->pid = (int)json_integer_value(json_object_get(m, "pid"));
-                if (n_fds > 0 && e->tty_fd < 0) {
+                /* only a terminal's master rides along, and only when one was asked for: a
+                 * direct exec's "started" comes from its helper in the sandbox (runtime.md) */
+                if (n_fds > 0 && e->tty && e->tty_fd < 0) {
                         e->tty_fd = fds[0];
                         fds[0] = -1;
                 }

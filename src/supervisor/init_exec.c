@@ -15,6 +15,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -219,6 +220,7 @@ static void kill_descendants(pid_t cmd, int *cmd_status, bool *cmd_done) {
 }
 
 typedef struct exec_req {
+        uint64_t id; /* the supervisor's exec id, for the client's "started"/"exited" */
         char **argv;
         char **env;
         const char *cwd;
@@ -358,6 +360,26 @@ static pid_t spawn_command(exec_req *req, const int fds[3], int *ret_status, cha
         return pid;
 }
 
+/* Sends m (consumed) to the exec's client itself, worded as the supervisor words it
+ * (proto.h): a direct exec's request came with the client's connection (client_fd), so the
+ * client hears "started" and "exited" without a wake-up of the supervisor in between.  Whether
+ * it went: a client gone or not reading (the socket is non-blocking) is told by nobody, or by
+ * the supervisor (helper_rec.told = 0).  Nothing is ever read from client_fd: the client's
+ * requests (cancel, signal) are the supervisor's. */
+static bool client_tell(int client_fd, json_t *m) {
+        bool told = client_fd >= 0 && m && proto_send(client_fd, m, NULL, 0) >= 0;
+        json_decref(m);
+        return told;
+}
+
+static bool client_tell_exited(int client_fd, uint64_t id, int status, const char *why) {
+        if (client_fd < 0)
+                return false;
+        return client_tell(client_fd,
+                json_pack("{s:s, s:I, s:i, s:s, s:s?}", "op", "exited", "id", (json_int_t)id, "status",
+                        status, "reason", "exited", "error", why && why[0] ? why : NULL));
+}
+
 /* One record to whoever sent the request (init or the supervisor).  A reader that is gone (a
  * client's exec cancelled, the supervisor dying) is no error: the helper goes on reaping. */
 static void helper_report(int sock, const helper_rec *rec) {
@@ -369,13 +391,19 @@ static void helper_report(int sock, const helper_rec *rec) {
 
 /* The helper: child subreaper between init and the command.  Reports on status_fd (its request
  * socket) that the command started (or why it could not), its wait status as soon as it exits,
- * then keeps reaping whatever the command left running. */
-_Noreturn static void helper_main(exec_req *req, int fds[3], int status_fd) {
+ * then keeps reaping whatever the command left running.  client_fd (a direct exec; else -1): the
+ * client's connection, told first (client_tell) except of an end the supervisor words: a
+ * command killed by SIGKILL (its reason may be "oom") or one killed on request ("timeout",
+ * "cancelled", a vanished client).  A kill request (SIGUSR1) after the exit was reported is
+ * ignored: what the command left running keeps running, as when it arrives after the
+ * supervisor heard of the exit (a client that hung up on "exited" before the supervisor read
+ * this helper's record must not take the command's background along). */
+_Noreturn static void helper_main(exec_req *req, int fds[3], int status_fd, int client_fd) {
         sigset_t set;
 
         init_helper_sigset(&set); /* blocked since the fork (init_spare_main) */
 
-        bool cmd_done = false;
+        bool cmd_done = false, kill_asked = false;
         int cmd_status = 0;
         helper_rec rec = { .kind = HELPER_EXITED };
         pid_t cmd = spawn_command(
@@ -383,23 +411,33 @@ _Noreturn static void helper_main(exec_req *req, int fds[3], int status_fd) {
         for (int i = 0; i < 3; i++)
                 fds[i] = safe_close(fds[i]);
         if (cmd < 0) {
+                rec.told = client_tell_exited(client_fd, req->id, rec.status, rec.why);
                 helper_report(status_fd, &rec);
                 _exit(0);
         }
         rec = (helper_rec){ .kind = HELPER_STARTED };
+        if (client_fd >= 0)
+                rec.told = client_tell(client_fd,
+                        json_pack("{s:s, s:I, s:i}", "op", "started", "id", (json_int_t)req->id, "pid",
+                                (int)getpid()));
         helper_report(status_fd, &rec);
         for (;;) {
                 siginfo_t si;
                 int sig = sigwaitinfo(&set, &si);
                 if (sig < 0)
                         continue;
-                if (sig == SIGUSR1)
+                if (sig == SIGUSR1 && status_fd >= 0) {
+                        kill_asked = true;
                         kill_descendants(cmd, &cmd_status, &cmd_done);
-                else if (sig != SIGCHLD && !cmd_done)
+                } else if (sig != SIGCHLD && sig != SIGUSR1 && !cmd_done)
                         (void)kill(cmd, sig);
                 reap_children(cmd, &cmd_status, &cmd_done);
                 if (cmd_done && status_fd >= 0) {
                         rec = (helper_rec){ .kind = HELPER_EXITED, .status = cmd_status };
+                        bool sigkill = WIFSIGNALED(cmd_status) && WTERMSIG(cmd_status) == SIGKILL;
+                        if (!kill_asked && !sigkill)
+                                rec.told = client_tell_exited(client_fd, req->id, cmd_status, NULL);
+                        client_fd = safe_close(client_fd);
                         helper_report(status_fd, &rec);
                         status_fd = safe_close(status_fd);
                 }
@@ -431,6 +469,7 @@ static bool spare_parse(json_t *msg, exec_req *req) {
         if (json_strv(json_object_get(msg, "argv"), &req->argv) < 0 ||
                 json_strv(json_object_get(msg, "env"), &req->env) < 0 || !req->argv[0])
                 return false;
+        req->id = (uint64_t)json_integer_value(json_object_get(msg, "id"));
         req->cwd = json_string_value(json_object_get(msg, "cwd"));
         req->user = json_string_value(json_object_get(msg, "user"));
         req->tty = json_is_true(json_object_get(msg, "tty"));
@@ -481,6 +520,10 @@ _Noreturn void init_spare_main(int req_sock, int taken_fd) {
                 std[i] = fds[i];
                 fds[i] = -1;
         }
+        /* a fourth fd: the client's connection (a direct exec from the supervisor; init sends 3) */
+        int client_fd = n_fds == 4 ? fds[3] : -1;
+        if (n_fds == 4)
+                fds[3] = -1;
         proto_close_fds(fds, n_fds);
         if (!spare_parse(msg, &req)) {
                 helper_rec rec = { .kind = HELPER_EXITED, .status = 126 << 8 };
@@ -488,7 +531,7 @@ _Noreturn void init_spare_main(int req_sock, int taken_fd) {
                 helper_report(req_sock, &rec);
                 _exit(0);
         }
-        helper_main(&req, std, req_sock); /* msg stays: req points into it */
+        helper_main(&req, std, req_sock, client_fd); /* msg stays: req points into it */
 }
 
 void init_signals_note(void) {

@@ -393,12 +393,16 @@ static json_t *build_exec(sup *s, json_t *req, uint64_t id, nook_error *err) {
 
 /* Sends the exec straight to the spare helper when there is one, else to init (which forks a
  * helper on the spot).  A terminal always goes through init: it opens the pty.  A spare that
- * cannot take the request (killed from inside the sandbox: guest root can) is dropped. */
-static int send_exec(sup *s, json_t *m, const int fds[3], bool tty, uint64_t id, bool detach) {
+ * cannot take the request (killed from inside the sandbox: guest root can) is dropped.  The
+ * spare gets the client's connection too (client_fd, a fourth fd): it tells the client
+ * "started" and "exited" itself, then us (helper_rec.told; docs/design/runtime.md, Exec). */
+static int send_exec(
+        sup *s, json_t *m, const int fds[3], int client_fd, bool tty, uint64_t id, bool detach) {
         if (!tty && s->spare_fd >= 0 && s->n_direct < MAX_DIRECT) {
                 int fd = s->spare_fd;
+                int all[4] = { fds[0], fds[1], fds[2], client_fd };
                 s->spare_fd = -1;
-                if (proto_send(fd, m, fds, 3) >= 0) {
+                if (proto_send(fd, m, all, 4) >= 0) {
                         s->direct[s->n_direct++] =
                                 (direct_exec){ .fd = fd, .pid = s->spare_pid, .id = id, .detached = detach };
                         return 0;
@@ -453,7 +457,7 @@ static void handle_exec(sup *s, client *c, json_t *req, int *fds, size_t n_fds) 
                 send_fds[1] = log_out;
                 send_fds[2] = log_err;
         }
-        int r = send_exec(s, m, send_fds, tty, id, detach);
+        int r = send_exec(s, m, send_fds, c->fd, tty, id, detach);
         safe_close(log_out);
         safe_close(log_err);
         json_decref(m);
@@ -517,8 +521,24 @@ static json_t *status_msg(sup *s) {
                 "uptimeMs", (json_int_t)(now_ms() - s->started_ms));
 }
 
+static void handle_direct(sup *s, size_t i);
+
+/* A direct exec's helper tells its client "exited" first, then us: a client that hung up right
+ * after hearing it may be read before the helper's record.  Read the record now, so that such
+ * a client is not taken for one that vanished mid-exec (a kill for an exec whose exit we have
+ * not read is ignored by its helper anyway: init_exec.c, helper_main). */
+static void direct_drain(sup *s, uint64_t id) {
+        for (size_t i = 0; i < s->n_direct; i++)
+                if (s->direct[i].id == id) {
+                        handle_direct(s, i);
+                        return;
+                }
+}
+
 static void client_drop(sup *s, size_t i) {
         client *c = &s->clients[i];
+        if (c->exec_running)
+                direct_drain(s, c->exec_id);
         /* a pause held for a copy ends with its holder, however that died */
         if (c->holds_pause && s->paused && s->cg && iso_cgroup_freeze(s->cg, false, NULL) >= 0) {
                 s->paused = false;
@@ -620,8 +640,10 @@ static bool abandoned_take(sup *s, uint64_t id) {
 
 /* "exited" for exec id; error: why the command could not start (no "started" came).  detached:
  * the exec, once its client is gone, is counted in detached_running (false for a direct exec
- * that was not detached; an exec through init is looked up in the abandoned ones). */
-static void exec_exited(sup *s, uint64_t id, json_int_t st, const char *error, bool detached) {
+ * that was not detached; an exec through init is looked up in the abandoned ones).  told: a
+ * direct exec's helper told the client itself; it is told again only when we ended the exec
+ * on purpose (timeout, cancel: a reason of ours), a duplicate the client ignores. */
+static void exec_exited(sup *s, uint64_t id, json_int_t st, const char *error, bool detached, bool told) {
         client *c = id > 0 ? client_by_exec(s, id) : NULL;
         if (c) {
                 c->exec_running = false;
@@ -629,9 +651,12 @@ static void exec_exited(sup *s, uint64_t id, json_int_t st, const char *error, b
                 if (!c->reason && WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL &&
                         oom_kills(s) > c->oom_kills_at_start)
                         c->reason = "oom";
-                client_send(c,
-                        json_pack("{s:s, s:I, s:I, s:s, s:s?}", "op", "exited", "id", (json_int_t)id,
-                                "status", st, "reason", c->reason ? c->reason : "exited", "error", error));
+                if (!told || c->reason) {
+                        json_t *m = json_pack("{s:s, s:I, s:I, s:s, s:s?}", "op", "exited", "id",
+                                (json_int_t)id, "status", st, "reason", c->reason ? c->reason : "exited",
+                                "error", error);
+                        client_send(c, m);
+                }
         } else if (detached && !abandoned_take(s, id) && s->detached_running > 0)
                 s->detached_running--;
         s->last_activity_ms = now_ms();
@@ -672,7 +697,7 @@ static void handle_init(sup *s) {
                 exec_started(s, (uint64_t)id, pid, n_fds > 0 ? fds[0] : -1);
         else if (streq(op, "exited"))
                 exec_exited(s, (uint64_t)id, json_integer_value(json_object_get(msg, "status")),
-                        json_string_value(json_object_get(msg, "error")), true);
+                        json_string_value(json_object_get(msg, "error")), true, false);
         else if (streq(op, "spare"))
                 take_spare(s, pid, fds, n_fds);
         proto_close_fds(fds, n_fds);
@@ -701,7 +726,7 @@ static void handle_direct(sup *s, size_t i) {
                         return;
                 if (n != (ssize_t)sizeof(rec) || rec.kind != HELPER_STARTED)
                         break;
-                if (!d->started)
+                if (!d->started && !rec.told)
                         exec_started(s, d->id, d->pid, -1);
                 d->started = true;
         }
@@ -709,9 +734,10 @@ static void handle_direct(sup *s, size_t i) {
                 return;
         if (n == (ssize_t)sizeof(rec) && rec.kind == HELPER_EXITED) {
                 rec.why[sizeof(rec.why) - 1] = 0;
-                exec_exited(s, d->id, rec.status, !d->started && rec.why[0] ? rec.why : NULL, d->detached);
+                exec_exited(s, d->id, rec.status, !d->started && rec.why[0] ? rec.why : NULL, d->detached,
+                        rec.told != 0);
         } else if (!s->stopping && !init_gone(s))
-                exec_exited(s, d->id, SIGKILL, d->started ? NULL : helper_killed, d->detached);
+                exec_exited(s, d->id, SIGKILL, d->started ? NULL : helper_killed, d->detached, false);
         safe_close(d->fd);
         *d = s->direct[--s->n_direct];
 }

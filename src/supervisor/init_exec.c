@@ -226,6 +226,7 @@ typedef struct exec_req {
         const char *cwd;
         const char *user;
         bool tty;
+        bool report_started; /* false: the client wants no "started" ("reportStarted") */
 } exec_req;
 
 /* What the command's child does between clone and execve.  It shares the helper's memory
@@ -415,8 +416,8 @@ _Noreturn static void helper_main(exec_req *req, int fds[3], int status_fd, int 
                 helper_report(status_fd, &rec);
                 _exit(0);
         }
-        rec = (helper_rec){ .kind = HELPER_STARTED };
-        if (client_fd >= 0)
+        rec = (helper_rec){ .kind = HELPER_STARTED, .told = client_fd >= 0 && !req->report_started };
+        if (client_fd >= 0 && req->report_started)
                 rec.told = client_tell(client_fd,
                         json_pack("{s:s, s:I, s:i}", "op", "started", "id", (json_int_t)req->id, "pid",
                                 (int)getpid()));
@@ -473,6 +474,7 @@ static bool spare_parse(json_t *msg, exec_req *req) {
         req->cwd = json_string_value(json_object_get(msg, "cwd"));
         req->user = json_string_value(json_object_get(msg, "user"));
         req->tty = json_is_true(json_object_get(msg, "tty"));
+        req->report_started = !json_is_false(json_object_get(msg, "reportStarted"));
         return true;
 }
 

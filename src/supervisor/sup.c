@@ -51,6 +51,7 @@ typedef struct client {
         uint64_t exec_id; /* 0: none */
         bool exec_running;
         bool detach;
+        bool no_started; /* the client asked for no "started" ("reportStarted": false) */
         bool wants_stopped; /* sent "stop": answer when the sandbox is down */
         bool holds_pause; /* paused with "hold": thawed when this client goes (a branch's copy) */
         uint64_t deadline; /* exec timeout (monotonic ms), 0 = none */
@@ -382,13 +383,14 @@ static json_t *build_exec(sup *s, json_t *req, uint64_t id, nook_error *err) {
         json_t *envj = json_array();
         STRV_FOREACH (e, merged)
                 json_array_append_new(envj, json_string(*e));
-        return json_pack("{s:s, s:I, s:O, s:o, s:s, s:s, s:b, s:I, s:I}", "op", "exec", "id", (json_int_t)id,
+        return json_pack("{s:s, s:I, s:O, s:o, s:s, s:s, s:b, s:I, s:I, s:b}", "op", "exec", "id", (json_int_t)id,
                 "argv", argv, "env", envj, "cwd",
                 cwd ? cwd : (s->cfg->workdir ? s->cfg->workdir : "/workspace"), "user",
                 user ? user : (s->cfg->user ? s->cfg->user : "0"), "tty",
                 json_is_true(json_object_get(req, "tty")), "rows",
                 json_integer_value(json_object_get(req, "rows")), "cols",
-                json_integer_value(json_object_get(req, "cols")));
+                json_integer_value(json_object_get(req, "cols")), "reportStarted",
+                !json_is_false(json_object_get(req, "reportStarted")));
 }
 
 /* Sends the exec straight to the spare helper when there is one, else to init (which forks a
@@ -470,6 +472,7 @@ static void handle_exec(sup *s, client *c, json_t *req, int *fds, size_t n_fds) 
         c->exec_running = true;
         c->oom_kills_at_start = oom_kills(s);
         c->detach = detach;
+        c->no_started = !tty && !detach && json_is_false(json_object_get(req, "reportStarted"));
         if (detach && json_is_true(json_object_get(req, "stopSandbox")))
                 s->main_exec_id = id;
         c->deadline = t > 0 ? now_ms() + (uint64_t)t : 0;
@@ -621,6 +624,8 @@ static void accept_clients(sup *s) {
 /* "started" for exec id, with the pty master (fd, or -1) for its client. */
 static void exec_started(sup *s, uint64_t id, json_int_t pid, int fd) {
         client *c = id > 0 ? client_by_exec(s, id) : NULL;
+        if (c && c->no_started)
+                return;
         json_t *m = json_pack("{s:s, s:I, s:I}", "op", "started", "id", (json_int_t)id, "pid", pid);
         if (c && m)
                 (void)proto_send(c->fd, m, fd >= 0 ? &fd : NULL, fd >= 0 ? 1 : 0);

@@ -305,6 +305,27 @@ static void spawn_step_why(const spawn_args *a, const exec_req *req, char *why, 
                 (void)snprintf(why, len, "cannot %s for '%s': %s", a->step, req->argv[0], strerror(a->err));
 }
 
+/* The command's stack, mapped (and its top pages touched) by a spare before its request comes
+ * (spare_rehearse), so the exec's path has no mmap, no mprotect and no zero-fill faults for it;
+ * NULL in a helper init forked on the spot, or when the command's argv needs more. */
+#define PRE_STACK_SIZE (96 * 1024)
+#define PRE_STACK_TOUCH (16 * 1024)
+static char *pre_stack;
+
+/* The child's stack, as posix_spawn sizes it: execvp's script fallback copies argv onto it.  A
+ * guard page below: an overflow faults instead of writing into our memory.  NULL: no memory. */
+static char *stack_map(size_t size) {
+        size_t page = (size_t)sysconf(_SC_PAGESIZE);
+        char *stack = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+        if (stack == MAP_FAILED)
+                return NULL;
+        if (mprotect(stack, page, PROT_NONE) < 0) {
+                (void)munmap(stack, size);
+                return NULL;
+        }
+        return stack;
+}
+
 /* spawn_command without the report on stderr. */
 static pid_t spawn_command_try(exec_req *req, const int fds[3], int *ret_status, char *why, size_t len) {
         spawn_args a = { .req = req, .in = fds[0], .out = fds[1], .errfd = fds[2] };
@@ -322,19 +343,20 @@ static pid_t spawn_command_try(exec_req *req, const int fds[3], int *ret_status,
         }
         extern char **environ;
         environ = req->env;
-        /* The child's stack, as posix_spawn sizes it: execvp's script fallback copies argv onto
-         * it.  A guard page below: an overflow faults instead of writing into our memory. */
         size_t page = (size_t)sysconf(_SC_PAGESIZE), argc = strv_length(req->argv);
         size_t size = ((64 * 1024 + (argc + 3) * sizeof(char *) + PATH_MAX + page - 1) / page + 1) * page;
-        char *stack =
-                mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
-        if (stack == MAP_FAILED || mprotect(stack, page, PROT_NONE) < 0) {
+        bool own = !pre_stack || size > PRE_STACK_SIZE;
+        char *stack = own ? stack_map(size) : pre_stack;
+        if (!stack) {
                 (void)snprintf(why, len, "cannot start '%s': no memory for its stack", req->argv[0]);
                 *ret_status = 126 << 8;
                 return -1;
         }
+        if (!own)
+                size = PRE_STACK_SIZE;
         pid_t pid = clone(spawn_child, stack + size, CLONE_VM | CLONE_VFORK | SIGCHLD, &a);
-        (void)munmap(stack, size); /* CLONE_VFORK: the child has exec'd or exited */
+        if (own)
+                (void)munmap(stack, size); /* CLONE_VFORK: the child has exec'd or exited */
         if (pid < 0) {
                 (void)snprintf(why, len, "cannot start '%s': %s", req->argv[0], strerror(errno));
                 *ret_status = 126 << 8;
@@ -399,7 +421,7 @@ static void helper_report(int sock, const helper_rec *rec) {
  * ignored: what the command left running keeps running, as when it arrives after the
  * supervisor heard of the exit (a client that hung up on "exited" before the supervisor read
  * this helper's record must not take the command's background along). */
-_Noreturn static void helper_main(exec_req *req, int fds[3], int status_fd, int client_fd) {
+_Noreturn static void helper_main(exec_req *req, int fds[3], int status_fd, int client_fd, int taken_fd) {
         sigset_t set;
 
         init_helper_sigset(&set); /* blocked since the fork (init_spare_main) */
@@ -411,6 +433,9 @@ _Noreturn static void helper_main(exec_req *req, int fds[3], int status_fd, int 
                 req, fds, &rec.status, rec.why, sizeof(rec.why)); /* it unblocks every signal */
         for (int i = 0; i < 3; i++)
                 fds[i] = safe_close(fds[i]);
+        /* init forks the next spare now: not earlier, while we prepare the command on the CPUs
+         * its fork would take */
+        safe_close(taken_fd);
         if (cmd < 0) {
                 rec.told = client_tell_exited(client_fd, req->id, rec.status, rec.why);
                 helper_report(status_fd, &rec);
@@ -478,6 +503,42 @@ static bool spare_parse(json_t *msg, exec_req *req) {
         return true;
 }
 
+/* A request of the shape the supervisor sends (sup.c, build_exec), for spare_rehearse. */
+static const char rehearsal_req[] =
+        "{\"op\":\"exec\",\"id\":1,\"argv\":[\"true\"],\"env\":[\"PATH=/usr/local/sbin:/usr/local/bin:"
+        "/usr/sbin:/usr/bin:/sbin:/bin\",\"TERM=xterm\",\"HOSTNAME=rehearsal\"],\"cwd\":\"/\","
+        "\"user\":\"0\",\"tty\":false,\"rows\":0,\"cols\":0,\"reportStarted\":false}";
+
+/* Off the exec's path, before the spare waits: once through what taking a request does (parse
+ * a request of the usual shape, resolve the user, set HOME; the receive buffer; the command's
+ * stack mapped and its top touched), so that the page faults of a fresh fork are taken now and
+ * not between the request and the command's start: init's heap and stack pages are copied on
+ * first write, and a fork copies no page-table entries of file mappings, so each libc and
+ * jansson page the exec path runs faults once (bench/README.md, issue #17, branch execfast). */
+static void spare_rehearse(void) {
+        json_error_t jerr;
+        exec_req req;
+        json_t *m = json_loadb(rehearsal_req, sizeof(rehearsal_req) - 1, JSON_REJECT_DUPLICATES, &jerr);
+        if (m && spare_parse(m, &req)) {
+                unsigned uid, gid;
+                char home[256], h[300];
+                if (init_resolve_user(req.user, &uid, &gid, home, sizeof(home)) >= 0) {
+                        (void)snprintf(h, sizeof(h), "HOME=%s", home);
+                        (void)strv_env_set(&req.env, h);
+                }
+                strv_free(req.argv);
+                strv_free(req.env);
+        }
+        json_decref(m);
+        char *buf = malloc(PROTO_MAX_MSG + 1); /* proto_recv's, the same chunk once freed */
+        if (buf)
+                explicit_bzero(buf, 4096);
+        free(buf);
+        pre_stack = stack_map(PRE_STACK_SIZE);
+        if (pre_stack)
+                explicit_bzero(pre_stack + PRE_STACK_SIZE - PRE_STACK_TOUCH, PRE_STACK_TOUCH);
+}
+
 /* Waits for the spare's request; when none came for IDLE_RELEASE_MS, gives back the pages it
  * touched since the fork and its free heap pages (copies of init's, which init and the
  * supervisor trim at the same time: the spare would otherwise be their last holder), then waits
@@ -488,8 +549,11 @@ static void spare_wait(int req_sock) {
         do
                 r = poll(&p, 1, IDLE_RELEASE_MS);
         while (r < 0 && errno == EINTR);
-        if (r == 0)
-                idle_release(IDLE_RELEASE_FILE | IDLE_RELEASE_HEAP | IDLE_RELEASE_STACK);
+        if (r != 0)
+                return;
+        idle_release(IDLE_RELEASE_FILE | IDLE_RELEASE_HEAP | IDLE_RELEASE_STACK);
+        if (pre_stack) /* zero-fill faults again when used */
+                (void)madvise(pre_stack, PRE_STACK_SIZE, MADV_DONTNEED);
 }
 
 /* A spare helper: a subreaper from birth, it waits on req_sock for one exec request (the JSON
@@ -509,12 +573,12 @@ _Noreturn void init_spare_main(int req_sock, int taken_fd) {
         sigset_t set;
         init_helper_sigset(&set);
         (void)sigprocmask(SIG_BLOCK, &set, NULL); /* already blocked by init; keep it explicit */
+        spare_rehearse();
         spare_wait(req_sock);
         int r;
         do
                 r = proto_recv(req_sock, &msg, fds, &n_fds);
         while (r == -EINTR);
-        safe_close(taken_fd);
         if (r <= 0)
                 _exit(0);
         int std[3] = { -1, -1, -1 };
@@ -533,7 +597,7 @@ _Noreturn void init_spare_main(int req_sock, int taken_fd) {
                 helper_report(req_sock, &rec);
                 _exit(0);
         }
-        helper_main(&req, std, req_sock, client_fd); /* msg stays: req points into it */
+        helper_main(&req, std, req_sock, client_fd, taken_fd); /* msg stays: req points into it */
 }
 
 void init_signals_note(void) {

@@ -93,8 +93,8 @@ static json_t *exec_request(const nook_exec_opts *o, bool report_started, nook_e
         return req;
 }
 
-static int exec_start(nook *n, const char *name, const nook_exec_opts *o, bool report_started, nook_exec **ret,
-        nook_error *err) {
+static int exec_start(nook *n, const char *name, const nook_exec_opts *o, bool report_started,
+        nook_exec **ret, nook_error *err) {
         _cleanup_close_ int fd = -1, nul = -1;
         int r = name_validate("sandbox", name, err);
         if (r < 0)

@@ -316,7 +316,8 @@ static char *pre_stack;
  * guard page below: an overflow faults instead of writing into our memory.  NULL: no memory. */
 static char *stack_map(size_t size) {
         size_t page = (size_t)sysconf(_SC_PAGESIZE);
-        char *stack = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+        char *stack =
+                mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
         if (stack == MAP_FAILED)
                 return NULL;
         if (mprotect(stack, page, PROT_NONE) < 0) {

@@ -383,8 +383,8 @@ static json_t *build_exec(sup *s, json_t *req, uint64_t id, nook_error *err) {
         json_t *envj = json_array();
         STRV_FOREACH (e, merged)
                 json_array_append_new(envj, json_string(*e));
-        return json_pack("{s:s, s:I, s:O, s:o, s:s, s:s, s:b, s:I, s:I, s:b}", "op", "exec", "id", (json_int_t)id,
-                "argv", argv, "env", envj, "cwd",
+        return json_pack("{s:s, s:I, s:O, s:o, s:s, s:s, s:b, s:I, s:I, s:b}", "op", "exec", "id",
+                (json_int_t)id, "argv", argv, "env", envj, "cwd",
                 cwd ? cwd : (s->cfg->workdir ? s->cfg->workdir : "/workspace"), "user",
                 user ? user : (s->cfg->user ? s->cfg->user : "0"), "tty",
                 json_is_true(json_object_get(req, "tty")), "rows",
@@ -856,8 +856,11 @@ static int sup_loop(sup *s) {
                 size_t i_eg = i_life + 1 + n_out; /* last: the egress gateway's socket */
                 size_t n_eg = sup_egress_pollfd(&s->egress, pfd + i_eg);
                 size_t i_dir = i_eg + n_eg, n_dir = s->n_direct; /* then the direct execs */
+                /* A direct exec's helper tells its client itself and closes its socket right after
+                 * its "exited" record (or dies): its records are read at that hang-up, in one
+                 * wake-up per exec instead of one per record (POLLHUP needs no event bit). */
                 for (size_t i = 0; i < n_dir; i++)
-                        pfd[i_dir + i] = (struct pollfd){ .fd = s->direct[i].fd, .events = POLLIN };
+                        pfd[i_dir + i] = (struct pollfd){ .fd = s->direct[i].fd, .events = 0 };
                 uint64_t d = next_deadline(s), now = now_ms();
                 int timeout = d == UINT64_MAX ? -1
                         : d <= now            ? 0

@@ -327,6 +327,24 @@ static char *stack_map(size_t size) {
         return stack;
 }
 
+/* Cuts a UTF-8 sequence that a truncating snprintf left incomplete at the end of s: why names
+ * the command, its folder or user, and goes out as a JSON string, which must be valid UTF-8 (a
+ * message that cannot be encoded is no message: its client would wait for ever).  What the
+ * request carried is valid already (the supervisor parsed it as JSON); only the cut is not. */
+static void utf8_trim_tail(char *s) {
+        size_t n = strlen(s), i = n, cont = 0;
+        while (i > 0 && cont < 4 && ((unsigned char)s[i - 1] & 0xC0) == 0x80) {
+                i--;
+                cont++;
+        }
+        if (i == 0)
+                return;
+        unsigned char lead = (unsigned char)s[i - 1];
+        size_t want = lead >= 0xF0 ? 3 : lead >= 0xE0 ? 2 : lead >= 0xC0 ? 1 : 0;
+        if (lead >= 0x80 && cont < want)
+                s[i - 1] = 0;
+}
+
 /* spawn_command without the report on stderr. */
 static pid_t spawn_command_try(exec_req *req, const int fds[3], int *ret_status, char *why, size_t len) {
         spawn_args a = { .req = req, .in = fds[0], .out = fds[1], .errfd = fds[2] };
@@ -377,6 +395,8 @@ static pid_t spawn_command_try(exec_req *req, const int fds[3], int *ret_status,
  * (also written to its stderr, as "nook: WHY"). */
 static pid_t spawn_command(exec_req *req, const int fds[3], int *ret_status, char *why, size_t len) {
         pid_t pid = spawn_command_try(req, fds, ret_status, why, len);
+        if (pid < 0)
+                utf8_trim_tail(why);
         if (pid < 0) {
                 int errfd = fds[2] >= 0 ? fds[2] : fds[1];
                 dprintf(errfd, "nook: %s\n", why);

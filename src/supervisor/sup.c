@@ -380,6 +380,10 @@ static json_t *build_exec(sup *s, json_t *req, uint64_t id, nook_error *err) {
                         err, NOOK_E_INVALID, "exec: the working directory '%s' must be absolute", cwd);
                 return NULL;
         }
+        /* "reportStarted": false, from a client that only waits for the end; a detached exec or
+         * a terminal always gets "started" (its pid, its pty) */
+        bool report_started = !json_is_false(json_object_get(req, "reportStarted")) ||
+                json_is_true(json_object_get(req, "detach")) || json_is_true(json_object_get(req, "tty"));
         json_t *envj = json_array();
         STRV_FOREACH (e, merged)
                 json_array_append_new(envj, json_string(*e));
@@ -389,8 +393,7 @@ static json_t *build_exec(sup *s, json_t *req, uint64_t id, nook_error *err) {
                 user ? user : (s->cfg->user ? s->cfg->user : "0"), "tty",
                 json_is_true(json_object_get(req, "tty")), "rows",
                 json_integer_value(json_object_get(req, "rows")), "cols",
-                json_integer_value(json_object_get(req, "cols")), "reportStarted",
-                !json_is_false(json_object_get(req, "reportStarted")));
+                json_integer_value(json_object_get(req, "cols")), "reportStarted", report_started);
 }
 
 /* Sends the exec straight to the spare helper when there is one, else to init (which forks a
@@ -660,6 +663,13 @@ static void exec_exited(sup *s, uint64_t id, json_int_t st, const char *error, b
                         json_t *m = json_pack("{s:s, s:I, s:I, s:s, s:s?}", "op", "exited", "id",
                                 (json_int_t)id, "status", st, "reason", c->reason ? c->reason : "exited",
                                 "error", error);
+                        /* a helper's why that is no valid UTF-8 (from inside the sandbox) makes no
+                         * JSON string: the end still goes out, without it */
+                        if (!m && error)
+                                m = json_pack("{s:s, s:I, s:I, s:s, s:s}", "op", "exited", "id",
+                                        (json_int_t)id, "status", st, "reason",
+                                        c->reason ? c->reason : "exited", "error",
+                                        "the command could not start (the sandbox gave no readable reason)");
                         client_send(c, m);
                 }
         } else if (detached && !abandoned_take(s, id) && s->detached_running > 0)

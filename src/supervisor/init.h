@@ -18,7 +18,8 @@
 _Noreturn void init_main(int sock, const sup_config *c, bool rootless, const iso_seccomp_prog *seccomp,
         const sup_idmaps *idm, const iso_cgroup_join *cgj);
 
-/* What an exec's helper sends back on its request socket (one SOCK_SEQPACKET record each):
+/* What an exec's helper sends back on its request socket (one SOCK_SEQPACKET record each; a
+ * direct exec's helper tells its client first, on the client's own connection: told below):
  * first HELPER_STARTED once the command runs, then HELPER_EXITED with its wait status.  A
  * command that could not start gets only HELPER_EXITED, with why, so it is reported "exited"
  * (with the reason) instead of "started": a detached exec learns it failed, as a foreground one

@@ -3,8 +3,9 @@
  * by init ahead of time (init_loop.c) and waits here for one request (init_spare_main), sent
  * straight by the supervisor or, when the supervisor had no spare, by init; it then resolves the
  * user, starts the command (clone(CLONE_VM|CLONE_VFORK), as posix_spawn does), reports "started"
- * and the exit status back on its request socket (helper_rec), forwards signals (from init), and
- * as a child subreaper kills the command's whole tree on a cancel or timeout. */
+ * and the exit status to the client itself (a direct exec: its connection came with the request)
+ * and back on its request socket (helper_rec), forwards signals (from init), and as a child
+ * subreaper kills the command's whole tree on a cancel or timeout. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>

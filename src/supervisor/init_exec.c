@@ -580,10 +580,12 @@ static void spare_wait(int req_sock) {
 
 /* A spare helper: a subreaper from birth, it waits on req_sock for one exec request (the JSON
  * as the supervisor built it and the command's stdio), from the supervisor (which init handed
- * req_sock's other end) or from init itself (no spare was at hand); closing taken_fd tells init
- * it took one, so init forks the next spare.  It then is that exec's helper (helper_main) and
- * reports on req_sock.  A stop SIGKILLs a spare still waiting (it blocks SIGTERM). */
-_Noreturn void init_spare_main(int req_sock, int taken_fd) {
+ * req_sock's other end) or from init itself (no spare was at hand); closing taken_fd (once the
+ * command started) tells init it took one, so init forks the next spare.  It then is that
+ * exec's helper (helper_main) and reports on req_sock.  rehearse: a spare, which has time to go
+ * through the exec path once before its request comes (spare_rehearse); not a helper init forked
+ * for the exec at hand.  A stop SIGKILLs a spare still waiting (it blocks SIGTERM). */
+_Noreturn void init_spare_main(int req_sock, int taken_fd, bool rehearse) {
         json_t *msg = NULL;
         int fds[PROTO_MAX_FDS];
         size_t n_fds = 0;
@@ -595,7 +597,8 @@ _Noreturn void init_spare_main(int req_sock, int taken_fd) {
         sigset_t set;
         init_helper_sigset(&set);
         (void)sigprocmask(SIG_BLOCK, &set, NULL); /* already blocked by init; keep it explicit */
-        spare_rehearse();
+        if (rehearse)
+                spare_rehearse();
         spare_wait(req_sock);
         int r;
         do

@@ -309,8 +309,8 @@ static void spawn_step_why(const spawn_args *a, const exec_req *req, char *why, 
 /* The command's stack, mapped (and its top pages touched) by a spare before its request comes
  * (spare_rehearse), so the exec's path has no mmap, no mprotect and no zero-fill faults for it;
  * NULL in a helper init forked on the spot, or when the command's argv needs more. */
-#define PRE_STACK_SIZE (96 * 1024)
-#define PRE_STACK_TOUCH (16 * 1024)
+#define PRE_STACK_SIZE ((size_t)96 * 1024)
+#define PRE_STACK_TOUCH ((size_t)16 * 1024)
 static char *pre_stack;
 
 /* The child's stack, as posix_spawn sizes it: execvp's script fallback copies argv onto it.  A
@@ -364,7 +364,8 @@ static pid_t spawn_command_try(exec_req *req, const int fds[3], int *ret_status,
         extern char **environ;
         environ = req->env;
         size_t page = (size_t)sysconf(_SC_PAGESIZE), argc = strv_length(req->argv);
-        size_t size = ((64 * 1024 + (argc + 3) * sizeof(char *) + PATH_MAX + page - 1) / page + 1) * page;
+        size_t size =
+                (((size_t)64 * 1024 + (argc + 3) * sizeof(char *) + PATH_MAX + page - 1) / page + 1) * page;
         bool own = !pre_stack || size > PRE_STACK_SIZE;
         char *stack = own ? stack_map(size) : pre_stack;
         if (!stack) {
@@ -396,9 +397,8 @@ static pid_t spawn_command_try(exec_req *req, const int fds[3], int *ret_status,
  * (also written to its stderr, as "nook: WHY"). */
 static pid_t spawn_command(exec_req *req, const int fds[3], int *ret_status, char *why, size_t len) {
         pid_t pid = spawn_command_try(req, fds, ret_status, why, len);
-        if (pid < 0)
-                utf8_trim_tail(why);
         if (pid < 0) {
+                utf8_trim_tail(why);
                 int errfd = fds[2] >= 0 ? fds[2] : fds[1];
                 dprintf(errfd, "nook: %s\n", why);
         }

@@ -24,7 +24,7 @@ struct nook_exec {
         int fd;
         int tty_fd;
         int pid;
-        bool done, detach;
+        bool done, detach, tty;
         nook_exec_result result;
         char start_error[256]; /* why the command could not start, or "" */
 };
@@ -50,7 +50,9 @@ static int add_env(json_t *a, const char *const *env, const char *what, nook_err
         return 0;
 }
 
-static json_t *exec_request(const nook_exec_opts *o, nook_error *err) {
+/* report_started false: the caller waits for the end only (nook_exec_run), so no "started" is
+ * sent, one wake-up of the caller less per exec (a detached or terminal exec always wants it). */
+static json_t *exec_request(const nook_exec_opts *o, bool report_started, nook_error *err) {
         json_t *argv = json_array(), *env = json_array();
         if (!argv || !env) {
                 json_decref(argv);
@@ -82,18 +84,22 @@ static json_t *exec_request(const nook_exec_opts *o, nook_error *err) {
         }
         /* A detached command with nowhere to write gets the sandbox's output log. */
         bool log = o->detach && !o->tty && o->stdout_fd < 0 && o->stderr_fd < 0;
-        return json_pack("{s:s, s:o, s:o, s:s?, s:s?, s:I, s:b, s:b, s:i, s:i, s:b, s:b}", "op", "exec",
-                "argv", argv, "env", env, "cwd", o->cwd, "user", o->user, "timeoutMs",
+        json_t *req = json_pack("{s:s, s:o, s:o, s:s?, s:s?, s:I, s:b, s:b, s:i, s:i, s:b, s:b}", "op",
+                "exec", "argv", argv, "env", env, "cwd", o->cwd, "user", o->user, "timeoutMs",
                 (json_int_t)o->timeout_ms, "detach", o->detach, "tty", o->tty, "rows", (int)o->rows, "cols",
                 (int)o->cols, "log", log, "stopSandbox", o->detach && o->stop_sandbox_when_done);
+        if (req && !report_started && !o->detach && !o->tty)
+                (void)json_object_set_new(req, "reportStarted", json_false());
+        return req;
 }
 
-int nook_exec_start(nook *n, const char *name, const nook_exec_opts *o, nook_exec **ret, nook_error *err) {
+static int exec_start(nook *n, const char *name, const nook_exec_opts *o, bool report_started,
+        nook_exec **ret, nook_error *err) {
         _cleanup_close_ int fd = -1, nul = -1;
         int r = name_validate("sandbox", name, err);
         if (r < 0)
                 return r;
-        json_t *req = exec_request(o, err);
+        json_t *req = exec_request(o, report_started, err);
         if (!req)
                 return err->code == NOOK_E_NOMEM ? -NOOK_E_NOMEM
                                                  : -NOOK_E_INVALID; /* what exec_request fails with */
@@ -122,6 +128,7 @@ int nook_exec_start(nook *n, const char *name, const nook_exec_opts *o, nook_exe
         e->fd = TAKE_FD(fd);
         e->tty_fd = -1;
         e->detach = o->detach;
+        e->tty = o->tty;
         if (o->tty) {
                 /* the terminal's master arrives with "started": wait for it before returning */
                 r = exec_wait_started(e, err);
@@ -132,6 +139,10 @@ int nook_exec_start(nook *n, const char *name, const nook_exec_opts *o, nook_exe
         }
         *ret = e;
         return 0;
+}
+
+int nook_exec_start(nook *n, const char *name, const nook_exec_opts *o, nook_exec **ret, nook_error *err) {
+        return exec_start(n, name, o, /* report_started= */ true, ret, err);
 }
 
 int nook_exec_tty_fd(const nook_exec *e) {
@@ -177,7 +188,9 @@ static int exec_read_one(nook_exec *e, nook_error *err) {
         const char *op = proto_op(m);
         if (streq(op, "started")) {
                 e->pid = (int)json_integer_value(json_object_get(m, "pid"));
-                if (n_fds > 0 && e->tty_fd < 0) {
+                /* only a terminal's master rides along, and only when one was asked for: a
+                 * direct exec's "started" comes from its helper in the sandbox (runtime.md) */
+                if (n_fds > 0 && e->tty && e->tty_fd < 0) {
                         e->tty_fd = fds[0];
                         fds[0] = -1;
                 }
@@ -277,7 +290,7 @@ nook_exec *nook_exec_free(nook_exec *e) {
 int nook_exec_run(
         nook *n, const char *name, const nook_exec_opts *o, nook_exec_result *ret, nook_error *err) {
         nook_exec *e = NULL;
-        int r = nook_exec_start(n, name, o, &e, err);
+        int r = exec_start(n, name, o, /* report_started= */ false, &e, err);
         if (r < 0)
                 return r;
         r = nook_exec_wait(e, ret, err);

@@ -21,7 +21,8 @@ _Noreturn void init_main(int sock, const sup_config *c, bool rootless, const iso
  * clones it without CLONE_NEWNET and makes the cgroup meanwhile), not the clone. */
 bool init_own_netns(const sup_config *c);
 
-/* What an exec's helper sends back on its request socket (one SOCK_SEQPACKET record each):
+/* What an exec's helper sends back on its request socket (one SOCK_SEQPACKET record each; a
+ * direct exec's helper tells its client first, on the client's own connection: told below):
  * first HELPER_STARTED once the command runs, then HELPER_EXITED with its wait status.  A
  * command that could not start gets only HELPER_EXITED, with why, so it is reported "exited"
  * (with the reason) instead of "started": a detached exec learns it failed, as a foreground one
@@ -32,5 +33,13 @@ enum { HELPER_STARTED = 1, HELPER_EXITED = 2 };
 typedef struct helper_rec {
         int kind;
         int status;
+        /* 1: the helper sent this one to the client itself ("started"/"exited" JSON on the
+         * client's own connection, which the supervisor passed along with a direct exec's
+         * request), before this record: the supervisor only takes note.  0: the supervisor
+         * tells the client, as for an exec through init, a command killed by SIGKILL (its
+         * reason, "timeout", "cancelled" or "oom", is the supervisor's to give) or one killed
+         * on request.  From a helper inside the sandbox: a lie only misleads that exec's own
+         * client, whose command's status the guest decides anyway. */
+        int told;
         char why[200];
 } helper_rec;

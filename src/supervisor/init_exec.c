@@ -3,8 +3,9 @@
  * by init ahead of time (init_loop.c) and waits here for one request (init_spare_main), sent
  * straight by the supervisor or, when the supervisor had no spare, by init; it then resolves the
  * user, starts the command (clone(CLONE_VM|CLONE_VFORK), as posix_spawn does), reports "started"
- * and the exit status back on its request socket (helper_rec), forwards signals (from init), and
- * as a child subreaper kills the command's whole tree on a cancel or timeout. */
+ * and the exit status to the client itself (a direct exec: its connection came with the request)
+ * and back on its request socket (helper_rec), forwards signals (from init), and as a child
+ * subreaper kills the command's whole tree on a cancel or timeout. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -15,6 +16,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -219,11 +221,13 @@ static void kill_descendants(pid_t cmd, int *cmd_status, bool *cmd_done) {
 }
 
 typedef struct exec_req {
+        uint64_t id; /* the supervisor's exec id, for the client's "started"/"exited" */
         char **argv;
         char **env;
         const char *cwd;
         const char *user;
         bool tty;
+        bool report_started; /* false: the client wants no "started" ("reportStarted") */
 } exec_req;
 
 /* What the command's child does between clone and execve.  It shares the helper's memory
@@ -302,6 +306,46 @@ static void spawn_step_why(const spawn_args *a, const exec_req *req, char *why, 
                 (void)snprintf(why, len, "cannot %s for '%s': %s", a->step, req->argv[0], strerror(a->err));
 }
 
+/* The command's stack, mapped (and its top pages touched) by a spare before its request comes
+ * (spare_rehearse), so the exec's path has no mmap, no mprotect and no zero-fill faults for it;
+ * NULL in a helper init forked on the spot, or when the command's argv needs more. */
+#define PRE_STACK_SIZE ((size_t)96 * 1024)
+#define PRE_STACK_TOUCH ((size_t)16 * 1024)
+static char *pre_stack;
+
+/* The child's stack, as posix_spawn sizes it: execvp's script fallback copies argv onto it.  A
+ * guard page below: an overflow faults instead of writing into our memory.  NULL: no memory. */
+static char *stack_map(size_t size) {
+        size_t page = (size_t)sysconf(_SC_PAGESIZE);
+        char *stack =
+                mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+        if (stack == MAP_FAILED)
+                return NULL;
+        if (mprotect(stack, page, PROT_NONE) < 0) {
+                (void)munmap(stack, size);
+                return NULL;
+        }
+        return stack;
+}
+
+/* Cuts a UTF-8 sequence that a truncating snprintf left incomplete at the end of s: why names
+ * the command, its folder or user, and goes out as a JSON string, which must be valid UTF-8 (a
+ * message that cannot be encoded is no message: its client would wait for ever).  What the
+ * request carried is valid already (the supervisor parsed it as JSON); only the cut is not. */
+static void utf8_trim_tail(char *s) {
+        size_t n = strlen(s), i = n, cont = 0;
+        while (i > 0 && cont < 4 && ((unsigned char)s[i - 1] & 0xC0) == 0x80) {
+                i--;
+                cont++;
+        }
+        if (i == 0)
+                return;
+        unsigned char lead = (unsigned char)s[i - 1];
+        size_t want = lead >= 0xF0 ? 3 : lead >= 0xE0 ? 2 : lead >= 0xC0 ? 1 : 0;
+        if (lead >= 0x80 && cont < want)
+                s[i - 1] = 0;
+}
+
 /* spawn_command without the report on stderr. */
 static pid_t spawn_command_try(exec_req *req, const int fds[3], int *ret_status, char *why, size_t len) {
         spawn_args a = { .req = req, .in = fds[0], .out = fds[1], .errfd = fds[2] };
@@ -319,19 +363,21 @@ static pid_t spawn_command_try(exec_req *req, const int fds[3], int *ret_status,
         }
         extern char **environ;
         environ = req->env;
-        /* The child's stack, as posix_spawn sizes it: execvp's script fallback copies argv onto
-         * it.  A guard page below: an overflow faults instead of writing into our memory. */
         size_t page = (size_t)sysconf(_SC_PAGESIZE), argc = strv_length(req->argv);
-        size_t size = ((64 * 1024 + (argc + 3) * sizeof(char *) + PATH_MAX + page - 1) / page + 1) * page;
-        char *stack =
-                mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
-        if (stack == MAP_FAILED || mprotect(stack, page, PROT_NONE) < 0) {
+        size_t size =
+                (((size_t)64 * 1024 + (argc + 3) * sizeof(char *) + PATH_MAX + page - 1) / page + 1) * page;
+        bool own = !pre_stack || size > PRE_STACK_SIZE;
+        char *stack = own ? stack_map(size) : pre_stack;
+        if (!stack) {
                 (void)snprintf(why, len, "cannot start '%s': no memory for its stack", req->argv[0]);
                 *ret_status = 126 << 8;
                 return -1;
         }
+        if (!own)
+                size = PRE_STACK_SIZE;
         pid_t pid = clone(spawn_child, stack + size, CLONE_VM | CLONE_VFORK | SIGCHLD, &a);
-        (void)munmap(stack, size); /* CLONE_VFORK: the child has exec'd or exited */
+        if (own)
+                (void)munmap(stack, size); /* CLONE_VFORK: the child has exec'd or exited */
         if (pid < 0) {
                 (void)snprintf(why, len, "cannot start '%s': %s", req->argv[0], strerror(errno));
                 *ret_status = 126 << 8;
@@ -352,10 +398,31 @@ static pid_t spawn_command_try(exec_req *req, const int fds[3], int *ret_status,
 static pid_t spawn_command(exec_req *req, const int fds[3], int *ret_status, char *why, size_t len) {
         pid_t pid = spawn_command_try(req, fds, ret_status, why, len);
         if (pid < 0) {
+                utf8_trim_tail(why);
                 int errfd = fds[2] >= 0 ? fds[2] : fds[1];
                 dprintf(errfd, "nook: %s\n", why);
         }
         return pid;
+}
+
+/* Sends m (consumed) to the exec's client itself, worded as the supervisor words it
+ * (proto.h): a direct exec's request came with the client's connection (client_fd), so the
+ * client hears "started" and "exited" without a wake-up of the supervisor in between.  Whether
+ * it went: a client gone or not reading (the socket is non-blocking) is told by nobody, or by
+ * the supervisor (helper_rec.told = 0).  Nothing is ever read from client_fd: the client's
+ * requests (cancel, signal) are the supervisor's. */
+static bool client_tell(int client_fd, json_t *m) {
+        bool told = client_fd >= 0 && m && proto_send(client_fd, m, NULL, 0) >= 0;
+        json_decref(m);
+        return told;
+}
+
+static bool client_tell_exited(int client_fd, uint64_t id, int status, const char *why) {
+        if (client_fd < 0)
+                return false;
+        return client_tell(client_fd,
+                json_pack("{s:s, s:I, s:i, s:s, s:s?}", "op", "exited", "id", (json_int_t)id, "status",
+                        status, "reason", "exited", "error", why && why[0] ? why : NULL));
 }
 
 /* One record to whoever sent the request (init or the supervisor).  A reader that is gone (a
@@ -369,37 +436,56 @@ static void helper_report(int sock, const helper_rec *rec) {
 
 /* The helper: child subreaper between init and the command.  Reports on status_fd (its request
  * socket) that the command started (or why it could not), its wait status as soon as it exits,
- * then keeps reaping whatever the command left running. */
-_Noreturn static void helper_main(exec_req *req, int fds[3], int status_fd) {
+ * then keeps reaping whatever the command left running.  client_fd (a direct exec; else -1): the
+ * client's connection, told first (client_tell) except of an end the supervisor words: a
+ * command killed by SIGKILL (its reason may be "oom") or one killed on request ("timeout",
+ * "cancelled", a vanished client).  A kill request (SIGUSR1) after the exit was reported is
+ * ignored: what the command left running keeps running, as when it arrives after the
+ * supervisor heard of the exit (a client that hung up on "exited" before the supervisor read
+ * this helper's record must not take the command's background along). */
+_Noreturn static void helper_main(exec_req *req, int fds[3], int status_fd, int client_fd, int taken_fd) {
         sigset_t set;
 
         init_helper_sigset(&set); /* blocked since the fork (init_spare_main) */
 
-        bool cmd_done = false;
+        bool cmd_done = false, kill_asked = false;
         int cmd_status = 0;
         helper_rec rec = { .kind = HELPER_EXITED };
         pid_t cmd = spawn_command(
                 req, fds, &rec.status, rec.why, sizeof(rec.why)); /* it unblocks every signal */
         for (int i = 0; i < 3; i++)
                 fds[i] = safe_close(fds[i]);
+        /* init forks the next spare now: not earlier, while we prepare the command on the CPUs
+         * its fork would take */
+        safe_close(taken_fd);
         if (cmd < 0) {
+                rec.told = client_tell_exited(client_fd, req->id, rec.status, rec.why);
                 helper_report(status_fd, &rec);
                 _exit(0);
         }
-        rec = (helper_rec){ .kind = HELPER_STARTED };
+        rec = (helper_rec){ .kind = HELPER_STARTED, .told = client_fd >= 0 && !req->report_started };
+        if (client_fd >= 0 && req->report_started)
+                rec.told = client_tell(client_fd,
+                        json_pack("{s:s, s:I, s:i}", "op", "started", "id", (json_int_t)req->id, "pid",
+                                (int)getpid()));
         helper_report(status_fd, &rec);
         for (;;) {
                 siginfo_t si;
                 int sig = sigwaitinfo(&set, &si);
                 if (sig < 0)
                         continue;
-                if (sig == SIGUSR1)
+                if (sig == SIGUSR1 && status_fd >= 0) {
+                        kill_asked = true;
                         kill_descendants(cmd, &cmd_status, &cmd_done);
-                else if (sig != SIGCHLD && !cmd_done)
+                } else if (sig != SIGCHLD && sig != SIGUSR1 && !cmd_done)
                         (void)kill(cmd, sig);
                 reap_children(cmd, &cmd_status, &cmd_done);
                 if (cmd_done && status_fd >= 0) {
                         rec = (helper_rec){ .kind = HELPER_EXITED, .status = cmd_status };
+                        bool sigkill = WIFSIGNALED(cmd_status) && WTERMSIG(cmd_status) == SIGKILL;
+                        if (!kill_asked && !sigkill)
+                                rec.told = client_tell_exited(client_fd, req->id, cmd_status, NULL);
+                        client_fd = safe_close(client_fd);
                         helper_report(status_fd, &rec);
                         status_fd = safe_close(status_fd);
                 }
@@ -431,10 +517,48 @@ static bool spare_parse(json_t *msg, exec_req *req) {
         if (json_strv(json_object_get(msg, "argv"), &req->argv) < 0 ||
                 json_strv(json_object_get(msg, "env"), &req->env) < 0 || !req->argv[0])
                 return false;
+        req->id = (uint64_t)json_integer_value(json_object_get(msg, "id"));
         req->cwd = json_string_value(json_object_get(msg, "cwd"));
         req->user = json_string_value(json_object_get(msg, "user"));
         req->tty = json_is_true(json_object_get(msg, "tty"));
+        req->report_started = !json_is_false(json_object_get(msg, "reportStarted"));
         return true;
+}
+
+/* A request of the shape the supervisor sends (sup.c, build_exec), for spare_rehearse. */
+static const char rehearsal_req[] =
+        "{\"op\":\"exec\",\"id\":1,\"argv\":[\"true\"],\"env\":[\"PATH=/usr/local/sbin:/usr/local/bin:"
+        "/usr/sbin:/usr/bin:/sbin:/bin\",\"TERM=xterm\",\"HOSTNAME=rehearsal\"],\"cwd\":\"/\","
+        "\"user\":\"0\",\"tty\":false,\"rows\":0,\"cols\":0,\"reportStarted\":false}";
+
+/* Off the exec's path, before the spare waits: once through what taking a request does (parse
+ * a request of the usual shape, resolve the user, set HOME; the receive buffer; the command's
+ * stack mapped and its top touched), so that the page faults of a fresh fork are taken now and
+ * not between the request and the command's start: init's heap and stack pages are copied on
+ * first write, and a fork copies no page-table entries of file mappings, so each libc and
+ * jansson page the exec path runs faults once (bench/README.md, issue #17, branch execfast). */
+static void spare_rehearse(void) {
+        json_error_t jerr;
+        exec_req req;
+        json_t *m = json_loadb(rehearsal_req, sizeof(rehearsal_req) - 1, JSON_REJECT_DUPLICATES, &jerr);
+        if (m && spare_parse(m, &req)) {
+                unsigned uid, gid;
+                char home[256], h[300];
+                if (init_resolve_user(req.user, &uid, &gid, home, sizeof(home)) >= 0) {
+                        (void)snprintf(h, sizeof(h), "HOME=%s", home);
+                        (void)strv_env_set(&req.env, h);
+                }
+                strv_free(req.argv);
+                strv_free(req.env);
+        }
+        json_decref(m);
+        char *buf = malloc(PROTO_MAX_MSG + 1); /* proto_recv's, the same chunk once freed */
+        if (buf)
+                explicit_bzero(buf, 4096);
+        free(buf);
+        pre_stack = stack_map(PRE_STACK_SIZE);
+        if (pre_stack)
+                explicit_bzero(pre_stack + PRE_STACK_SIZE - PRE_STACK_TOUCH, PRE_STACK_TOUCH);
 }
 
 /* Waits for the spare's request; when none came for IDLE_RELEASE_MS, gives back the pages it
@@ -447,16 +571,21 @@ static void spare_wait(int req_sock) {
         do
                 r = poll(&p, 1, IDLE_RELEASE_MS);
         while (r < 0 && errno == EINTR);
-        if (r == 0)
-                idle_release(IDLE_RELEASE_FILE | IDLE_RELEASE_HEAP | IDLE_RELEASE_STACK);
+        if (r != 0)
+                return;
+        idle_release(IDLE_RELEASE_FILE | IDLE_RELEASE_HEAP | IDLE_RELEASE_STACK);
+        if (pre_stack) /* zero-fill faults again when used */
+                (void)madvise(pre_stack, PRE_STACK_SIZE, MADV_DONTNEED);
 }
 
 /* A spare helper: a subreaper from birth, it waits on req_sock for one exec request (the JSON
  * as the supervisor built it and the command's stdio), from the supervisor (which init handed
- * req_sock's other end) or from init itself (no spare was at hand); closing taken_fd tells init
- * it took one, so init forks the next spare.  It then is that exec's helper (helper_main) and
- * reports on req_sock.  A stop SIGKILLs a spare still waiting (it blocks SIGTERM). */
-_Noreturn void init_spare_main(int req_sock, int taken_fd) {
+ * req_sock's other end) or from init itself (no spare was at hand); closing taken_fd (once the
+ * command started) tells init it took one, so init forks the next spare.  It then is that
+ * exec's helper (helper_main) and reports on req_sock.  rehearse: a spare, which has time to go
+ * through the exec path once before its request comes (spare_rehearse); not a helper init forked
+ * for the exec at hand.  A stop SIGKILLs a spare still waiting (it blocks SIGTERM). */
+_Noreturn void init_spare_main(int req_sock, int taken_fd, bool rehearse) {
         json_t *msg = NULL;
         int fds[PROTO_MAX_FDS];
         size_t n_fds = 0;
@@ -468,12 +597,13 @@ _Noreturn void init_spare_main(int req_sock, int taken_fd) {
         sigset_t set;
         init_helper_sigset(&set);
         (void)sigprocmask(SIG_BLOCK, &set, NULL); /* already blocked by init; keep it explicit */
+        if (rehearse)
+                spare_rehearse();
         spare_wait(req_sock);
         int r;
         do
                 r = proto_recv(req_sock, &msg, fds, &n_fds);
         while (r == -EINTR);
-        safe_close(taken_fd);
         if (r <= 0)
                 _exit(0);
         int std[3] = { -1, -1, -1 };
@@ -481,6 +611,10 @@ _Noreturn void init_spare_main(int req_sock, int taken_fd) {
                 std[i] = fds[i];
                 fds[i] = -1;
         }
+        /* a fourth fd: the client's connection (a direct exec from the supervisor; init sends 3) */
+        int client_fd = n_fds == 4 ? fds[3] : -1;
+        if (n_fds == 4)
+                fds[3] = -1;
         proto_close_fds(fds, n_fds);
         if (!spare_parse(msg, &req)) {
                 helper_rec rec = { .kind = HELPER_EXITED, .status = 126 << 8 };
@@ -488,7 +622,7 @@ _Noreturn void init_spare_main(int req_sock, int taken_fd) {
                 helper_report(req_sock, &rec);
                 _exit(0);
         }
-        helper_main(&req, std, req_sock); /* msg stays: req points into it */
+        helper_main(&req, std, req_sock, client_fd, taken_fd); /* msg stays: req points into it */
 }
 
 void init_signals_note(void) {

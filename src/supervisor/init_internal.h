@@ -5,6 +5,7 @@
 #pragma once
 
 #include <signal.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "supervisor/init.h"
@@ -15,7 +16,7 @@ int init_resolve_user(const char *user, unsigned *uid, unsigned *gid, char *home
 /* init_exec.c */
 void init_helper_sigset(sigset_t *set);
 void init_signals_note(void);
-_Noreturn void init_spare_main(int req_sock, int taken_fd);
+_Noreturn void init_spare_main(int req_sock, int taken_fd, bool rehearse);
 
 /* init_loop.c */
 _Noreturn void init_loop(int sock);

@@ -104,9 +104,10 @@ static void spare_forget(void) {
 
 /* Forks a helper waiting for one request on *ret_sock (our end); *ret_taken hangs up once it
  * took it.  It keeps only those two fds (and stdio, which are /dev/null); the signals it takes
- * are blocked already (init_loop), so one sent to it before its sigwaitinfo waits.  Its pid or
- * -1. */
-static pid_t helper_fork(int *ret_sock, int *ret_taken) {
+ * are blocked already (init_loop), so one sent to it before its sigwaitinfo waits.  for_later: a
+ * spare, for a later exec: it rehearses the exec path first (init_exec.c), which a helper for
+ * the exec at hand would only pay on that exec's path.  Its pid or -1. */
+static pid_t helper_fork(int *ret_sock, int *ret_taken, bool for_later) {
         int sp[2], pf[2];
         if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0)
                 return -1;
@@ -119,7 +120,7 @@ static pid_t helper_fork(int *ret_sock, int *ret_taken) {
         if (pid == 0) {
                 int keep[] = { sp[1], pf[1] };
                 (void)fd_close_all_except(3, keep, ELEMENTSOF(keep));
-                init_spare_main(sp[1], pf[1]);
+                init_spare_main(sp[1], pf[1], for_later);
         }
         safe_close(sp[1]);
         safe_close(pf[1]);
@@ -136,7 +137,7 @@ static pid_t helper_fork(int *ret_sock, int *ret_taken) {
 /* Forks the spare helper and hands its request socket to the supervisor (sock). */
 static void spare_fork(int sock) {
         int req = -1, taken = -1;
-        pid_t pid = helper_fork(&req, &taken);
+        pid_t pid = helper_fork(&req, &taken, /* for_later= */ true);
         json_t *m = pid > 0 ? json_pack("{s:s, s:i}", "op", "spare", "pid", (int)pid) : NULL;
         int r = m ? proto_send(sock, m, &req, 1) : -ENOMEM;
         json_decref(m);
@@ -167,7 +168,7 @@ static pid_t helper_take(json_t *msg, const int fds[3], int *ret_status_fd) {
                 n++;
         for (int attempt = 0; attempt < 2; attempt++) {
                 int req = -1, taken = -1;
-                pid_t pid = helper_fork(&req, &taken);
+                pid_t pid = helper_fork(&req, &taken, /* for_later= */ false);
                 if (pid < 0)
                         return -1;
                 safe_close(taken);

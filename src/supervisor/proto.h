@@ -4,20 +4,27 @@
  * (SCM_RIGHTS).  A client's stdio travels as fds, so output never takes an extra copy.
  *
  * Client -> supervisor:  {"op":"exec", "argv":[..], "env":[..], "cwd":"/workspace", "user":"0",
- *                         "timeoutMs":0, "detach":false}  + fds stdin, stdout, stderr
+ *                         "timeoutMs":0, "detach":false, "reportStarted":true}  + fds stdin,
+ *                         stdout, stderr ("reportStarted": false: no "started" unless detached
+ *                         or with a terminal; any other value counts as true)
  *                        {"op":"cancel"} {"op":"signal","signal":15} {"op":"stop","timeoutMs":N}
  *                        {"op":"status"}
  * Supervisor -> client:  {"op":"started","id":N,"pid":P} {"op":"exited","id":N,"status":W,
  *                         "reason":"exited|timeout|cancelled|lost"} {"op":"error","code":"..","message":".."}
  *                        {"op":"status",...} {"op":"stopped"}
+ *                        For an exec sent to a spare, "started" and "exited" come from its helper
+ *                        instead, in the same words, on the same connection (docs/design/
+ *                        runtime.md, Exec); "exited" again from the supervisor when it ended the
+ *                        exec itself (timeout, cancel, stop), which a client ignores after the first
  * Supervisor -> init:    {"op":"exec","id":N,...} + fds (no spare at hand, or a terminal),
  *                        {"op":"kill","id":N,"signal":S} or {"op":"kill","pid":P,"signal":S}
  *                        (a direct exec's helper), {"op":"stop","timeoutMs":N}
  * Init -> supervisor:    {"op":"ready"} {"op":"error",...} {"op":"started","id":N,"pid":P}
  *                        {"op":"exited","id":N,"status":W} {"op":"spare","pid":P} + the spare
  *                        helper's request socket
- * Supervisor -> spare:   {"op":"exec",...} + fds, as to init; the helper answers on the same
- *                        socket with helper_rec records (init.h), not JSON
+ * Supervisor -> spare:   {"op":"exec",...} + fds, as to init, and a fourth fd: the client's
+ *                        connection, for the helper's "started"/"exited"; the helper answers the
+ *                        supervisor on the request socket with helper_rec records (init.h)
  * Every field that reaches the supervisor from init or a client is checked before use: init runs
  * inside the sandbox and is as trusted as the code it hosts. */
 #pragma once

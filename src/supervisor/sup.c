@@ -51,6 +51,7 @@ typedef struct client {
         uint64_t exec_id; /* 0: none */
         bool exec_running;
         bool detach;
+        bool no_started; /* the client asked for no "started" ("reportStarted": false) */
         bool wants_stopped; /* sent "stop": answer when the sandbox is down */
         bool holds_pause; /* paused with "hold": thawed when this client goes (a branch's copy) */
         uint64_t deadline; /* exec timeout (monotonic ms), 0 = none */
@@ -386,26 +387,34 @@ static json_t *build_exec(sup *s, json_t *req, uint64_t id, nook_error *err) {
                         err, NOOK_E_INVALID, "exec: the working directory '%s' must be absolute", cwd);
                 return NULL;
         }
+        /* "reportStarted": false, from a client that only waits for the end; a detached exec or
+         * a terminal always gets "started" (its pid, its pty) */
+        bool report_started = !json_is_false(json_object_get(req, "reportStarted")) ||
+                json_is_true(json_object_get(req, "detach")) || json_is_true(json_object_get(req, "tty"));
         json_t *envj = json_array();
         STRV_FOREACH (e, merged)
                 json_array_append_new(envj, json_string(*e));
-        return json_pack("{s:s, s:I, s:O, s:o, s:s, s:s, s:b, s:I, s:I}", "op", "exec", "id", (json_int_t)id,
-                "argv", argv, "env", envj, "cwd",
+        return json_pack("{s:s, s:I, s:O, s:o, s:s, s:s, s:b, s:I, s:I, s:b}", "op", "exec", "id",
+                (json_int_t)id, "argv", argv, "env", envj, "cwd",
                 cwd ? cwd : (s->cfg->workdir ? s->cfg->workdir : "/workspace"), "user",
                 user ? user : (s->cfg->user ? s->cfg->user : "0"), "tty",
                 json_is_true(json_object_get(req, "tty")), "rows",
                 json_integer_value(json_object_get(req, "rows")), "cols",
-                json_integer_value(json_object_get(req, "cols")));
+                json_integer_value(json_object_get(req, "cols")), "reportStarted", report_started);
 }
 
 /* Sends the exec straight to the spare helper when there is one, else to init (which forks a
  * helper on the spot).  A terminal always goes through init: it opens the pty.  A spare that
- * cannot take the request (killed from inside the sandbox: guest root can) is dropped. */
-static int send_exec(sup *s, json_t *m, const int fds[3], bool tty, uint64_t id, bool detach) {
+ * cannot take the request (killed from inside the sandbox: guest root can) is dropped.  The
+ * spare gets the client's connection too (client_fd, a fourth fd): it tells the client
+ * "started" and "exited" itself, then us (helper_rec.told; docs/design/runtime.md, Exec). */
+static int send_exec(
+        sup *s, json_t *m, const int fds[3], int client_fd, bool tty, uint64_t id, bool detach) {
         if (!tty && s->spare_fd >= 0 && s->n_direct < MAX_DIRECT) {
                 int fd = s->spare_fd;
+                int all[4] = { fds[0], fds[1], fds[2], client_fd };
                 s->spare_fd = -1;
-                if (proto_send(fd, m, fds, 3) >= 0) {
+                if (proto_send(fd, m, all, 4) >= 0) {
                         s->direct[s->n_direct++] =
                                 (direct_exec){ .fd = fd, .pid = s->spare_pid, .id = id, .detached = detach };
                         return 0;
@@ -460,7 +469,7 @@ static void handle_exec(sup *s, client *c, json_t *req, int *fds, size_t n_fds) 
                 send_fds[1] = log_out;
                 send_fds[2] = log_err;
         }
-        int r = send_exec(s, m, send_fds, tty, id, detach);
+        int r = send_exec(s, m, send_fds, c->fd, tty, id, detach);
         safe_close(log_out);
         safe_close(log_err);
         json_decref(m);
@@ -473,6 +482,7 @@ static void handle_exec(sup *s, client *c, json_t *req, int *fds, size_t n_fds) 
         c->exec_running = true;
         c->oom_kills_at_start = oom_kills(s);
         c->detach = detach;
+        c->no_started = !tty && !detach && json_is_false(json_object_get(req, "reportStarted"));
         if (detach && json_is_true(json_object_get(req, "stopSandbox")))
                 s->main_exec_id = id;
         c->deadline = t > 0 ? now_ms() + (uint64_t)t : 0;
@@ -524,8 +534,24 @@ static json_t *status_msg(sup *s) {
                 "uptimeMs", (json_int_t)(now_ms() - s->started_ms));
 }
 
+static void handle_direct(sup *s, size_t i);
+
+/* A direct exec's helper tells its client "exited" first, then us: a client that hung up right
+ * after hearing it may be read before the helper's record.  Read the record now, so that such
+ * a client is not taken for one that vanished mid-exec (a kill for an exec whose exit we have
+ * not read is ignored by its helper anyway: init_exec.c, helper_main). */
+static void direct_drain(sup *s, uint64_t id) {
+        for (size_t i = 0; i < s->n_direct; i++)
+                if (s->direct[i].id == id) {
+                        handle_direct(s, i);
+                        return;
+                }
+}
+
 static void client_drop(sup *s, size_t i) {
         client *c = &s->clients[i];
+        if (c->exec_running)
+                direct_drain(s, c->exec_id);
         /* a pause held for a copy ends with its holder, however that died */
         if (c->holds_pause && s->paused && s->cg && iso_cgroup_freeze(s->cg, false, NULL) >= 0) {
                 s->paused = false;
@@ -608,6 +634,8 @@ static void accept_clients(sup *s) {
 /* "started" for exec id, with the pty master (fd, or -1) for its client. */
 static void exec_started(sup *s, uint64_t id, json_int_t pid, int fd) {
         client *c = id > 0 ? client_by_exec(s, id) : NULL;
+        if (c && c->no_started)
+                return;
         json_t *m = json_pack("{s:s, s:I, s:I}", "op", "started", "id", (json_int_t)id, "pid", pid);
         if (c && m)
                 (void)proto_send(c->fd, m, fd >= 0 ? &fd : NULL, fd >= 0 ? 1 : 0);
@@ -627,8 +655,10 @@ static bool abandoned_take(sup *s, uint64_t id) {
 
 /* "exited" for exec id; error: why the command could not start (no "started" came).  detached:
  * the exec, once its client is gone, is counted in detached_running (false for a direct exec
- * that was not detached; an exec through init is looked up in the abandoned ones). */
-static void exec_exited(sup *s, uint64_t id, json_int_t st, const char *error, bool detached) {
+ * that was not detached; an exec through init is looked up in the abandoned ones).  told: a
+ * direct exec's helper told the client itself; it is told again only when we ended the exec
+ * on purpose (timeout, cancel: a reason of ours), a duplicate the client ignores. */
+static void exec_exited(sup *s, uint64_t id, json_int_t st, const char *error, bool detached, bool told) {
         client *c = id > 0 ? client_by_exec(s, id) : NULL;
         if (c) {
                 c->exec_running = false;
@@ -636,9 +666,19 @@ static void exec_exited(sup *s, uint64_t id, json_int_t st, const char *error, b
                 if (!c->reason && WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL &&
                         oom_kills(s) > c->oom_kills_at_start)
                         c->reason = "oom";
-                client_send(c,
-                        json_pack("{s:s, s:I, s:I, s:s, s:s?}", "op", "exited", "id", (json_int_t)id,
-                                "status", st, "reason", c->reason ? c->reason : "exited", "error", error));
+                if (!told || c->reason) {
+                        json_t *m = json_pack("{s:s, s:I, s:I, s:s, s:s?}", "op", "exited", "id",
+                                (json_int_t)id, "status", st, "reason", c->reason ? c->reason : "exited",
+                                "error", error);
+                        /* a helper's why that is no valid UTF-8 (from inside the sandbox) makes no
+                         * JSON string: the end still goes out, without it */
+                        if (!m && error)
+                                m = json_pack("{s:s, s:I, s:I, s:s, s:s}", "op", "exited", "id",
+                                        (json_int_t)id, "status", st, "reason",
+                                        c->reason ? c->reason : "exited", "error",
+                                        "the command could not start (the sandbox gave no readable reason)");
+                        client_send(c, m);
+                }
         } else if (detached && !abandoned_take(s, id) && s->detached_running > 0)
                 s->detached_running--;
         s->last_activity_ms = now_ms();
@@ -679,7 +719,7 @@ static void handle_init(sup *s) {
                 exec_started(s, (uint64_t)id, pid, n_fds > 0 ? fds[0] : -1);
         else if (streq(op, "exited"))
                 exec_exited(s, (uint64_t)id, json_integer_value(json_object_get(msg, "status")),
-                        json_string_value(json_object_get(msg, "error")), true);
+                        json_string_value(json_object_get(msg, "error")), true, false);
         else if (streq(op, "spare"))
                 take_spare(s, pid, fds, n_fds);
         proto_close_fds(fds, n_fds);
@@ -708,7 +748,7 @@ static void handle_direct(sup *s, size_t i) {
                         return;
                 if (n != (ssize_t)sizeof(rec) || rec.kind != HELPER_STARTED)
                         break;
-                if (!d->started)
+                if (!d->started && !rec.told)
                         exec_started(s, d->id, d->pid, -1);
                 d->started = true;
         }
@@ -716,9 +756,10 @@ static void handle_direct(sup *s, size_t i) {
                 return;
         if (n == (ssize_t)sizeof(rec) && rec.kind == HELPER_EXITED) {
                 rec.why[sizeof(rec.why) - 1] = 0;
-                exec_exited(s, d->id, rec.status, !d->started && rec.why[0] ? rec.why : NULL, d->detached);
+                exec_exited(s, d->id, rec.status, !d->started && rec.why[0] ? rec.why : NULL, d->detached,
+                        rec.told != 0);
         } else if (!s->stopping && !init_gone(s))
-                exec_exited(s, d->id, SIGKILL, d->started ? NULL : helper_killed, d->detached);
+                exec_exited(s, d->id, SIGKILL, d->started ? NULL : helper_killed, d->detached, false);
         safe_close(d->fd);
         *d = s->direct[--s->n_direct];
 }
@@ -832,8 +873,11 @@ static int sup_loop(sup *s) {
                 size_t i_eg = i_life + 1 + n_out; /* last: the egress gateway's socket */
                 size_t n_eg = sup_egress_pollfd(&s->egress, pfd + i_eg);
                 size_t i_dir = i_eg + n_eg, n_dir = s->n_direct; /* then the direct execs */
+                /* A direct exec's helper tells its client itself and closes its socket right after
+                 * its "exited" record (or dies): its records are read at that hang-up, in one
+                 * wake-up per exec instead of one per record (POLLHUP needs no event bit). */
                 for (size_t i = 0; i < n_dir; i++)
-                        pfd[i_dir + i] = (struct pollfd){ .fd = s->direct[i].fd, .events = POLLIN };
+                        pfd[i_dir + i] = (struct pollfd){ .fd = s->direct[i].fd, .events = 0 };
                 uint64_t d = next_deadline(s), now = now_ms();
                 int timeout = d == UINT64_MAX ? -1
                         : d <= now            ? 0

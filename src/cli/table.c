@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Lists: text through libsmartcols, --json and --format from the same JSON rows (table.h). */
+#include <dlfcn.h>
 #include <libsmartcols.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,44 +46,84 @@ static void print_json(json_t *v) {
         free(t);
 }
 
+/* libsmartcols is loaded when a table is printed, not linked: Debian builds it with BIND_NOW,
+ * so every CLI call (`nook run`, `nook exec`, `nook --version`) would otherwise resolve its ~260
+ * symbol bindings at start for the few commands that print a table (issue #17). */
+#define SCOLS_FUNCS(X)                                                                                      \
+        X(scols_new_table)                                                                                  \
+        X(scols_unref_table)                                                                                \
+        X(scols_table_set_column_separator)                                                                 \
+        X(scols_table_set_termforce)                                                                        \
+        X(scols_table_new_column)                                                                           \
+        X(scols_table_new_line)                                                                             \
+        X(scols_line_set_data)                                                                              \
+        X(scols_print_table)
+#define SCOLS_FIELD(f) __typeof__(f) *f;
+static struct { SCOLS_FUNCS(SCOLS_FIELD) } sc;
+#undef SCOLS_FIELD
+
+static int scols_load(void) {
+        static const char soname[] = "libsmartcols.so.1";
+        if (sc.scols_print_table)
+                return 0;
+        void *h = dlopen(soname, RTLD_NOW | RTLD_LOCAL);
+        if (!h) {
+                fprintf(stderr,
+                        "nook: cannot load %s to print a table (%s); install the 'libsmartcols1' package, "
+                        "or use --json\n",
+                        soname, dlerror());
+                return -1;
+        }
+#define SCOLS_SYM(f)                                                                                        \
+        *(void **)&sc.f = dlsym(h, #f);                                                                     \
+        if (!sc.f) {                                                                                        \
+                fprintf(stderr, "nook: %s has no %s; install the 'libsmartcols1' package\n", soname, #f);   \
+                return -1;                                                                                  \
+        }
+        SCOLS_FUNCS(SCOLS_SYM)
+#undef SCOLS_SYM
+        return 0;
+}
+
 static int print_text(const cli_column *cols, size_t n_cols, json_t *rows) {
-        struct libscols_table *tb = scols_new_table();
         size_t i;
         json_t *row;
-        if (!tb)
-                return cli_fail_oom();
         if (json_array_size(rows) == 0) {
                 /* libsmartcols prints nothing for a table without lines; docker prints the header */
                 for (size_t c = 0; c < n_cols; c++)
                         printf(c + 1 < n_cols ? "%s  " : "%s\n", cols[c].header);
-                scols_unref_table(tb);
                 return 0;
         }
-        (void)scols_table_set_column_separator(tb, "  ");
+        if (scols_load() < 0)
+                return CLI_EXIT_ERROR;
+        struct libscols_table *tb = sc.scols_new_table();
+        if (!tb)
+                return cli_fail_oom();
+        (void)sc.scols_table_set_column_separator(tb, "  ");
         if (arg_no_trunc) /* full lines, as into a pipe: the terminal wraps them, not libsmartcols */
-                (void)scols_table_set_termforce(tb, SCOLS_TERMFORCE_NEVER);
+                (void)sc.scols_table_set_termforce(tb, SCOLS_TERMFORCE_NEVER);
         for (size_t c = 0; c < n_cols; c++) {
                 int fl = 0;
                 if ((cols[c].flags & CLI_COL_TRUNC) && !arg_no_trunc)
                         fl |= SCOLS_FL_TRUNC;
                 if (cols[c].flags & CLI_COL_RIGHT)
                         fl |= SCOLS_FL_RIGHT;
-                if (!scols_table_new_column(tb, cols[c].header, cols[c].width_hint, fl)) {
-                        scols_unref_table(tb);
+                if (!sc.scols_table_new_column(tb, cols[c].header, cols[c].width_hint, fl)) {
+                        sc.scols_unref_table(tb);
                         return cli_fail_oom();
                 }
         }
         json_array_foreach(rows, i, row) {
-                struct libscols_line *ln = scols_table_new_line(tb, NULL);
+                struct libscols_line *ln = sc.scols_table_new_line(tb, NULL);
                 for (size_t c = 0; ln && c < n_cols; c++) {
                         char raw[512], esc[8192];
                         const char *v = cols[c].cell ? cols[c].cell(row, raw, sizeof(raw))
                                                      : json_string_value(json_object_get(row, cols[c].key));
-                        (void)scols_line_set_data(ln, c, cli_escape(v ? v : "-", esc, sizeof(esc)));
+                        (void)sc.scols_line_set_data(ln, c, cli_escape(v ? v : "-", esc, sizeof(esc)));
                 }
         }
-        (void)scols_print_table(tb);
-        scols_unref_table(tb);
+        (void)sc.scols_print_table(tb);
+        sc.scols_unref_table(tb);
         return 0;
 }
 

@@ -15,6 +15,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +26,7 @@
 
 #include "nook.h"
 #include "tree/manifest.h"
+#include "util/dynlib.h"
 #include "util/error.h"
 #include "util/fd.h"
 #include "util/macro.h"
@@ -158,13 +160,33 @@ static int hexval(char c) {
 
 /* SHA-256 through nettle (Debian's libnettle8: one small library, no dependencies, SHA-NI on
  * x86_64): a create hashes its baseline's files without loading the image module and the ~40
- * libraries libcrypto and libcurl bring, which was most of the CPU of a `nook run`. */
+ * libraries libcrypto and libcurl bring, which was most of the CPU of a `nook run`.  nettle is
+ * itself loaded on the first hash, not linked: Debian builds it with BIND_NOW, so every process
+ * that maps libnook would otherwise resolve its ~450 symbol bindings at start, and only a create
+ * with a baseline (not `nook run`), diff and merge hash (issue #17). */
+static dynlib nettle_lib = { .soname = "libnettle.so.8", .package = "libnettle8", .handle = NULL };
+
+static struct {
+        void (*init)(struct sha256_ctx *ctx);
+        void (*update)(struct sha256_ctx *ctx, size_t length, const uint8_t *data);
+        void (*digest)(struct sha256_ctx *ctx, size_t length, uint8_t *digest);
+} nettle;
+static pthread_once_t nettle_once = PTHREAD_ONCE_INIT;
+
+/* Once per process (a diff hashes every file: no dlsym per file). */
+static void nettle_load(void) {
+        *(void **)&nettle.init = dynlib_sym(&nettle_lib, "nettle_sha256_init");
+        *(void **)&nettle.update = dynlib_sym(&nettle_lib, "nettle_sha256_update");
+        *(void **)&nettle.digest = dynlib_sym(&nettle_lib, "nettle_sha256_digest");
+}
+
 int mf_hash_fd(int fd, uint8_t ret[MF_HASH_LEN], nook_error *err) {
         _cleanup_free_ char *b = malloc(1 << 16);
         if (!b)
                 return nook_err_oom(err);
+        (void)pthread_once(&nettle_once, nettle_load);
         struct sha256_ctx c;
-        sha256_init(&c);
+        nettle.init(&c);
         for (;;) {
                 ssize_t k = read(fd, b, 1 << 16);
                 if (k < 0 && errno == EINTR)
@@ -173,9 +195,9 @@ int mf_hash_fd(int fd, uint8_t ret[MF_HASH_LEN], nook_error *err) {
                         return nook_err_errno(err, NOOK_E_IO, "Cannot read a file to hash it");
                 if (k == 0)
                         break;
-                sha256_update(&c, (size_t)k, (const uint8_t *)b);
+                nettle.update(&c, (size_t)k, (const uint8_t *)b);
         }
-        sha256_digest(&c, MF_HASH_LEN, ret);
+        nettle.digest(&c, MF_HASH_LEN, ret);
         return 0;
 }
 

@@ -48,8 +48,9 @@
         "                         image (alpine:3, ghcr.io/o/r:tag), pulled once, then cached\n"            \
         "  -e, --env NAME=VALUE   environment for every exec (stored: no secrets here)\n"                   \
         "  -l, --label KEY=VALUE  a label (repeatable)\n"                                                   \
-        "  --sticky               keep the writable root layer across stop/start\n"                         \
-        "  --persistence MODE     ephemeral (default) or sticky\n"                                          \
+        "  --sticky               keep the writable root layer across stop/start (on disk)\n"               \
+        "  --persistence MODE     ephemeral (default: the writable root layer is in memory, in\n"           \
+        "                         the runtime tmpfs, counted in --memory) or sticky\n"                      \
         "  --max-duration DUR     retire after DUR (e.g. 30m); the workspace is kept\n"                     \
         "  --idle-timeout DUR     stop after DUR (>= 1s) with no exec and no client\n"                      \
         "  --security PROFILE     default or restricted\n"                                                  \

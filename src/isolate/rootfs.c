@@ -36,14 +36,19 @@ static int mkdir_at_root(const char *rel, mode_t mode, nook_error *err) {
         return 0;
 }
 
+/* The new root (the overlay), opened once after its mount for every mount point below it: init
+ * is single-threaded, and iso_rootfs_setup closes it before the pivot. */
+static int new_root_fd = -1;
+
 /* Opens (creating what is missing) a mount point under the new root: util/path.c's walker,
  * every lookup openat2(RESOLVE_IN_ROOT) from the new root, so a symlink in the image (say
  * /data -> /etc, or /etc/ssl -> /) resolves inside the sandbox's tree, never on the host's. */
 static int open_target(const char *target, bool dir, int *ret_fd, nook_error *err) {
-        _cleanup_close_ int root = open(NEWROOT, O_PATH | O_DIRECTORY | O_CLOEXEC);
-        if (root < 0)
+        if (new_root_fd < 0)
+                new_root_fd = open(NEWROOT, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (new_root_fd < 0)
                 return nook_err_errno(err, NOOK_E_IO, "Cannot open the new root");
-        int r = path_open_in_root(root, target, dir, ret_fd, err);
+        int r = path_open_in_root(new_root_fd, target, dir, ret_fd, err);
         return r < 0 ? nook_err_wrap(err, "mount point '%s'", target) : r;
 }
 
@@ -225,7 +230,17 @@ static int setup_dev(nook_error *err) {
         if (mount("tmpfs", NEWROOT "/dev", "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=0755,size=65536k") < 0)
                 return nook_err_errno(err, NOOK_E_IO, "Cannot mount /dev in the sandbox");
         /* No mknod in a user namespace: device nodes are bind mounts of the host's (bwrap does
-         * the same).  These six are harmless by design. */
+         * the same).  These six are harmless by design.  Their mount points are made first in
+         * the new /dev (resolved in the root, like every mount point), so each is then found by
+         * one lookup (issue #17). */
+        _cleanup_close_ int dev = -1;
+        r = open_target("/dev", /* dir= */ true, &dev, err);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < ELEMENTSOF(nodes); i++)
+                if (mknodat(dev, nodes[i], S_IFREG | 0644, 0) < 0 && errno != EEXIST)
+                        return nook_err_errno(
+                                err, NOOK_E_IO, "Cannot create '/dev/%s' in the sandbox", nodes[i]);
         for (size_t i = 0; i < ELEMENTSOF(nodes); i++) {
                 char src[64], rel[64];
                 (void)snprintf(src, sizeof(src), "/dev/%s", nodes[i]);
@@ -269,7 +284,8 @@ static int setup_dev(nook_error *err) {
         return 0;
 }
 
-/* Paths in /proc that expose the host or let root inside poke at the kernel. */
+/* Paths in /proc that expose the host or let root inside poke at the kernel.  A path this kernel
+ * lacks is skipped: its mount fails with ENOENT (no access() first: one lookup each, issue #17). */
 static int mask_proc(nook_error *err) {
         static const char *const hide[] = { "/proc/kcore", "/proc/keys", "/proc/timer_list",
                 "/proc/sched_debug", "/proc/latency_stats" };
@@ -280,26 +296,23 @@ static int mask_proc(nook_error *err) {
         for (size_t i = 0; i < ELEMENTSOF(hide); i++) {
                 char dst[PATH_MAX];
                 (void)snprintf(dst, sizeof(dst), NEWROOT "%s", hide[i]);
-                if (access(dst, F_OK) < 0)
-                        continue;
-                if (mount(NEWROOT "/dev/null", dst, NULL, MS_BIND, NULL) < 0)
+                if (mount(NEWROOT "/dev/null", dst, NULL, MS_BIND, NULL) < 0 && errno != ENOENT)
                         return nook_err_errno(err, NOOK_E_IO, "Cannot mask '%s' in the sandbox", hide[i]);
         }
         for (size_t i = 0; i < ELEMENTSOF(ro); i++) {
                 char dst[PATH_MAX];
                 (void)snprintf(dst, sizeof(dst), NEWROOT "%s", ro[i]);
-                if (access(dst, F_OK) < 0)
+                if (clone_ro(dst, -1, dst, MOUNT_ATTR_NOEXEC) == 0 || errno == ENOENT)
                         continue;
-                int r = bind_ro(dst, dst, true, MS_NOSUID | MS_NODEV | MS_NOEXEC, err);
+                int r = bind_ro(dst, dst, /* recursive= */ true, MS_NOSUID | MS_NODEV | MS_NOEXEC, err);
                 if (r < 0)
                         return r;
         }
         for (size_t i = 0; i < ELEMENTSOF(empty); i++) {
                 char dst[PATH_MAX];
                 (void)snprintf(dst, sizeof(dst), NEWROOT "%s", empty[i]);
-                if (access(dst, F_OK) < 0)
-                        continue;
-                if (mount("tmpfs", dst, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=0") < 0)
+                const unsigned long fl = MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC;
+                if (mount("tmpfs", dst, "tmpfs", fl, "size=0") < 0 && errno != ENOENT)
                         return nook_err_errno(err, NOOK_E_IO, "Cannot mask '%s' in the sandbox", empty[i]);
         }
         return 0;
@@ -439,6 +452,26 @@ static int setup_volumes(const iso_rootfs *rf, nook_error *err) {
         return 0;
 }
 
+/* Everything mounted under the new root, in order (docs/design/runtime.md, step 7). */
+static int setup_mounts(const iso_rootfs *rf, nook_error *err) {
+        int r = setup_binds(rf, err);
+        if (r < 0)
+                return r;
+        r = setup_proc_sys(err);
+        if (r < 0)
+                return r;
+        r = setup_dev(err);
+        if (r < 0)
+                return r;
+        r = mask_proc(err);
+        if (r < 0)
+                return r;
+        r = setup_workspace_tmp(rf, err);
+        if (r < 0)
+                return r;
+        return setup_volumes(rf, err);
+}
+
 static int pivot_into_new_root(nook_error *err) {
         return iso_pivot_root(NEWROOT, err);
 }
@@ -473,22 +506,8 @@ int iso_rootfs_setup(const iso_rootfs *rf, nook_error *err) {
         r = mount_overlay(rf, err);
         if (r < 0)
                 return r;
-        r = setup_binds(rf, err);
-        if (r < 0)
-                return r;
-        r = setup_proc_sys(err);
-        if (r < 0)
-                return r;
-        r = setup_dev(err);
-        if (r < 0)
-                return r;
-        r = mask_proc(err);
-        if (r < 0)
-                return r;
-        r = setup_workspace_tmp(rf, err);
-        if (r < 0)
-                return r;
-        r = setup_volumes(rf, err);
+        r = setup_mounts(rf, err);
+        new_root_fd = safe_close(new_root_fd);
         if (r < 0)
                 return r;
         return pivot_into_new_root(err);

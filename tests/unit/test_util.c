@@ -431,6 +431,37 @@ Test(util, open_in_root_stays_in_root, .init = walker_setup, .fini = tmp_teardow
         cr_expect(!exists(out4), "a relative symlink led to '%s'", out4);
 }
 
+/* Every component there already: path_open_in_root takes one lookup of the whole path (issue
+ * #17), which must resolve symlinks inside the root as the walk does: a file of that name exists
+ * both outside and at the twin inside, and the twin is what comes back. */
+Test(util, open_in_root_existing_path_stays_in_root, .init = walker_setup, .fini = tmp_teardown) {
+        _cleanup_free_ char *outside = strprintf("%s/outside", tmp);
+        _cleanup_free_ char *out_file = strprintf("%s/outside/e", tmp);
+        _cleanup_free_ char *in_file = strprintf("%s/root%s/e", tmp, outside);
+        _cleanup_free_ char *up_out = strprintf("%s/outside/u", tmp);
+        _cleanup_free_ char *up_in = strprintf("%s/root/outside/u", tmp);
+        nook_error err = {};
+        int fd = -1;
+        touch(out_file);
+        touch(in_file);
+        touch(up_out);
+        touch(up_in);
+        cr_assert_eq(walk("/abs/e", false, &fd, &err), 0, "%s", err.msg);
+        fd_is(fd, in_file, S_IFREG);
+        close(fd);
+        cr_assert_eq(walk("/up/u", false, &fd, &err), 0, "%s", err.msg);
+        fd_is(fd, up_in, S_IFREG);
+        close(fd);
+        cr_assert_eq(walk("/slash/abs/e", false, &fd, &err), 0, "%s", err.msg);
+        fd_is(fd, in_file, S_IFREG);
+        close(fd);
+        /* ".." above the root of an existing path: the root's own entry */
+        cr_assert_eq(walk("/../../file", false, &fd, &err), 0, "%s", err.msg);
+        _cleanup_free_ char *file = strprintf("%s/root/file", tmp);
+        fd_is(fd, file, S_IFREG);
+        close(fd);
+}
+
 Test(util, open_in_root_refuses_bad_paths, .init = walker_setup, .fini = tmp_teardown) {
         _cleanup_free_ char *outside = strprintf("%s/outside", tmp);
         nook_error err = {};

@@ -259,7 +259,7 @@ static int prepare_state(nook *n, const char *name, const sb_spec *spec, bool ke
          * the layer and the overlay's own work folders cost no inodes on NOOK_HOME's disk, and no
          * discard at their deletion (bench/README.md, issue #17). */
         sb_run_dir_clean(rundir, /* keep_log= */ true); /* a layer a killed run left there */
-        r = spec->sticky || keep_upper ? 0 : sb_run_dir_layer(rundir, ruid, rgid, err);
+        r = spec->sticky || keep_upper ? 0 : sb_run_dir_layer(rundir, err);
         if (r < 0)
                 return r;
         if (r > 0) {
@@ -269,14 +269,13 @@ static int prepare_state(nook *n, const char *name, const sb_spec *spec, bool ke
                 work = strprintf("%s/work", rundir);
                 if (!upper || !work)
                         return nook_err_oom(err);
-        } else {
-                r = mkdir_owned(upper, 0755, ruid, rgid, err);
-                if (r < 0)
-                        return r;
-                r = mkdir_owned(work, 0700, ruid, rgid, err);
-                if (r < 0)
-                        return r;
         }
+        r = mkdir_owned(upper, 0755, ruid, rgid, err);
+        if (r < 0)
+                return r;
+        r = mkdir_owned(work, 0700, ruid, rgid, err);
+        if (r < 0)
+                return r;
         r = mkdir_owned(wsdir, 0755, n->ws_uid, n->ws_gid, err);
         if (r < 0)
                 return r;

@@ -308,7 +308,7 @@ static bool takes_user_xattrs(int fd) {
         return true;
 }
 
-int sb_run_dir_layer(const char *dir, uid_t uid, gid_t gid, nook_error *err) {
+int sb_run_dir_layer(const char *dir, nook_error *err) {
         _cleanup_close_ int dfd = open(dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         struct statfs sf;
         if (dfd < 0)
@@ -323,15 +323,6 @@ int sb_run_dir_layer(const char *dir, uid_t uid, gid_t gid, nook_error *err) {
                 (void)unlinkat(dfd, "upper", AT_REMOVEDIR);
                 return 0;
         }
-        if (mkdirat(dfd, "work", 0700) < 0)
-                return nook_err_errno(
-                        err, NOOK_E_IO, "Cannot create the overlay's work folder in '%s'", dir);
-        /* as mkdir_owned in lifecycle.c: a rootless caller cannot chown, and need not */
-        if ((fchownat(dfd, "upper", uid, gid, AT_SYMLINK_NOFOLLOW) < 0 ||
-                    fchownat(dfd, "work", uid, gid, AT_SYMLINK_NOFOLLOW) < 0) &&
-                errno != EPERM)
-                return nook_err_errno(
-                        err, NOOK_E_IO, "Cannot give the writable layer in '%s' to the sandbox's root", dir);
         return 1;
 }
 

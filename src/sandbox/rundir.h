@@ -12,7 +12,6 @@
 #pragma once
 
 #include <stdbool.h>
-#include <sys/types.h>
 
 #include "nook.h"
 
@@ -36,10 +35,11 @@ void sb_run_dir_clean(const char *dir, bool keep_log);
 /* The ephemeral layer (docs/design/runtime.md, "The ephemeral layer"): an ephemeral sandbox's
  * writable layer (upper, work) is made in its runtime folder, not its state folder, when that
  * folder can hold it: a tmpfs (or any filesystem) that takes the user.* xattrs overlayfs needs in
- * a user namespace, with at least SB_LAYER_MIN_FREE bytes free.  Makes <dir>/upper and
- * <dir>/work (owned by uid:gid) and returns 1 when it may, else 0 having made nothing. */
+ * a user namespace, with at least SB_LAYER_MIN_FREE bytes free.  Returns 1 when it may, having
+ * made <dir>/upper (the probe's folder; the caller makes upper and work its sandbox's, as in the
+ * state folder), else 0 having made nothing. */
 #define SB_LAYER_MIN_FREE (256ULL << 20)
-int sb_run_dir_layer(const char *dir, uid_t uid, gid_t gid, nook_error *err);
+int sb_run_dir_layer(const char *dir, nook_error *err);
 /* Where sandbox name's writable layer is now: <runtime folder>/<name>/upper when it has one there
  * (an ephemeral layer), else <sdir>/upper.  malloc'ed; NULL: out of memory. */
 char *sb_upper_path(nook *n, const char *name, const char *sdir);

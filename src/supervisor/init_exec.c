@@ -420,9 +420,7 @@ static bool client_tell(int client_fd, json_t *m) {
 static bool client_tell_exited(int client_fd, uint64_t id, int status, const char *why) {
         if (client_fd < 0)
                 return false;
-        return client_tell(client_fd,
-                json_pack("{s:s, s:I, s:i, s:s, s:s?}", "op", "exited", "id", (json_int_t)id, "status",
-                        status, "reason", "exited", "error", why && why[0] ? why : NULL));
+        return client_tell(client_fd, proto_exited_msg(id, status, "exited", why && why[0] ? why : NULL));
 }
 
 /* One record to whoever sent the request (init or the supervisor).  A reader that is gone (a

@@ -56,6 +56,16 @@ json_t *proto_error_msg(const nook_error *e) {
                 "message", e->msg, "errno", e->sys_errno);
 }
 
+json_t *proto_exited_msg(uint64_t id, json_int_t status, const char *reason, const char *error) {
+        json_t *m = json_pack("{s:s, s:I, s:I, s:s, s:s?}", "op", "exited", "id", (json_int_t)id, "status",
+                status, "reason", reason, "error", error);
+        if (!m && error)
+                m = json_pack("{s:s, s:I, s:I, s:s, s:s}", "op", "exited", "id", (json_int_t)id, "status",
+                        status, "reason", reason, "error",
+                        "the command could not start (the sandbox gave no readable reason)");
+        return m;
+}
+
 int proto_error_from_msg(json_t *msg, nook_error *err) {
         const char *code = json_string_value(json_object_get(msg, "code"));
         const char *text = json_string_value(json_object_get(msg, "message"));

@@ -31,6 +31,7 @@
 
 #include <jansson.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "nook.h"
 
@@ -44,6 +45,11 @@ int proto_send(int sock, json_t *msg, const int *fds, size_t n_fds);
 int proto_recv(int sock, json_t **ret, int *ret_fds, size_t *ret_n_fds);
 /* An {"op":"error"} message from a nook_error. */
 json_t *proto_error_msg(const nook_error *e);
+/* The {"op":"exited"} message of exec id (error: NULL or the reason its command could not
+ * start).  Sent by the supervisor and by a helper that answers its client itself: one wording.
+ * An error that is no valid UTF-8 (it comes from inside the sandbox) makes no JSON string: the
+ * end still goes out, with a fixed error instead.  NULL: out of memory. */
+json_t *proto_exited_msg(uint64_t id, json_int_t status, const char *reason, const char *error);
 /* Fills err from an {"op":"error"} message. Returns -code. */
 int proto_error_from_msg(json_t *msg, nook_error *err);
 const char *proto_op(json_t *msg);

@@ -666,19 +666,8 @@ static void exec_exited(sup *s, uint64_t id, json_int_t st, const char *error, b
                 if (!c->reason && WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL &&
                         oom_kills(s) > c->oom_kills_at_start)
                         c->reason = "oom";
-                if (!told || c->reason) {
-                        json_t *m = json_pack("{s:s, s:I, s:I, s:s, s:s?}", "op", "exited", "id",
-                                (json_int_t)id, "status", st, "reason", c->reason ? c->reason : "exited",
-                                "error", error);
-                        /* a helper's why that is no valid UTF-8 (from inside the sandbox) makes no
-                         * JSON string: the end still goes out, without it */
-                        if (!m && error)
-                                m = json_pack("{s:s, s:I, s:I, s:s, s:s}", "op", "exited", "id",
-                                        (json_int_t)id, "status", st, "reason",
-                                        c->reason ? c->reason : "exited", "error",
-                                        "the command could not start (the sandbox gave no readable reason)");
-                        client_send(c, m);
-                }
+                if (!told || c->reason)
+                        client_send(c, proto_exited_msg(id, st, c->reason ? c->reason : "exited", error));
         } else if (detached && !abandoned_take(s, id) && s->detached_running > 0)
                 s->detached_running--;
         s->last_activity_ms = now_ms();

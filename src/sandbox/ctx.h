@@ -21,6 +21,8 @@ struct nook {
         const char *idmap_why; /* when !idmap: why not (static) */
         int *lifelines; /* write ends of the pipes tied sandboxes' supervisors watch (NOOK_CREATE_TIED) */
         size_t n_lifelines;
+        pid_t spawning; /* a supervisor this handle's create started, still waiting for its config:
+                         * not an orphan to reconcile (lifecycle.c:supervisor_spawn) */
 };
 
 /* The host uid of the sandbox's root: with idmapped mounts its own range's base (acquired from

@@ -89,61 +89,90 @@ static int read_ready(int fd, json_t **ret, nook_error *err) {
         return 0;
 }
 
-/* Secret values reach the supervisor over an inherited socket (fd 5), written once after the
- * spawn: never a file, an argv or an environment.  A socket, not a pipe: a supervisor that died
- * early gives EPIPE without SIGPIPE (MSG_NOSIGNAL) in a caller such as Node. */
-static int send_secrets(int fd, const char *values, nook_error *err) {
-        size_t len = strlen(values), off = 0;
+/* Sends all of data on a socket we hold (the config or the secrets), then ends it: EOF is
+ * what the supervisor reads up to.  A socket, not a pipe: a supervisor that died early gives
+ * EPIPE without SIGPIPE (MSG_NOSIGNAL) in a caller such as Node. */
+static int send_all(int fd, const char *data, const char *what, nook_error *err) {
+        size_t len = strlen(data), off = 0;
         while (off < len) {
-                ssize_t k = send(fd, values + off, len - off, MSG_NOSIGNAL);
+                ssize_t k = send(fd, data + off, len - off, MSG_NOSIGNAL);
                 if (k < 0 && errno == EINTR)
                         continue;
                 if (k < 0)
                         return nook_err_errno(err, NOOK_E_INTERNAL,
-                                "Cannot hand the secrets to the sandbox supervisor; see 'nook logs --system NAME'");
+                                "Cannot hand %s to the sandbox supervisor; see 'nook logs --system NAME'",
+                                what);
                 off += (size_t)k;
         }
         (void)shutdown(fd, SHUT_WR);
         return 0;
 }
 
+/* A supervisor started ahead of its config (docs/design/runtime.md, "Processes"): it execs and
+ * loads its libraries on the other CPU while this process records the sandbox and makes its
+ * folders, then blocks reading fd 6 until supervisor_hand_over sends the config.  Until then
+ * it has made nothing: if we fail, or die, it reads EOF and exits (sup_start_done kills it
+ * anyway), and reconcile skips it while it is ours (n->spawning, state.c). */
+typedef struct sup_start {
+        nook *n;
+        pid_t pid; /* 0: none, or handed over */
+        int ready; /* read end of its ready pipe */
+        int config; /* our end of its config socket (fd 6) */
+        int secrets; /* our end of its secrets socket (fd 5), -1: no secrets */
+        int lifeline; /* write end of a tied sandbox's lifeline (its fd 4), -1: not tied */
+} sup_start;
+#define SUP_START_INIT                                                                                      \
+        { .ready = -1, .config = -1, .secrets = -1, .lifeline = -1 }
+
+static void sup_start_done(sup_start *s) {
+        s->ready = safe_close(s->ready);
+        s->config = safe_close(s->config);
+        s->secrets = safe_close(s->secrets);
+        s->lifeline = safe_close(s->lifeline);
+        if (s->pid > 0) {
+                (void)kill(s->pid, SIGKILL);
+                (void)sb_wait_gone(s->pid, 0, 5000);
+                s->pid = 0;
+        }
+        if (s->n)
+                s->n->spawning = 0;
+}
+
+/* The child's fds 3 to 6 from ours: copies above 6 first, since a source among 3..6 (a caller
+ * with few fds open) would otherwise be overwritten by an earlier dup2 of the same spawn.
+ * child[i] -1: none.  Returns 0 or -errno; hi[] are closed by the caller. */
+static int spawn_fds(posix_spawn_file_actions_t *fa, const int child[4], int hi[4]) {
+        for (int i = 0; i < 4; i++) {
+                if (child[i] < 0)
+                        continue;
+                hi[i] = fcntl(child[i], F_DUPFD_CLOEXEC, 7);
+                if (hi[i] < 0)
+                        return -errno;
+                posix_spawn_file_actions_adddup2(fa, hi[i], 3 + i);
+        }
+        return 0;
+}
+
 /* Starts nook-supervisor by exec (posix_spawn: safe from a threaded caller such as Node) with a
- * clean environment, and waits for its ready line.  values: the secrets' values as JSON, or
- * NULL. */
-static int spawn_supervisor(const char *state_dir, const char *run_dir, int config, int lifeline,
-        const char *values, pid_t *ret_pid, nook_error *err) {
+ * clean environment, in its own session.  Its config and secrets come later (supervisor_hand_over). */
+static int supervisor_spawn(nook *n, const char *state_dir, const char *run_dir, bool tied, bool secrets,
+        sup_start *s, nook_error *err) {
         _cleanup_free_ char *bin = find_supervisor();
-        _cleanup_close_pair_ int sec[2] = { -1, -1 };
-        int pfd[2];
+        _cleanup_close_pair_ int cfg[2] = { -1, -1 }, sec[2] = { -1, -1 }, rdy[2] = { -1, -1 },
+                                 life[2] = { -1, -1 };
         if (!bin)
                 return nook_err_oom(err);
-        if (values && socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sec) < 0)
-                return nook_err_errno(err, NOOK_E_IO, "Cannot create the secrets socket");
-        if (pipe2(pfd, O_CLOEXEC) < 0)
-                return nook_err_errno(err, NOOK_E_IO, "Cannot create a pipe");
+        if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, cfg) < 0 ||
+                (secrets && socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sec) < 0) ||
+                pipe2(rdy, O_CLOEXEC) < 0 || (tied && pipe2(life, O_CLOEXEC) < 0))
+                return nook_err_errno(
+                        err, NOOK_E_IO, "Cannot create the sockets and pipes of the supervisor");
         posix_spawn_file_actions_t fa;
         posix_spawnattr_t attr;
         posix_spawn_file_actions_init(&fa);
         posix_spawnattr_init(&attr);
-        /* The child's 3 to 6 come from copies above 6: a source among 3..6 (a caller with few
-         * fds open) would otherwise be overwritten by an earlier dup2 of the same spawn. */
-        _cleanup_close_ int hi_ready = fcntl(pfd[1], F_DUPFD_CLOEXEC, 7);
-        _cleanup_close_ int hi_life = lifeline >= 0 ? fcntl(lifeline, F_DUPFD_CLOEXEC, 7) : -1;
-        _cleanup_close_ int hi_sec = values ? fcntl(sec[1], F_DUPFD_CLOEXEC, 7) : -1;
-        _cleanup_close_ int hi_cfg = fcntl(config, F_DUPFD_CLOEXEC, 7);
-        if (hi_ready < 0 || (lifeline >= 0 && hi_life < 0) || (values && hi_sec < 0) || hi_cfg < 0) {
-                posix_spawn_file_actions_destroy(&fa);
-                posix_spawnattr_destroy(&attr);
-                safe_close(pfd[0]);
-                safe_close(pfd[1]);
-                return nook_err_errno(err, NOOK_E_IO, "Cannot duplicate the supervisor's descriptors");
-        }
-        posix_spawn_file_actions_adddup2(&fa, hi_ready, 3);
-        if (lifeline >= 0)
-                posix_spawn_file_actions_adddup2(&fa, hi_life, 4);
-        if (values)
-                posix_spawn_file_actions_adddup2(&fa, hi_sec, 5);
-        posix_spawn_file_actions_adddup2(&fa, hi_cfg, 6);
+        int child[4] = { rdy[1], life[0], sec[1], cfg[1] }, hi[4] = { -1, -1, -1, -1 };
+        int r = spawn_fds(&fa, child, hi);
         posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
         sigset_t none, all;
         sigemptyset(&none);
@@ -154,11 +183,11 @@ static int spawn_supervisor(const char *state_dir, const char *run_dir, int conf
         char *argv[14] = { bin, (char *)"--state", (char *)state_dir, (char *)"--run", (char *)run_dir,
                 (char *)"--config-fd", (char *)"6", (char *)"--ready-fd", (char *)"3" };
         size_t na = 9;
-        if (lifeline >= 0) {
+        if (tied) {
                 argv[na++] = (char *)"--lifeline-fd";
                 argv[na++] = (char *)"4";
         }
-        if (values) {
+        if (secrets) {
                 argv[na++] = (char *)"--secrets-fd";
                 argv[na++] = (char *)"5";
         }
@@ -167,35 +196,51 @@ static int spawn_supervisor(const char *state_dir, const char *run_dir, int conf
         char *envp[] = { (char *)"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
                 dbg_env, NULL };
         pid_t pid;
-        int r = posix_spawn(&pid, bin, &fa, &attr, argv, envp);
+        int dup_errno = -r;
+        if (r == 0)
+                r = posix_spawn(&pid, bin, &fa, &attr, argv, envp);
         posix_spawn_file_actions_destroy(&fa);
         posix_spawnattr_destroy(&attr);
-        safe_close(pfd[1]);
-        sec[1] = safe_close(sec[1]);
-        hi_ready = safe_close(hi_ready);
-        hi_life = safe_close(hi_life);
-        hi_sec = safe_close(hi_sec);
-        hi_cfg = safe_close(hi_cfg);
-        if (r != 0) {
-                safe_close(pfd[0]);
+        for (int i = 0; i < 4; i++)
+                safe_close(hi[i]);
+        if (dup_errno > 0)
+                return nook_err_errnum(
+                        err, NOOK_E_IO, dup_errno, "Cannot duplicate the supervisor's descriptors");
+        if (r != 0)
                 return nook_err_errnum(
                         err, NOOK_E_MISSING_FEATURE, r, "Cannot start the supervisor '%s'", bin);
-        }
         sb_children_add(pid);
+        n->spawning = pid;
+        *s = (sup_start){ .n = n,
+                .pid = pid,
+                .ready = TAKE_FD(rdy[0]),
+                .config = TAKE_FD(cfg[0]),
+                .secrets = TAKE_FD(sec[0]),
+                .lifeline = TAKE_FD(life[1]) };
+        return 0;
+}
+
+/* Sends the supervisor its config and the secrets' values (JSON, or NULL), and waits for its
+ * ready line.  On success the supervisor is the sandbox's (*ret_pid); on failure it is gone. */
+static int supervisor_hand_over(
+        sup_start *s, const char *config, const char *values, pid_t *ret_pid, nook_error *err) {
+        pid_t pid = s->pid;
+        int r = send_all(s->config, config, "the sandbox config", err);
+        s->config = safe_close(s->config);
+        if (r >= 0 && values)
+                r = send_all(s->secrets, values, "the secrets", err);
+        s->secrets = safe_close(s->secrets);
         json_t *m = NULL;
-        r = values ? send_secrets(sec[0], values, err) : 0;
-        sec[0] = safe_close(sec[0]);
         if (r >= 0)
-                r = read_ready(pfd[0], &m, err);
-        safe_close(pfd[0]);
-        if (r < 0) {
-                (void)kill(pid, SIGKILL); /* it gave up or hangs: either way, gone and reaped */
-                (void)sb_wait_gone(pid, 0, 5000);
-                return r;
-        }
+                r = read_ready(s->ready, &m, err);
+        s->ready = safe_close(s->ready);
+        if (r < 0)
+                return r; /* it gave up or hangs: sup_start_done kills and reaps it */
+        s->n->spawning = 0;
         if (!json_is_true(json_object_get(m, "ok"))) {
                 r = proto_error_from_msg(m, err);
                 json_decref(m);
+                s->pid = 0;
                 /* it has cleaned up and is exiting; a cleanup that hangs must not hold the lock */
                 if (!sb_wait_gone(pid, 0, READY_TIMEOUT_MS)) {
                         (void)kill(pid, SIGKILL);
@@ -203,8 +248,9 @@ static int spawn_supervisor(const char *state_dir, const char *run_dir, int conf
                 }
                 return r;
         }
-        *ret_pid = pid;
         json_decref(m);
+        s->pid = 0;
+        *ret_pid = pid;
         return 0;
 }
 
@@ -222,12 +268,12 @@ static int mkdir_owned(const char *p, mode_t mode, uid_t uid, gid_t gid, nook_er
  * image_digest: in, the image a kept writable layer sits on (NULL: resolve spec->image); out, the
  * registry image's digest for the record (NULL for "host" or a directory). */
 static int prepare_state(nook *n, const char *name, const sb_spec *spec, bool keep_upper, const char *sdir,
-        const char *rundir, const char *wsdir, uid_t ruid, gid_t rgid, char **image_digest, int *ret_config,
-        nook_error *err) {
+        const char *rundir, bool rundir_fresh, const char *wsdir, uid_t ruid, gid_t rgid,
+        char **image_digest, char **ret_config, nook_error *err) {
         _cleanup_free_ char *upper = strprintf("%s/upper", sdir), *work = strprintf("%s/work", sdir);
         _cleanup_free_ char *sdirs = strprintf("%s/sandboxes", n->home);
         _cleanup_free_ char *wsdirs = strprintf("%s/workspaces", n->home);
-        /* config.json of older versions: the config is a memfd now (supervisor/config.h) */
+        /* config.json of older versions: the config goes over a socket now (supervisor/config.h) */
         _cleanup_free_ char *cfgp = strprintf("%s/config.json", sdir);
         int r;
         if (!upper || !work || !sdirs || !wsdirs || !cfgp)
@@ -238,27 +284,31 @@ static int prepare_state(nook *n, const char *name, const sb_spec *spec, bool ke
         r = path_mkdir_p(wsdirs, 0711, err);
         if (r < 0)
                 return r;
-        if (mkdir(sdir, 0700) < 0 && errno != EEXIST)
+        bool fresh = mkdir(sdir, 0700) == 0; /* nothing of an earlier run to clear in it */
+        if (!fresh && errno != EEXIST)
                 return nook_err_errno(err, NOOK_E_IO, "Cannot create '%s'", sdir);
         /* the sandbox's root walks to its upper layer through an fd, yet the overlay's work dir
          * must be on the same filesystem as upper: both live here */
-        if (!keep_upper) {
+        if (!fresh && !keep_upper) {
                 if ((r = path_rm_rf(upper, err)) < 0)
                         return r;
         }
-        if ((r = path_rm_rf(work, err)) < 0)
+        if (!fresh && (r = path_rm_rf(work, err)) < 0)
                 return r;
-        (void)unlink(cfgp);
+        if (!fresh)
+                (void)unlink(cfgp);
         /* the last run's exit record: compared by the second only, it would otherwise explain a
          * supervisor of this run killed within the same second (stop, start, SIGKILL) */
         _cleanup_free_ char *exitp = strprintf("%s/exit.json", sdir);
         if (!exitp)
                 return nook_err_oom(err);
-        (void)unlink(exitp);
+        if (!fresh)
+                (void)unlink(exitp);
         /* An ephemeral layer in the runtime folder when it can hold one (rundir.h): on its tmpfs
          * the layer and the overlay's own work folders cost no inodes on NOOK_HOME's disk, and no
          * discard at their deletion (bench/README.md, issue #17). */
-        sb_run_dir_clean(rundir, /* keep_log= */ true); /* a layer a killed run left there */
+        if (!rundir_fresh)
+                sb_run_dir_clean(rundir, /* keep_log= */ true); /* a layer a killed run left there */
         r = spec->sticky || keep_upper ? 0 : sb_run_dir_layer(rundir, err);
         if (r < 0)
                 return r;
@@ -326,7 +376,7 @@ static int prepare_state(nook *n, const char *name, const sb_spec *spec, bool ke
                 r = sb_egress_prepare(spec, &img, upper, ruid, rgid, &env, &c.egress, err);
         if (r >= 0) {
                 c.env = env;
-                r = sup_config_to_fd(&c, ret_config, err);
+                r = sup_config_to_json(&c, ret_config, err);
         }
         if (r >= 0) {
                 free(*image_digest);
@@ -397,6 +447,27 @@ static int baseline_capture(nook *n, const char *name, const char *sdir, const c
         return sb_baseline_capture(sdir, wsdir, upper, fresh_upper, /* upper_durable= */ sticky, err);
 }
 
+/* The secrets' values (sb_egress_values_json) are wiped before they are freed. */
+static void values_freep(char **p) {
+        if (*p) {
+                explicit_bzero(*p, strlen(*p));
+                free(*p);
+        }
+}
+
+/* NOOK_TEST_CREATE_KILL_AT=spawned|recorded|prepared: the creating process SIGKILLs itself
+ * there (after the supervisor's spawn; after the "creating" record; with the folders made,
+ * before the supervisor has its config), so tests see what reconcile makes of each point. */
+static void test_kill_at(const char *point) {
+#ifdef NOOK_TEST_HOOKS
+        const char *k = secure_getenv("NOOK_TEST_CREATE_KILL_AT");
+        if (k && streq(k, point))
+                (void)raise(SIGKILL);
+#else
+        (void)point;
+#endif
+}
+
 /* Saves the "creating" record (a new one, or over the existing) and acquires the sandbox's host
  * id range in the same transaction. */
 static int rec_save_with_ids(nook *n, store *st, const sandbox_rec *rec, bool existed, uid_t *ret_uid,
@@ -430,10 +501,22 @@ int sb_create_locked(nook *n, const char *name, const sb_spec *spec, unsigned fl
 
         if (!spec_json)
                 return nook_err_oom(err);
-        r = ctx_store(n, &st, err);
+        r = ctx_dirs(n, name, &sdir, &wsdir, err);
         if (r < 0)
                 return r;
-        r = ctx_dirs(n, name, &sdir, &wsdir, err);
+        /* The supervisor first: its exec and loading (~1 ms of CPU) run on the other CPU while we
+         * open the database, record the sandbox and make its folders; it waits for its config
+         * (supervisor_spawn says why a kill at any point leaks nothing). */
+        _cleanup_free_ char *rundir = NULL;
+        _cleanup_(values_freep) char *values = sb_egress_values_json(spec);
+        _cleanup_(sup_start_done) sup_start sup = SUP_START_INIT;
+        r = sb_run_dir(n, name, &rundir, err);
+        if (r >= 0)
+                r = supervisor_spawn(n, sdir, rundir, flags & NOOK_CREATE_TIED, values != NULL, &sup, err);
+        if (r < 0)
+                return r;
+        test_kill_at("spawned");
+        r = ctx_store(n, &st, err);
         if (r < 0)
                 return r;
         r = store_sandbox_get(st, name, &rec, err);
@@ -482,46 +565,39 @@ int sb_create_locked(nook *n, const char *name, const sb_spec *spec, unsigned fl
         r = rec_save_with_ids(n, st, &rec, existed, &ruid, &rgid, err);
         if (r < 0)
                 return r;
-        _cleanup_close_ int config = -1;
-        _cleanup_free_ char *rundir = NULL;
+        test_kill_at("recorded");
+        _cleanup_free_ char *config = NULL;
+        free(rundir); /* the same path, made now */
+        rundir = NULL;
         r = sb_run_dir_make(n, name, &rundir, err);
         if (r >= 0)
-                r = prepare_state(n, name, spec, keep_upper, sdir, rundir, wsdir, ruid, rgid,
+                r = prepare_state(n, name, spec, keep_upper, sdir, rundir, r > 0, wsdir, ruid, rgid,
                         &rec.image_digest, &config, err);
         if (r >= 0 && !(flags & NOOK_CREATE_NO_BASELINE))
                 r = baseline_capture(n, name, sdir, wsdir, !keep_upper, spec->sticky, err);
+        if (r >= 0)
+                test_kill_at("prepared");
         pid_t pid = 0;
-        bool spawned = r >= 0;
-        int life[2] = { -1, -1 };
-        if (r >= 0 && (flags & NOOK_CREATE_TIED) && pipe2(life, O_CLOEXEC) < 0)
-                r = nook_err_errno(err, NOOK_E_IO, "Cannot create the sandbox's lifeline pipe");
-        if (r >= 0) {
-                char *values = sb_egress_values_json(spec);
-                r = spawn_supervisor(sdir, rundir, config, life[0], values, &pid, err);
-                if (values) {
-                        explicit_bzero(values, strlen(values));
-                        free(values);
-                }
-        }
-        safe_close(life[0]);
-        if (r >= 0 && life[1] >= 0)
-                r = lifeline_keep(n, life[1], err);
-        else
-                safe_close(life[1]);
+        bool handed = r >= 0; /* the supervisor has its config: it may have made its cgroups, its log */
+        if (r >= 0)
+                r = supervisor_hand_over(&sup, config, values, &pid, err);
+        if (r >= 0 && sup.lifeline >= 0)
+                r = lifeline_keep(n, TAKE_FD(sup.lifeline), err);
         if (r < 0) {
-                /* Nothing half-made stays: the state folder, the runtime folder, a workspace we
-                 * made, the record.  But when the supervisor failed without a reason of its own
-                 * (it died, hung, or its init died: an internal error or a timeout), its log is
-                 * where the error points ('nook logs --system NAME'): the runtime folder keeps it
-                 * until the next create of the name or 'nook rm'. */
+                /* Nothing half-made stays: the supervisor, the state folder, the runtime folder, a
+                 * workspace we made, the record.  But when the supervisor failed without a reason
+                 * of its own (it died, hung, or its init died: an internal error or a timeout), its
+                 * log is where the error points ('nook logs --system NAME'): the runtime folder
+                 * keeps it until the next create of the name or 'nook rm'. */
                 nook_error ignore;
-                bool keep_log = spawned && (r == -NOOK_E_INTERNAL || r == -NOOK_E_TIMEOUT);
+                bool keep_log = handed && (r == -NOOK_E_INTERNAL || r == -NOOK_E_TIMEOUT);
+                sup_start_done(&sup);
                 sb_cgroup_remove(n, name); /* a supervisor killed in setup cleaned nothing */
                 if (!keep_upper)
                         (void)path_rm_rf(sdir, &ignore);
                 if (rundir)
-                        sb_run_dir_clean(rundir, keep_log || !spawned);
-                if (rundir && !spawned)
+                        sb_run_dir_clean(rundir, keep_log || !handed);
+                if (rundir && !handed)
                         (void)rmdir(rundir); /* unless it keeps a log of an earlier failed create */
                 if (!ws_existed)
                         (void)path_rm_rf(wsdir, &ignore);

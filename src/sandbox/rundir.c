@@ -272,12 +272,13 @@ int sb_run_dir_make(nook *n, const char *name, char **ret, nook_error *err) {
         int r = sb_run_dir(n, name, &p, err);
         if (r < 0)
                 return r;
-        if (mkdir(p, 0700) < 0 && errno != EEXIST)
+        bool made = mkdir(p, 0700) == 0;
+        if (!made && errno != EEXIST)
                 return nook_err_errno(err, NOOK_E_IO,
                         "Cannot create the sandbox's runtime folder '%s' (the folder above it must be writable by its owner: see 'readlink NOOK_HOME/run')",
                         p);
         *ret = TAKE_PTR(p);
-        return 0;
+        return made;
 }
 
 void sb_run_dir_clean(const char *dir, bool keep_log) {

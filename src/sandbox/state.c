@@ -256,8 +256,10 @@ int sb_rec_set_state(sandbox_rec *rec, const char *state, nook_error *err) {
 /* ---- reconcile ------------------------------------------------------------------------------------ */
 
 /* The pid of a live nook-supervisor of state folder sdir (its argv holds "--state" sdir), or 0.
- * A supervisor whose creator was killed before recording it is found this way. */
-static pid_t find_supervisor_of(const char *sdir) {
+ * A supervisor whose creator was killed before recording it is found this way.  Not skip: the
+ * supervisor this handle's create started and has not handed its config yet (nook->spawning),
+ * which a reconcile inside that create (the name's old record) must neither adopt nor kill. */
+static pid_t find_supervisor_of(const char *sdir, pid_t skip) {
         _cleanup_close_ int pfd = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         DIR *d = pfd >= 0 ? fdopendir(fcntl(pfd, F_DUPFD_CLOEXEC, 3)) : NULL;
         size_t sl = strlen(sdir);
@@ -283,6 +285,8 @@ static pid_t find_supervisor_of(const char *sdir) {
                         continue;
                 found = (pid_t)strtol(
                         de->d_name, NULL, 10); /* a /proc entry starting with a digit is a pid */
+                if (found == skip)
+                        found = 0;
         }
         closedir(d);
         return found;
@@ -293,7 +297,7 @@ pid_t sb_supervisor_find(nook *n, const char *name) {
         nook_error ignore;
         if (ctx_sandbox_dir(n, name, &sdir, &ignore) < 0)
                 return 0;
-        return find_supervisor_of(sdir);
+        return find_supervisor_of(sdir, n->spawning);
 }
 
 /* The pid at the other end of the control socket of sdir, or 0 when none answers. */
@@ -322,7 +326,7 @@ void sb_cgroup_remove(nook *n, const char *name) {
  * interrupted after the spawn): it is adopted when it serves its control socket (setup done),
  * else killed.  Returns 1 when adopted. */
 static int adopt_or_kill(nook *n, sandbox_rec *rec, const char *sdir, store *st, nook_error *err) {
-        pid_t pid = find_supervisor_of(sdir);
+        pid_t pid = find_supervisor_of(sdir, n->spawning);
         if (pid <= 0)
                 return 0;
         uint64_t start = proc_start_time(pid);

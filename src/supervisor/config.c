@@ -1,13 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include <errno.h>
-#include <fcntl.h>
 #include <jansson.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <unistd.h>
 
 #include "nook.h"
 #include "supervisor/config.h"
@@ -49,7 +46,7 @@ static json_t *strv_to_json(char **l) {
         return a;
 }
 
-int sup_config_to_fd(const sup_config *c, int *ret_fd, nook_error *err) {
+int sup_config_to_json(const sup_config *c, char **ret_text, nook_error *err) {
         json_t *o = json_pack("{s:s, s:o, s:s?, s:s?, s:o, s:s?, s:o, s:s?, s:s?, s:s?, s:I, s:I, s:b}",
                 "name", c->name, "lowers", strv_to_json(c->lowers), "upper", c->upper, "work", c->work,
                 "roBinds", strv_to_json(c->ro_binds), "workspace", c->workspace, "env", strv_to_json(c->env),
@@ -78,24 +75,12 @@ int sup_config_to_fd(const sup_config *c, int *ret_fd, nook_error *err) {
         json_object_set_new(o, "mounts", ms);
         if (c->egress)
                 json_object_set(o, "egress", c->egress);
-        /* A memfd, not a file: the config needs no durability, and on the ext4 under NOOK_HOME
-         * every new inode costs (bench/README.md, issue #17). */
-        _cleanup_close_ int fd = memfd_create("nook-config", MFD_CLOEXEC);
-        if (fd < 0) {
-                json_decref(o);
-                return nook_err_errno(err, NOOK_E_IO, "Cannot create a memfd for the sandbox config");
-        }
-        /* one write (json_dumpfd writes each token by itself) */
-        _cleanup_free_ char *text = json_dumps(o, JSON_COMPACT);
+        /* One string, sent in one write (json_dumpfd writes each token by itself). */
+        char *text = json_dumps(o, JSON_COMPACT);
         json_decref(o);
         if (!text)
                 return nook_err_oom(err);
-        int r = fd_write_all(fd, text, strlen(text));
-        if (r < 0)
-                return nook_err_errnum(err, NOOK_E_IO, -r, "Cannot write the sandbox config to its memfd");
-        if (lseek(fd, 0, SEEK_SET) < 0)
-                return nook_err_errno(err, NOOK_E_IO, "Cannot write the sandbox config to its memfd");
-        *ret_fd = TAKE_FD(fd);
+        *ret_text = text;
         return 0;
 }
 
@@ -187,6 +172,8 @@ int sup_config_from_fd(int fd, sup_config *ret, nook_error *err) {
         int r = fd_read_to_end(fd, SUP_CONFIG_MAX, &text, &len, err);
         if (r < 0)
                 return nook_err_wrap(err, "reading the sandbox config (fd %d)", fd);
+        if (len == 0)
+                return 0; /* the creator gave up before sending it */
         json_t *o = json_loadb(text ? text : "", len, JSON_REJECT_DUPLICATES, &jerr);
         sup_config c = { 0 };
 
@@ -258,5 +245,5 @@ int sup_config_from_fd(int fd, sup_config *ret, nook_error *err) {
         c.egress = json_incref(eg);
         json_decref(o);
         *ret = c;
-        return 0;
+        return 1;
 }

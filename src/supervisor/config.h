@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The supervisor's configuration: everything it needs to create one sandbox, written by libnook
- * into a memfd the supervisor reads at its start (--config-fd, never a file: no inode in NOOK_HOME).
- * It never holds a secret value. */
+/* The supervisor's configuration: everything it needs to create one sandbox, sent by libnook
+ * over a socket the supervisor inherits (--config-fd, never a file: no inode in NOOK_HOME) and
+ * reads to its end before anything else: libnook starts the supervisor first and sends the
+ * config once the sandbox's folders are ready (docs/design/runtime.md, "Processes").  It never
+ * holds a secret value. */
 #pragma once
 
 #include <stdbool.h>
@@ -55,10 +57,11 @@ typedef struct sup_config {
 } sup_config;
 
 void sup_config_done(sup_config *c);
-/* *ret_fd: a memfd (close-on-exec) holding c as JSON, at offset 0. */
-int sup_config_to_fd(const sup_config *c, int *ret_fd, nook_error *err);
+/* *ret_text: c as compact JSON (free() it). */
+int sup_config_to_json(const sup_config *c, char **ret_text, nook_error *err);
 /* The largest config the supervisor reads (env, mounts, rules and egress hosts are bounded by
  * the spec's own limits far below this). */
 #define SUP_CONFIG_MAX ((size_t)32 * 1024 * 1024)
-/* Reads the config from fd (from its current offset to its end). */
+/* Reads the config from fd (from its current offset to its end).  Returns 1 with *ret set, or 0
+ * when fd ends before its first byte (the creator gave up: it died or failed before sending). */
 int sup_config_from_fd(int fd, sup_config *ret, nook_error *err);

@@ -58,6 +58,21 @@ static void redirect_stdio(const char *run_dir) {
         safe_close(lfd);
 }
 
+/* A config we refuse is libnook's bug: the reason goes to its log and to the caller. */
+static int report_bad_config(int ready_fd, const nook_error *err) {
+        fprintf(stderr, "nook-supervisor: %s\n", err->msg);
+        _cleanup_free_ char *msg = strprintf("Cannot read the sandbox config: %s", err->msg);
+        json_t *m = json_pack("{s:b, s:s, s:s}", "ok", 0, "code",
+                nook_errc_to_string(err->code ? err->code : NOOK_E_NOMEM), "message",
+                msg ? msg : "Cannot read the sandbox config");
+        _cleanup_free_ char *text = m ? json_dumps(m, JSON_COMPACT) : NULL;
+        json_decref(m);
+        dprintf(ready_fd, "%s\n",
+                text ? text
+                     : "{\"ok\":false,\"code\":\"nomem\",\"message\":\"Cannot read the sandbox config\"}");
+        return 1;
+}
+
 int main(int argc, char **argv) {
         const char *state_dir = NULL, *run_dir = NULL;
         int ready_fd = -1, lifeline_fd = -1, secrets_fd = -1, config_fd = -1;
@@ -89,7 +104,7 @@ int main(int argc, char **argv) {
                 run_dir = state_dir;
         if (run_dir[0] != '/')
                 return usage();
-        /* the config (a memfd libnook wrote: supervisor/config.h) */
+        /* the config (a socket libnook sends it over: supervisor/config.h) */
         if (config_fd < 3 || config_fd == ready_fd || fcntl(config_fd, F_GETFD) < 0)
                 return usage();
         (void)fd_set_cloexec(config_fd, true);
@@ -101,37 +116,38 @@ int main(int argc, char **argv) {
         if (lifeline_fd >= 0)
                 (void)fd_set_cloexec(lifeline_fd, true);
 
-        /* The secrets' values (JSON), read whole before anything else: libnook writes them once
-         * and closes.  They stay in this process's memory only, for the egress gateway. */
+        /* libnook starts us before it has made the sandbox's folders, and sends the config once
+         * they are ready (docs/design/runtime.md, "Processes"): our exec and loading run beside
+         * its bookkeeping.  Until then nothing is ours to make or clean, so everything that
+         * touches the sandbox (the log in RUNDIR included) comes after the config. */
+        int keep[4] = { ready_fd, config_fd }, n_keep = 2;
+        if (lifeline_fd >= 0)
+                keep[n_keep++] = lifeline_fd;
+        if (secrets_fd >= 0)
+                keep[n_keep++] = secrets_fd;
+        (void)fd_close_all_except(3, keep, (size_t)n_keep);
+        sup_config cfg = { 0 };
+        int cr = sup_config_from_fd(config_fd, &cfg, &err);
+        config_fd = safe_close(config_fd);
+        /* Nothing at all: the creator died or gave up before sending it.  We made nothing, and
+         * our stdio is still its own: leave without a word. */
+        if (cr == 0)
+                return 1;
+
+        /* The secrets' values (JSON), read whole next: libnook writes them once, after the
+         * config, and closes.  They stay in this process's memory only, for the egress gateway. */
         _cleanup_free_ char *values = NULL;
         if (secrets_fd >= 0) {
                 size_t len = 0;
-                if (fd_read_to_end(secrets_fd, SECRETS_MAX, &values, &len, &err) < 0)
+                nook_error serr = { 0 };
+                if (fd_read_to_end(secrets_fd, SECRETS_MAX, &values, &len, &serr) < 0)
                         values = NULL;
                 safe_close(secrets_fd);
         }
         redirect_stdio(run_dir);
-        int keep[] = { ready_fd, config_fd, lifeline_fd };
-        (void)fd_close_all_except(3, keep, lifeline_fd >= 0 ? 3 : 2);
         (void)prctl(PR_SET_NAME, "nook-supervisor");
-
-        sup_config cfg = { 0 };
-        int cr = sup_config_from_fd(config_fd, &cfg, &err);
-        config_fd = safe_close(config_fd);
-        if (cr < 0) {
-                fprintf(stderr, "nook-supervisor: %s\n", err.msg);
-                /* the reason goes to the caller: a config it wrote that we refuse is its bug */
-                _cleanup_free_ char *msg = strprintf("Cannot read the sandbox config: %s", err.msg);
-                json_t *m = json_pack("{s:b, s:s, s:s}", "ok", 0, "code",
-                        nook_errc_to_string(err.code ? err.code : NOOK_E_NOMEM), "message",
-                        msg ? msg : "Cannot read the sandbox config");
-                _cleanup_free_ char *text = m ? json_dumps(m, JSON_COMPACT) : NULL;
-                json_decref(m);
-                dprintf(ready_fd, "%s\n",
-                        text ? text
-                             : "{\"ok\":false,\"code\":\"nomem\",\"message\":\"Cannot read the sandbox config\"}");
-                return 1;
-        }
+        if (cr < 0)
+                return report_bad_config(ready_fd, &err);
         int r = sup_run(&cfg, state_dir, run_dir, ready_fd, lifeline_fd, values);
         if (values)
                 explicit_bzero(values, strlen(values));

@@ -111,8 +111,8 @@ for prof in default restricted; do
 done
 
 # The supervisor parses the profile once, when it reads its config, and refuses one it does not
-# know there (init uses the parsed value).  A supervisor wrapper rewrites the config libnook wrote
-# (a memfd at fd 6: nook-supervisor --state DIR --run RUNDIR --config-fd 6 ...).
+# know there (init uses the parsed value).  A supervisor wrapper rewrites the config libnook sends
+# (a socket at fd 6: nook-supervisor --state DIR --run RUNDIR --config-fd 6 ...).
 fake=$(mktemp /var/tmp/nook-fake-sup.XXXXXX)
 cat >"$fake" <<SH
 #!/bin/sh
@@ -133,11 +133,14 @@ is "$(ls -A "$NOOK_HOME/sandboxes" 2>/dev/null)" "" "the refused create leaves n
 cat >"$fake" <<SH
 #!/bin/sh
 [ "\$5" = --config-fd ] && [ "\$6" = 6 ] || exit 99
-exec 6</dev/null
+t=\$(mktemp /var/tmp/nook-fake-cfg.XXXXXX) || exit 98
+head -c 20 <&6 >"\$t" || exit 97
+exec 6<"\$t"
+rm -f "\$t"
 exec "$NOOK_SUPERVISOR" "\$@"
 SH
 NOOK_SUPERVISOR=$fake run_nook create badcfg
-isnt "$status" 0 "an empty (not JSON) config fails the create"
+isnt "$status" 0 "a truncated (not JSON) config fails the create"
 like "$err" "Cannot read the sandbox config \\(fd 6\\)" "the create's error says the config could not be read"
 is "$(ls -A "$NOOK_HOME/sandboxes" 2>/dev/null)/$(ls -A "$NOOK_HOME/workspaces" 2>/dev/null)" "/" \
         "the refused create leaves no state folder and no workspace"

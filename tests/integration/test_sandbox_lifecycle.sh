@@ -47,13 +47,13 @@ sup=$(field life .supervisorPid)
 check "the supervisor pid is a live process" alive "${sup:-0}"
 # DESIGN says mode 0600; what matters is that only the owner may connect (no group/other bits).
 like "$(stat -c %F:%a "$NOOK_HOME/run/life/ctl.sock" 2>/dev/null)" "^socket:[67]00$" "the control socket exists, owner-only"
-# The supervisor reads its config from a memfd (--config-fd) and closes it: no config.json in
-# the state folder, no descriptor of it left open.
-check "no config.json in the state folder (the config goes over a memfd)" \
+# The supervisor reads its config from a socket (--config-fd) and closes it: no config.json in
+# the state folder, and no memfd of it either (an older way).
+check "no config.json in the state folder (the config goes over a socket)" \
         test ! -e "$NOOK_HOME/sandboxes/life/config.json"
 supfds=$(ls -l "/proc/${sup:-0}/fd" 2>/dev/null)
 like "$supfds" "ctl.sock|socket:" "the supervisor's descriptors are readable"
-unlike "$supfds" "memfd:nook-config" "the supervisor closed the config's memfd after reading it"
+unlike "$supfds" "memfd:nook-config" "the supervisor holds no memfd of the config"
 
 run_nook ls
 like "$out" $'(^|\n)life +running +ephemeral' "ls lists life as running, ephemeral"

@@ -567,9 +567,7 @@ int sb_create_locked(nook *n, const char *name, const sb_spec *spec, unsigned fl
                 return r;
         test_kill_at("recorded");
         _cleanup_free_ char *config = NULL;
-        free(rundir); /* the same path, made now */
-        rundir = NULL;
-        r = sb_run_dir_make(n, name, &rundir, err);
+        r = sb_run_dir_make(rundir, err);
         if (r >= 0)
                 r = prepare_state(n, name, spec, keep_upper, sdir, rundir, r > 0, wsdir, ruid, rgid,
                         &rec.image_digest, &config, err);
@@ -595,9 +593,8 @@ int sb_create_locked(nook *n, const char *name, const sb_spec *spec, unsigned fl
                 sb_cgroup_remove(n, name); /* a supervisor killed in setup cleaned nothing */
                 if (!keep_upper)
                         (void)path_rm_rf(sdir, &ignore);
-                if (rundir)
-                        sb_run_dir_clean(rundir, keep_log || !handed);
-                if (rundir && !handed)
+                sb_run_dir_clean(rundir, keep_log || !handed);
+                if (!handed)
                         (void)rmdir(rundir); /* unless it keeps a log of an earlier failed create */
                 if (!ws_existed)
                         (void)path_rm_rf(wsdir, &ignore);

@@ -267,18 +267,14 @@ int sb_run_dir(nook *n, const char *name, char **ret, nook_error *err) {
         return 0;
 }
 
-int sb_run_dir_make(nook *n, const char *name, char **ret, nook_error *err) {
-        _cleanup_free_ char *p = NULL;
-        int r = sb_run_dir(n, name, &p, err);
-        if (r < 0)
-                return r;
-        bool made = mkdir(p, 0700) == 0;
-        if (!made && errno != EEXIST)
+int sb_run_dir_make(const char *dir, nook_error *err) {
+        if (mkdir(dir, 0700) == 0)
+                return 1;
+        if (errno != EEXIST)
                 return nook_err_errno(err, NOOK_E_IO,
                         "Cannot create the sandbox's runtime folder '%s' (the folder above it must be writable by its owner: see 'readlink NOOK_HOME/run')",
-                        p);
-        *ret = TAKE_PTR(p);
-        return made;
+                        dir);
+        return 0;
 }
 
 void sb_run_dir_clean(const char *dir, bool keep_log) {

@@ -27,8 +27,9 @@ bool sb_run_root_peek(const char *home, char *buf, size_t size);
 /* <runtime folder>/<name>: sandbox name's own runtime folder (ctl.sock, supervisor.log,
  * slirp.sock).  The path only; sb_run_dir_make makes it. */
 int sb_run_dir(nook *n, const char *name, char **ret, nook_error *err);
-/* Returns 1 when it made the folder, 0 when it was there (what a killed run left: clean it). */
-int sb_run_dir_make(nook *n, const char *name, char **ret, nook_error *err);
+/* Makes dir, a path sb_run_dir gave: 1 when it made the folder, 0 when it was there (what a
+ * killed run left: clean it). */
+int sb_run_dir_make(const char *dir, nook_error *err);
 /* Removes a sandbox's runtime folder; with keep_log, only its sockets and its writable layer
  * (supervisor.log stays for 'nook logs --system' after a failed create). */
 void sb_run_dir_clean(const char *dir, bool keep_log);

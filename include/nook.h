@@ -182,6 +182,11 @@ NOOK_PUBLIC int nook_cp_out(
  * sandbox, saying so.  For a sandbox removed when its one command ends (`nook run` without
  * --keep or -d), which nobody merges: two files less made and deleted per create. */
 #define NOOK_CREATE_NO_BASELINE (1u << 2)
+/* The sandbox runs one command (`nook run` without --keep or -d): its init keeps no spare exec
+ * helper forked ahead of time (docs/design/runtime.md, Exec), which such a sandbox would fork and
+ * kill unused, twice (the one at the start and the next one after the command started).  Every
+ * exec still works: its helper is forked when it comes. */
+#define NOOK_CREATE_ONE_SHOT (1u << 3)
 
 NOOK_PUBLIC int nook_sandbox_create(
         nook *n, const char *name, const char *spec_json, unsigned flags, nook_error *err);

@@ -616,9 +616,10 @@ int cmd_run(int argc, char **argv) {
         }
         /* Tied: if this process dies, even by SIGKILL, the supervisor removes the sandbox. */
         unsigned flags = a.detach ? 0 : NOOK_CREATE_TIED;
-        /* removed when the command ends: nobody diffs or merges it (two files less per run) */
+        /* removed when the command ends: nobody diffs or merges it (two files less per run), and
+         * no spare exec helper waits for a second command */
         if (!a.detach && !ra.keep)
-                flags |= NOOK_CREATE_NO_BASELINE;
+                flags |= NOOK_CREATE_NO_BASELINE | NOOK_CREATE_ONE_SHOT;
         if (cli_open(&n, &err) < 0 || nook_sandbox_create(n, name, text, flags, &err) < 0) {
                 free(text);
                 nook_close(n);

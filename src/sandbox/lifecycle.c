@@ -221,7 +221,7 @@ static int mkdir_owned(const char *p, mode_t mode, uid_t uid, gid_t gid, nook_er
 /* The per-sandbox state folder: config.json, the writable layer (upper, work), the socket.
  * image_digest: in, the image a kept writable layer sits on (NULL: resolve spec->image); out, the
  * registry image's digest for the record (NULL for "host" or a directory). */
-static int prepare_state(nook *n, const char *name, const sb_spec *spec, bool keep_upper, const char *sdir,
+static int prepare_state(nook *n, const char *name, const sb_spec *spec, bool keep_upper, bool one_shot, const char *sdir,
         const char *rundir, const char *wsdir, uid_t ruid, gid_t rgid, char **image_digest, int *ret_config,
         nook_error *err) {
         _cleanup_free_ char *upper = strprintf("%s/upper", sdir), *work = strprintf("%s/work", sdir);
@@ -314,6 +314,7 @@ static int prepare_state(nook *n, const char *name, const sb_spec *spec, bool ke
                 .max_duration_ms = spec->max_duration_secs * 1000,
                 .idle_timeout_ms = spec->idle_timeout_secs * 1000,
                 .ephemeral = !spec->sticky,
+                .one_shot = one_shot,
                 .home = n->home,
                 .cpus = spec->cpus,
                 .memory_bytes = spec->memory_mib * 1024 * 1024,
@@ -486,7 +487,7 @@ int sb_create_locked(nook *n, const char *name, const sb_spec *spec, unsigned fl
         _cleanup_free_ char *rundir = NULL;
         r = sb_run_dir_make(n, name, &rundir, err);
         if (r >= 0)
-                r = prepare_state(n, name, spec, keep_upper, sdir, rundir, wsdir, ruid, rgid,
+                r = prepare_state(n, name, spec, keep_upper, flags & NOOK_CREATE_ONE_SHOT, sdir, rundir, wsdir, ruid, rgid,
                         &rec.image_digest, &config, err);
         if (r >= 0 && !(flags & NOOK_CREATE_NO_BASELINE))
                 r = baseline_capture(n, name, sdir, wsdir, !keep_upper, spec->sticky, err);

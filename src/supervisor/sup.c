@@ -406,8 +406,9 @@ static json_t *build_exec(sup *s, json_t *req, uint64_t id, nook_error *err) {
 /* Sends the exec straight to the spare helper when there is one, else to init (which forks a
  * helper on the spot).  A terminal always goes through init: it opens the pty.  A spare that
  * cannot take the request (killed from inside the sandbox: guest root can) is dropped.  The
- * spare gets the client's connection too (client_fd, a fourth fd): it tells the client
- * "started" and "exited" itself, then us (helper_rec.told; docs/design/runtime.md, Exec). */
+ * helper gets the client's connection too (client_fd, a fourth fd), through init as well unless
+ * with a terminal (whose master init sends with "started"): it tells the client "started" and
+ * "exited" itself, then us (helper_rec.told, or init's "told"; docs/design/runtime.md, Exec). */
 static int send_exec(
         sup *s, json_t *m, const int fds[3], int client_fd, bool tty, uint64_t id, bool detach) {
         if (!tty && s->spare_fd >= 0 && s->n_direct < MAX_DIRECT) {
@@ -421,7 +422,8 @@ static int send_exec(
                 }
                 safe_close(fd);
         }
-        return proto_send(s->init_sock, m, fds, tty ? 0 : 3);
+        int all[4] = { fds[0], fds[1], fds[2], client_fd };
+        return proto_send(s->init_sock, m, all, tty ? 0 : 4);
 }
 
 static void handle_exec(sup *s, client *c, json_t *req, int *fds, size_t n_fds) {
@@ -704,11 +706,14 @@ static void handle_init(sup *s) {
         const char *op = proto_op(msg);
         json_int_t id = json_integer_value(json_object_get(msg, "id"));
         json_int_t pid = json_integer_value(json_object_get(msg, "pid"));
-        if (streq(op, "started")) /* with a terminal, the pty master rides along to the client */
+        /* "told": the helper init forked told the client itself (helper_rec.told); only a JSON
+         * true counts, anything else is a "no" and the client hears it from us */
+        bool told = json_is_true(json_object_get(msg, "told"));
+        if (streq(op, "started") && !told) /* with a terminal, the pty master rides along */
                 exec_started(s, (uint64_t)id, pid, n_fds > 0 ? fds[0] : -1);
         else if (streq(op, "exited"))
                 exec_exited(s, (uint64_t)id, json_integer_value(json_object_get(msg, "status")),
-                        json_string_value(json_object_get(msg, "error")), true, false);
+                        json_string_value(json_object_get(msg, "error")), true, told);
         else if (streq(op, "spare"))
                 take_spare(s, pid, fds, n_fds);
         proto_close_fds(fds, n_fds);

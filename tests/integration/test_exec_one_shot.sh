@@ -1,0 +1,153 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# Issue 17, the tail of `nook run`: a one-shot sandbox (NOOK_CREATE_ONE_SHOT, `nook run` without
+# --keep or -d) forks no spare exec helper, while an ordinary sandbox and `run --keep` keep theirs;
+# every exec in a one-shot sandbox goes through init, whose helper is forked on the spot and now
+# gets the client's connection too: it tells the client "started" and "exited" itself and init
+# forwards "told" (docs/design/runtime.md, Exec).  A raw client (python3, SOCK_SEQPACKET +
+# SCM_RIGHTS) drives that path: the replies with and without "reportStarted", hostile values of
+# it, a terminal (init keeps relaying "started" with the pty), a timeout, a client that vanishes
+# right after its request, clients that hang up right after "exited" while the command's
+# background child runs on, a reason cut inside a UTF-8 character.  No timing assertions:
+# generous waits.
+. "$(dirname "$0")/lib.sh"
+
+require_bin "$NOOK" "$NOOK_SUPERVISOR"
+command -v python3 >/dev/null || plan skip_all "python3 is needed for the raw protocol client"
+plan 27
+
+T=$(mktemp -d "$NOOK_HOME.oneshot.XXXXXX")
+trap 'rc=$?; [[ -n ${RUN_PID:-} ]] && kill "$RUN_PID" 2>/dev/null; rm -rf "$T"; (exit $rc); _tap_finish' EXIT
+
+# raw_exec SOCK MODE REQUEST-JSON: sends the request with /dev/null as stdin, stdout and stderr
+# (none with "tty"), prints the replies' ops ("started", "started+fd" when an fd came with it,
+# "exited:STATUS", "error:CODE", "EOF") up to "exited"; MODE close: hangs up right after the
+# request and prints nothing.
+cat >"$T/client.py" <<'EOF'
+import json, os, socket, sys
+path, mode, req = sys.argv[1], sys.argv[2], sys.argv[3]
+s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+s.connect(path)
+nul = os.open("/dev/null", os.O_RDWR)
+socket.send_fds(s, [req.encode()], [] if json.loads(req).get("tty") else [nul, nul, nul])
+if mode == "close":
+    sys.exit(0)
+s.settimeout(120)
+ops, kept = [], []
+while True:
+    m, fds, _, _ = socket.recv_fds(s, 262144, 4)
+    if not m:
+        ops.append("EOF")
+        break
+    j = json.loads(m)
+    op = j.get("op")
+    if op == "exited":
+        op += ":%d" % j.get("status", -1)
+    elif op == "error":
+        op += ":%s" % j.get("code")
+    elif op == "started" and fds:
+        op += "+fd"
+    kept += fds  # a pty master closed early would hang up the command (SIGHUP)
+    ops.append(op)
+    if op.startswith("exited") or op.startswith("error"):
+        break
+print(" ".join(ops))
+EOF
+raw_exec() { timeout -k 5 150 python3 "$T/client.py" "$@"; }
+sock_of() { compgen -G "$NOOK_RUNTIME_DIR/nook-$(id -u)/*/$1/ctl.sock" | head -1; }
+# inside an exec: how many processes run the command line $1 exactly
+COUNT='n=0; for d in /proc/[0-9]*; do [ "$(tr "\\0" " " <$d/cmdline 2>/dev/null)" = "$1 " ] && n=$((n + 1)); done; echo $n'
+# inside an exec: how many nook-init processes (init, the execs' helpers, a spare) there are
+# once $1 or more are there, waiting up to 10 s for them (a spare is forked when init is idle)
+INITS='for i in $(seq 100); do n=0; for d in /proc/[0-9]*; do [ "$(cat $d/comm 2>/dev/null)" = nook-init ] && n=$((n + 1)); done; [ $n -ge $1 ] && break; sleep 0.1; done; echo $n'
+
+# ---- spares -----------------------------------------------------------------------------------
+# a one-shot run: init and the command's helper, and still no third after the command ran a while
+# (an ordinary sandbox forks its spare at "ready" and the next one once a command started)
+run_nook run -- sh -c "sleep 1; $INITS" x 3
+is "$status/$out" "0/2" "nook run: init and this command's helper only, no spare helper"
+run_nook run --keep --name kept -- sh -c "$INITS" x 3
+is "$status/$out" "0/3" "nook run --keep: init, this command's helper and the next spare"
+run_nook rm kept
+run_nook create sb
+is "$status" 0 "create sb"
+run_nook exec sb -- sh -c "$INITS" x 3
+is "$status/$out" "0/3" "an ordinary sandbox: init, this exec's helper and the next spare"
+run_nook rm -f sb
+
+# ---- a one-shot sandbox, its execs through init ------------------------------------------------
+# its run waits for /tmp/done; the execs below come from outside, through init
+"$NOOK" run --name os -- sh -c 'while [ ! -e /tmp/done ]; do sleep 0.1; done; exit 7' \
+        >"$T/run.out" 2>"$T/run.err" &
+RUN_PID=$!
+check "the one-shot sandbox serves execs" wait_for 60 eval '"$NOOK" exec os -- true 2>/dev/null'
+S=$(sock_of os)
+check "its control socket is found" test -S "$S"
+run_nook exec os -- sh -c "sleep 1; $INITS" x 0
+is "$status/$out" "0/3" "no spare beside the execs: init, the run's helper and this exec's"
+
+is "$(raw_exec "$S" wait '{"op":"exec","argv":["true"]}')" "started exited:0" \
+        "a plain exec: \"started\", then \"exited\" with status 0"
+is "$(raw_exec "$S" wait '{"op":"exec","argv":["sh","-c","exit 3"],"reportStarted":false}')" "exited:768" \
+        "reportStarted false: only \"exited\" (status 3)"
+is "$(raw_exec "$S" wait '{"op":"exec","argv":["true"],"reportStarted":"no"}')" "started exited:0" \
+        "reportStarted as a string: ignored, \"started\" comes"
+is "$(raw_exec "$S" wait '{"op":"exec","argv":["true"],"reportStarted":null}')" "started exited:0" \
+        "reportStarted null: ignored, \"started\" comes"
+is "$(raw_exec "$S" wait '{"op":"exec","argv":["true"],"told":true,"reportStarted":false}')" "exited:0" \
+        "a client's own \"told\" field means nothing: \"exited\" comes"
+out=$(raw_exec "$S" wait '{"op":"exec","argv":["sh","-c","exit 0"],"detach":true,"reportStarted":false}')
+like "$out" "^started" "a detached exec gets \"started\" whatever reportStarted says"
+is "$(raw_exec "$S" wait '{"op":"exec","argv":["/no/such/cmd"],"reportStarted":false}')" "exited:32512" \
+        "a command that cannot start: \"exited\" with 127"
+is "$(raw_exec "$S" wait '{"op":"exec","argv":["true"],"tty":true}')" "started+fd exited:0" \
+        "a terminal: \"started\" with the pty's master (relayed by init), then \"exited\""
+is "$(raw_exec "$S" wait '{"op":"exec","argv":["sleep","60"],"timeoutMs":500}')" "started exited:9" \
+        "a timeout: SIGKILL, answered by the supervisor (it words the reason)"
+
+raw_exec "$S" close '{"op":"exec","argv":["sh","-c","sleep 6311 & exec sleep 6312"]}'
+check "a vanished client's command and its child are killed" \
+        wait_for 30 eval '[[ "$("$NOOK" exec os -- sh -c "$COUNT" x "sleep 6311")$("$NOOK" exec os -- sh -c "$COUNT" x "sleep 6312")" == 00 ]]'
+
+bad=""
+for i in $(seq 10); do
+        out=$(raw_exec "$S" wait '{"op":"exec","argv":["sh","-c","sleep 6313 & exit 0"],"reportStarted":false}')
+        [[ $out == "exited:0" ]] || bad+=" $i:$out"
+done
+is "$bad" "" "10 execs whose command leaves a child behind: each one \"exited\" 0"
+sleep 1
+run_nook exec os -- sh -c "$COUNT" x "sleep 6313"
+is "$out" "10" "their clients hung up at once: all 10 background children still run"
+
+long=$(printf 'é%.0s' $(seq 100))
+run_nook exec os -- "$long"
+is "$status" 127 "a 200-byte non-ASCII command that does not exist: 127, no hang"
+out=$(raw_exec "$S" wait "{\"op\":\"exec\",\"argv\":[\"$long\"]}")
+is "$out" "exited:32512" "the raw client gets \"exited\" (its reason is valid JSON)"
+
+run_nook exec os -- sh -c 'echo to-stdout; echo to-stderr >&2; exit 4'
+is "$status/$out" "4/to-stdout" "nook exec through init: the command's stdout and status"
+like "$err" "to-stderr" "and its stderr"
+
+# ---- the run ends: exit status, the sandbox removed ----------------------------------------------
+run_nook exec os -- touch /tmp/done
+wait "$RUN_PID"
+is "$?" 7 "the run's own command's status (7) is nook run's"
+RUN_PID=
+expect_fail 1 "the one-shot sandbox is removed at the run's end" inspect os
+
+# ---- a signal to nook run is forwarded, a killed nook run still removes ---------------------------
+"$NOOK" run --name sig -- sh -c 'trap "exit 9" TERM; touch /tmp/up; while :; do sleep 0.1; done' &
+RUN_PID=$!
+wait_for 60 eval '"$NOOK" exec sig -- test -e /tmp/up 2>/dev/null'
+kill -TERM "$RUN_PID"
+wait "$RUN_PID"
+is "$?" 9 "SIGTERM to nook run reaches the command (it exits 9)"
+"$NOOK" run --name gone -- sleep 600 &
+RUN_PID=$!
+wait_for 60 eval '"$NOOK" exec gone -- true 2>/dev/null'
+kill -KILL "$RUN_PID"
+wait "$RUN_PID" 2>/dev/null
+RUN_PID=
+check "nook run killed by SIGKILL: its sandbox is removed" \
+        wait_for 30 eval '! "$NOOK" inspect gone >/dev/null 2>&1'

@@ -267,6 +267,13 @@ typedef struct nook_exec_opts {
         unsigned short rows, cols; /* its initial window size */
         /* With detach: the sandbox stops when this command ends (`nook run -d`). */
         bool stop_sandbox_when_done;
+        /* Without detach: when this command ends while its client is connected, the supervisor
+         * begins stopping the sandbox at once, before the removal's request (`nook run`).  Free
+         * the exec, then call nook_sandbox_remove with the same handle: it asks on the exec's
+         * connection (the handle keeps it) and waits there.  A client that dies before it asked
+         * leaves a sandbox stopped as "client_gone", which the next nook_sandbox_list or inspect
+         * removes, as for NOOK_CREATE_TIED; one that never asks (but lives on) a stopped one. */
+        bool remove_sandbox_when_done;
 } nook_exec_opts;
 
 /* Zeroes o and sets the stdio fds to -1. */

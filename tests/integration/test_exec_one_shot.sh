@@ -14,15 +14,16 @@
 
 require_bin "$NOOK" "$NOOK_SUPERVISOR"
 command -v python3 >/dev/null || plan skip_all "python3 is needed for the raw protocol client"
-plan 27
+plan 38
 
 T=$(mktemp -d "$NOOK_HOME.oneshot.XXXXXX")
 trap 'rc=$?; [[ -n ${RUN_PID:-} ]] && kill "$RUN_PID" 2>/dev/null; rm -rf "$T"; (exit $rc); _tap_finish' EXIT
 
 # raw_exec SOCK MODE REQUEST-JSON: sends the request with /dev/null as stdin, stdout and stderr
 # (none with "tty"), prints the replies' ops ("started", "started+fd" when an fd came with it,
-# "exited:STATUS", "error:CODE", "EOF") up to "exited"; MODE close: hangs up right after the
-# request and prints nothing.
+# "exited:STATUS", "error:CODE", "stopped", "EOF") up to "exited" (MODE wait) or up to "stopped"
+# (MODE stopped; MODE remove: asks for the removal's stop after "exited", as nook_sandbox_remove
+# does on such a connection); MODE close: hangs up right after the request and prints nothing.
 cat >"$T/client.py" <<'EOF'
 import json, os, socket, sys
 path, mode, req = sys.argv[1], sys.argv[2], sys.argv[3]
@@ -49,7 +50,9 @@ while True:
         op += "+fd"
     kept += fds  # a pty master closed early would hang up the command (SIGHUP)
     ops.append(op)
-    if op.startswith("exited") or op.startswith("error"):
+    if op.startswith("exited") and mode == "remove":
+        s.send(b'{"op":"stop","timeoutMs":0,"remove":true}')
+    if op.startswith("error") or (op.startswith("exited") and mode == "wait") or op == "stopped":
         break
 print(" ".join(ops))
 EOF
@@ -151,3 +154,53 @@ wait "$RUN_PID" 2>/dev/null
 RUN_PID=
 check "nook run killed by SIGKILL: its sandbox is removed" \
         wait_for 30 eval '! "$NOOK" inspect gone >/dev/null 2>&1'
+
+# ---- "removeSandbox": the exec's end begins the removal's stop (nook run's tail) -----------------
+field() { "$NOOK" inspect "$1" 2>/dev/null | jq -r "$2 // empty" 2>/dev/null; }
+run_nook create rm1
+S=$(sock_of rm1)
+is "$(raw_exec "$S" remove '{"op":"exec","argv":["sh","-c","exit 5"],"removeSandbox":true}')" \
+        "started exited:1280 stopped" "removeSandbox, then the removal's stop asked on the same connection: \"stopped\""
+run_nook rm rm1
+is "$status" 0 "rm of the sandbox stopped for its removal"
+run_nook create rm1
+S=$(sock_of rm1)
+is "$(raw_exec "$S" stopped '{"op":"exec","argv":["true"],"removeSandbox":true}')" "started exited:0 stopped" \
+        "removeSandbox from a client that never asks for the removal: stopped all the same"
+is "$(field rm1 .state)/$(field rm1 .stopReason)" "stopped/user" "and recorded as a stop (kept)"
+run_nook rm rm1
+for v in '"yes"' 1 null false; do
+        run_nook create rm2
+        S=$(sock_of rm2)
+        out=$(raw_exec "$S" wait "{\"op\":\"exec\",\"argv\":[\"true\"],\"removeSandbox\":$v}")
+        sleep 0.5
+        [[ $out == "started exited:0" && $(field rm2 .state) == running ]] &&
+                ok "removeSandbox $v: ignored, the sandbox runs on" ||
+                not_ok "removeSandbox $v: ignored, the sandbox runs on" "$out" "$(field rm2 .state)"
+        run_nook rm -f rm2
+done
+run_nook create rm3
+S=$(sock_of rm3)
+raw_exec "$S" stopped '{"op":"exec","argv":["sh","-c","exit 0"],"detach":true,"removeSandbox":true}' >/dev/null
+sleep 0.5
+is "$(field rm3 .state)" running "removeSandbox with detach: ignored, the sandbox runs on"
+raw_exec "$S" close '{"op":"exec","argv":["sleep","600"],"removeSandbox":true}'
+sleep 1
+is "$(field rm3 .state)" running "removeSandbox from a client that went while its command ran: no stop"
+run_nook rm -f rm3
+# a client that hangs up right after "exited": no removal follows, so a stop already begun is
+# recorded as "client_gone" and the next list removes what is left (as for a tied sandbox whose
+# creator died); a hang-up the supervisor read before the exec's end begins no stop.  Either
+# way nothing stays stopped half-removed.
+bad=""
+for i in $(seq 5); do
+        run_nook create rm4
+        S=$(sock_of rm4)
+        raw_exec "$S" wait '{"op":"exec","argv":["true"],"removeSandbox":true,"reportStarted":false}' >/dev/null
+        wait_for 10 eval '[[ $(field rm4 .state) != running ]]'
+        "$NOOK" ls >/dev/null 2>&1
+        st=$(field rm4 .state)
+        [[ -z $st || $st == running ]] || bad+=" $i:$st/$(field rm4 .stopReason)"
+        "$NOOK" rm -f rm4 >/dev/null 2>&1
+done
+is "$bad" "" "removeSandbox from a client gone right after \"exited\": removed by the next list, or running"

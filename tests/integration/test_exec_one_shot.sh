@@ -19,47 +19,6 @@ plan 38
 T=$(mktemp -d "$NOOK_HOME.oneshot.XXXXXX")
 trap 'rc=$?; [[ -n ${RUN_PID:-} ]] && kill "$RUN_PID" 2>/dev/null; rm -rf "$T"; (exit $rc); _tap_finish' EXIT
 
-# raw_exec SOCK MODE REQUEST-JSON: sends the request with /dev/null as stdin, stdout and stderr
-# (none with "tty"), prints the replies' ops ("started", "started+fd" when an fd came with it,
-# "exited:STATUS", "error:CODE", "stopped", "EOF") up to "exited" (MODE wait) or up to "stopped"
-# (MODE stopped; MODE remove: asks for the removal's stop after "exited", as nook_sandbox_remove
-# does on such a connection); MODE close: hangs up right after the request and prints nothing.
-cat >"$T/client.py" <<'EOF'
-import json, os, socket, sys
-path, mode, req = sys.argv[1], sys.argv[2], sys.argv[3]
-s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-s.connect(path)
-nul = os.open("/dev/null", os.O_RDWR)
-socket.send_fds(s, [req.encode()], [] if json.loads(req).get("tty") else [nul, nul, nul])
-if mode == "close":
-    sys.exit(0)
-s.settimeout(120)
-ops, kept = [], []
-while True:
-    m, fds, _, _ = socket.recv_fds(s, 262144, 4)
-    if not m:
-        ops.append("EOF")
-        break
-    j = json.loads(m)
-    op = j.get("op")
-    if op == "exited":
-        op += ":%d" % j.get("status", -1)
-    elif op == "error":
-        op += ":%s" % j.get("code")
-    elif op == "started" and fds:
-        op += "+fd"
-    kept += fds  # a pty master closed early would hang up the command (SIGHUP)
-    ops.append(op)
-    if op.startswith("exited") and mode == "remove":
-        s.send(b'{"op":"stop","timeoutMs":0,"remove":true}')
-    if op.startswith("error") or (op.startswith("exited") and mode == "wait") or op == "stopped":
-        break
-print(" ".join(ops))
-EOF
-raw_exec() { timeout -k 5 150 python3 "$T/client.py" "$@"; }
-sock_of() { compgen -G "$NOOK_RUNTIME_DIR/nook-$(id -u)/*/$1/ctl.sock" | head -1; }
-# inside an exec: how many processes run the command line $1 exactly
-COUNT='n=0; for d in /proc/[0-9]*; do [ "$(tr "\\0" " " <$d/cmdline 2>/dev/null)" = "$1 " ] && n=$((n + 1)); done; echo $n'
 # inside an exec: how many nook-init processes (init, the execs' helpers, a spare) there are
 # once $1 or more are there, waiting up to 10 s for them (a spare is forked when init is idle)
 INITS='for i in $(seq 100); do n=0; for d in /proc/[0-9]*; do [ "$(cat $d/comm 2>/dev/null)" = nook-init ] && n=$((n + 1)); done; [ $n -ge $1 ] && break; sleep 0.1; done; echo $n'
@@ -89,45 +48,11 @@ check "its control socket is found" test -S "$S"
 run_nook exec os -- sh -c "sleep 1; $INITS" x 0
 is "$status/$out" "0/3" "no spare beside the execs: init, the run's helper and this exec's"
 
-is "$(raw_exec "$S" wait '{"op":"exec","argv":["true"]}')" "started exited:0" \
-        "a plain exec: \"started\", then \"exited\" with status 0"
-is "$(raw_exec "$S" wait '{"op":"exec","argv":["sh","-c","exit 3"],"reportStarted":false}')" "exited:768" \
-        "reportStarted false: only \"exited\" (status 3)"
-is "$(raw_exec "$S" wait '{"op":"exec","argv":["true"],"reportStarted":"no"}')" "started exited:0" \
-        "reportStarted as a string: ignored, \"started\" comes"
-is "$(raw_exec "$S" wait '{"op":"exec","argv":["true"],"reportStarted":null}')" "started exited:0" \
-        "reportStarted null: ignored, \"started\" comes"
+exec_protocol_checks "$S" os
 is "$(raw_exec "$S" wait '{"op":"exec","argv":["true"],"told":true,"reportStarted":false}')" "exited:0" \
         "a client's own \"told\" field means nothing: \"exited\" comes"
-out=$(raw_exec "$S" wait '{"op":"exec","argv":["sh","-c","exit 0"],"detach":true,"reportStarted":false}')
-like "$out" "^started" "a detached exec gets \"started\" whatever reportStarted says"
-is "$(raw_exec "$S" wait '{"op":"exec","argv":["/no/such/cmd"],"reportStarted":false}')" "exited:32512" \
-        "a command that cannot start: \"exited\" with 127"
 is "$(raw_exec "$S" wait '{"op":"exec","argv":["true"],"tty":true}')" "started+fd exited:0" \
         "a terminal: \"started\" with the pty's master (relayed by init), then \"exited\""
-is "$(raw_exec "$S" wait '{"op":"exec","argv":["sleep","60"],"timeoutMs":500}')" "started exited:9" \
-        "a timeout: SIGKILL, answered by the supervisor (it words the reason)"
-
-raw_exec "$S" close '{"op":"exec","argv":["sh","-c","sleep 6311 & exec sleep 6312"]}'
-check "a vanished client's command and its child are killed" \
-        wait_for 30 eval '[[ "$("$NOOK" exec os -- sh -c "$COUNT" x "sleep 6311")$("$NOOK" exec os -- sh -c "$COUNT" x "sleep 6312")" == 00 ]]'
-
-bad=""
-for i in $(seq 10); do
-        out=$(raw_exec "$S" wait '{"op":"exec","argv":["sh","-c","sleep 6313 & exit 0"],"reportStarted":false}')
-        [[ $out == "exited:0" ]] || bad+=" $i:$out"
-done
-is "$bad" "" "10 execs whose command leaves a child behind: each one \"exited\" 0"
-sleep 1
-run_nook exec os -- sh -c "$COUNT" x "sleep 6313"
-is "$out" "10" "their clients hung up at once: all 10 background children still run"
-
-long=$(printf 'é%.0s' $(seq 100))
-run_nook exec os -- "$long"
-is "$status" 127 "a 200-byte non-ASCII command that does not exist: 127, no hang"
-out=$(raw_exec "$S" wait "{\"op\":\"exec\",\"argv\":[\"$long\"]}")
-is "$out" "exited:32512" "the raw client gets \"exited\" (its reason is valid JSON)"
-
 run_nook exec os -- sh -c 'echo to-stdout; echo to-stderr >&2; exit 4'
 is "$status/$out" "4/to-stdout" "nook exec through init: the command's stdout and status"
 like "$err" "to-stderr" "and its stderr"

@@ -14,7 +14,7 @@
 
 require_bin "$NOOK" "$NOOK_SUPERVISOR"
 command -v python3 >/dev/null || plan skip_all "python3 is needed for the raw protocol client"
-plan 38
+plan 39
 
 T=$(mktemp -d "$NOOK_HOME.oneshot.XXXXXX")
 trap 'rc=$?; [[ -n ${RUN_PID:-} ]] && kill "$RUN_PID" 2>/dev/null; rm -rf "$T"; (exit $rc); _tap_finish' EXIT
@@ -106,7 +106,7 @@ for v in '"yes"' 1 null false; do
 done
 run_nook create rm3
 S=$(sock_of rm3)
-raw_exec "$S" stopped '{"op":"exec","argv":["sh","-c","exit 0"],"detach":true,"removeSandbox":true}' >/dev/null
+raw_exec "$S" wait '{"op":"exec","argv":["sh","-c","exit 0"],"detach":true,"removeSandbox":true}' >/dev/null
 sleep 0.5
 is "$(field rm3 .state)" running "removeSandbox with detach: ignored, the sandbox runs on"
 raw_exec "$S" close '{"op":"exec","argv":["sleep","600"],"removeSandbox":true}'

@@ -182,6 +182,11 @@ NOOK_PUBLIC int nook_cp_out(
  * sandbox, saying so.  For a sandbox removed when its one command ends (`nook run` without
  * --keep or -d), which nobody merges: two files less made and deleted per create. */
 #define NOOK_CREATE_NO_BASELINE (1u << 2)
+/* The sandbox runs one command (`nook run` without --keep or -d): its init keeps no spare exec
+ * helper forked ahead of time (docs/design/runtime.md, Exec), which such a sandbox would fork and
+ * kill unused, twice (the one at the start and the next one after the command started).  Every
+ * exec still works: its helper is forked when it comes. */
+#define NOOK_CREATE_ONE_SHOT (1u << 3)
 
 NOOK_PUBLIC int nook_sandbox_create(
         nook *n, const char *name, const char *spec_json, unsigned flags, nook_error *err);
@@ -262,6 +267,13 @@ typedef struct nook_exec_opts {
         unsigned short rows, cols; /* its initial window size */
         /* With detach: the sandbox stops when this command ends (`nook run -d`). */
         bool stop_sandbox_when_done;
+        /* Without detach: when this command ends while its client is connected, the supervisor
+         * begins stopping the sandbox at once, before the removal's request (`nook run`).  Free
+         * the exec, then call nook_sandbox_remove with the same handle: it asks on the exec's
+         * connection (the handle keeps it) and waits there.  A client that dies before it asked
+         * leaves a sandbox stopped as "client_gone", which the next nook_sandbox_list or inspect
+         * removes, as for NOOK_CREATE_TIED; one that never asks (but lives on) a stopped one. */
+        bool remove_sandbox_when_done;
 } nook_exec_opts;
 
 /* Zeroes o and sets the stdio fds to -1. */

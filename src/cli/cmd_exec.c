@@ -380,12 +380,15 @@ static int run_detached(nook *n, const char *name, nook_exec_opts *o, bool stop_
         return status;
 }
 
-static int run_exec(nook *n, const char *name, exec_args *a, char **argv) {
+/* remove: `nook run`'s command, whose end begins the sandbox's removal (nook_sandbox_remove
+ * follows) */
+static int run_exec(nook *n, const char *name, exec_args *a, char **argv, bool remove) {
         nook_exec_opts o;
         nook_exec_result res = { 0 };
         nook_exec *e = NULL;
         nook_error err = { 0 };
         exec_opts_fill(&o, a, argv);
+        o.remove_sandbox_when_done = remove;
         if (a->detach)
                 return run_detached(n, name, &o, false);
         if (forward_signals_install() < 0) {
@@ -490,7 +493,7 @@ int cmd_exec(int argc, char **argv) {
                 cli_fail(&err);
                 return CLI_EXIT_EXEC_FAILED;
         }
-        r = run_exec(n, name, &a, a.shell ? NULL : argv + optind);
+        r = run_exec(n, name, &a, a.shell ? NULL : argv + optind, /* remove= */ false);
         nook_close(n);
         exec_args_done(&a);
         return r;
@@ -616,9 +619,10 @@ int cmd_run(int argc, char **argv) {
         }
         /* Tied: if this process dies, even by SIGKILL, the supervisor removes the sandbox. */
         unsigned flags = a.detach ? 0 : NOOK_CREATE_TIED;
-        /* removed when the command ends: nobody diffs or merges it (two files less per run) */
+        /* removed when the command ends: nobody diffs or merges it (two files less per run), and
+         * no spare exec helper waits for a second command */
         if (!a.detach && !ra.keep)
-                flags |= NOOK_CREATE_NO_BASELINE;
+                flags |= NOOK_CREATE_NO_BASELINE | NOOK_CREATE_ONE_SHOT;
         if (cli_open(&n, &err) < 0 || nook_sandbox_create(n, name, text, flags, &err) < 0) {
                 free(text);
                 nook_close(n);
@@ -642,7 +646,7 @@ int cmd_run(int argc, char **argv) {
                 if (r == 0)
                         printf("%s\n", name);
         } else
-                r = run_exec(n, name, &a, cmd);
+                r = run_exec(n, name, &a, cmd, /* remove= */ !ra.keep);
         if (use_default)
                 free(cmd);
         json_decref(dflt);

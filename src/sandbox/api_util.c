@@ -95,6 +95,12 @@ nook *nook_close(nook *n) {
         for (size_t i = 0; i < n->n_lifelines; i++)
                 (void)close(n->lifelines[i]);
         free(n->lifelines);
+        /* a removal nobody waited for: the supervisor sees its client gone (sup.c, finish) */
+        for (size_t i = 0; i < n->n_stop_conns; i++) {
+                (void)close(n->stop_conns[i].fd);
+                free(n->stop_conns[i].name);
+        }
+        free(n->stop_conns);
         free(n->home);
         free(n->run_root);
         free(n);

@@ -192,3 +192,28 @@ int ctx_dirs(const nook *n, const char *name, char **ret_sdir, char **ret_wsdir,
         *ret_wsdir = TAKE_PTR(wsdir);
         return 0;
 }
+
+void ctx_stop_conn_keep(nook *n, const char *name, int fd) {
+        char *copy = strdup(name);
+        struct ctx_stop_conn *l = copy ? reallocarray(n->stop_conns, n->n_stop_conns + 1, sizeof(*l)) : NULL;
+        if (!l) {
+                /* the supervisor stops all the same; nook_sandbox_remove connects anew */
+                free(copy);
+                safe_close(fd);
+                return;
+        }
+        l[n->n_stop_conns++] = (struct ctx_stop_conn){ .name = copy, .fd = fd };
+        n->stop_conns = l;
+}
+
+int ctx_stop_conn_take(nook *n, const char *name) {
+        for (size_t i = 0; i < n->n_stop_conns; i++) {
+                if (!streq(n->stop_conns[i].name, name))
+                        continue;
+                int fd = n->stop_conns[i].fd;
+                free(n->stop_conns[i].name);
+                n->stop_conns[i] = n->stop_conns[--n->n_stop_conns];
+                return fd;
+        }
+        return -1;
+}

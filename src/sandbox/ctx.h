@@ -23,7 +23,21 @@ struct nook {
         size_t n_lifelines;
         pid_t spawning; /* a supervisor this handle's create started, still waiting for its config:
                          * not an orphan to reconcile (lifecycle.c:supervisor_spawn) */
+        /* The connections of ended execs with remove_sandbox_when_done: their supervisor is
+         * stopping for the removal and answers "stopped" there (nook_sandbox_remove waits on
+         * it); closed by nook_close. */
+        struct ctx_stop_conn {
+                char *name;
+                int fd;
+        } * stop_conns;
+        size_t n_stop_conns;
 };
+
+/* Keeps fd, an ended exec's connection to sandbox name whose supervisor is stopping for its
+ * removal (remove_sandbox_when_done); takes fd, closed when it cannot be kept. */
+void ctx_stop_conn_keep(nook *n, const char *name, int fd);
+/* That connection of sandbox name (the caller's now), or -1. */
+int ctx_stop_conn_take(nook *n, const char *name);
 
 /* The host uid of the sandbox's root: with idmapped mounts its own range's base (acquired from
  * the pool when acquire; the sandbox record must exist), else, or for a sandbox that holds no

@@ -25,6 +25,10 @@ struct nook_exec {
         int tty_fd;
         int pid;
         bool done, detach, tty;
+        /* remove_sandbox_when_done: the handle and the sandbox's name, which keep the
+         * connection once the command ended (nook_exec_free) */
+        nook *n;
+        char *remove_name;
         nook_exec_result result;
         char start_error[256]; /* why the command could not start, or "" */
 };
@@ -90,6 +94,8 @@ static json_t *exec_request(const nook_exec_opts *o, bool report_started, nook_e
                 (int)o->cols, "log", log, "stopSandbox", o->detach && o->stop_sandbox_when_done);
         if (req && !report_started && !o->detach && !o->tty)
                 (void)json_object_set_new(req, "reportStarted", json_false());
+        if (req && !o->detach && o->remove_sandbox_when_done)
+                (void)json_object_set_new(req, "removeSandbox", json_true());
         return req;
 }
 
@@ -129,6 +135,14 @@ static int exec_start(nook *n, const char *name, const nook_exec_opts *o, bool r
         e->tty_fd = -1;
         e->detach = o->detach;
         e->tty = o->tty;
+        if (!o->detach && o->remove_sandbox_when_done) {
+                e->n = n;
+                e->remove_name = strdup(name);
+                if (!e->remove_name) {
+                        nook_exec_free(e);
+                        return nook_err_oom(err);
+                }
+        }
         if (o->tty) {
                 /* the terminal's master arrives with "started": wait for it before returning */
                 r = exec_wait_started(e, err);
@@ -280,9 +294,14 @@ int nook_exec_signal(nook_exec *e, int sig, nook_error *err) {
 nook_exec *nook_exec_free(nook_exec *e) {
         if (!e)
                 return NULL;
-        /* Closing the connection of a running, attached exec makes the supervisor kill it. */
+        /* Closing the connection of a running, attached exec makes the supervisor kill it.  An
+         * ended one with remove_sandbox_when_done: its supervisor is stopping and answers
+         * "stopped" there, for nook_sandbox_remove. */
+        if (e->remove_name && e->done)
+                ctx_stop_conn_keep(e->n, e->remove_name, TAKE_FD(e->fd));
         safe_close(e->fd);
         safe_close(e->tty_fd);
+        free(e->remove_name);
         free(e);
         return NULL;
 }

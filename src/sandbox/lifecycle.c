@@ -267,8 +267,8 @@ static int mkdir_owned(const char *p, mode_t mode, uid_t uid, gid_t gid, nook_er
 /* The per-sandbox state folder: config.json, the writable layer (upper, work), the socket.
  * image_digest: in, the image a kept writable layer sits on (NULL: resolve spec->image); out, the
  * registry image's digest for the record (NULL for "host" or a directory). */
-static int prepare_state(nook *n, const char *name, const sb_spec *spec, bool keep_upper, const char *sdir,
-        const char *rundir, bool rundir_fresh, const char *wsdir, uid_t ruid, gid_t rgid,
+static int prepare_state(nook *n, const char *name, const sb_spec *spec, bool keep_upper, bool one_shot,
+        const char *sdir, const char *rundir, bool rundir_fresh, const char *wsdir, uid_t ruid, gid_t rgid,
         char **image_digest, char **ret_config, nook_error *err) {
         _cleanup_free_ char *upper = strprintf("%s/upper", sdir), *work = strprintf("%s/work", sdir);
         _cleanup_free_ char *sdirs = strprintf("%s/sandboxes", n->home);
@@ -364,6 +364,7 @@ static int prepare_state(nook *n, const char *name, const sb_spec *spec, bool ke
                 .max_duration_ms = spec->max_duration_secs * 1000,
                 .idle_timeout_ms = spec->idle_timeout_secs * 1000,
                 .ephemeral = !spec->sticky,
+                .one_shot = one_shot,
                 .home = n->home,
                 .cpus = spec->cpus,
                 .memory_bytes = spec->memory_mib * 1024 * 1024,
@@ -569,8 +570,8 @@ int sb_create_locked(nook *n, const char *name, const sb_spec *spec, unsigned fl
         _cleanup_free_ char *config = NULL;
         r = sb_run_dir_make(rundir, err);
         if (r >= 0)
-                r = prepare_state(n, name, spec, keep_upper, sdir, rundir, r > 0, wsdir, ruid, rgid,
-                        &rec.image_digest, &config, err);
+                r = prepare_state(n, name, spec, keep_upper, flags & NOOK_CREATE_ONE_SHOT, sdir, rundir, r > 0,
+                        wsdir, ruid, rgid, &rec.image_digest, &config, err);
         if (r >= 0 && !(flags & NOOK_CREATE_NO_BASELINE))
                 r = baseline_capture(n, name, sdir, wsdir, !keep_upper, spec->sticky, err);
         if (r >= 0)
@@ -677,37 +678,50 @@ int nook_sandbox_start(nook *n, const char *name, nook_error *err) {
 
 /* ---- control socket, stop ---------------------------------------------------------------------- */
 
-/* Asks the supervisor to stop and waits until it is gone; kills it if it does not answer.  Then
- * records the stop, unless the sandbox is being removed (its record goes next). */
-static int stop_locked(nook *n, sandbox_rec *rec, uint64_t timeout_ms, bool removing, nook_error *err) {
-        int fd = -1;
-        nook_error e2 = { 0 };
-        if (sb_connect(n, rec->name, &fd, &e2) >= 0) {
-                /* "remove": the supervisor writes no exit record (the folder goes next) */
-                json_t *m = json_pack("{s:s, s:I, s:b}", "op", "stop", "timeoutMs", (json_int_t)timeout_ms,
-                        "remove", removing);
-                if (m && proto_send(fd, m, NULL, 0) >= 0) {
-                        struct pollfd p = { .fd = fd, .events = POLLIN };
-                        uint64_t deadline = now_ms() + timeout_ms + 5000;
-                        while (now_ms() < deadline) {
-                                if (poll(&p, 1, (int)(deadline - now_ms())) <= 0)
-                                        break;
-                                json_t *reply = NULL;
-                                int r = proto_recv(fd, &reply, NULL, NULL);
-                                bool done = r <= 0 || streq(proto_op(reply), "stopped");
-                                json_decref(reply);
-                                if (done)
-                                        break;
-                        }
-                }
-                json_decref(m);
+/* Asks the supervisor on fd (closed here) to stop ("remove": it writes no exit record, the
+ * folder goes next), and reads fd until it says "stopped" or hangs up (or timeout_ms + 5 s
+ * pass). */
+static void stop_request(int fd, uint64_t timeout_ms, bool removing) {
+        json_t *m = json_pack(
+                "{s:s, s:I, s:b}", "op", "stop", "timeoutMs", (json_int_t)timeout_ms, "remove", removing);
+        int r = m ? proto_send(fd, m, NULL, 0) : -ENOMEM;
+        json_decref(m);
+        if (r < 0) {
                 safe_close(fd);
+                return;
         }
+        struct pollfd p = { .fd = fd, .events = POLLIN };
+        uint64_t deadline = now_ms() + timeout_ms + 5000;
+        while (now_ms() < deadline) {
+                if (poll(&p, 1, (int)(deadline - now_ms())) <= 0)
+                        break;
+                json_t *reply = NULL;
+                int k = proto_recv(fd, &reply, NULL, NULL);
+                bool done = k <= 0 || streq(proto_op(reply), "stopped");
+                json_decref(reply);
+                if (done)
+                        break;
+        }
+        safe_close(fd);
+}
+
+/* Waits until the supervisor is gone; kills it if it does not go. */
+static void supervisor_wait_gone(const sandbox_rec *rec) {
         if (rec->supervisor_pid > 0 && !sb_wait_gone(rec->supervisor_pid, rec->supervisor_start, 5000)) {
                 /* It did not answer: its init dies with it (PR_SET_PDEATHSIG). */
                 (void)kill(rec->supervisor_pid, SIGKILL);
                 (void)sb_wait_gone(rec->supervisor_pid, rec->supervisor_start, 5000);
         }
+}
+
+/* Asks the supervisor to stop and waits until it is gone; kills it if it does not answer.  Then
+ * records the stop, unless the sandbox is being removed (its record goes next). */
+static int stop_locked(nook *n, sandbox_rec *rec, uint64_t timeout_ms, bool removing, nook_error *err) {
+        int fd = -1;
+        nook_error e2 = { 0 };
+        if (sb_connect(n, rec->name, &fd, &e2) >= 0)
+                stop_request(fd, timeout_ms, removing);
+        supervisor_wait_gone(rec);
         return removing ? 0 : sb_reconcile(n, rec, err);
 }
 
@@ -794,7 +808,14 @@ int nook_sandbox_remove(nook *n, const char *name, nook_error *err) {
                 return r;
         if (!has_rec && access(sdir, F_OK) < 0 && access(wsdir, F_OK) < 0 && access(rundir, F_OK) < 0)
                 return nook_err_set(err, NOOK_E_NOT_FOUND, "No sandbox '%s'", name);
-        if (has_rec) {
+        /* An exec of ours with remove_sandbox_when_done ended: its supervisor began the stop
+         * already and takes this request on that exec's connection; once it is gone there is
+         * nothing to reconcile (it cleaned up, and what is left goes below). */
+        int stop_fd = has_rec && streq(rec.state, "running") ? ctx_stop_conn_take(n, name) : -1;
+        if (stop_fd >= 0) {
+                stop_request(stop_fd, /* timeout_ms= */ 0, /* removing= */ true);
+                supervisor_wait_gone(&rec);
+        } else if (has_rec) {
                 r = sb_reconcile(n, &rec, err);
                 if (r >= 0 && !streq(rec.state, "stopped"))
                         r = stop_locked(n, &rec, /* timeout_ms= */ 0, /* removing= */ true, err);

@@ -56,6 +56,7 @@ int sup_config_to_json(const sup_config *c, char **ret_text, nook_error *err) {
         if (!o)
                 return nook_err_oom(err);
         json_object_set_new(o, "home", c->home ? json_string(c->home) : json_null());
+        json_object_set_new(o, "oneShot", json_boolean(c->one_shot));
         json_object_set_new(o, "cpus", json_integer(c->cpus));
         json_object_set_new(o, "memoryBytes", json_integer((json_int_t)c->memory_bytes));
         json_object_set_new(o, "pidsMax", json_integer((json_int_t)c->pids_max));
@@ -203,6 +204,7 @@ int sup_config_from_fd(int fd, sup_config *ret, nook_error *err) {
         c.max_duration_ms = (uint64_t)json_integer_value(json_object_get(o, "maxDurationMs"));
         c.idle_timeout_ms = (uint64_t)json_integer_value(json_object_get(o, "idleTimeoutMs"));
         c.ephemeral = json_is_true(json_object_get(o, "ephemeral"));
+        c.one_shot = json_is_true(json_object_get(o, "oneShot"));
         c.cpus = (unsigned)json_integer_value(json_object_get(o, "cpus"));
         c.memory_bytes = (uint64_t)json_integer_value(json_object_get(o, "memoryBytes"));
         c.pids_max = (uint64_t)json_integer_value(json_object_get(o, "pidsMax"));

@@ -43,6 +43,7 @@ typedef struct sup_config {
         uint64_t memory_bytes;
         uint64_t pids_max;
         bool ephemeral;
+        bool one_shot; /* NOOK_CREATE_ONE_SHOT: init forks no spare exec helper */
         /* Rootful per-sandbox identity (isolate/idmap.h): the sandbox's host id range starts at
          * id_base; 0 = the shared ISO_ROOTFUL_ID_BASE and no idmapped mounts.  ws_uid/ws_gid own
          * the workspace on the host: guest root's files there are theirs. */

@@ -278,7 +278,7 @@ static void send_ready(int sock) {
  *      seccomp last
  *      --- sync 2: "ready" with our root fd, or instead the error of any step from 2 on (the
  *          supervisor reads the socket only once it wrote the maps: step 2's error waits)
- *  10. PID 1's loop (init_loop.c) */
+ *  10. PID 1's loop (init_loop.c), with spare exec helpers unless the sandbox is one-shot */
 _Noreturn void init_main(int sock, const sup_config *c, bool rootless, const iso_seccomp_prog *seccomp,
         const sup_idmaps *idm) {
         nook_error err = { 0 };
@@ -299,5 +299,5 @@ _Noreturn void init_main(int sock, const sup_config *c, bool rootless, const iso
         if (r < 0)
                 fail_to_supervisor(sock, &err);
         send_ready(sock); /* sync 2 */
-        init_loop(sock); /* 10 */
+        init_loop(sock, /* spares= */ !c->one_shot); /* 10 */
 }

@@ -34,9 +34,10 @@ typedef struct helper_rec {
         int kind;
         int status;
         /* 1: the helper sent this one to the client itself ("started"/"exited" JSON on the
-         * client's own connection, which the supervisor passed along with a direct exec's
-         * request), before this record: the supervisor only takes note.  0: the supervisor
-         * tells the client, as for an exec through init, a command killed by SIGKILL (its
+         * client's own connection, which the supervisor passed along with the request, to a
+         * spare or through init), before this record: the supervisor only takes note (init
+         * forwards it as "told": true).  0: the supervisor tells the client, as for an exec
+         * with a terminal (init relays its "started" with the pty), a command killed by SIGKILL (its
          * reason, "timeout", "cancelled" or "oom", is the supervisor's to give) or one killed
          * on request.  From a helper inside the sandbox: a lie only misleads that exec's own
          * client, whose command's status the guest decides anyway. */

@@ -19,4 +19,4 @@ void init_signals_note(void);
 _Noreturn void init_spare_main(int req_sock, int taken_fd, bool rehearse);
 
 /* init_loop.c */
-_Noreturn void init_loop(int sock);
+_Noreturn void init_loop(int sock, bool spares);

@@ -34,6 +34,7 @@ typedef struct init_exec {
         int status_fd; /* read end: the helper writes helper_rec records here */
         int master; /* with a terminal: the pty master, sent with "started" */
         bool started, reported;
+        bool told; /* the helper told the client "exited" itself (helper_rec.told) */
 } init_exec;
 
 static init_exec execs[MAX_EXECS];
@@ -58,15 +59,17 @@ static pid_t direct[MAX_EXECS];
 static size_t n_direct;
 
 static void init_report_fd(
-        int sock, const char *op, uint64_t id, json_int_t key_val, const char *key, int fd) {
+        int sock, const char *op, uint64_t id, json_int_t key_val, const char *key, int fd, bool told) {
         json_t *m = json_pack("{s:s, s:I, s:I}", "op", op, "id", (json_int_t)id, key, key_val);
+        if (m && told)
+                (void)json_object_set_new(m, "told", json_true());
         if (m)
                 (void)proto_send(sock, m, fd >= 0 ? &fd : NULL, fd >= 0 ? 1 : 0);
         json_decref(m);
 }
 
 static void init_report(int sock, const char *op, uint64_t id, json_int_t key_val, const char *key) {
-        init_report_fd(sock, op, id, key_val, key, -1);
+        init_report_fd(sock, op, id, key_val, key, -1, /* told= */ false);
 }
 
 /* A pseudo-terminal from the sandbox's own devpts instance: the slave becomes the command's
@@ -161,18 +164,23 @@ static void spare_taken(void) {
 }
 
 /* The exec init forwards itself (the supervisor had no spare): a helper forked on the spot gets
- * the request; init reads its records.  Its pid, or -1 when no helper could take it. */
-static pid_t helper_take(json_t *msg, const int fds[3], int *ret_status_fd) {
+ * the request, with the client's connection (client_fd, -1 with a terminal) after the stdio as
+ * from the supervisor to a spare, so that it tells the client "started" and "exited" itself;
+ * init reads its records.  Its pid, or -1 when no helper could take it. */
+static pid_t helper_take(json_t *msg, const int fds[3], int client_fd, int *ret_status_fd) {
+        int all[4] = { fds[0], fds[1], fds[2], client_fd };
         int n = 0;
         while (n < 3 && fds[n] >= 0)
                 n++;
+        if (n == 3 && client_fd >= 0)
+                n = 4;
         for (int attempt = 0; attempt < 2; attempt++) {
                 int req = -1, taken = -1;
                 pid_t pid = helper_fork(&req, &taken, /* for_later= */ false);
                 if (pid < 0)
                         return -1;
                 safe_close(taken);
-                if (proto_send(req, msg, fds, (size_t)n) >= 0) {
+                if (proto_send(req, msg, all, (size_t)n) >= 0) {
                         *ret_status_fd = req;
                         return pid;
                 }
@@ -183,7 +191,7 @@ static pid_t helper_take(json_t *msg, const int fds[3], int *ret_status_fd) {
         return -1;
 }
 
-static void init_start_exec(int sock, json_t *msg, int fds[3]) {
+static void init_start_exec(int sock, json_t *msg, int fds[3], int client_fd) {
         uint64_t id = (uint64_t)json_integer_value(json_object_get(msg, "id"));
         bool tty = json_is_true(json_object_get(msg, "tty"));
         int master = -1, status_fd = -1;
@@ -193,7 +201,7 @@ static void init_start_exec(int sock, json_t *msg, int fds[3]) {
                 init_report(sock, "exited", id, 126 << 8, "status");
                 return;
         }
-        pid_t helper = helper_take(msg, fds, &status_fd);
+        pid_t helper = helper_take(msg, fds, tty ? -1 : client_fd, &status_fd);
         if (helper < 0) {
                 safe_close(master);
                 init_report(sock, "exited", id, 126 << 8, "status");
@@ -224,6 +232,8 @@ static void init_exec_finished(int sock, init_exec *e, int status, const char *w
                 e->reported = true;
                 json_t *m = json_pack("{s:s, s:I, s:I, s:s?}", "op", "exited", "id", (json_int_t)e->id,
                         "status", (json_int_t)status, "error", !e->started && why && *why ? why : NULL);
+                if (m && e->told)
+                        (void)json_object_set_new(m, "told", json_true());
                 if (m)
                         (void)proto_send(sock, m, NULL, 0);
                 json_decref(m);
@@ -240,10 +250,12 @@ static bool init_exec_read(int sock, init_exec *e) {
         rec.why[sizeof(rec.why) - 1] = 0;
         if (rec.kind == HELPER_STARTED && !e->started) {
                 e->started = true;
-                init_report_fd(sock, "started", e->id, e->helper, "pid", e->master);
+                init_report_fd(sock, "started", e->id, e->helper, "pid", e->master, rec.told != 0);
                 e->master = safe_close(e->master);
-        } else if (rec.kind == HELPER_EXITED)
+        } else if (rec.kind == HELPER_EXITED) {
+                e->told = rec.told != 0;
                 init_exec_finished(sock, e, rec.status, rec.why);
+        }
         return true;
 }
 
@@ -301,7 +313,8 @@ static void init_handle_msg(int sock, json_t *msg, int *fds, size_t n_fds) {
                         std[i] = fds[i];
                         fds[i] = -1;
                 }
-                init_start_exec(sock, msg, std);
+                /* a fourth fd: the client's connection, for the helper (proto.h) */
+                init_start_exec(sock, msg, std, n_fds == 4 ? fds[3] : -1);
                 for (int i = 0; i < 3; i++)
                         safe_close(std[i]);
         } else if (streq(op, "kill")) {
@@ -413,8 +426,12 @@ static bool idle_check(int ready) {
 }
 
 /* PID 1 after "ready": poll the supervisor's socket, init's signalfd, the spare's "taken" pipe
- * and the status socket of every exec init forwarded; fork a spare helper whenever idle. */
-_Noreturn void init_loop(int sock) {
+ * and the status socket of every exec init forwarded; fork a spare helper whenever idle, unless
+ * spares is false (a one-shot sandbox, NOOK_CREATE_ONE_SHOT: its one exec comes before a spare
+ * forked at "ready" reaches the supervisor, so both the spare and the next one after the command
+ * started would be forked, rehearsed and killed unused; its exec's helper is forked when the
+ * request comes, as for any exec that finds no spare). */
+_Noreturn void init_loop(int sock, bool spares) {
         int sfd = init_signals_setup();
         last_event_ms = now_ms();
 
@@ -428,7 +445,7 @@ _Noreturn void init_loop(int sock) {
                         pfd[n++] = (struct pollfd){ .fd = execs[i].status_fd, .events = POLLIN };
                 /* Idle (nothing to read right now) and no spare helper: fork one now, so that the
                  * next exec does not wait for it. */
-                bool want_spare = spare.pid <= 0 && !spare_blocked && n_direct < MAX_EXECS;
+                bool want_spare = spares && spare.pid <= 0 && !spare_blocked && n_direct < MAX_EXECS;
                 int ready = poll(pfd, n, want_spare ? 0 : idle_timeout());
                 if (ready < 0 && errno != EINTR)
                         _exit(1);

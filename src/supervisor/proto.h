@@ -6,9 +6,13 @@
  * Client -> supervisor:  {"op":"exec", "argv":[..], "env":[..], "cwd":"/workspace", "user":"0",
  *                         "timeoutMs":0, "detach":false, "reportStarted":true}  + fds stdin,
  *                         stdout, stderr ("reportStarted": false: no "started" unless detached
- *                         or with a terminal; any other value counts as true)
- *                        {"op":"cancel"} {"op":"signal","signal":15} {"op":"stop","timeoutMs":N}
- *                        {"op":"status"}
+ *                         or with a terminal; any other value counts as true; "removeSandbox":
+ *                         true, not detached: the command's end, its client still there, begins
+ *                         the sandbox's stop, and the client sends the removal's "stop" with
+ *                         "remove" on the same connection, which the supervisor awaits before it
+ *                         decides on the exit record; any other value counts as false)
+ *                        {"op":"cancel"} {"op":"signal","signal":15}
+ *                        {"op":"stop","timeoutMs":N,"remove":false} {"op":"status"}
  * Supervisor -> client:  {"op":"started","id":N,"pid":P} {"op":"exited","id":N,"status":W,
  *                         "reason":"exited|timeout|cancelled|lost"} {"op":"error","code":"..","message":".."}
  *                        {"op":"status",...} {"op":"stopped"}
@@ -16,12 +20,15 @@
  *                        instead, in the same words, on the same connection (docs/design/
  *                        runtime.md, Exec); "exited" again from the supervisor when it ended the
  *                        exec itself (timeout, cancel, stop), which a client ignores after the first
- * Supervisor -> init:    {"op":"exec","id":N,...} + fds (no spare at hand, or a terminal),
+ * Supervisor -> init:    {"op":"exec","id":N,...} + fds (no spare at hand, or a terminal), the
+ *                        client's connection a fourth fd without a terminal, for the helper init
+ *                        forks (as to a spare, below),
  *                        {"op":"kill","id":N,"signal":S} or {"op":"kill","pid":P,"signal":S}
  *                        (a direct exec's helper), {"op":"stop","timeoutMs":N}
  * Init -> supervisor:    {"op":"ready"} {"op":"error",...} {"op":"started","id":N,"pid":P}
- *                        {"op":"exited","id":N,"status":W} {"op":"spare","pid":P} + the spare
- *                        helper's request socket
+ *                        {"op":"exited","id":N,"status":W} ("told": true on either: its helper
+ *                        told the client itself; only JSON true counts) {"op":"spare","pid":P}
+ *                        + the spare helper's request socket (none in a one-shot sandbox)
  * Supervisor -> spare:   {"op":"exec",...} + fds, as to init, and a fourth fd: the client's
  *                        connection, for the helper's "started"/"exited"; the helper answers the
  *                        supervisor on the request socket with helper_rec records (init.h)

@@ -54,6 +54,7 @@ typedef struct client {
         bool no_started; /* the client asked for no "started" ("reportStarted": false) */
         bool wants_stopped; /* sent "stop": answer when the sandbox is down */
         bool holds_pause; /* paused with "hold": thawed when this client goes (a branch's copy) */
+        bool remove_when_done; /* "removeSandbox": its exec's end begins the stop for removal */
         uint64_t deadline; /* exec timeout (monotonic ms), 0 = none */
         const char *reason; /* why the exec ended early: "timeout", "cancelled" */
         uint64_t oom_kills_at_start; /* the cgroup's OOM kill count when the exec began */
@@ -406,8 +407,9 @@ static json_t *build_exec(sup *s, json_t *req, uint64_t id, nook_error *err) {
 /* Sends the exec straight to the spare helper when there is one, else to init (which forks a
  * helper on the spot).  A terminal always goes through init: it opens the pty.  A spare that
  * cannot take the request (killed from inside the sandbox: guest root can) is dropped.  The
- * spare gets the client's connection too (client_fd, a fourth fd): it tells the client
- * "started" and "exited" itself, then us (helper_rec.told; docs/design/runtime.md, Exec). */
+ * helper gets the client's connection too (client_fd, a fourth fd), through init as well unless
+ * with a terminal (whose master init sends with "started"): it tells the client "started" and
+ * "exited" itself, then us (helper_rec.told, or init's "told"; docs/design/runtime.md, Exec). */
 static int send_exec(
         sup *s, json_t *m, const int fds[3], int client_fd, bool tty, uint64_t id, bool detach) {
         if (!tty && s->spare_fd >= 0 && s->n_direct < MAX_DIRECT) {
@@ -421,7 +423,8 @@ static int send_exec(
                 }
                 safe_close(fd);
         }
-        return proto_send(s->init_sock, m, fds, tty ? 0 : 3);
+        int all[4] = { fds[0], fds[1], fds[2], client_fd };
+        return proto_send(s->init_sock, m, all, tty ? 0 : 4);
 }
 
 static void handle_exec(sup *s, client *c, json_t *req, int *fds, size_t n_fds) {
@@ -483,6 +486,7 @@ static void handle_exec(sup *s, client *c, json_t *req, int *fds, size_t n_fds) 
         c->oom_kills_at_start = oom_kills(s);
         c->detach = detach;
         c->no_started = !tty && !detach && json_is_false(json_object_get(req, "reportStarted"));
+        c->remove_when_done = !detach && json_is_true(json_object_get(req, "removeSandbox"));
         if (detach && json_is_true(json_object_get(req, "stopSandbox")))
                 s->main_exec_id = id;
         c->deadline = t > 0 ? now_ms() + (uint64_t)t : 0;
@@ -548,10 +552,19 @@ static void direct_drain(sup *s, uint64_t id) {
                 }
 }
 
+/* A client that asked with its exec ("removeSandbox") for the stop its removal needs, and went
+ * before it asked for that removal: none follows, so the stop is its client's going (an exit
+ * record "client_gone", which the next list or inspect removes, as for a tied sandbox). */
+static void remove_owner_gone(sup *s, const client *c) {
+        if (c->remove_when_done && c->wants_stopped && !s->removing)
+                s->stop_reason = "client_gone";
+}
+
 static void client_drop(sup *s, size_t i) {
         client *c = &s->clients[i];
         if (c->exec_running)
-                direct_drain(s, c->exec_id);
+                direct_drain(s, c->exec_id); /* its end may begin the removal's stop */
+        remove_owner_gone(s, c);
         /* a pause held for a copy ends with its holder, however that died */
         if (c->holds_pause && s->paused && s->cg && iso_cgroup_freeze(s->cg, false, NULL) >= 0) {
                 s->paused = false;
@@ -673,6 +686,13 @@ static void exec_exited(sup *s, uint64_t id, json_int_t st, const char *error, b
         s->last_activity_ms = now_ms();
         if (s->main_exec_id && id == s->main_exec_id)
                 begin_stop(s, "command_exited", RETIRE_GRACE_MS);
+        /* `nook run`: the stop its removal asks for, begun now, before that request (its "stop"
+         * with "remove" on this exec's connection, which the client keeps; finish waits for it
+         * before it decides on the exit record: remove_confirm) */
+        if (c && c->remove_when_done && !s->stopping) {
+                c->wants_stopped = true;
+                begin_stop(s, "user", 0);
+        }
 }
 
 /* init's spare helper (its request socket, fds[0]): the next exec goes straight to it.  Made
@@ -704,11 +724,14 @@ static void handle_init(sup *s) {
         const char *op = proto_op(msg);
         json_int_t id = json_integer_value(json_object_get(msg, "id"));
         json_int_t pid = json_integer_value(json_object_get(msg, "pid"));
-        if (streq(op, "started")) /* with a terminal, the pty master rides along to the client */
+        /* "told": the helper init forked told the client itself (helper_rec.told); only a JSON
+         * true counts, anything else is a "no" and the client hears it from us */
+        bool told = json_is_true(json_object_get(msg, "told"));
+        if (streq(op, "started") && !told) /* with a terminal, the pty master rides along */
                 exec_started(s, (uint64_t)id, pid, n_fds > 0 ? fds[0] : -1);
         else if (streq(op, "exited"))
                 exec_exited(s, (uint64_t)id, json_integer_value(json_object_get(msg, "status")),
-                        json_string_value(json_object_get(msg, "error")), true, false);
+                        json_string_value(json_object_get(msg, "error")), true, told);
         else if (streq(op, "spare"))
                 take_spare(s, pid, fds, n_fds);
         proto_close_fds(fds, n_fds);
@@ -911,6 +934,41 @@ static int sup_loop(sup *s) {
         }
 }
 
+/* How long finish waits for the removal that a stop begun by an exec's end ("removeSandbox")
+ * is for: the client's "stop" with "remove" usually came during the teardown already. */
+#define REMOVE_CONFIRM_MS 2000
+
+/* c began the stop with its exec's end ("removeSandbox") and has not asked for the removal yet:
+ * waits for that request (then no exit record: its client deletes the folder) or c's hang-up (it
+ * died: "client_gone", remove_owner_gone); after REMOVE_CONFIRM_MS the record is written, which
+ * a removal coming later deletes with the rest. */
+static void remove_confirm(sup *s, client *c) {
+        uint64_t deadline = now_ms() + REMOVE_CONFIRM_MS;
+        while (c->remove_when_done && c->wants_stopped && !s->removing && c->fd >= 0) {
+                uint64_t now = now_ms();
+                struct pollfd p = { .fd = c->fd, .events = POLLIN };
+                if (now >= deadline || poll(&p, 1, (int)(deadline - now)) <= 0)
+                        return;
+                json_t *msg = NULL;
+                int fds[PROTO_MAX_FDS];
+                size_t n_fds = 0;
+                int r = proto_recv(c->fd, &msg, fds, &n_fds);
+                if (r == -EAGAIN || r == -EINTR)
+                        continue;
+                if (r <= 0) {
+                        remove_owner_gone(s, c);
+                        return;
+                }
+                bool stop = streq(proto_op(msg), "stop");
+                if (stop)
+                        s->removing = json_is_true(json_object_get(msg, "remove"));
+                proto_close_fds(fds, n_fds);
+                json_decref(msg);
+                if (stop)
+                        return;
+        }
+}
+
 static void finish(sup *s, int init_status) {
         nook_error err = { 0 };
         exit_record rec = { .stopped_at = now_epoch(), .init_status = init_status };
@@ -935,6 +993,9 @@ static void finish(sup *s, int init_status) {
         /* No exit record for a sandbox being removed (nook rm, the end of nook run): its client
          * deletes the folder next, and one more inode there costs (bench/README.md, issue #17).
          * Were that client killed first, the record reconciles as "supervisor_died". */
+        for (size_t i = 0; i < s->n_clients; i++)
+                remove_confirm(s, &s->clients[i]);
+        (void)snprintf(rec.reason, sizeof(rec.reason), "%s", s->stopping ? s->stop_reason : why);
         if (!s->removing && exit_record_write(s->state_dir, &rec, &err) < 0)
                 log_debug("%s, ignoring", err.msg);
         for (size_t i = 0; i < s->n_clients; i++) {

@@ -195,6 +195,59 @@ require_bin() {
         done
 }
 
+# raw_exec SOCK MODE REQUEST-JSON: one exec on a sandbox's control socket by a raw protocol
+# client (raw_exec_client.py says what it prints); sock_of NAME: that socket.
+raw_exec() { timeout -k 5 150 python3 "$(dirname "${BASH_SOURCE[0]}")/raw_exec_client.py" "$@"; }
+sock_of() { compgen -G "$NOOK_RUNTIME_DIR/nook-$(id -u)/*/$1/ctl.sock" | head -1; }
+
+# exec_protocol_checks SOCK NAME: the exec protocol driven by raw_exec on sandbox NAME's socket
+# SOCK, 13 tests: the replies with and without "reportStarted" and hostile values of it, a
+# detached exec, a command that cannot start, a timeout, a client that vanishes right after its
+# request (its command and that one's child are killed), ten clients that hang up right after
+# "exited" (their commands' background children survive), a reason cut inside a UTF-8
+# character.  Sleeps 630x name the commands it looks for.
+exec_protocol_checks() {
+        local S=$1 name=$2 bad i long
+        # inside an exec: how many processes run the command line $1 exactly
+        local count='n=0; for d in /proc/[0-9]*; do [ "$(tr "\\0" " " <$d/cmdline 2>/dev/null)" = "$1 " ] && n=$((n + 1)); done; echo $n'
+        is "$(raw_exec "$S" wait '{"op":"exec","argv":["true"]}')" "started exited:0" \
+                "a plain exec: \"started\", then \"exited\" with status 0"
+        is "$(raw_exec "$S" wait '{"op":"exec","argv":["sh","-c","exit 3"],"reportStarted":false}')" \
+                "exited:768" "reportStarted false: only \"exited\" (status 3)"
+        is "$(raw_exec "$S" wait '{"op":"exec","argv":["true"],"reportStarted":"no"}')" "started exited:0" \
+                "reportStarted as a string: ignored, \"started\" comes"
+        is "$(raw_exec "$S" wait '{"op":"exec","argv":["true"],"reportStarted":null}')" "started exited:0" \
+                "reportStarted null: ignored, \"started\" comes"
+        out=$(raw_exec "$S" wait '{"op":"exec","argv":["sh","-c","exit 0"],"detach":true,"reportStarted":false}')
+        like "$out" "^started" "a detached exec gets \"started\" whatever reportStarted says"
+        is "$(raw_exec "$S" wait '{"op":"exec","argv":["/no/such/cmd"],"reportStarted":false}')" "exited:32512" \
+                "a command that cannot start: \"exited\" with 127, from the helper"
+        is "$(raw_exec "$S" wait '{"op":"exec","argv":["sleep","60"],"timeoutMs":500}')" "started exited:9" \
+                "a timeout: SIGKILL, answered by the supervisor (it words the reason)"
+
+        raw_exec "$S" close '{"op":"exec","argv":["sh","-c","sleep 6301 & exec sleep 6302"]}'
+        check "the vanished client's command and its child are killed" wait_for 30 eval \
+                '[[ "$("$NOOK" exec "$name" -- sh -c "$count" x "sleep 6301")$("$NOOK" exec "$name" -- sh -c "$count" x "sleep 6302")" == 00 ]]'
+
+        bad=""
+        for i in $(seq 10); do
+                out=$(raw_exec "$S" wait '{"op":"exec","argv":["sh","-c","sleep 6303 & exit 0"],"reportStarted":false}')
+                [[ $out == "exited:0" ]] || bad+=" $i:$out"
+        done
+        is "$bad" "" "10 execs whose command leaves a child behind: each one \"exited\" 0"
+        sleep 1
+        run_nook exec "$name" -- sh -c "$count" x "sleep 6303"
+        is "$out" "10" "their clients hung up at once: all 10 background children still run"
+
+        # "cannot run '<200 bytes>': No such file or directory" is cut at 199 bytes, inside an 'é'
+        long=$(printf 'é%.0s' $(seq 100))
+        run_nook exec "$name" -- "$long"
+        is "$status" 127 "a 200-byte non-ASCII command that does not exist: 127, no hang"
+        like "$err" "cannot run" "with the reason"
+        out=$(raw_exec "$S" wait "{\"op\":\"exec\",\"argv\":[\"$long\"]}")
+        is "$out" "exited:32512" "the raw client gets \"exited\" (its reason is valid JSON)"
+}
+
 # wait_for SECONDS CMD...: polls every 0.1 s until CMD succeeds; false when time runs out.
 wait_for() {
         # Bounded by wall time as well as by tries: a check that itself takes long (a client

@@ -269,6 +269,7 @@ static void send_ready(int sock) {
  *   2. open every host directory as O_PATH (open_rootfs says why before the maps)
  *   2b. without a network: make our network namespace (the supervisor makes our cgroup meanwhile)
  *      --- sync 1: "maps" from the supervisor, with our v1 cgroups' tasks files (wait_maps)
+ *   2c. take back the supervisor's CPU mask (it may have started us off its own CPU)
  *   3. cgroup v1, rootful: join our cgroup through the files the supervisor opened
  *   4. unshare(CLONE_NEWCGROUP): the namespace is rooted at our own cgroup
  *   5. become root of the user namespace; drop host supplementary groups (rootful)
@@ -280,7 +281,7 @@ static void send_ready(int sock) {
  *          supervisor reads the socket only once it wrote the maps: step 2's error waits)
  *  10. PID 1's loop (init_loop.c), with spare exec helpers unless the sandbox is one-shot */
 _Noreturn void init_main(int sock, const sup_config *c, bool rootless, const iso_seccomp_prog *seccomp,
-        const sup_idmaps *idm) {
+        const sup_idmaps *idm, const cpu_set_t *cpus) {
         nook_error err = { 0 };
         iso_rootfs rf;
         iso_cgroup_join cgj = ISO_CGROUP_JOIN_INIT;
@@ -293,6 +294,8 @@ _Noreturn void init_main(int sock, const sup_config *c, bool rootless, const iso
         if (r >= 0 && init_own_netns(c))
                 r = init_netns(&err); /* 2b */
         wait_maps(sock, &cgj); /* sync 1 */
+        if (cpus) /* 2c: every CPU the supervisor may use, before we fork anything */
+                (void)sched_setaffinity(0, sizeof(*cpus), cpus);
         if (r < 0)
                 fail_to_supervisor(sock, &err);
         r = init_setup(sock, c, &rf, seccomp, &cgj, &err); /* 3..9 */

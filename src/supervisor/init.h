@@ -7,6 +7,8 @@
  * whole tree (a double fork or setsid() does not escape it). */
 #pragma once
 
+#include <sched.h>
+
 #include "isolate/rootfs.h"
 #include "isolate/cgroup.h"
 #include "isolate/seccomp.h"
@@ -14,9 +16,11 @@
 #include "supervisor/idmaps.h"
 
 /* Runs in the child of clone(); never returns.  rootless: the supervisor is not host root (the
- * child cannot tell: before its id maps exist every id reads as the overflow id). */
+ * child cannot tell: before its id maps exist every id reads as the overflow id).  cpus: the
+ * supervisor's CPU mask, which init takes back after sync 1 (the supervisor may have started it
+ * on fewer CPUs: sup.c:start_init); NULL leaves init's mask as it is. */
 _Noreturn void init_main(int sock, const sup_config *c, bool rootless, const iso_seccomp_prog *seccomp,
-        const sup_idmaps *idm);
+        const sup_idmaps *idm, const cpu_set_t *cpus);
 /* Whether init makes its network namespace itself (a sandbox without a network: the supervisor
  * clones it without CLONE_NEWNET and makes the cgroup meanwhile), not the clone. */
 bool init_own_netns(const sup_config *c);

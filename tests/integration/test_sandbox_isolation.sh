@@ -9,7 +9,7 @@
 
 require_bin "$NOOK" "$NOOK_SUPERVISOR" "$NOOK_PROBE"
 command -v jq >/dev/null || plan skip_all "jq is needed to read the probe's JSON"
-plan 42
+plan 44
 
 # Docker's default capability set minus CAP_NET_RAW: CHOWN DAC_OVERRIDE FOWNER FSETID KILL
 # SETGID SETUID SETPCAP NET_BIND_SERVICE SYS_CHROOT MKNOD AUDIT_WRITE SETFCAP.
@@ -188,6 +188,14 @@ run_nook exec sticky -- cat "/etc/$marker"
 is "$out" "$marker" "sticky: the /etc write survives stop and start"
 run_nook inspect sticky
 is "$(jq -r .persistence <<<"$out" 2>/dev/null)" "sticky" "inspect reports persistence sticky"
+
+# init starts on the supervisor's other CPUs and takes the whole mask back (sup.c:start_off_our_cpu):
+# what the guest runs may use every CPU the creating process may, exec'd or run
+host_cpus=$(awk '/^Cpus_allowed_list/ {print $2}' /proc/self/status)
+run_nook exec iso --sh 'grep Cpus_allowed_list /proc/1/status /proc/self/status | cut -f2 | sort -u'
+is "$out" "$host_cpus" "init and an exec may use every CPU the host process may ($host_cpus)"
+run_nook run -- awk '/^Cpus_allowed_list/ {print $2}' /proc/self/status
+is "$out" "$host_cpus" "so may nook run's command"
 
 run_nook rm sticky
 run_nook rm iso

@@ -440,16 +440,17 @@ uint64_t iso_cgroup_oom_kills(iso_cgroup *cg) {
         return n;
 }
 
-static void kill_and_rmdir(const char *dir) {
+/* True when the folder is gone. */
+static bool kill_and_rmdir(const char *dir) {
         /* the common case, a sandbox whose processes are gone: one rmdir, no read of its procs */
         if (rmdir(dir) == 0 || errno == ENOENT)
-                return;
+                return true;
         for (int round = 0; round < 50; round++) {
                 char p[PATH_MAX], buf[4096];
                 (void)snprintf(p, sizeof(p), "%s/cgroup.procs", dir);
                 int fd = open(p, O_RDONLY | O_CLOEXEC);
                 if (fd < 0)
-                        return;
+                        return access(dir, F_OK) < 0;
                 ssize_t n = read(fd, buf, sizeof(buf) - 1);
                 safe_close(fd);
                 buf[n > 0 ? n : 0] = 0;
@@ -461,22 +462,25 @@ static void kill_and_rmdir(const char *dir) {
                                 s++;
                 }
                 if (rmdir(dir) == 0 || errno == ENOENT)
-                        return;
+                        return true;
                 usleep(10000);
         }
+        return false;
 }
 
-void iso_cgroup_destroy(iso_cgroup *cg) {
+bool iso_cgroup_destroy(iso_cgroup *cg) {
         if (!cg)
-                return;
+                return true;
         /* A frozen task takes no signal (v1) or only a fatal one (v2): thaw first, so the kill
          * below and the supervisor's SIGTERM to init take effect. */
         (void)iso_cgroup_freeze(cg, false, NULL);
+        bool gone = true;
         if (cg->v2 && cg->path)
-                kill_and_rmdir(cg->path);
+                gone = kill_and_rmdir(cg->path);
         for (int i = 0; i < _V1_MAX; i++)
-                if (cg->v1[i])
-                        kill_and_rmdir(cg->v1[i]);
+                if (cg->v1[i] && !kill_and_rmdir(cg->v1[i]))
+                        gone = false;
+        return gone;
 }
 
 iso_cgroup *iso_cgroup_free(iso_cgroup *cg) {

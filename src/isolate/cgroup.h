@@ -71,8 +71,9 @@ bool iso_cgroup_freezer_available(char *reason, size_t len);
 int iso_cgroup_freeze(iso_cgroup *cg, bool freeze, nook_error *err);
 /* 1 frozen, 2 freezing (v1, under way), 0 thawed or no freezer. */
 int iso_cgroup_frozen(const iso_cgroup *cg);
-/* Thaws, kills whatever is left in it and removes it. */
-void iso_cgroup_destroy(iso_cgroup *cg);
+/* Thaws, kills whatever is left in it and removes it.  True when every folder of it is gone (a
+ * NULL cg has none). */
+bool iso_cgroup_destroy(iso_cgroup *cg);
 iso_cgroup *iso_cgroup_free(iso_cgroup *cg);
 
 /* ---- cgroups named by path (the OCI runtime's linux.cgroupsPath) ----

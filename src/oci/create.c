@@ -634,7 +634,7 @@ int oci_create(const oci_create_opts *o, pid_t *ret_pid, nook_error *err) {
         if (r >= 0)
                 r = spawn_init(o, &p, ret_pid, err);
         if (r < 0 && p.cg)
-                iso_cgroup_destroy(p.cg);
+                (void)iso_cgroup_destroy(p.cg);
         if (r < 0 && p.dir)
                 (void)oci_state_remove(p.dir, &(nook_error){ 0 });
         create_plan_done(&p);

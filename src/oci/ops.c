@@ -139,7 +139,7 @@ static int delete_half_created(const char *root, const char *id, nook_error *err
         if (!dir || !cgpath)
                 return nook_err_oom(err);
         if (iso_cgroup_open_path(cgpath, &cg, err) == 0)
-                iso_cgroup_destroy(cg);
+                (void)iso_cgroup_destroy(cg);
         iso_cgroup_free(cg);
         return oci_state_remove(dir, err);
 }
@@ -165,7 +165,7 @@ int oci_delete(const char *root, const char *id, bool force, nook_error *err) {
                 wait_gone(st);
         }
         if (cg)
-                iso_cgroup_destroy(cg); /* kills what is left, then rmdir */
+                (void)iso_cgroup_destroy(cg); /* kills what is left, then rmdir */
         iso_cgroup_free(cg);
         if (s != OCI_STATUS_CREATED)
                 run_late_hooks(st, "poststop");

@@ -570,8 +570,8 @@ int sb_create_locked(nook *n, const char *name, const sb_spec *spec, unsigned fl
         _cleanup_free_ char *config = NULL;
         r = sb_run_dir_make(rundir, err);
         if (r >= 0)
-                r = prepare_state(n, name, spec, keep_upper, flags & NOOK_CREATE_ONE_SHOT, sdir, rundir, r > 0,
-                        wsdir, ruid, rgid, &rec.image_digest, &config, err);
+                r = prepare_state(n, name, spec, keep_upper, flags & NOOK_CREATE_ONE_SHOT, sdir, rundir,
+                        r > 0, wsdir, ruid, rgid, &rec.image_digest, &config, err);
         if (r >= 0 && !(flags & NOOK_CREATE_NO_BASELINE))
                 r = baseline_capture(n, name, sdir, wsdir, !keep_upper, spec->sticky, err);
         if (r >= 0)
@@ -681,28 +681,34 @@ int nook_sandbox_start(nook *n, const char *name, nook_error *err) {
 /* Asks the supervisor on fd (closed here) to stop ("remove": it writes no exit record, the
  * folder goes next), and reads fd until it says "stopped" or hangs up (or timeout_ms + 5 s
  * pass). */
-static void stop_request(int fd, uint64_t timeout_ms, bool removing) {
+/* Sends "stop" on fd (taken) and waits for "stopped".  True when it came saying the supervisor
+ * removed its cgroups ("cgroupGone"). */
+static bool stop_request(int fd, uint64_t timeout_ms, bool removing) {
         json_t *m = json_pack(
                 "{s:s, s:I, s:b}", "op", "stop", "timeoutMs", (json_int_t)timeout_ms, "remove", removing);
         int r = m ? proto_send(fd, m, NULL, 0) : -ENOMEM;
         json_decref(m);
         if (r < 0) {
                 safe_close(fd);
-                return;
+                return false;
         }
         struct pollfd p = { .fd = fd, .events = POLLIN };
         uint64_t deadline = now_ms() + timeout_ms + 5000;
+        bool cgroup_gone = false;
         while (now_ms() < deadline) {
                 if (poll(&p, 1, (int)(deadline - now_ms())) <= 0)
                         break;
                 json_t *reply = NULL;
                 int k = proto_recv(fd, &reply, NULL, NULL);
                 bool done = k <= 0 || streq(proto_op(reply), "stopped");
+                if (k > 0 && done)
+                        cgroup_gone = json_is_true(json_object_get(reply, "cgroupGone"));
                 json_decref(reply);
                 if (done)
                         break;
         }
         safe_close(fd);
+        return cgroup_gone;
 }
 
 /* Waits until the supervisor is gone; kills it if it does not go. */
@@ -720,7 +726,7 @@ static int stop_locked(nook *n, sandbox_rec *rec, uint64_t timeout_ms, bool remo
         int fd = -1;
         nook_error e2 = { 0 };
         if (sb_connect(n, rec->name, &fd, &e2) >= 0)
-                stop_request(fd, timeout_ms, removing);
+                (void)stop_request(fd, timeout_ms, removing);
         supervisor_wait_gone(rec);
         return removing ? 0 : sb_reconcile(n, rec, err);
 }
@@ -812,9 +818,14 @@ int nook_sandbox_remove(nook *n, const char *name, nook_error *err) {
          * already and takes this request on that exec's connection; once it is gone there is
          * nothing to reconcile (it cleaned up, and what is left goes below). */
         int stop_fd = has_rec && streq(rec.state, "running") ? ctx_stop_conn_take(n, name) : -1;
+        /* When it says it removed its cgroups, the supervisor exits while we delete its folders
+         * and its record: it is waited for at the end, the name's lock still held, so no
+         * supervisor outlives its sandbox and nothing can take the name before it is gone. */
+        bool overlap = false;
         if (stop_fd >= 0) {
-                stop_request(stop_fd, /* timeout_ms= */ 0, /* removing= */ true);
-                supervisor_wait_gone(&rec);
+                overlap = stop_request(stop_fd, /* timeout_ms= */ 0, /* removing= */ true);
+                if (!overlap)
+                        supervisor_wait_gone(&rec);
         } else if (has_rec) {
                 r = sb_reconcile(n, &rec, err);
                 if (r >= 0 && !streq(rec.state, "stopped"))
@@ -824,17 +835,20 @@ int nook_sandbox_remove(nook *n, const char *name, nook_error *err) {
                         (void)sb_wait_gone(rec.supervisor_pid, rec.supervisor_start, 5000);
                 }
         }
-        sandbox_rec_done(&rec);
-        sb_cgroup_remove(n, name); /* also one a killed supervisor left before this record said stopped */
+        if (!overlap)
+                sb_cgroup_remove(
+                        n, name); /* also one a killed supervisor left before this record said stopped */
         r = path_rm_rf(rundir, err);
         if (r >= 0)
                 r = path_rm_rf(sdir, err);
+        if (r >= 0)
+                r = remove_workspace(n, wsdir, err);
+        if (r >= 0 && has_rec)
+                r = store_sandbox_delete(st, name, err);
+        if (overlap)
+                supervisor_wait_gone(&rec);
+        sandbox_rec_done(&rec);
         if (r < 0)
-                return nook_err_wrap(err, "removing sandbox '%s'", name);
-        r = remove_workspace(n, wsdir, err);
-        if (r < 0)
-                return nook_err_wrap(err, "removing sandbox '%s'", name);
-        if (has_rec && (r = store_sandbox_delete(st, name, err)) < 0)
                 return nook_err_wrap(err, "removing sandbox '%s'", name);
         sb_lock_drop(n, name); /* still held: one lock file per name ever used would pile up */
         return 0;

@@ -318,7 +318,7 @@ void sb_cgroup_remove(nook *n, const char *name) {
         nook_error ignore;
         if (iso_cgroup_open(n->home, name, &cg, &ignore) < 0)
                 return;
-        iso_cgroup_destroy(cg); /* kills what is left in it: nothing, once its supervisor is gone */
+        (void)iso_cgroup_destroy(cg); /* kills what is left in it: nothing, once its supervisor is gone */
         iso_cgroup_free(cg);
 }
 

@@ -992,8 +992,11 @@ static void finish(sup *s, int init_status) {
         exit_record rec = { .stopped_at = now_epoch(), .init_status = init_status };
         const char *why = s->stopping ? s->stop_reason : oom_kills(s) > 0 ? "oom" : "init_died";
         (void)snprintf(rec.reason, sizeof(rec.reason), "%s", why);
+        /* "cgroupGone" in "stopped": the remover need not look for our cgroups again.  Without
+         * one of ours (rootless without delegation) we say nothing of another's. */
+        bool cgroup_gone = false;
         if (s->cg) {
-                iso_cgroup_destroy(s->cg);
+                cgroup_gone = iso_cgroup_destroy(s->cg);
                 s->cg = iso_cgroup_free(s->cg);
         }
         sup_net_stop(&s->net);
@@ -1023,7 +1026,9 @@ static void finish(sup *s, int init_status) {
                                 json_pack("{s:s, s:I, s:i, s:s}", "op", "exited", "id",
                                         (json_int_t)c->exec_id, "status", SIGKILL, "reason", "stopped"));
                 if (c->wants_stopped)
-                        client_send(c, json_pack("{s:s, s:s}", "op", "stopped", "reason", rec.reason));
+                        client_send(c,
+                                json_pack("{s:s, s:s, s:b}", "op", "stopped", "reason", rec.reason,
+                                        "cgroupGone", cgroup_gone));
                 safe_close(c->fd);
         }
         s->spare_fd = safe_close(s->spare_fd);
@@ -1090,7 +1095,7 @@ int sup_run(const sup_config *c, const char *state_dir, const char *run_dir, int
                         (void)pid_wait(s.init_pid, NULL);
                 }
                 if (s.cg) {
-                        iso_cgroup_destroy(s.cg);
+                        (void)iso_cgroup_destroy(s.cg);
                         s.cg = iso_cgroup_free(s.cg);
                 }
                 if (s.listen_fd >= 0) {

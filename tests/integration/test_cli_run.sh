@@ -8,7 +8,7 @@
 
 require_bin "$NOOK" "$NOOK_SUPERVISOR"
 command -v jq >/dev/null || plan skip_all "jq is needed to read nook's JSON"
-plan 64
+plan 66
 
 field() { "$NOOK" inspect "$1" 2>/dev/null | jq -r "$2 // empty" 2>/dev/null; }
 names() { "$NOOK" ls --json 2>/dev/null | jq -r '.[].name' 2>/dev/null | sort | tr '\n' ' '; }
@@ -165,6 +165,32 @@ run_nook run --name ws1 -- sh -c 'mkdir -p /workspace/d && echo x >/workspace/d/
 is "$status" 0 "run of a command that writes into its workspace"
 check "its workspace went through the trash, which is empty again" \
         test -d "$NOOK_HOME/trash" -a -z "$(ls -A "$NOOK_HOME/trash" 2>/dev/null)" -a ! -e "$NOOK_HOME/workspaces/ws1"
+
+# ---- back to back: the supervisor exits while run deletes the folders and the record, and run
+# waits for it before it lets the name go (lifecycle.c, nook_sandbox_remove) --------------------
+# A child subreaper runs them: a process of the run (its supervisor, init) that run did not wait
+# for would be reparented to it, alive or a zombie, when run returns.
+out=$(python3 - "$NOOK" <<'PY'
+import ctypes, os, sys
+ctypes.CDLL(None).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
+fails = outlived = 0
+for i in range(10):
+    pid = os.posix_spawn(sys.argv[1], [sys.argv[1], "run", "--name", "rr", "--", "true"], os.environ)
+    _, status = os.waitpid(pid, 0)
+    fails += status != 0
+    try:
+        os.waitpid(-1, os.WNOHANG)
+        outlived += 1
+        while True:
+            os.waitpid(-1, 0)
+    except ChildProcessError:
+        pass
+print(fails, outlived)
+PY
+)
+is "$out" "0 0" "ten runs named rr back to back: all succeed (the name is free when run returns), and no process of one outlives it"
+check "no supervisor, cgroup or record of rr is left" \
+        test -z "$(supervisors rr)$(cgroups_of rr)$(names | tr " " "\n" | grep -x rr)"
 
 run_nook rm ex
 is "$(supervisors)" "" "no supervisor left at the end"

@@ -851,11 +851,8 @@ static int reap(sup *s) {
                         return result;
                 if (sup_egress_reaped(&s->egress, p, st))
                         continue;
-                if (p == s->init_pid) {
-                        result = st;
-                        /* the root's mounts are gone with init: hold nothing of them */
-                        s->root_fd = safe_close(s->root_fd);
-                }
+                if (p == s->init_pid)
+                        result = st; /* its root's fd goes at the end of finish() */
         }
 }
 
@@ -1035,6 +1032,10 @@ static void finish(sup *s, int init_status) {
         for (size_t i = 0; i < s->n_direct; i++)
                 safe_close(s->direct[i].fd);
         s->n_direct = 0;
+        /* The root's mounts went with init; this fd was the last hold on its overlay, whose
+         * teardown waits for an RCU grace period (kern_unmount_array): after the replies, so the
+         * remover deletes its folders meanwhile (bench/README.md, issue #17). */
+        s->root_fd = safe_close(s->root_fd);
 }
 
 /* The network, with the egress gateway when the config has one (started before init, sup_run):

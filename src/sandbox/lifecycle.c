@@ -193,8 +193,15 @@ static int supervisor_spawn(nook *n, const char *state_dir, const char *run_dir,
         }
         const char *dbg = secure_getenv("NOOK_DEBUG");
         _cleanup_free_ char *dbg_env = strprintf("NOOK_DEBUG=%s", dbg ? dbg : "");
+        _cleanup_free_ char *hook_env = NULL;
+#ifdef NOOK_TEST_HOOKS
+        /* test_sandbox_lifecycle.sh: a supervisor slow to exit after its replies (sup.c) */
+        const char *delay = secure_getenv("NOOK_TEST_SUPERVISOR_EXIT_DELAY_MS");
+        if (delay)
+                hook_env = strprintf("NOOK_TEST_SUPERVISOR_EXIT_DELAY_MS=%s", delay);
+#endif
         char *envp[] = { (char *)"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-                dbg_env, NULL };
+                dbg_env, hook_env, NULL };
         pid_t pid;
         int dup_errno = -r;
         if (r == 0)
@@ -222,14 +229,16 @@ static int supervisor_spawn(nook *n, const char *state_dir, const char *run_dir,
 
 /* Sends the supervisor its config and the secrets' values (JSON, or NULL), and waits for its
  * ready line.  On success the supervisor is the sandbox's (*ret_pid); on failure it is gone. */
-static int supervisor_hand_over(
-        sup_start *s, const char *config, const char *values, pid_t *ret_pid, nook_error *err) {
+static int supervisor_hand_over(sup_start *s, const char *config, const char *values, pid_t *ret_pid,
+        uint64_t *ret_start, nook_error *err) {
         pid_t pid = s->pid;
         int r = send_all(s->config, config, "the sandbox config", err);
         s->config = safe_close(s->config);
         if (r >= 0 && values)
                 r = send_all(s->secrets, values, "the secrets", err);
         s->secrets = safe_close(s->secrets);
+        /* for the record, read while the sandbox is set up rather than after "ready" */
+        *ret_start = proc_start_time(pid);
         json_t *m = NULL;
         if (r >= 0)
                 r = read_ready(s->ready, &m, err);
@@ -404,7 +413,8 @@ static int rec_fill(
         return 0;
 }
 
-static int stop_locked(nook *n, sandbox_rec *rec, uint64_t timeout_ms, bool removing, nook_error *err);
+static int stop_locked(
+        nook *n, sandbox_rec *rec, uint64_t timeout_ms, bool removing, bool *ret_exiting, nook_error *err);
 
 static int set_str(char **field, const char *value, nook_error *err) {
         char *c = value ? strdup(value) : NULL;
@@ -533,7 +543,7 @@ int sb_create_locked(nook *n, const char *name, const sb_spec *spec, unsigned fl
                                 return nook_err_set(err, NOOK_E_EXISTS,
                                         "Sandbox '%s' is already running; stop it first, or create with --replace",
                                         name);
-                        r = stop_locked(n, &rec, DEFAULT_STOP_MS, false, err);
+                        r = stop_locked(n, &rec, DEFAULT_STOP_MS, false, NULL, err);
                         if (r < 0)
                                 return r;
                 }
@@ -577,9 +587,10 @@ int sb_create_locked(nook *n, const char *name, const sb_spec *spec, unsigned fl
         if (r >= 0)
                 test_kill_at("prepared");
         pid_t pid = 0;
+        uint64_t pid_start = 0;
         bool handed = r >= 0; /* the supervisor has its config: it may have made its cgroups, its log */
         if (r >= 0)
-                r = supervisor_hand_over(&sup, config, values, &pid, err);
+                r = supervisor_hand_over(&sup, config, values, &pid, &pid_start, err);
         if (r >= 0 && sup.lifeline >= 0)
                 r = lifeline_keep(n, TAKE_FD(sup.lifeline), err);
         if (r < 0) {
@@ -607,7 +618,7 @@ int sb_create_locked(nook *n, const char *name, const sb_spec *spec, unsigned fl
                 return r;
         }
         rec.supervisor_pid = pid;
-        rec.supervisor_start = proc_start_time(pid);
+        rec.supervisor_start = pid_start;
         rec.started_at = now_epoch();
         rec.stopped_at = 0;
         free(rec.stop_reason);
@@ -721,12 +732,18 @@ static void supervisor_wait_gone(const sandbox_rec *rec) {
 }
 
 /* Asks the supervisor to stop and waits until it is gone; kills it if it does not answer.  Then
- * records the stop, unless the sandbox is being removed (its record goes next). */
-static int stop_locked(nook *n, sandbox_rec *rec, uint64_t timeout_ms, bool removing, nook_error *err) {
+ * records the stop, unless the sandbox is being removed (its record goes next).  ret_exiting
+ * (a removal only; may be NULL): set when the supervisor said it removed its cgroups, and then
+ * not waited for: the caller waits for it once it deleted the folders (nook_sandbox_remove). */
+static int stop_locked(
+        nook *n, sandbox_rec *rec, uint64_t timeout_ms, bool removing, bool *ret_exiting, nook_error *err) {
         int fd = -1;
         nook_error e2 = { 0 };
-        if (sb_connect(n, rec->name, &fd, &e2) >= 0)
-                (void)stop_request(fd, timeout_ms, removing);
+        bool gone_cg = sb_connect(n, rec->name, &fd, &e2) >= 0 && stop_request(fd, timeout_ms, removing);
+        if (removing && ret_exiting && gone_cg) {
+                *ret_exiting = true;
+                return 0;
+        }
         supervisor_wait_gone(rec);
         return removing ? 0 : sb_reconcile(n, rec, err);
 }
@@ -742,7 +759,7 @@ int nook_sandbox_stop(nook *n, const char *name, uint64_t timeout_ms, nook_error
         uint64_t start = rec.supervisor_start;
         r = sb_reconcile(n, &rec, err);
         if (r >= 0 && !streq(rec.state, "stopped"))
-                r = stop_locked(n, &rec, timeout_ms ? timeout_ms : DEFAULT_STOP_MS, false, err);
+                r = stop_locked(n, &rec, timeout_ms ? timeout_ms : DEFAULT_STOP_MS, false, NULL, err);
         /* A stop whose record could not be saved (a full disk) has still stopped the sandbox, and
          * that is what is reported: the record follows the processes at the next reconcile. */
         if (r < 0 && streq(rec.state, "stopped") && !proc_alive(pid, start) &&
@@ -819,8 +836,9 @@ int nook_sandbox_remove(nook *n, const char *name, nook_error *err) {
          * nothing to reconcile (it cleaned up, and what is left goes below). */
         int stop_fd = has_rec && streq(rec.state, "running") ? ctx_stop_conn_take(n, name) : -1;
         /* When it says it removed its cgroups, the supervisor exits while we delete its folders
-         * and its record: it is waited for at the end, the name's lock still held, so no
-         * supervisor outlives its sandbox and nothing can take the name before it is gone. */
+         * and its record (either way of asking it to stop): it is waited for at the end, the
+         * name's lock still held, so no supervisor outlives its sandbox and nothing can take the
+         * name before it is gone. */
         bool overlap = false;
         if (stop_fd >= 0) {
                 overlap = stop_request(stop_fd, /* timeout_ms= */ 0, /* removing= */ true);
@@ -829,7 +847,7 @@ int nook_sandbox_remove(nook *n, const char *name, nook_error *err) {
         } else if (has_rec) {
                 r = sb_reconcile(n, &rec, err);
                 if (r >= 0 && !streq(rec.state, "stopped"))
-                        r = stop_locked(n, &rec, /* timeout_ms= */ 0, /* removing= */ true, err);
+                        r = stop_locked(n, &rec, /* timeout_ms= */ 0, /* removing= */ true, &overlap, err);
                 if (r < 0 && rec.supervisor_pid > 0) {
                         (void)kill(rec.supervisor_pid, SIGKILL);
                         (void)sb_wait_gone(rec.supervisor_pid, rec.supervisor_start, 5000);

@@ -15,7 +15,9 @@
  *                        {"op":"stop","timeoutMs":N,"remove":false} {"op":"status"}
  * Supervisor -> client:  {"op":"started","id":N,"pid":P} {"op":"exited","id":N,"status":W,
  *                         "reason":"exited|timeout|cancelled|lost"} {"op":"error","code":"..","message":".."}
- *                        {"op":"status",...} {"op":"stopped"}
+ *                        {"op":"status",...} {"op":"stopped","reason":"..","cgroupGone":B}
+ *                        (cgroupGone true: the supervisor removed every cgroup folder of its own;
+ *                        a remover need not look for them, and waits for its exit at the end)
  *                        For an exec sent to a spare, "started" and "exited" come from its helper
  *                        instead, in the same words, on the same connection (docs/design/
  *                        runtime.md, Exec); "exited" again from the supervisor when it ended the

@@ -1118,5 +1118,11 @@ int sup_run(const sup_config *c, const char *state_dir, const char *run_dir, int
         int st = sup_loop(&s);
         finish(&s, st);
         safe_close(s.lifeline_fd);
+#ifdef NOOK_TEST_HOOKS
+        /* test_sandbox_lifecycle.sh: slow to exit after the replies, which nook rm must wait out */
+        const char *delay = getenv("NOOK_TEST_SUPERVISOR_EXIT_DELAY_MS");
+        if (delay)
+                (void)usleep((useconds_t)strtoul(delay, NULL, 10) * 1000);
+#endif
         return 0;
 }

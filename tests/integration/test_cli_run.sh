@@ -175,7 +175,8 @@ import ctypes, os, sys
 ctypes.CDLL(None).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
 fails = outlived = 0
 for i in range(10):
-    pid = os.posix_spawn(sys.argv[1], [sys.argv[1], "run", "--name", "rr", "--", "true"], os.environ)
+    env = dict(os.environ, NOOK_TEST_SUPERVISOR_EXIT_DELAY_MS="200")  # with test hooks: slow to exit
+    pid = os.posix_spawn(sys.argv[1], [sys.argv[1], "run", "--name", "rr", "--", "true"], env)
     _, status = os.waitpid(pid, 0)
     fails += status != 0
     try:

@@ -7,7 +7,7 @@
 
 require_bin "$NOOK" "$NOOK_SUPERVISOR"
 command -v jq >/dev/null || plan skip_all "jq is needed to read nook's JSON"
-plan 70
+plan 71
 
 # field NAME FILTER: a value from `nook inspect NAME` ('' on error).
 field() { "$NOOK" inspect "$1" 2>/dev/null | jq -r "$2 // empty" 2>/dev/null; }
@@ -228,3 +228,35 @@ is "$(pgrep -f -- "--state $NOOK_HOME/" | tr '\n' ' ')" "" "no supervisor left"
 is "$(ls -A "$NOOK_HOME/run/.locks" | grep -E '^(run-|cc)' | tr '\n' ' ')" "" \
         "no lock file left by the 40 runs and removes (one per name would pile up)"
 rm -rf "$conc"
+
+# ---- rm waits for the supervisor: it exits while rm deletes the folders and the record, and rm
+# returns only once it is gone (lifecycle.c, nook_sandbox_remove).  A child subreaper runs create
+# and rm, so each supervisor is its child: a zombie or no process when rm returns, never alive.
+# With test hooks each supervisor sleeps 300 ms after its replies before it exits.
+out=$(python3 - "$NOOK" <<'PY'
+import ctypes, json, os, subprocess, sys
+ctypes.CDLL(None).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
+nook, alive, fails = sys.argv[1], [], 0
+for i in range(5):
+    name = f"rmw{i}"
+    env = dict(os.environ, NOOK_TEST_SUPERVISOR_EXIT_DELAY_MS="300")
+    fails += subprocess.run([nook, "create", name], capture_output=True, env=env).returncode != 0
+    info = subprocess.run([nook, "inspect", name], capture_output=True, text=True).stdout
+    pid = json.loads(info or "{}").get("supervisorPid") or 0
+    fails += subprocess.run([nook, "rm", name], capture_output=True).returncode != 0
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            state = f.read().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        state = "gone"
+    if not pid or state not in ("Z", "X", "gone"):
+        alive.append(f"{name}:{pid}:{state}")
+    try:
+        while True:
+            os.waitpid(-1, 0)
+    except ChildProcessError:
+        pass
+print(fails, " ".join(alive) or "none")
+PY
+)
+is "$out" "0 none" "five creates and rms: when rm returns, the sandbox's supervisor is no longer alive"

@@ -288,6 +288,12 @@ typedef struct nook_exec_result {
 typedef struct nook_exec nook_exec;
 NOOK_PUBLIC int nook_exec_start(
         nook *n, const char *name, const nook_exec_opts *o, nook_exec **ret, nook_error *err);
+/* nook_sandbox_create, then o's command started in the new sandbox as nook_exec_start would (*ret
+ * the same), but without waiting for the create: the request goes with it and the sandbox's
+ * supervisor runs the command as soon as the sandbox is ready.  What nook run does.  Not for a
+ * detached command (NOOK_E_INVALID).  On error nothing was created and *ret is untouched. */
+NOOK_PUBLIC int nook_sandbox_create_exec(nook *n, const char *name, const char *spec_json, unsigned flags,
+        const nook_exec_opts *o, nook_exec **ret, nook_error *err);
 /* The process id of the command's helper inside the sandbox (0 until known). */
 NOOK_PUBLIC int nook_exec_pid(const nook_exec *e);
 /* With opts.tty: the terminal's master side (read the command's output, write its input,

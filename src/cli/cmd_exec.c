@@ -382,7 +382,16 @@ static int run_detached(nook *n, const char *name, nook_exec_opts *o, bool stop_
 
 /* remove: `nook run`'s command, whose end begins the sandbox's removal (nook_sandbox_remove
  * follows) */
-static int run_exec(nook *n, const char *name, exec_args *a, char **argv, bool remove) {
+/* nook run's sandbox, made with its command (nook_sandbox_create_exec) by run_exec. */
+typedef struct run_create {
+        const char *spec_json;
+        unsigned flags;
+        bool created; /* out */
+} run_create;
+
+/* Starts the command in sandbox name and waits for it; with rc, creates the sandbox first, the
+ * command's request going with the create (rc->created says whether there is one to remove). */
+static int run_exec(nook *n, const char *name, exec_args *a, char **argv, bool remove, run_create *rc) {
         nook_exec_opts o;
         nook_exec_result res = { 0 };
         nook_exec *e = NULL;
@@ -395,8 +404,6 @@ static int run_exec(nook *n, const char *name, exec_args *a, char **argv, bool r
                 fprintf(stderr, "nook: cannot set up signal forwarding: %s\n", strerror(errno));
                 return CLI_EXIT_EXEC_FAILED;
         }
-        command_started = 1; /* from here on, every signal is the command's */
-        int r;
         if (a->tty) {
                 struct winsize ws = { 0 };
                 o.tty = true;
@@ -404,14 +411,26 @@ static int run_exec(nook *n, const char *name, exec_args *a, char **argv, bool r
                         o.rows = ws.ws_row;
                         o.cols = ws.ws_col;
                 }
-                r = nook_exec_start(n, name, &o, &e, &err);
-                if (r >= 0)
-                        r = tty_relay(e, &res, &err);
-        } else {
-                r = nook_exec_start(n, name, &o, &e, &err);
-                if (r >= 0)
-                        r = wait_forwarding(e, &res, &err);
         }
+        int r;
+        if (rc) {
+                r = nook_sandbox_create_exec(n, name, rc->spec_json, rc->flags, &o, &e, &err);
+                rc->created = r >= 0;
+                int sig = r >= 0 ? pending_signal() : 0;
+                if (sig) {
+                        /* one that came while the sandbox was made ends the run (cmd_run) */
+                        (void)nook_exec_cancel(e, &err);
+                        nook_exec_free(e);
+                        fprintf(stderr, "nook: interrupted before the command started (signal %d)\n", sig);
+                        return 128 + sig;
+                }
+                command_started = 1; /* from here on, every signal is the command's */
+        } else {
+                command_started = 1;
+                r = nook_exec_start(n, name, &o, &e, &err);
+        }
+        if (r >= 0)
+                r = a->tty ? tty_relay(e, &res, &err) : wait_forwarding(e, &res, &err);
         /* With a terminal the reason went to the pty, which never reached us: say it here */
         const char *why = r >= 0 && a->tty ? nook_exec_start_error(e) : NULL;
         if (why) {
@@ -493,7 +512,7 @@ int cmd_exec(int argc, char **argv) {
                 cli_fail(&err);
                 return CLI_EXIT_EXEC_FAILED;
         }
-        r = run_exec(n, name, &a, a.shell ? NULL : argv + optind, /* remove= */ false);
+        r = run_exec(n, name, &a, a.shell ? NULL : argv + optind, /* remove= */ false, NULL);
         nook_close(n);
         exec_args_done(&a);
         return r;
@@ -623,12 +642,28 @@ int cmd_run(int argc, char **argv) {
          * no spare exec helper waits for a second command */
         if (!a.detach && !ra.keep)
                 flags |= NOOK_CREATE_NO_BASELINE | NOOK_CREATE_ONE_SHOT;
-        if (cli_open(&n, &err) < 0 || nook_sandbox_create(n, name, text, flags, &err) < 0) {
+        /* With its COMMAND known, an attached run sends it with the create: the supervisor starts
+         * it as soon as the sandbox is ready (nook_sandbox_create_exec). */
+        bool with_create = !a.detach && !use_default;
+        if (cli_open(&n, &err) < 0 ||
+                (!with_create && nook_sandbox_create(n, name, text, flags, &err) < 0)) {
                 free(text);
                 nook_close(n);
                 exec_args_done(&a);
                 cli_fail(&err);
                 return CLI_EXIT_EXEC_FAILED;
+        }
+        if (with_create) {
+                run_create rc = { .spec_json = text, .flags = flags };
+                r = run_exec(n, name, &a, a.shell ? NULL : argv + optind, /* remove= */ !ra.keep, &rc);
+                free(text);
+                if (rc.created && ra.keep)
+                        r = nook_sandbox_stop(n, name, 10000, &err) < 0 ? cli_fail(&err) : r;
+                else if (rc.created && nook_sandbox_remove(n, name, &err) < 0)
+                        cli_fail(&err);
+                nook_close(n);
+                exec_args_done(&a);
+                return r;
         }
         free(text);
         json_t *dflt = NULL;
@@ -646,7 +681,7 @@ int cmd_run(int argc, char **argv) {
                 if (r == 0)
                         printf("%s\n", name);
         } else
-                r = run_exec(n, name, &a, cmd, /* remove= */ !ra.keep);
+                r = run_exec(n, name, &a, cmd, /* remove= */ !ra.keep, NULL);
         if (use_default)
                 free(cmd);
         json_decref(dflt);

@@ -8,11 +8,13 @@
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "nook.h"
 #include "sandbox/ctx.h"
+#include "sandbox/lifecycle.h"
 #include "sandbox/state.h"
 #include "supervisor/proto.h"
 #include "util/error.h"
@@ -99,21 +101,9 @@ static json_t *exec_request(const nook_exec_opts *o, bool report_started, nook_e
         return req;
 }
 
-static int exec_start(nook *n, const char *name, const nook_exec_opts *o, bool report_started,
-        nook_exec **ret, nook_error *err) {
-        _cleanup_close_ int fd = -1, nul = -1;
-        int r = name_validate("sandbox", name, err);
-        if (r < 0)
-                return r;
-        json_t *req = exec_request(o, report_started, err);
-        if (!req)
-                return err->code == NOOK_E_NOMEM ? -NOOK_E_NOMEM
-                                                 : -NOOK_E_INVALID; /* what exec_request fails with */
-        r = sb_connect(n, name, &fd, err);
-        if (r < 0) {
-                json_decref(req);
-                return r;
-        }
+/* Sends req (taken) with o's stdio (/dev/null for a missing one; none with a terminal) on fd. */
+static int exec_send(int fd, json_t *req, const nook_exec_opts *o, const char *name, nook_error *err) {
+        _cleanup_close_ int nul = -1;
         int fds[3] = { o->stdin_fd, o->stdout_fd, o->stderr_fd };
         for (int i = 0; i < 3 && !o->tty; i++) {
                 if (fds[i] >= 0)
@@ -124,14 +114,22 @@ static int exec_start(nook *n, const char *name, const nook_exec_opts *o, bool r
                 }
                 fds[i] = nul;
         }
-        r = proto_send(fd, req, fds, o->tty ? 0 : 3);
+        int r = proto_send(fd, req, fds, o->tty ? 0 : 3);
         json_decref(req);
         if (r < 0)
                 return nook_err_errnum(err, NOOK_E_IO, -r, "Cannot send the command to sandbox '%s'", name);
+        return 0;
+}
+
+/* The exec of the request sent on fd (taken). */
+static int exec_wrap(
+        nook *n, const char *name, const nook_exec_opts *o, int fd, nook_exec **ret, nook_error *err) {
         nook_exec *e = calloc(1, sizeof(*e));
-        if (!e)
+        if (!e) {
+                safe_close(fd);
                 return nook_err_oom(err);
-        e->fd = TAKE_FD(fd);
+        }
+        e->fd = fd;
         e->tty_fd = -1;
         e->detach = o->detach;
         e->tty = o->tty;
@@ -145,7 +143,7 @@ static int exec_start(nook *n, const char *name, const nook_exec_opts *o, bool r
         }
         if (o->tty) {
                 /* the terminal's master arrives with "started": wait for it before returning */
-                r = exec_wait_started(e, err);
+                int r = exec_wait_started(e, err);
                 if (r < 0) {
                         nook_exec_free(e);
                         return r;
@@ -153,6 +151,55 @@ static int exec_start(nook *n, const char *name, const nook_exec_opts *o, bool r
         }
         *ret = e;
         return 0;
+}
+
+static int exec_start(nook *n, const char *name, const nook_exec_opts *o, bool report_started,
+        nook_exec **ret, nook_error *err) {
+        _cleanup_close_ int fd = -1;
+        int r = name_validate("sandbox", name, err);
+        if (r < 0)
+                return r;
+        json_t *req = exec_request(o, report_started, err);
+        if (!req)
+                return err->code == NOOK_E_NOMEM ? -NOOK_E_NOMEM
+                                                 : -NOOK_E_INVALID; /* what exec_request fails with */
+        r = sb_connect(n, name, &fd, err);
+        if (r < 0) {
+                json_decref(req);
+                return r;
+        }
+        r = exec_send(fd, req, o, name, err);
+        if (r < 0)
+                return r;
+        return exec_wrap(n, name, o, TAKE_FD(fd), ret, err);
+}
+
+/* The request goes first, on a socket pair whose other end the supervisor gets at its spawn
+ * (--client-fd): it serves it as soon as the sandbox is ready, before it says so, instead of
+ * after this process heard "ready", recorded the sandbox and connected (docs/design/runtime.md,
+ * Exec). */
+int nook_sandbox_create_exec(nook *n, const char *name, const char *spec_json, unsigned flags,
+        const nook_exec_opts *o, nook_exec **ret, nook_error *err) {
+        if (o->detach)
+                return nook_err_set(err, NOOK_E_INVALID,
+                        "nook_sandbox_create_exec: a detached command is started with nook_exec_start after create");
+        int r = name_validate("sandbox", name, err);
+        if (r < 0)
+                return r;
+        json_t *req = exec_request(o, /* report_started= */ true, err);
+        if (!req)
+                return err->code == NOOK_E_NOMEM ? -NOOK_E_NOMEM : -NOOK_E_INVALID;
+        _cleanup_close_pair_ int sp[2] = { -1, -1 };
+        if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0) {
+                json_decref(req);
+                return nook_err_errno(err, NOOK_E_IO, "Cannot create the connection to sandbox '%s'", name);
+        }
+        r = exec_send(sp[0], req, o, name, err);
+        if (r >= 0)
+                r = sb_create(n, name, spec_json, flags, TAKE_FD(sp[1]), err);
+        if (r < 0)
+                return r;
+        return exec_wrap(n, name, o, TAKE_FD(sp[0]), ret, err);
 }
 
 int nook_exec_start(nook *n, const char *name, const nook_exec_opts *o, nook_exec **ret, nook_error *err) {

@@ -138,14 +138,14 @@ static void sup_start_done(sup_start *s) {
                 s->n->spawning = 0;
 }
 
-/* The child's fds 3 to 6 from ours: copies above 6 first, since a source among 3..6 (a caller
+/* The child's fds 3 to 7 from ours: copies above 7 first, since a source among 3..7 (a caller
  * with few fds open) would otherwise be overwritten by an earlier dup2 of the same spawn.
  * child[i] -1: none.  Returns 0 or -errno; hi[] are closed by the caller. */
-static int spawn_fds(posix_spawn_file_actions_t *fa, const int child[4], int hi[4]) {
-        for (int i = 0; i < 4; i++) {
+static int spawn_fds(posix_spawn_file_actions_t *fa, const int child[5], int hi[5]) {
+        for (int i = 0; i < 5; i++) {
                 if (child[i] < 0)
                         continue;
-                hi[i] = fcntl(child[i], F_DUPFD_CLOEXEC, 7);
+                hi[i] = fcntl(child[i], F_DUPFD_CLOEXEC, 8);
                 if (hi[i] < 0)
                         return -errno;
                 posix_spawn_file_actions_adddup2(fa, hi[i], 3 + i);
@@ -156,7 +156,7 @@ static int spawn_fds(posix_spawn_file_actions_t *fa, const int child[4], int hi[
 /* Starts nook-supervisor by exec (posix_spawn: safe from a threaded caller such as Node) with a
  * clean environment, in its own session.  Its config and secrets come later (supervisor_hand_over). */
 static int supervisor_spawn(nook *n, const char *state_dir, const char *run_dir, bool tied, bool secrets,
-        sup_start *s, nook_error *err) {
+        int client_fd, sup_start *s, nook_error *err) {
         _cleanup_free_ char *bin = find_supervisor();
         _cleanup_close_pair_ int cfg[2] = { -1, -1 }, sec[2] = { -1, -1 }, rdy[2] = { -1, -1 },
                                  life[2] = { -1, -1 };
@@ -171,7 +171,7 @@ static int supervisor_spawn(nook *n, const char *state_dir, const char *run_dir,
         posix_spawnattr_t attr;
         posix_spawn_file_actions_init(&fa);
         posix_spawnattr_init(&attr);
-        int child[4] = { rdy[1], life[0], sec[1], cfg[1] }, hi[4] = { -1, -1, -1, -1 };
+        int child[5] = { rdy[1], life[0], sec[1], cfg[1], client_fd }, hi[5] = { -1, -1, -1, -1, -1 };
         int r = spawn_fds(&fa, child, hi);
         posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
         sigset_t none, all;
@@ -180,7 +180,7 @@ static int supervisor_spawn(nook *n, const char *state_dir, const char *run_dir,
         posix_spawnattr_setsigmask(&attr, &none);
         posix_spawnattr_setsigdefault(&attr, &all);
         /* "--state" first: reconcile finds a supervisor by it (state.c:find_supervisor_of) */
-        char *argv[14] = { bin, (char *)"--state", (char *)state_dir, (char *)"--run", (char *)run_dir,
+        char *argv[16] = { bin, (char *)"--state", (char *)state_dir, (char *)"--run", (char *)run_dir,
                 (char *)"--config-fd", (char *)"6", (char *)"--ready-fd", (char *)"3" };
         size_t na = 9;
         if (tied) {
@@ -190,6 +190,10 @@ static int supervisor_spawn(nook *n, const char *state_dir, const char *run_dir,
         if (secrets) {
                 argv[na++] = (char *)"--secrets-fd";
                 argv[na++] = (char *)"5";
+        }
+        if (client_fd >= 0) {
+                argv[na++] = (char *)"--client-fd";
+                argv[na++] = (char *)"7";
         }
         const char *dbg = secure_getenv("NOOK_DEBUG");
         _cleanup_free_ char *dbg_env = strprintf("NOOK_DEBUG=%s", dbg ? dbg : "");
@@ -208,7 +212,7 @@ static int supervisor_spawn(nook *n, const char *state_dir, const char *run_dir,
                 r = posix_spawn(&pid, bin, &fa, &attr, argv, envp);
         posix_spawn_file_actions_destroy(&fa);
         posix_spawnattr_destroy(&attr);
-        for (int i = 0; i < 4; i++)
+        for (int i = 0; i < 5; i++)
                 safe_close(hi[i]);
         if (dup_errno > 0)
                 return nook_err_errnum(
@@ -497,13 +501,22 @@ static int rec_save_with_ids(nook *n, store *st, const sandbox_rec *rec, bool ex
 }
 
 /* Creates (or re-creates over the same workspace) and starts; the caller holds the lock. */
+static int create_locked_client(nook *n, const char *name, const sb_spec *spec, unsigned flags,
+        const sb_create_extra *x, int client_fd, nook_error *err);
+
 static int create_locked(nook *n, const char *name, const sb_spec *spec, unsigned flags, nook_error *err) {
-        return sb_create_locked(n, name, spec, flags, NULL, err);
+        return create_locked_client(n, name, spec, flags, NULL, -1, err);
 }
 
 /* x (may be NULL): a branch's extras (lifecycle.h). */
 int sb_create_locked(nook *n, const char *name, const sb_spec *spec, unsigned flags,
         const sb_create_extra *x, nook_error *err) {
+        return create_locked_client(n, name, spec, flags, x, -1, err);
+}
+
+/* client_fd: see sb_create; not taken here (the spawn gives the supervisor a copy). */
+static int create_locked_client(nook *n, const char *name, const sb_spec *spec, unsigned flags,
+        const sb_create_extra *x, int client_fd, nook_error *err) {
         _cleanup_free_ char *spec_json = sb_spec_to_json(spec), *sdir = NULL, *wsdir = NULL;
         _cleanup_(sandbox_rec_done) sandbox_rec rec = { 0 };
         store *st;
@@ -523,7 +536,8 @@ int sb_create_locked(nook *n, const char *name, const sb_spec *spec, unsigned fl
         _cleanup_(sup_start_done) sup_start sup = SUP_START_INIT;
         r = sb_run_dir(n, name, &rundir, err);
         if (r >= 0)
-                r = supervisor_spawn(n, sdir, rundir, flags & NOOK_CREATE_TIED, values != NULL, &sup, err);
+                r = supervisor_spawn(
+                        n, sdir, rundir, flags & NOOK_CREATE_TIED, values != NULL, client_fd, &sup, err);
         if (r < 0)
                 return r;
         test_kill_at("spawned");
@@ -630,7 +644,12 @@ int sb_create_locked(nook *n, const char *name, const sb_spec *spec, unsigned fl
 }
 
 int nook_sandbox_create(nook *n, const char *name, const char *spec_json, unsigned flags, nook_error *err) {
-        _cleanup_close_ int lock = -1;
+        return sb_create(n, name, spec_json, flags, -1, err);
+}
+
+int sb_create(
+        nook *n, const char *name, const char *spec_json, unsigned flags, int client_fd, nook_error *err) {
+        _cleanup_close_ int lock = -1, client = client_fd;
         sb_spec spec = { 0 };
         int r = name_validate("sandbox", name, err);
         if (r < 0)
@@ -643,7 +662,7 @@ int nook_sandbox_create(nook *n, const char *name, const char *spec_json, unsign
         if (r >= 0)
                 r = sb_lock(n, name, &lock, err);
         if (r >= 0)
-                r = create_locked(n, name, &spec, flags, err);
+                r = create_locked_client(n, name, &spec, flags, NULL, client, err);
         sb_spec_done(&spec);
         if (r < 0)
                 return nook_err_wrap(err, "creating sandbox '%s'", name);

@@ -19,3 +19,8 @@ typedef struct sb_create_extra {
  * create does with a workspace (its baseline, its provisioning) sees the branch point. */
 int sb_create_locked(nook *n, const char *name, const sb_spec *spec, unsigned flags,
         const sb_create_extra *x, nook_error *err);
+/* nook_sandbox_create with client_fd (taken; -1: none): the supervisor's end of a connection on
+ * which an exec request is already queued; the supervisor serves it as soon as the sandbox is
+ * ready, before it says so (nook_sandbox_create_exec). */
+int sb_create(
+        nook *n, const char *name, const char *spec_json, unsigned flags, int client_fd, nook_error *err);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* nook-supervisor: started by libnook with exec (never a bare fork in a threaded caller),
  *   nook-supervisor --state DIR [--run RUNDIR] --config-fd C --ready-fd N [--lifeline-fd M] [--secrets-fd S]
+ *                   [--client-fd K]
  * in its own session (POSIX_SPAWN_SETSID).  It does not fork again to detach: it stays the
  * starting process's child, which reaps it once it is gone (libnook keeps a list), or is
  * re-parented when that process exits first (a CLI call).  The daemonizing fork cost ~2.5 ms
@@ -36,7 +37,7 @@ static int parse_fd(const char *s) {
 
 static int usage(void) {
         fprintf(stderr,
-                "usage: nook-supervisor --state DIR [--run RUNDIR] --config-fd C --ready-fd N [--lifeline-fd M] [--secrets-fd S]\n"
+                "usage: nook-supervisor --state DIR [--run RUNDIR] --config-fd C --ready-fd N [--lifeline-fd M] [--secrets-fd S] [--client-fd K]\n"
                 "Started by nook; not meant to be run by hand.\n");
         return 2;
 }
@@ -75,7 +76,7 @@ static int report_bad_config(int ready_fd, const nook_error *err) {
 
 int main(int argc, char **argv) {
         const char *state_dir = NULL, *run_dir = NULL;
-        int ready_fd = -1, lifeline_fd = -1, secrets_fd = -1, config_fd = -1;
+        int ready_fd = -1, lifeline_fd = -1, secrets_fd = -1, config_fd = -1, client_fd = -1;
         nook_error err = { 0 };
 
         for (int i = 1; i + 1 < argc; i += 2) {
@@ -90,6 +91,10 @@ int main(int argc, char **argv) {
                 else if (streq(argv[i], "--lifeline-fd")) {
                         lifeline_fd = parse_fd(argv[i + 1]);
                         if (lifeline_fd < 0)
+                                return usage();
+                } else if (streq(argv[i], "--client-fd")) {
+                        client_fd = parse_fd(argv[i + 1]);
+                        if (client_fd < 3 || fcntl(client_fd, F_GETFD) < 0)
                                 return usage();
                 } else if (streq(argv[i], "--secrets-fd")) {
                         secrets_fd = parse_fd(argv[i + 1]);
@@ -120,11 +125,15 @@ int main(int argc, char **argv) {
          * they are ready (docs/design/runtime.md, "Processes"): our exec and loading run beside
          * its bookkeeping.  Until then nothing is ours to make or clean, so everything that
          * touches the sandbox (the log in RUNDIR included) comes after the config. */
-        int keep[4] = { ready_fd, config_fd }, n_keep = 2;
+        int keep[5] = { ready_fd, config_fd }, n_keep = 2;
         if (lifeline_fd >= 0)
                 keep[n_keep++] = lifeline_fd;
         if (secrets_fd >= 0)
                 keep[n_keep++] = secrets_fd;
+        if (client_fd >= 0) {
+                (void)fd_set_cloexec(client_fd, true);
+                keep[n_keep++] = client_fd;
+        }
         (void)fd_close_all_except(3, keep, (size_t)n_keep);
         sup_config cfg = { 0 };
         int cr = sup_config_from_fd(config_fd, &cfg, &err);
@@ -148,7 +157,7 @@ int main(int argc, char **argv) {
         (void)prctl(PR_SET_NAME, "nook-supervisor");
         if (cr < 0)
                 return report_bad_config(ready_fd, &err);
-        int r = sup_run(&cfg, state_dir, run_dir, ready_fd, lifeline_fd, values);
+        int r = sup_run(&cfg, state_dir, run_dir, ready_fd, lifeline_fd, client_fd, values);
         if (values)
                 explicit_bzero(values, strlen(values));
         sup_config_done(&cfg);

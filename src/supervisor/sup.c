@@ -1050,8 +1050,20 @@ static int start_network(sup *s, nook_error *err) {
         return r;
 }
 
+/* The creator's connection with its exec request queued (nook_sandbox_create_exec): served now,
+ * as a client that had just connected (accept_clients), before "ready" is said. */
+static void adopt_client(sup *s, int fd) {
+        int fl = fcntl(fd, F_GETFL);
+        if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0) {
+                safe_close(fd);
+                return;
+        }
+        s->clients[s->n_clients++] = (client){ .fd = fd };
+        handle_client(s, s->n_clients - 1, 0);
+}
+
 int sup_run(const sup_config *c, const char *state_dir, const char *run_dir, int ready_fd, int lifeline_fd,
-        const char *values) {
+        int client_fd, const char *values) {
         nook_error err = { 0 };
         /* Static and set field by field, not a zeroed local: its tables (clients, direct execs,
          * ~70 KiB) would be written whole, and stay resident in us and in init's copy for the
@@ -1107,11 +1119,14 @@ int sup_run(const sup_config *c, const char *state_dir, const char *run_dir, int
                 iso_seccomp_prog_done(&s.seccomp);
                 outlog_done(&s.out);
                 safe_close(s.lifeline_fd);
+                safe_close(client_fd);
                 notify_ready(ready_fd, &err, 0);
                 return 1;
         }
         s.started_ms = s.last_activity_ms = s.last_event_ms = now_ms();
         log_debug("sandbox '%s' running, init pid %d", c->name, (int)s.init_pid);
+        if (client_fd >= 0)
+                adopt_client(&s, client_fd);
         notify_ready(ready_fd, NULL, s.init_pid);
         safe_close(ready_fd);
         iso_seccomp_prog_done(&s.seccomp); /* init has its copy */

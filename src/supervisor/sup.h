@@ -10,7 +10,9 @@
  * line: {"ok":true,...} once the sandbox answers execs, or {"ok":false,"code":..,"message":..}.
  * lifeline_fd (or -1): the read end of a pipe whose write end the creating client holds
  * (NOOK_CREATE_TIED); when it hangs up, the sandbox stops with the reason "client_gone".
+ * client_fd (or -1): the creator's connection with an exec request already queued on it
+ * (nook_sandbox_create_exec), served as soon as the sandbox is ready, before "ready" is said.
  * values: the secrets' values as JSON {"NAME": "value"} (NULL: none, e.g. a restarted sandbox),
  * handed to the egress gateway and never written anywhere.  Returns the process exit status. */
 int sup_run(const sup_config *c, const char *state_dir, const char *run_dir, int ready_fd, int lifeline_fd,
-        const char *values);
+        int client_fd, const char *values);

@@ -9,7 +9,7 @@
 
 require_bin "$NOOK_SUPERVISOR"
 command -v jq >/dev/null || plan skip_all "jq is needed to read the supervisor's JSON"
-plan 26
+plan 29
 
 # refused DESC PATTERN CONFIG: the supervisor exits 1 and its ready message is
 # {"ok": false, "code": "invalid", "message": ~PATTERN}
@@ -41,3 +41,15 @@ refused "egress a string" "config: 'egress' must be an object" "{$ok_base, \"egr
 # the fields are read in their order: name, lowers, ... ports; then mounts, then home
 refused "two bad fields: the first is named" "config: 'workdir' must be a string" \
         "{$ok_base, \"netDomains\": 1, \"workdir\": 2}"
+
+# --client-fd (nook run's connection with its exec queued: nook_sandbox_create_exec): a bad one
+# is a usage error (exit 2) before anything is read or made
+for bad in 2 99 x; do
+        d=$(mktemp -d "$NOOK_HOME/cfg.XXXXXX")
+        printf '{%s}' "$ok_base" >"$d/config.json"
+        timeout 30 "$NOOK_SUPERVISOR" --state "$d" --config-fd 6 --ready-fd 3 --client-fd "$bad" \
+                3>"$d/ready" 6<"$d/config.json" 2>"$d/err"
+        st=$?
+        is "$st/$(grep -c usage "$d/err")" "2/1" "--client-fd $bad: refused with the usage, exit 2"
+        rm -rf "$d"
+done

@@ -77,6 +77,7 @@ typedef struct sup {
         const char *run_dir; /* ctl.sock, slirp.sock (supervisor.log: main.c): the runtime folder */
         int init_sock, listen_fd, sig_fd;
         int root_fd; /* O_PATH on the sandbox's "/", sent by init when ready (nook cp); -1 when gone */
+        int mntns_fd; /* init's mount namespace, held so that its teardown is ours (finish); -1: none */
         pid_t init_pid;
         client clients[MAX_CLIENTS];
         size_t n_clients;
@@ -223,6 +224,13 @@ static int start_init(sup *s, nook_error *err) {
         s->init_pid = (pid_t)pid;
         s->init_sock = sp[0];
         sup_net_open_ns(&s->net, s->cfg, s->init_pid);
+        /* Held so that the namespace's teardown (every mount unmounted, then an expedited RCU
+         * grace period: ~0.1-0.3 ms) is not in init's exit, before we may remove its cgroups and
+         * say "stopped", but in our close after the replies (finish).  Not having it only costs
+         * that time. */
+        char ns[64];
+        (void)snprintf(ns, sizeof(ns), "/proc/%ld/ns/mnt", pid);
+        s->mntns_fd = open(ns, O_RDONLY | O_CLOEXEC);
         /* While init opens its folders (and makes its network namespace): its cgroup. */
         r = setup_cgroup(s, err);
         if (r < 0)
@@ -1032,10 +1040,12 @@ static void finish(sup *s, int init_status) {
         for (size_t i = 0; i < s->n_direct; i++)
                 safe_close(s->direct[i].fd);
         s->n_direct = 0;
-        /* The root's mounts went with init; this fd was the last hold on its overlay, whose
-         * teardown waits for an RCU grace period (kern_unmount_array): after the replies, so the
-         * remover deletes its folders meanwhile (bench/README.md, issue #17). */
+        /* The last holds on the sandbox's mounts: this fd on the overlay's root, whose
+         * teardown waits for an RCU grace period (kern_unmount_array), and init's mount
+         * namespace, whose unmounting waits for another (namespace_unlock): after the replies,
+         * so the remover deletes its folders meanwhile (bench/README.md, issue #17). */
         s->root_fd = safe_close(s->root_fd);
+        s->mntns_fd = safe_close(s->mntns_fd);
 }
 
 /* The network, with the egress gateway when the config has one (started before init, sup_run):
@@ -1073,7 +1083,7 @@ int sup_run(const sup_config *c, const char *state_dir, const char *run_dir, int
         s.cfg = c;
         s.state_dir = state_dir;
         s.run_dir = run_dir;
-        s.init_sock = s.root_fd = s.listen_fd = s.sig_fd = s.spare_fd = -1;
+        s.init_sock = s.root_fd = s.mntns_fd = s.listen_fd = s.sig_fd = s.spare_fd = -1;
         s.lifeline_fd = lifeline_fd;
         s.egress = SUP_EGRESS_INIT;
         outlog_init(&s.out, state_dir);
@@ -1118,6 +1128,7 @@ int sup_run(const sup_config *c, const char *state_dir, const char *run_dir, int
                 }
                 iso_seccomp_prog_done(&s.seccomp);
                 outlog_done(&s.out);
+                safe_close(s.mntns_fd);
                 safe_close(s.lifeline_fd);
                 safe_close(client_fd);
                 notify_ready(ready_fd, &err, 0);

@@ -7,7 +7,7 @@
 
 require_bin "$NOOK" "$NOOK_SUPERVISOR"
 command -v jq >/dev/null || plan skip_all "jq is needed to read nook's JSON"
-plan 71
+plan 72
 
 # field NAME FILTER: a value from `nook inspect NAME` ('' on error).
 field() { "$NOOK" inspect "$1" 2>/dev/null | jq -r "$2 // empty" 2>/dev/null; }
@@ -54,6 +54,13 @@ check "no config.json in the state folder (the config goes over a socket)" \
 supfds=$(ls -l "/proc/${sup:-0}/fd" 2>/dev/null)
 like "$supfds" "ctl.sock|socket:" "the supervisor's descriptors are readable"
 unlike "$supfds" "memfd:nook-config" "the supervisor holds no memfd of the config"
+# It holds init's mount namespace, so that unmounting the sandbox's tree at the stop is its own
+# close after its replies, not in init's exit before the cgroups may go (runtime.md, nook run's
+# tail).  Its fd and init's ns/mnt name the same namespace.
+lifeinit=$(init_of "${sup:-0}")
+mntns=$(readlink "/proc/${lifeinit:-0}/ns/mnt" 2>/dev/null)
+held=$(for f in "/proc/${sup:-0}/fd/"*; do readlink "$f"; done 2>/dev/null | grep -cxF "${mntns:-none}")
+is "${mntns:+found}/$held" "found/1" "the supervisor holds init's mount namespace ($mntns)"
 
 run_nook ls
 like "$out" $'(^|\n)life +running +ephemeral' "ls lists life as running, ephemeral"

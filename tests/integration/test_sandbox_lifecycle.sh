@@ -56,9 +56,9 @@ like "$supfds" "ctl.sock|socket:" "the supervisor's descriptors are readable"
 unlike "$supfds" "memfd:nook-config" "the supervisor holds no memfd of the config"
 # It holds init's mount namespace, so that unmounting the sandbox's tree at the stop is its own
 # close after its replies, not in init's exit before the cgroups may go (runtime.md, nook run's
-# tail).  Its fd and init's ns/mnt name the same namespace.
-lifeinit=$(init_of "${sup:-0}")
-mntns=$(readlink "/proc/${lifeinit:-0}/ns/mnt" 2>/dev/null)
+# tail).  Its fd and the namespace a command in the sandbox sees name the same one (asked from
+# inside: init is not dumpable, so a rootless host user cannot read its /proc/PID/ns).
+mntns=$("$NOOK" exec life readlink /proc/self/ns/mnt 2>/dev/null)
 held=$(for f in "/proc/${sup:-0}/fd/"*; do readlink "$f"; done 2>/dev/null | grep -cxF "${mntns:-none}")
 is "${mntns:+found}/$held" "found/1" "the supervisor holds init's mount namespace ($mntns)"
 

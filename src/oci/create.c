@@ -393,12 +393,10 @@ int oci_network_rules(const oci_spec *s, char **ret, nook_error *err) {
 /* In a helper process: setns into the child's network namespace and load the rules there (the
  * parent must stay in its own: hooks run in the runtime's namespaces). */
 static int apply_network(pid_t child, const char *rules, nook_error *err) {
-        char p[64];
         int status = 0;
         if (!rules)
                 return 0;
-        (void)snprintf(p, sizeof(p), "/proc/%d/ns/net", (int)child);
-        _cleanup_close_ int ns = open(p, O_RDONLY | O_CLOEXEC);
+        _cleanup_close_ int ns = proc_ns_open(child, "net");
         if (ns < 0)
                 return nook_err_errno(err, NOOK_E_IO, "Cannot open the container's network namespace");
         int pfd[2];

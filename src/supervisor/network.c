@@ -214,13 +214,10 @@ static int open_upstream(sup_net *n, nook_error *err) {
 }
 
 void sup_net_open_ns(sup_net *n, const sup_config *c, pid_t init_pid) {
-        char p[64];
         if (n->have_ns || net_mode_from_string(c->network ? c->network : "off") <= NET_MODE_OFF)
                 return;
-        (void)snprintf(p, sizeof(p), "/proc/%d/ns/user", (int)init_pid);
-        n->userns_fd = open(p, O_RDONLY | O_CLOEXEC);
-        (void)snprintf(p, sizeof(p), "/proc/%d/ns/net", (int)init_pid);
-        n->netns_fd = open(p, O_RDONLY | O_CLOEXEC);
+        n->userns_fd = proc_ns_open(init_pid, "user");
+        n->netns_fd = proc_ns_open(init_pid, "net");
         n->have_ns = true;
 }
 

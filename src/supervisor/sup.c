@@ -228,9 +228,7 @@ static int start_init(sup *s, nook_error *err) {
          * grace period: ~0.1-0.3 ms) is not in init's exit, before we may remove its cgroups and
          * say "stopped", but in our close after the replies (finish).  Not having it only costs
          * that time. */
-        char ns[64];
-        (void)snprintf(ns, sizeof(ns), "/proc/%ld/ns/mnt", pid);
-        s->mntns_fd = open(ns, O_RDONLY | O_CLOEXEC);
+        s->mntns_fd = proc_ns_open(s->init_pid, "mnt");
         /* While init opens its folders (and makes its network namespace): its cgroup. */
         r = setup_cgroup(s, err);
         if (r < 0)

@@ -145,6 +145,12 @@ static int build_id_cb(struct dl_phdr_info *info, size_t size, void *data) {
         return 1; /* the main program only */
 }
 
+int proc_ns_open(pid_t pid, const char *ns) {
+        char p[64];
+        (void)snprintf(p, sizeof(p), "/proc/%d/ns/%s", (int)pid, ns);
+        return open(p, O_RDONLY | O_CLOEXEC);
+}
+
 int proc_self_build_id(char *out, size_t len) {
         build_id_search s = { .found = false };
         (void)dl_iterate_phdr(build_id_cb, &s);

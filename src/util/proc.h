@@ -20,6 +20,9 @@ uint64_t proc_start_time(pid_t pid);
 /* True when pid runs and started at start_time (0 matches any). */
 bool proc_alive(pid_t pid, uint64_t start_time);
 int pidfd_open_(pid_t pid);
+/* An fd (O_RDONLY, close-on-exec) on namespace ns ("mnt", "net", "user", ...) of process pid,
+ * or -1 with errno set. */
+int proc_ns_open(pid_t pid, const char *ns);
 int pidfd_send_signal_(int pidfd, int sig);
 /* The GNU build id of the running program in hex (a key for caches of what it computed), or
  * -ENOENT when it was linked without one. */

@@ -7,7 +7,7 @@ const { test, after } = require("node:test");
 const assert = require("node:assert/strict");
 const fs = require("node:fs");
 const path = require("node:path");
-const { HOME, nook, uniqueName } = require("./helpers.js");
+const { HOME, nook, uniqueName, removeHome } = require("./helpers.js");
 const { Sandboxes, SandboxError } = nook;
 
 const sandboxes = new Sandboxes({ home: HOME });
@@ -15,6 +15,7 @@ const made = [];
 
 after(async () => {
   for (const n of made) await sandboxes.remove(n).catch(() => {});
+  await removeHome(); // its NOOK_HOME (helpers.js) and runtime folder, as every other test file
 });
 
 async function fromSeed(name) {

@@ -3,7 +3,6 @@
  * pull policies, registry options from the environment, removing an unpacked tree, and the
  * syntax of a digest.  A create from the host image or a plain directory and a remove need
  * these and nothing of libcurl, libarchive or libcrypto. */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -66,52 +65,6 @@ void image_store_done(image_store *s) {
         free(s->root);
         free(s->layers);
         *s = (image_store){};
-}
-
-/* ---- removing trees ----------------------------------------------------------------------- */
-
-static int rm_children(int dfd, nook_error *err) {
-        _cleanup_close_ int fd = fcntl(dfd, F_DUPFD_CLOEXEC, 3);
-        if (fd < 0)
-                return nook_err_errno(err, NOOK_E_IO, "Cannot duplicate a directory fd");
-        DIR *dir = fdopendir(fd);
-        if (!dir)
-                return nook_err_errno(err, NOOK_E_IO, "Cannot read a directory to remove");
-        fd = -1;
-        struct dirent *de;
-        int r = 0;
-        while (r >= 0 && (de = readdir(dir)))
-                if (!streq(de->d_name, ".") && !streq(de->d_name, ".."))
-                        r = image_rm_tree(dirfd(dir), de->d_name, err);
-        closedir(dir);
-        return r;
-}
-
-int image_rm_tree(int dirfd, const char *name, nook_error *err) {
-        struct stat st;
-        if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-                return errno == ENOENT ? 0 : nook_err_errno(err, NOOK_E_IO, "Cannot inspect '%.300s'", name);
-        if (!S_ISDIR(st.st_mode)) {
-                if (unlinkat(dirfd, name, 0) < 0 && errno != ENOENT)
-                        return nook_err_errno(err, NOOK_E_IO, "Cannot remove '%.300s'", name);
-                return 0;
-        }
-        _cleanup_close_ int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (fd < 0)
-                return nook_err_errno(err, NOOK_E_IO, "Cannot open '%.300s' to remove it", name);
-        struct stat fst;
-        /* never cross into another filesystem's mount */
-        if (fstat(fd, &fst) < 0 || fst.st_dev != st.st_dev)
-                return nook_err_set(
-                        err, NOOK_E_BUSY, "Refusing to remove '%.300s': something is mounted there", name);
-        if ((st.st_mode & 0700) != 0700)
-                (void)fchmod(fd, st.st_mode | 0700);
-        int r = rm_children(fd, err);
-        if (r < 0)
-                return r;
-        if (unlinkat(dirfd, name, AT_REMOVEDIR) < 0 && errno != ENOENT)
-                return nook_err_errno(err, NOOK_E_IO, "Cannot remove '%.300s'", name);
-        return 0;
 }
 
 /* ---- digests ------------------------------------------------------------------------------ */

@@ -213,7 +213,7 @@ static int unpack_layer(pull_ctx *c, layer_job *j, const char *blob, const char 
                 r = nook_err_errno(err, NOOK_E_IO, "Cannot move the unpacked layer to '%s'", dst);
         if (r < 0) {
                 nook_error ignored;
-                (void)image_rm_tree(AT_FDCWD, tmp, &ignored);
+                (void)path_rm_rf_at(AT_FDCWD, tmp, &ignored);
                 if (err->code == NOOK_E_INVALID || err->code == NOOK_E_REFUSED)
                         (void)unlink(blob); /* a bad blob must not be reused */
         }
@@ -356,9 +356,9 @@ int image_store_tmpdir(image_store *s, const char *prefix, char **ret_path, int 
 void image_store_sweep_tmp(const image_store *s) {
         _cleanup_free_ char *dir = strprintf("%s/tmp", s->root);
         if (dir)
-                (void)tmp_sweep(dir, image_rm_tree);
+                (void)tmp_sweep(dir, path_rm_rf_at);
         /* layers a killed pull was unpacking (unpack_layer) */
-        (void)tmp_sweep_prefix(s->layers, IMAGE_LAYER_TMP_PREFIX, image_rm_tree);
+        (void)tmp_sweep_prefix(s->layers, IMAGE_LAYER_TMP_PREFIX, path_rm_rf_at);
 }
 
 int image_blob_copy(int in_fd, const char *digest, uint64_t size, const char *what, int out_fd,
@@ -510,7 +510,7 @@ static int new_paths(image_store *s, const fetched *f, char ***ret, nook_error *
 static void rollback(char *const *paths) {
         nook_error ignored;
         STRV_FOREACH (p, (char **)paths)
-                (void)image_rm_tree(AT_FDCWD, *p, &ignored);
+                (void)path_rm_rf_at(AT_FDCWD, *p, &ignored);
 }
 
 /* The manifest and config blobs, the layers, then the record that makes the image visible. */
@@ -797,7 +797,7 @@ static int gc_dir(const char *dir, char *const *keep, bool layers, uint64_t *fre
                 struct stat st;
                 if (!layers && fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && freed)
                         *freed += (uint64_t)st.st_size;
-                r = image_rm_tree(dfd, de->d_name, err);
+                r = path_rm_rf_at(dfd, de->d_name, err);
         }
         closedir(d);
         return r;

@@ -38,6 +38,7 @@
 #include "image/unpack.h"
 #include "util/error.h"
 #include "util/macro.h"
+#include "util/path.h"
 #include "util/str.h"
 
 #define WH_PREFIX ".wh."
@@ -213,7 +214,7 @@ static int clear_name(unpacker *u, int dfd, const char *name, bool keep_dir, noo
                  * next lookup replaces it, as dfd may be that very fd) */
                 free(u->cached_parent);
                 u->cached_parent = NULL;
-                return image_rm_tree(dfd, name, err);
+                return path_rm_rf_at(dfd, name, err);
         }
         if (unlinkat(dfd, name, 0) < 0)
                 return nook_err_errno(err, NOOK_E_IO, "Cannot replace '%.300s'", name);

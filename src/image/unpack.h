@@ -35,6 +35,3 @@ int image_layer_compression_check(int fd, const char *media_type, nook_error *er
 /* The same from memory (tests, fuzzing). */
 int image_unpack_mem(const void *buf, size_t len, int dir_fd, const unpack_opts *o,
         char ret_diff_id[IMAGE_DIGEST_LEN + 1], nook_error *err);
-/* Removes a tree that image_unpack_* wrote, restoring write permission on directories first
- * (a rootless unpack may leave 0555 directories behind). */
-int image_rm_tree(int dirfd, const char *name, nook_error *err);

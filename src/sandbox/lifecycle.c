@@ -821,7 +821,7 @@ static int remove_workspace(nook *n, const char *wsdir, nook_error *err) {
                 return nook_err_errno(err, NOOK_E_IO, "Cannot move the workspace '%s' away", wsdir);
         _cleanup_close_ int root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
         nook_error ignore;
-        (void)image_rm_tree(root, t + 1, &ignore); /* copes with 0555 folders; a sweep retries */
+        (void)path_rm_rf_at(root, t + 1, &ignore); /* copes with 0555 folders; a sweep retries */
         return 0;
 }
 

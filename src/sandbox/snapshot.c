@@ -86,7 +86,7 @@ void sb_snapshot_tmpdir_remove(nook *n, const char *dir) {
         if (dir) {
                 _cleanup_close_ int fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
                 /* the unpacker may have left 0555 directories: its own remover copes */
-                (void)image_rm_tree(fd, dir + 1, &ignore);
+                (void)path_rm_rf_at(fd, dir + 1, &ignore);
         }
         _cleanup_free_ char *tmp = strprintf("%s/snapshots/.tmp", n->home);
         if (tmp)
@@ -403,11 +403,11 @@ int sb_snapshot_commit(
         nook_error ignore;
         _cleanup_close_ int rootfd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (rootfd >= 0)
-                (void)image_rm_tree(rootfd, image_digest_hex(digest), &ignore);
+                (void)path_rm_rf_at(rootfd, image_digest_hex(digest), &ignore);
         if (rename(tmp, final) < 0)
                 return nook_err_errno(err, NOOK_E_IO, "Cannot move the snapshot into '%s'", final);
         if ((r = store_snapshot_insert(st, &rec, err)) < 0) {
-                (void)image_rm_tree(rootfd, image_digest_hex(digest), &ignore);
+                (void)path_rm_rf_at(rootfd, image_digest_hex(digest), &ignore);
                 return r;
         }
         if (ret_json) {
@@ -548,7 +548,7 @@ int nook_snapshot_remove(nook *n, const char *snap, nook_error *err) {
                 if ((r = sb_snapshot_root(n, &root, err)) >= 0) {
                         _cleanup_close_ int fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
                         r = fd < 0 ? nook_err_errno(err, NOOK_E_IO, "Cannot open '%s'", root)
-                                   : image_rm_tree(fd, image_digest_hex(rec.digest), err);
+                                   : path_rm_rf_at(fd, image_digest_hex(rec.digest), err);
                 }
         }
         snapshot_rec_done(&rec);

@@ -30,6 +30,7 @@
 #include "util/error.h"
 #include "util/fd.h"
 #include "util/macro.h"
+#include "util/path.h"
 #include "util/name.h"
 #include "util/proc.h"
 #include "util/str.h"
@@ -369,7 +370,7 @@ static void drop_check(const char *tmp) {
         _cleanup_close_ int fd = open(tmp, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         nook_error ignore;
         if (fd >= 0)
-                (void)image_rm_tree(fd, "check", &ignore);
+                (void)path_rm_rf_at(fd, "check", &ignore);
 }
 
 static json_t *int_or_null(json_t *v) {

@@ -459,18 +459,18 @@ void sb_sweep_tmp(nook *n) {
         if (old_locks)
                 (void)tmp_sweep(old_locks, lock_remove);
         if (trash)
-                (void)tmp_sweep(trash, image_rm_tree);
+                (void)tmp_sweep(trash, path_rm_rf_at);
         _cleanup_free_ char *snap = strprintf("%s/snapshots/.tmp", n->home);
         _cleanup_free_ char *img = strprintf("%s/images/tmp", n->home);
         if (snap)
-                (void)tmp_sweep(snap, image_rm_tree);
+                (void)tmp_sweep(snap, path_rm_rf_at);
         if (img)
-                (void)tmp_sweep(img, image_rm_tree);
+                (void)tmp_sweep(img, path_rm_rf_at);
         /* layers a killed pull was unpacking, in this process's mode (the other is not ours) */
         _cleanup_free_ char *layers =
                 strprintf("%s/images/layers/%s", n->home, iso_rootful() ? "rootful" : "rootless");
         if (layers)
-                (void)tmp_sweep_prefix(layers, IMAGE_LAYER_TMP_PREFIX, image_rm_tree);
+                (void)tmp_sweep_prefix(layers, IMAGE_LAYER_TMP_PREFIX, path_rm_rf_at);
 }
 
 /* ---- images ------------------------------------------------------------------------------------ */

@@ -1009,16 +1009,19 @@ static void finish(sup *s, int init_status) {
         _cleanup_free_ char *sock = strprintf("%s/ctl.sock", s->run_dir);
         if (sock)
                 (void)unlink(sock);
-        /* An ephemeral sandbox's writable layer goes with it; its workspace stays. */
-        if (s->cfg->ephemeral && s->cfg->upper) {
-                if (path_rm_rf(s->cfg->upper, &err) < 0 || path_rm_rf(s->cfg->work, &err) < 0)
-                        log_debug("removing the writable layer: %s, ignoring", err.msg);
-        }
         /* No exit record for a sandbox being removed (nook rm, the end of nook run): its client
          * deletes the folder next, and one more inode there costs (bench/README.md, issue #17).
          * Were that client killed first, the record reconciles as "supervisor_died". */
         for (size_t i = 0; i < s->n_clients; i++)
                 remove_confirm(s, &s->clients[i]);
+        /* An ephemeral sandbox's writable layer goes with it; its workspace stays.  Not when it
+         * is being removed: the remover deletes the folders that hold the layer right after our
+         * "stopped", so the deletion is not done twice on the way to it (bench/README.md, issue
+         * #17).  A remover killed before that leaves them to the next remove of the name. */
+        if (s->cfg->ephemeral && s->cfg->upper && !s->removing) {
+                if (path_rm_rf(s->cfg->upper, &err) < 0 || path_rm_rf(s->cfg->work, &err) < 0)
+                        log_debug("removing the writable layer: %s, ignoring", err.msg);
+        }
         (void)snprintf(rec.reason, sizeof(rec.reason), "%s", s->stopping ? s->stop_reason : why);
         if (!s->removing && exit_record_write(s->state_dir, &rec, &err) < 0)
                 log_debug("%s, ignoring", err.msg);

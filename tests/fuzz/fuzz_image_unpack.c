@@ -10,6 +10,7 @@
 
 #include "nook.h"
 #include "image/unpack.h"
+#include "util/path.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -39,7 +40,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         int fd = openat(base_fd, "layer", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         (void)image_unpack_mem(data, size, fd, &o, diff, &err);
         close(fd);
-        if (image_rm_tree(base_fd, "layer", &err) < 0 || faccessat(base_fd, "layer", F_OK, 0) == 0)
+        if (path_rm_rf_at(base_fd, "layer", &err) < 0 || faccessat(base_fd, "layer", F_OK, 0) == 0)
                 abort();
         return 0;
 }

@@ -9,6 +9,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -322,6 +324,74 @@ Test(util, rm_rf_at_removes_a_file, .init = tmp_setup, .fini = tmp_teardown) {
         cr_expect_eq(path_rm_rf_at(dfd, "file", &err), 0);
         close(dfd);
         cr_expect(!exists(f));
+}
+
+/* An overlay's work/work is left at mode 0 and a guest may leave folders 0555 or 0000: all go,
+ * whatever the listing's order; a folder of more names than one getdents read holds too. */
+Test(util, rm_rf_removes_unreadable_folders_and_wide_folders, .init = tmp_setup, .fini = tmp_teardown) {
+        _cleanup_free_ char *tree = strprintf("%s/tree", tmp);
+        _cleanup_free_ char *work = strprintf("%s/tree/work/work", tmp);
+        _cleanup_free_ char *locked = strprintf("%s/tree/locked", tmp);
+        _cleanup_free_ char *wide = strprintf("%s/tree/wide", tmp);
+        nook_error err = {};
+        cr_assert_eq(path_mkdir_p(work, 0700, &err), 0, "%s", err.msg);
+        cr_assert_eq(path_mkdir_p(locked, 0700, &err), 0, "%s", err.msg);
+        _cleanup_free_ char *inner = strprintf("%s/inner", locked);
+        cr_assert_eq(mkdir(inner, 0700), 0);
+        _cleanup_free_ char *inner_file = strprintf("%s/inner/f", locked);
+        touch(inner_file);
+        cr_assert_eq(chmod(inner, 0), 0);
+        cr_assert_eq(chmod(locked, 0500), 0);
+        cr_assert_eq(chmod(work, 0), 0);
+        cr_assert_eq(mkdir(wide, 0700), 0);
+        for (int i = 0; i < 600; i++) { /* ~24 KiB of names: several reads of the folder */
+                _cleanup_free_ char *f = strprintf("%s/a-rather-long-file-name-%04d", wide, i);
+                if (i % 50 == 0)
+                        cr_assert_eq(mkdir(f, 0500), 0);
+                else
+                        touch(f);
+        }
+        cr_assert_eq(path_rm_rf(tree, &err), 0, "%s", err.msg);
+        cr_expect(!exists(tree));
+}
+
+/* Never into a mount below the tree: another filesystem (tmpfs) or a bind mount of this one
+ * (the same device: only the mount-root attribute tells it).  Both refused, naming the folder;
+ * what is mounted there keeps its content.  In a mount namespace of the test's own. */
+static void rm_rf_refuses_mount(bool bind) {
+        if (geteuid() != 0 || unshare(CLONE_NEWNS) < 0 ||
+                mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+                cr_skip_test("mounting needs host root (uid %u)", (unsigned)geteuid());
+        _cleanup_free_ char *tree = strprintf("%s/tree", tmp);
+        _cleanup_free_ char *mnt = strprintf("%s/tree/sub/mnt", tmp);
+        _cleanup_free_ char *src = strprintf("%s/src", tmp);
+        _cleanup_free_ char *kept = strprintf("%s/tree/sub/mnt/kept", tmp);
+        nook_error err = {};
+        cr_assert_eq(path_mkdir_p(mnt, 0700, &err), 0, "%s", err.msg);
+        cr_assert_eq(mkdir(src, 0700), 0);
+        if (bind)
+                cr_assert_eq(mount(src, mnt, NULL, MS_BIND, NULL), 0, "bind: %m");
+        else
+                cr_assert_eq(mount("tmpfs", mnt, "tmpfs", 0, "size=1m"), 0, "tmpfs: %m");
+        touch(kept);
+        cr_expect_eq(path_rm_rf(tree, &err), -NOOK_E_BUSY, "%s", err.msg);
+        cr_expect(strstr(err.msg, "'mnt'") && strstr(err.msg, "mount point"), "%s", err.msg);
+        cr_expect(exists(kept), "what is mounted there keeps its content");
+        /* the top itself a mount point: refused too */
+        cr_expect_eq(path_rm_rf(mnt, &err), -NOOK_E_BUSY, "%s", err.msg);
+        cr_expect(exists(kept));
+        cr_assert_eq(umount2(mnt, MNT_DETACH), 0);
+        cr_expect_eq(path_rm_rf(tree, &err), 0, "%s", err.msg);
+        cr_expect(!exists(tree));
+}
+
+Test(util, rm_rf_refuses_to_enter_another_filesystem, .init = tmp_setup, .fini = tmp_teardown) {
+        rm_rf_refuses_mount(false);
+}
+
+Test(util, rm_rf_refuses_to_enter_a_bind_mount_of_the_same_filesystem, .init = tmp_setup,
+        .fini = tmp_teardown) {
+        rm_rf_refuses_mount(true);
 }
 
 /* path_open_in_root: tmp/root is the root, tmp/outside a folder beside it that no walk may

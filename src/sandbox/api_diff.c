@@ -115,17 +115,20 @@ static int open_tree(
                 return r;
         if (!(upper = sb_upper_path(n, name, sdir)))
                 return nook_err_oom(err);
+        /* No state folder is no baseline: a one-shot run's has none (docs/design/runtime.md, "The
+         * state folder"). */
         r = open_dir(sdir, "the state folder", &sfd, err);
-        if (r < 0)
+        if (r < 0 && r != -NOOK_E_NOT_FOUND)
                 return r;
         r = open_dir(layer ? upper : wsdir, layer ? "the writable layer" : "the workspace", &tfd, err);
         if (r < 0)
                 return r;
         const char *file = layer ? MF_ROOT_FILE_NAME : MF_FILE_NAME;
-        r = manifest_load(sfd, file, ret_base, err);
+        r = sfd >= 0 ? manifest_load(sfd, file, ret_base, err) : -NOOK_E_NOT_FOUND;
         if (r == -NOOK_E_NOT_FOUND) {
                 _cleanup_free_ char *ename = strprintf("%s.error", file), *why = NULL;
-                _cleanup_close_ int efd = ename ? openat(sfd, ename, O_RDONLY | O_CLOEXEC | O_NOFOLLOW) : -1;
+                _cleanup_close_ int efd =
+                        ename && sfd >= 0 ? openat(sfd, ename, O_RDONLY | O_CLOEXEC | O_NOFOLLOW) : -1;
                 size_t len = 0;
                 nook_error ignore;
                 if (efd >= 0 && fd_read_to_end(efd, 400, &why, &len, &ignore) >= 0 && why)
@@ -177,7 +180,7 @@ static int journal_recover_locked(nook *n, const char *name, nook_error *err) {
         if (r < 0)
                 return r;
         if ((r = open_dir(sdir, "the state folder", &sfd, err)) < 0)
-                return r;
+                return r == -NOOK_E_NOT_FOUND ? 0 : r; /* no state folder, no journal */
         jfd = openat(sfd, JOURNAL_NAME, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
         if (jfd < 0 && errno == ENOENT)
                 return 0;
@@ -350,6 +353,9 @@ int nook_merge(nook *n, const char *branch, const char *opts_json, char **ret_js
         r = open_dir(tws, "the workspace", &tfd, err);
         if (r < 0)
                 return r;
+        /* the journal's folder: a one-shot run's is made when first needed */
+        if (mkdir(tsdir, 0700) < 0 && errno != EEXIST)
+                return nook_err_errno(err, NOOK_E_IO, "Cannot create the state folder '%s'", tsdir);
         r = open_dir(tsdir, "the state folder", &tsfd, err);
         if (r < 0)
                 return r;

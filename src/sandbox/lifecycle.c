@@ -281,8 +281,8 @@ static int mkdir_owned(const char *p, mode_t mode, uid_t uid, gid_t gid, nook_er
  * image_digest: in, the image a kept writable layer sits on (NULL: resolve spec->image); out, the
  * registry image's digest for the record (NULL for "host" or a directory). */
 static int prepare_state(nook *n, const char *name, const sb_spec *spec, bool keep_upper, bool one_shot,
-        const char *sdir, const char *rundir, bool rundir_fresh, const char *wsdir, uid_t ruid, gid_t rgid,
-        char **image_digest, char **ret_config, nook_error *err) {
+        bool lazy_sdir, const char *sdir, const char *rundir, bool rundir_fresh, const char *wsdir,
+        uid_t ruid, gid_t rgid, char **image_digest, char **ret_config, nook_error *err) {
         _cleanup_free_ char *upper = strprintf("%s/upper", sdir), *work = strprintf("%s/work", sdir);
         _cleanup_free_ char *sdirs = strprintf("%s/sandboxes", n->home);
         _cleanup_free_ char *wsdirs = strprintf("%s/workspaces", n->home);
@@ -297,7 +297,11 @@ static int prepare_state(nook *n, const char *name, const sb_spec *spec, bool ke
         r = path_mkdir_p(wsdirs, 0711, err);
         if (r < 0)
                 return r;
-        bool fresh = mkdir(sdir, 0700) == 0; /* nothing of an earlier run to clear in it */
+        /* lazy_sdir: the state folder is made only when something goes in it (below: the layer,
+         * the scripts, the egress gateway's log); a one-shot run without them has none, and is
+         * spared its mkdir and its deletion (docs/design/runtime.md, "The state folder"). */
+        bool made = !lazy_sdir || access(sdir, F_OK) == 0 || errno != ENOENT;
+        bool fresh = !made || mkdir(sdir, 0700) == 0; /* nothing of an earlier run to clear in it */
         if (!fresh && errno != EEXIST)
                 return nook_err_errno(err, NOOK_E_IO, "Cannot create '%s'", sdir);
         /* the sandbox's root walks to its upper layer through an fd, yet the overlay's work dir
@@ -333,6 +337,10 @@ static int prepare_state(nook *n, const char *name, const sb_spec *spec, bool ke
                 if (!upper || !work)
                         return nook_err_oom(err);
         }
+        bool needs_sdir = r == 0 || (spec->scripts && json_object_size(spec->scripts) > 0) ||
+                sb_spec_wants_egress(spec); /* egress.log */
+        if (!made && needs_sdir && mkdir(sdir, 0700) < 0 && errno != EEXIST)
+                return nook_err_errno(err, NOOK_E_IO, "Cannot create '%s'", sdir);
         r = mkdir_owned(upper, 0755, ruid, rgid, err);
         if (r < 0)
                 return r;
@@ -594,8 +602,9 @@ static int create_locked_client(nook *n, const char *name, const sb_spec *spec, 
         _cleanup_free_ char *config = NULL;
         r = sb_run_dir_make(rundir, err);
         if (r >= 0)
-                r = prepare_state(n, name, spec, keep_upper, flags & NOOK_CREATE_ONE_SHOT, sdir, rundir,
-                        r > 0, wsdir, ruid, rgid, &rec.image_digest, &config, err);
+                r = prepare_state(n, name, spec, keep_upper, flags & NOOK_CREATE_ONE_SHOT,
+                        (flags & NOOK_CREATE_ONE_SHOT) && (flags & NOOK_CREATE_NO_BASELINE) && !x, sdir,
+                        rundir, r > 0, wsdir, ruid, rgid, &rec.image_digest, &config, err);
         if (r >= 0 && !(flags & NOOK_CREATE_NO_BASELINE))
                 r = baseline_capture(n, name, sdir, wsdir, !keep_upper, spec->sticky, err);
         if (r >= 0)

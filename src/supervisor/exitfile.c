@@ -3,6 +3,7 @@
 #include <jansson.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "nook.h"
 #include "supervisor/exitfile.h"
@@ -20,6 +21,10 @@ int exit_record_write(const char *state_dir, const exit_record *r, nook_error *e
         if (!o)
                 return nook_err_oom(err);
         int k = json_dump_file(o, tmp, JSON_COMPACT);
+        /* A one-shot run's state folder is made only when needed (docs/design/runtime.md, "The
+         * state folder"): a run stopped without its removal (its client killed) makes it here. */
+        if (k < 0 && errno == ENOENT && mkdir(state_dir, 0700) == 0)
+                k = json_dump_file(o, tmp, JSON_COMPACT);
         json_decref(o);
         if (k < 0 || rename(tmp, path) < 0)
                 return nook_err_errno(err, NOOK_E_IO, "Cannot write the exit record '%s'", path);

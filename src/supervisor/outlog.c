@@ -28,6 +28,9 @@ static int log_open(outlog *l) {
         if (!p)
                 return -ENOMEM;
         l->fd = open(p, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
+        /* a one-shot run's state folder is made when first needed (exitfile.c says why) */
+        if (l->fd < 0 && errno == ENOENT && mkdir(l->dir, 0700) == 0)
+                l->fd = open(p, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
         if (l->fd < 0)
                 return -errno;
         struct stat st;

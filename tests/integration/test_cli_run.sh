@@ -8,7 +8,7 @@
 
 require_bin "$NOOK" "$NOOK_SUPERVISOR"
 command -v jq >/dev/null || plan skip_all "jq is needed to read nook's JSON"
-plan 69
+plan 72
 
 field() { "$NOOK" inspect "$1" 2>/dev/null | jq -r "$2 // empty" 2>/dev/null; }
 names() { "$NOOK" ls --json 2>/dev/null | jq -r '.[].name' 2>/dev/null | sort | tr '\n' ' '; }
@@ -136,14 +136,26 @@ run_nook rm keep1
 client=$!
 wait_for 10 test -S "$NOOK_HOME/run/nb/ctl.sock"
 check "run takes no baseline manifests" \
-        test -d "$NOOK_HOME/sandboxes/nb" -a ! -e "$NOOK_HOME/sandboxes/nb/baseline.manifest" \
-        -a ! -e "$NOOK_HOME/sandboxes/nb/baseline-root.manifest"
+        test ! -e "$NOOK_HOME/sandboxes/nb/baseline.manifest" -a ! -e "$NOOK_HOME/sandboxes/nb/baseline-root.manifest"
+# nothing to keep in a state folder (its layer in the runtime folder, no scripts, no egress):
+# none is made (docs/design/runtime.md, "The state folder")
+if [[ -d "$NOOK_HOME/run/nb/upper" ]]; then
+        check "and has no state folder at all" test ! -e "$NOOK_HOME/sandboxes/nb"
+else
+        check "and keeps its layer in its state folder (the runtime folder cannot hold it here)" \
+                test -d "$NOOK_HOME/sandboxes/nb/upper"
+fi
 expect_fail 1 "diff of a run's sandbox" diff nb
 like "$err" "no baseline.*'nook run --keep'" "the error says why and how to have one"
 run_nook ls
 like "$out" $'(^|\n)nb +running' "nook ls lists the running run sandbox"
 run_nook exec nb -- true
 is "$status" 0 "nook exec reaches it"
+# a detached exec's output goes to the state folder's output.log: made when first needed
+run_nook exec -d nb -- sh -c 'echo from-detached-exec'
+is "$status" 0 "a detached exec in a run's sandbox starts"
+check "its output reaches nook logs (the state folder made for it)" \
+        wait_for 5 eval '"$NOOK" logs nb 2>/dev/null | grep -q from-detached-exec'
 kill -TERM "$client"
 wait "$client" 2>/dev/null
 check "the run ends on SIGTERM and removes its sandbox" test ! -e "$NOOK_HOME/sandboxes/nb" -a ! -e "$NOOK_HOME/workspaces/nb"

@@ -27,6 +27,7 @@ Peers, each skipped with a message when it is missing or cannot run here:
 import argparse
 import ctypes
 import os
+import random
 import resource
 import shutil
 import statistics
@@ -217,6 +218,7 @@ def main():
               ("--no-peers" if a.no_peers else "nook-oci is not built (src/oci/nook-oci)"))
 
     res = {name: [] for name, _, _ in rows}
+    by_round = {name: {} for name, _, _ in rows}  # round -> sample, for the same-round ratios
     fails = {name: 0 for name, _, _ in rows}
     for r in range(a.rounds):
         order = rows[r % len(rows):] + rows[:r % len(rows)]
@@ -228,6 +230,7 @@ def main():
                 fails[name] += 1
             else:
                 res[name].append(v)
+                by_round[name][r] = v
     print(f"  {'what (median of N)':46} {'N':>3} {'wall ms':>9} {'CPU ms':>8} {'minflt':>7} {'chain CPU':>9}")
     med = {}
     for name, _, _ in rows:
@@ -245,6 +248,30 @@ def main():
             w = med[a_][0] / med[b_][0]
             c = med[a_][1] / med[b_][1] if med[b_][1] > 0 else float("nan")
             print(f"  {what:60} wall {w:5.2f}x  CPU {c:5.2f}x  {budget}")
+    def paired(a_, b_, what, budgets=None):
+        """Median of the same-round ratios a_/b_ (wall, CPU) with a 90 % bootstrap interval of
+        that median (2000 resamples, fixed seed): a VM whose speed drifts between rounds moves
+        both sides of a pair alike.  budgets: (wall, CPU) for a verdict."""
+        if a_ not in by_round or b_ not in by_round:
+            return
+        rounds = sorted(set(by_round[a_]) & set(by_round[b_]))
+        if not rounds:
+            return
+        rng = random.Random(17)
+        parts = []
+        for i, label in ((0, "wall"), (1, "CPU")):
+            rs = [by_round[a_][r][i] / by_round[b_][r][i] for r in rounds if by_round[b_][r][i] > 0]
+            if not rs:
+                continue
+            meds = sorted(statistics.median(rng.choices(rs, k=len(rs))) for _ in range(2000))
+            lo, hi, m = meds[100], meds[1899], statistics.median(rs)
+            verdict = ""
+            if budgets:
+                b = budgets[i]
+                verdict = (" within" if hi <= b else " OVER" if lo > b else " at the line") + f" (<= {b:g}x)"
+            parts.append(f"{label} {m:4.2f}x [{lo:4.2f}-{hi:4.2f}]{verdict}")
+        print(f"  {what:46} {len(rounds):3d} pairs: " + ", ".join(parts))
+
     print()
     ratio("nook run -- true (host image)", "bwrap (brief args) true", "nook run / bwrap (host image)",
           "budget <= 2x wall, <= 3x CPU")
@@ -257,6 +284,11 @@ def main():
     ratio("nook run -- true (host image)", "crun run (OCI bundle of ROOTFS)", "nook run / crun run")
     ratio("podman --runtime nook-oci run --rm --rootfs", "podman --runtime runc run --rm --rootfs",
           "podman: nook-oci / runc")
+    print("\n  same-round ratios: median, [90 % interval of the median]")
+    paired("nook run -- true (host image)", "bwrap (brief args) true", "nook run / bwrap (host image)", (2, 3))
+    paired("nook run --image ROOTFS -- true", "bwrap --ro-bind ROOTFS / true", "nook run / bwrap (rootfs dir)")
+    paired("nook run -- true (host image)", "OLD nook run -- true (host image)", "nook run: new / OLD (host image)")
+    paired("nook run --image ROOTFS -- true", "OLD nook run --image ROOTFS -- true", "nook run: new / OLD (rootfs dir)")
     for h in (home, os.path.join(tmp, "home-old")):
         # the runtime folder on a tmpfs that NOOK_HOME/run links to (none with --old's old build)
         if os.path.islink(os.path.join(h, "run")):

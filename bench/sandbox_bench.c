@@ -107,6 +107,56 @@ static double pctl(double *v, size_t n, double p) {
         return v[k == 0 ? 0 : k - 1];
 }
 
+/* Same-round ratios a[i] / b[i] (rounds where both ran): their median, and a 90 % bootstrap
+ * interval of that median (2000 resamples; a fixed seed, so the same data prints the same
+ * interval).  Each pair ran within the same few milliseconds, so a VM whose speed drifts between
+ * rounds moves both sides of a pair alike: the interval says how sure the verdict is. */
+typedef struct {
+        double med, lo, hi;
+        size_t n;
+} paired;
+
+static paired paired_ratio(const double *a, const double *b, size_t n) {
+        paired p = { 0 };
+        double *r = calloc(n ? n : 1, sizeof(double)), *s = calloc(n ? n : 1, sizeof(double)),
+               *meds = calloc(2000, sizeof(double));
+        if (!r || !s || !meds) {
+                free(r), free(s), free(meds);
+                return p;
+        }
+        for (size_t i = 0; i < n; i++)
+                if (a[i] > 0 && b[i] > 0)
+                        r[p.n++] = a[i] / b[i];
+        if (p.n > 0) {
+                uint64_t x = 0x9e3779b97f4a7c15ull;
+                for (size_t k = 0; k < 2000; k++) {
+                        for (size_t i = 0; i < p.n; i++) {
+                                x ^= x << 13, x ^= x >> 7, x ^= x << 17; /* xorshift64 */
+                                s[i] = r[x % p.n];
+                        }
+                        meds[k] = median(s, p.n);
+                }
+                p.med = median(r, p.n);
+                p.lo = pctl(meds, 2000, 5);
+                p.hi = pctl(meds, 2000, 95);
+        }
+        free(r), free(s), free(meds);
+        return p;
+}
+
+static const char *paired_verdict(const paired *p, double budget) {
+        if (p->n == 0)
+                return "no pair ran";
+        return p->hi <= budget   ? "within budget"
+                : p->lo > budget ? "OVER budget"
+                                 : "at the line (the interval spans it)";
+}
+
+static void paired_print(const char *what, const paired *p, double budget) {
+        printf("  %-36s %5.2fx (90%% interval %.2f-%.2fx, %zu pairs)   budget <= %gx %s\n", what, p->med,
+                p->lo, p->hi, p->n, budget, paired_verdict(p, budget));
+}
+
 static void *xcalloc(size_t n, size_t sz) {
         void *p = calloc(n ? n : 1, sz);
         if (!p) {
@@ -668,6 +718,8 @@ static int bench_create(void) {
                 }
         }
         n = done;
+        /* before any row sorts the arrays in place */
+        paired p_tot = paired_ratio(tot, bw, (size_t)n), p_rf = paired_ratio(nrf, rf, (size_t)n);
         printf("  %-50s %9s %9s\n", "what (ms)", "median", "p90");
         row("nook host image: create", c, (size_t)n, NULL);
         row("nook host image: first exec true", e, (size_t)n, NULL);
@@ -691,6 +743,9 @@ static int bench_create(void) {
         if (g_have_rootfs)
                 printf("  ratio nook / bwrap (rootfs dir):    %5.2fx   budget <= 2x   %s\n",
                         med_nrf / med_rf, verdict(med_nrf <= 2 * med_rf));
+        paired_print("same-round ratio (brief args):", &p_tot, 1.5);
+        if (g_have_rootfs)
+                paired_print("same-round ratio (rootfs dir):", &p_rf, 2);
         int fails = fail_nook + fail_bw + fail_mirror + fail_rootfs + fail_nook_rootfs;
         if (fails)
                 printf("  failures: nook %d, nook rootfs %d, bwrap %d, bwrap mirrored %d, bwrap rootfs %d\n",
@@ -790,6 +845,7 @@ static int bench_exec(void) {
                 }
         }
         n = done;
+        paired p_exec = paired_ratio(ne, hs, (size_t)n); /* before the rows sort them */
         double ne_med, hs_med, bw_med;
         printf("  %-50s %9s %9s\n", "what (ms)", "median", "p90");
         row("nook_exec_run(true), in process", ne, (size_t)n, "budget <= 1.5x host spawn");
@@ -804,6 +860,7 @@ static int bench_exec(void) {
                 row("CLI: nook exec NAME true (a new process)", cli, (size_t)done_bw, NULL);
         printf("  nook overhead over a host spawn: %+.2f ms (%.2fx the host spawn): %s (budget <= 1.5x)\n",
                 ne_med - hs_med, ne_med / hs_med, verdict(ne_med <= 1.5 * hs_med));
+        paired_print("same-round ratio nook / host spawn:", &p_exec, 1.5);
         printf("  nook overhead over its process model (sockets, JSON, 3 hops): %+.2f ms\n",
                 ne_med - mo_med);
         printf("  nook exec / bwrap one-shot: %.2fx\n", ne_med / bw_med);

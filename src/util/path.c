@@ -85,15 +85,28 @@ int path_mkdir_p(const char *path, mode_t mode, nook_error *err) {
 
 /* ---- removing trees ----------------------------------------------------------------------- */
 
-/* One call per entry where the folder says what it is (getdents' d_type): a file or symlink is
- * one unlinkat, a folder openat + statx + getdents + close + rmdir; no fstatat before each name,
- * no fdopendir (a dup and three more calls).  bench/README.md, issue #17, measured it. */
+/* A walk with a stack of its own, not recursion, so a tree as deep as a guest cares to make (a
+ * loop of mkdirat + openat reaches any depth; no PATH_MAX in the way) is removed with bounded
+ * stack and descriptors: the RM_HOLD_FDS folders nearest the walk stay open, each with its
+ * getdents buffer; a folder further up is closed, and opened again through ".." of its child on
+ * the way back, checked to be the same (device, inode), its entries read again from the start
+ * (what was handled is gone).  One call per entry where the folder says what it is (getdents'
+ * d_type): a file or symlink is one unlinkat, a folder openat + statx + getdents + close +
+ * rmdir; no fstatat before each name, no fdopendir (a dup and three more calls) (bench/README.md,
+ * issue #17). */
 
-#define RM_MAX_DEPTH 4096
+#define RM_HOLD_FDS 64
 #define RM_DIRENT_BUF 4096
+#define RM_MAX_RETRIES 64 /* folders found not empty after their entries went (a writer beside us) */
 
-static int rm_entry(
-        int dirfd, const char *name, unsigned char type, dev_t parent_dev, unsigned depth, nook_error *err);
+typedef struct {
+        int fd; /* -1 while closed (more than RM_HOLD_FDS folders further down) */
+        dev_t dev;
+        ino_t ino;
+        char *name; /* in its parent; NULL for the top */
+        char *buf; /* the entries read and not handled yet: buf[pos..len) */
+        size_t pos, len;
+} rm_level;
 
 /* Opens the folder name under dirfd for reading.  A folder we own with no permissions
  * (overlayfs leaves work/work at mode 0) is made 0700 first, through an O_PATH fd of exactly
@@ -112,49 +125,15 @@ static int rm_open_dir(int dirfd, const char *name) {
         return openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 }
 
-/* Removes every entry of the open folder fd (on device dev).  ENOTEMPTY after a pass (an entry
- * the listing did not show while names were going) gets another pass from the start. */
-static int rm_children(int fd, dev_t dev, unsigned depth, nook_error *err) {
-        _cleanup_free_ char *buf = malloc(RM_DIRENT_BUF);
-        if (!buf)
-                return nook_err_oom(err);
-        for (;;) {
-                ssize_t n = getdents64(fd, buf, RM_DIRENT_BUF);
-                if (n < 0)
-                        return nook_err_errno(err, NOOK_E_IO, "Cannot read a folder to remove");
-                if (n == 0)
-                        return 0;
-                for (ssize_t off = 0; off < n;) {
-                        struct dirent64 *de = (struct dirent64 *)(void *)(buf + off);
-                        off += de->d_reclen;
-                        if (streq(de->d_name, ".") || streq(de->d_name, ".."))
-                                continue;
-                        int r = rm_entry(fd, de->d_name, de->d_type, dev, depth + 1, err);
-                        if (r < 0)
-                                return r;
-                }
-        }
-}
-
-static int rm_dir(int dirfd, const char *name, dev_t parent_dev, unsigned depth, nook_error *err) {
-        if (depth > RM_MAX_DEPTH)
-                return nook_err_set(err, NOOK_E_INVALID,
-                        "Cannot remove '%s': the tree is deeper than %d folders", name, RM_MAX_DEPTH);
-        _cleanup_close_ int fd = rm_open_dir(dirfd, name);
-        if (fd < 0) {
-                if (errno == ENOENT)
-                        return 0;
-                if (errno == ENOTDIR || errno == ELOOP) /* not (or no longer) a folder */
-                        return unlinkat(dirfd, name, 0) < 0 && errno != ENOENT
-                                ? nook_err_errno(err, NOOK_E_IO, "Cannot remove '%s'", name)
-                                : 0;
-                return nook_err_errno(err, NOOK_E_IO, "Cannot open the folder '%s' to remove it", name);
-        }
+/* The folder open as fd, named name under dirfd (on parent_dev; (dev_t)-1 when unknown): its
+ * device and inode.  Refuses a mount point: another filesystem, or a bind mount of this one
+ * (only STATX_ATTR_MOUNT_ROOT tells those apart; the device compare covers kernels without).
+ * Makes a read-only folder written by a sandbox writable, so that its entries can go. */
+static int rm_check(int dirfd, int fd, const char *name, dev_t parent_dev, dev_t *ret_dev, ino_t *ret_ino,
+        nook_error *err) {
         struct statx stx;
-        if (statx(fd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_TYPE | STATX_MODE, &stx) < 0)
+        if (statx(fd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_TYPE | STATX_MODE | STATX_INO, &stx) < 0)
                 return nook_err_errno(err, NOOK_E_IO, "Cannot inspect the folder '%s'", name);
-        /* Never descend into a mount: another filesystem, or a bind mount of this one (only
-         * STATX_ATTR_MOUNT_ROOT tells those apart; the device compare covers kernels without). */
         dev_t dev = makedev(stx.stx_dev_major, stx.stx_dev_minor);
         struct stat pst;
         if (!(stx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) && parent_dev == (dev_t)-1 &&
@@ -165,34 +144,187 @@ static int rm_dir(int dirfd, const char *name, dev_t parent_dev, unsigned depth,
                 (parent_dev != (dev_t)-1 && dev != parent_dev))
                 return nook_err_set(
                         err, NOOK_E_BUSY, "Cannot remove '%s': it is a mount point; unmount it first", name);
-        if ((stx.stx_mode & 0700) != 0700) /* a read-only folder written by a sandbox must still go */
+        if ((stx.stx_mode & 0700) != 0700)
                 (void)fchmod(fd, (stx.stx_mode & 07777) | 0700);
-        for (int pass = 0;; pass++) {
-                int r = rm_children(fd, dev, depth, err);
+        *ret_dev = dev;
+        *ret_ino = stx.stx_ino;
+        return 0;
+}
+
+/* The next entry of l (NULL at its end), reading more when its buffer is spent. */
+static struct dirent64 *rm_next(rm_level *l, nook_error *err, int *ret) {
+        *ret = 0;
+        for (;;) {
+                if (l->pos < l->len) {
+                        struct dirent64 *de = (struct dirent64 *)(void *)(l->buf + l->pos);
+                        l->pos += de->d_reclen;
+                        if (streq(de->d_name, ".") || streq(de->d_name, ".."))
+                                continue;
+                        return de;
+                }
+                if (!l->buf && !(l->buf = malloc(RM_DIRENT_BUF))) {
+                        *ret = nook_err_oom(err);
+                        return NULL;
+                }
+                ssize_t n = getdents64(l->fd, l->buf, RM_DIRENT_BUF);
+                if (n < 0) {
+                        *ret = nook_err_errno(err, NOOK_E_IO, "Cannot read a folder to remove");
+                        return NULL;
+                }
+                if (n == 0)
+                        return NULL;
+                l->pos = 0;
+                l->len = (size_t)n;
+        }
+}
+
+static void rm_level_drop(rm_level *l) {
+        safe_close(l->fd);
+        free(l->name);
+        free(l->buf);
+        *l = (rm_level){ .fd = -1 };
+}
+
+/* Removes everything in the open folder top (on device dev, inode ino); top is taken. */
+static int rm_content(int top, dev_t dev, ino_t ino, nook_error *err) {
+        size_t n = 1, cap = 16;
+        unsigned retries = 0;
+        rm_level *lv = calloc(cap, sizeof(*lv));
+        int r = 0;
+        if (!lv) {
+                safe_close(top);
+                return nook_err_oom(err);
+        }
+        lv[0] = (rm_level){ .fd = top, .dev = dev, .ino = ino };
+        while (n > 0 && r >= 0) {
+                rm_level *l = &lv[n - 1];
+                struct dirent64 *de = rm_next(l, err, &r);
+                if (r < 0)
+                        break;
+                if (de) {
+                        unsigned char type = de->d_type;
+                        if (type != DT_DIR && type != DT_UNKNOWN) {
+                                if (unlinkat(l->fd, de->d_name, 0) == 0 || errno == ENOENT)
+                                        continue;
+                                if (errno != EISDIR) { /* EISDIR: a folder took the name since */
+                                        r = nook_err_errno(err, NOOK_E_IO, "Cannot remove '%s'", de->d_name);
+                                        break;
+                                }
+                        }
+                        int fd = rm_open_dir(l->fd, de->d_name);
+                        if (fd < 0) {
+                                if (errno == ENOENT)
+                                        continue;
+                                if (errno == ENOTDIR || errno == ELOOP) { /* not (or no longer) a folder */
+                                        if (unlinkat(l->fd, de->d_name, 0) == 0 || errno == ENOENT)
+                                                continue;
+                                        r = nook_err_errno(err, NOOK_E_IO, "Cannot remove '%s'", de->d_name);
+                                } else
+                                        r = nook_err_errno(err, NOOK_E_IO,
+                                                "Cannot open the folder '%s' to remove it", de->d_name);
+                                break;
+                        }
+                        dev_t cdev;
+                        ino_t cino;
+                        char *name = strdup(de->d_name);
+                        if (!name || (r = rm_check(l->fd, fd, de->d_name, l->dev, &cdev, &cino, err)) < 0) {
+                                safe_close(fd);
+                                free(name);
+                                if (r >= 0)
+                                        r = nook_err_oom(err);
+                                break;
+                        }
+                        if (n == cap) {
+                                rm_level *bigger = reallocarray(lv, cap * 2, sizeof(*lv));
+                                if (!bigger) {
+                                        safe_close(fd);
+                                        free(name);
+                                        r = nook_err_oom(err);
+                                        break;
+                                }
+                                lv = bigger;
+                                cap *= 2;
+                        }
+                        /* bound the descriptors: the folder RM_HOLD_FDS up is closed, and read
+                         * again from its start when the walk comes back to it */
+                        if (n > RM_HOLD_FDS) {
+                                rm_level *far = &lv[n - 1 - RM_HOLD_FDS];
+                                far->fd = safe_close(far->fd);
+                                free(far->buf);
+                                far->buf = NULL;
+                                far->pos = far->len = 0;
+                        }
+                        lv[n++] = (rm_level){ .fd = fd, .dev = cdev, .ino = cino, .name = name };
+                        continue;
+                }
+                /* l is empty: back to its parent, which removes it */
+                if (n == 1)
+                        break;
+                rm_level *p = &lv[n - 2];
+                if (p->fd < 0) {
+                        struct stat st;
+                        p->fd = openat(l->fd, "..", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                        if (p->fd < 0 || fstat(p->fd, &st) < 0 || st.st_dev != p->dev ||
+                                st.st_ino != p->ino) {
+                                r = nook_err_set(err, NOOK_E_BUSY,
+                                        "Cannot remove '%s': its folders were moved while it was being removed",
+                                        l->name);
+                                break;
+                        }
+                }
+                if (unlinkat(p->fd, l->name, AT_REMOVEDIR) < 0 && errno != ENOENT) {
+                        if (errno != ENOTEMPTY || ++retries > RM_MAX_RETRIES) {
+                                r = nook_err_errno(err, NOOK_E_IO, "Cannot remove the folder '%s'", l->name);
+                                break;
+                        }
+                        /* something appeared in it: read it again from its start */
+                        if (lseek(l->fd, 0, SEEK_SET) < 0) {
+                                r = nook_err_errno(
+                                        err, NOOK_E_IO, "Cannot read the folder '%s' again", l->name);
+                                break;
+                        }
+                        l->pos = l->len = 0;
+                        continue;
+                }
+                rm_level_drop(l);
+                n--;
+        }
+        for (size_t i = 0; i < n; i++)
+                rm_level_drop(&lv[i]);
+        free(lv);
+        return r;
+}
+
+int path_rm_rf_at(int dirfd, const char *name, nook_error *err) {
+        /* The top name's type is unknown: opened as a folder, anything else is unlinked.  Its
+         * parent's device is asked for only where the mount-root attribute is missing. */
+        for (unsigned pass = 0;; pass++) {
+                int fd = rm_open_dir(dirfd, name);
+                if (fd < 0) {
+                        if (errno == ENOENT)
+                                return 0;
+                        if (errno == ENOTDIR || errno == ELOOP)
+                                return unlinkat(dirfd, name, 0) < 0 && errno != ENOENT
+                                        ? nook_err_errno(err, NOOK_E_IO, "Cannot remove '%s'", name)
+                                        : 0;
+                        return nook_err_errno(
+                                err, NOOK_E_IO, "Cannot open the folder '%s' to remove it", name);
+                }
+                dev_t dev;
+                ino_t ino;
+                int r = rm_check(dirfd, fd, name, (dev_t)-1, &dev, &ino, err);
+                if (r < 0) {
+                        safe_close(fd);
+                        return r;
+                }
+                r = rm_content(fd, dev, ino, err);
                 if (r < 0)
                         return r;
                 if (unlinkat(dirfd, name, AT_REMOVEDIR) == 0 || errno == ENOENT)
                         return 0;
-                if (errno != ENOTEMPTY || pass == 2 || lseek(fd, 0, SEEK_SET) < 0)
+                if (errno != ENOTEMPTY || pass == 2)
                         return nook_err_errno(err, NOOK_E_IO, "Cannot remove the folder '%s'", name);
         }
-}
-
-static int rm_entry(
-        int dirfd, const char *name, unsigned char type, dev_t parent_dev, unsigned depth, nook_error *err) {
-        if (type != DT_DIR && type != DT_UNKNOWN) {
-                if (unlinkat(dirfd, name, 0) == 0 || errno == ENOENT)
-                        return 0;
-                if (errno != EISDIR) /* EISDIR: a folder took the name since it was listed */
-                        return nook_err_errno(err, NOOK_E_IO, "Cannot remove '%s'", name);
-        }
-        return rm_dir(dirfd, name, parent_dev, depth, err);
-}
-
-int path_rm_rf_at(int dirfd, const char *name, nook_error *err) {
-        /* The top name's type is unknown: rm_dir opens it as a folder and unlinks anything else.
-         * Its parent's device is asked for only where the mount-root attribute is missing. */
-        return rm_entry(dirfd, name, DT_UNKNOWN, (dev_t)-1, 0, err);
 }
 
 int path_rm_rf(const char *path, nook_error *err) {

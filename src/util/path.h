@@ -12,8 +12,11 @@
 int path_home_default(char **ret, nook_error *err);
 /* mkdir -p with mode for every created component; existing directories are left alone. */
 int path_mkdir_p(const char *path, mode_t mode, nook_error *err);
-/* Removes name under dirfd: a file, a symlink, or a whole tree.  Never follows a symlink,
- * never crosses into another filesystem's mount.  A missing name is success. */
+/* Removes name under dirfd: a file, a symlink, or a whole tree.  Never follows a symlink, never
+ * descends into a mount point (another filesystem or a bind mount: BUSY, naming it).  Folders a
+ * sandbox left read-only or at mode 0 go too; a tree of any depth goes with a bounded stack and
+ * at most 65 descriptors (a guest can make one far deeper than PATH_MAX).  A missing name is
+ * success. */
 int path_rm_rf_at(int dirfd, const char *name, nook_error *err);
 /* path_rm_rf_at for an absolute path. */
 int path_rm_rf(const char *path, nook_error *err);

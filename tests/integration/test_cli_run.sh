@@ -8,7 +8,7 @@
 
 require_bin "$NOOK" "$NOOK_SUPERVISOR"
 command -v jq >/dev/null || plan skip_all "jq is needed to read nook's JSON"
-plan 72
+plan 74
 
 field() { "$NOOK" inspect "$1" 2>/dev/null | jq -r "$2 // empty" 2>/dev/null; }
 names() { "$NOOK" ls --json 2>/dev/null | jq -r '.[].name' 2>/dev/null | sort | tr '\n' ' '; }
@@ -177,6 +177,22 @@ run_nook run --name ws1 -- sh -c 'mkdir -p /workspace/d && echo x >/workspace/d/
 is "$status" 0 "run of a command that writes into its workspace"
 check "its workspace went through the trash, which is empty again" \
         test -d "$NOOK_HOME/trash" -a -z "$(ls -A "$NOOK_HOME/trash" 2>/dev/null)" -a ! -e "$NOOK_HOME/workspaces/ws1"
+# a hostile guest: folders 6000 deep (mkdirat + openat: no PATH_MAX in the way), some read-only;
+# the removal takes a bounded number of descriptors and leaves no trash behind
+run_nook run --name ws2 -- python3 -c '
+import os
+fd = os.open("/workspace", os.O_RDONLY)
+for i in range(6000):
+    os.mkdir("d", dir_fd=fd)
+    nfd = os.open("d", os.O_RDONLY, dir_fd=fd)
+    if i % 1000 == 999:
+        os.chmod(fd, 0o555)
+    os.close(fd)
+    fd = nfd
+print("deep")'
+is "$out" "deep" "run of a command that makes folders 6000 deep"
+check "its workspace went, the trash is empty again" \
+        test -z "$(ls -A "$NOOK_HOME/trash" 2>/dev/null)" -a ! -e "$NOOK_HOME/workspaces/ws2"
 
 # ---- back to back: the supervisor exits while run deletes the folders and the record, and run
 # waits for it before it lets the name go (lifecycle.c, nook_sandbox_remove) --------------------

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sched.h>
 #include <sys/mount.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -352,6 +353,35 @@ Test(util, rm_rf_removes_unreadable_folders_and_wide_folders, .init = tmp_setup,
                         touch(f);
         }
         cr_assert_eq(path_rm_rf(tree, &err), 0, "%s", err.msg);
+        cr_expect(!exists(tree));
+}
+
+/* A guest makes a tree as deep as it likes (mkdirat + openat in a loop: no PATH_MAX in the way):
+ * removing it takes neither a descriptor per level (here at most 128 may be open) nor a stack
+ * frame per level, and leaves nothing. */
+Test(util, rm_rf_removes_a_tree_deeper_than_the_descriptors_allow, .init = tmp_setup, .fini = tmp_teardown) {
+        _cleanup_free_ char *tree = strprintf("%s/deep", tmp);
+        nook_error err = {};
+        cr_assert_eq(mkdir(tree, 0700), 0);
+        int fd = open(tree, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        cr_assert_geq(fd, 0);
+        for (int i = 0; i < 5000; i++) {
+                cr_assert_eq(mkdirat(fd, "d", 0700), 0, "level %d: %m", i);
+                if (i % 1000 == 0) { /* a file and a read-only folder on the way */
+                        int f = openat(fd, "f", O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+                        cr_assert_geq(f, 0);
+                        close(f);
+                        cr_assert_eq(mkdirat(fd, "ro", 0500), 0);
+                }
+                int next = openat(fd, "d", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                cr_assert_geq(next, 0, "level %d: %m", i);
+                close(fd);
+                fd = next;
+        }
+        close(fd);
+        struct rlimit lim = { .rlim_cur = 128, .rlim_max = 128 };
+        cr_assert_eq(setrlimit(RLIMIT_NOFILE, &lim), 0, "%m");
+        cr_expect_eq(path_rm_rf(tree, &err), 0, "%s", err.msg);
         cr_expect(!exists(tree));
 }
 

@@ -390,8 +390,10 @@ Test(util, rm_rf_removes_a_tree_deeper_than_the_descriptors_allow, .init = tmp_s
  * what is mounted there keeps its content.  In a mount namespace of the test's own. */
 static void rm_rf_refuses_mount(bool bind) {
         if (geteuid() != 0 || unshare(CLONE_NEWNS) < 0 ||
-                mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+                mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0) {
+                tmp_teardown(); /* a skipped test's .fini does not run */
                 cr_skip_test("mounting needs host root (uid %u)", (unsigned)geteuid());
+        }
         _cleanup_free_ char *tree = strprintf("%s/tree", tmp);
         _cleanup_free_ char *mnt = strprintf("%s/tree/sub/mnt", tmp);
         _cleanup_free_ char *src = strprintf("%s/src", tmp);

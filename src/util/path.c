@@ -125,6 +125,23 @@ static int rm_open_dir(int dirfd, const char *name) {
         return openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 }
 
+/* Opens name under dirfd as a folder into *ret_fd (1), or unlinks it when it is none, not or no
+ * longer a folder (0; also when it is gone). */
+static int rm_open_or_unlink(int dirfd, const char *name, int *ret_fd, nook_error *err) {
+        int fd = rm_open_dir(dirfd, name);
+        if (fd >= 0) {
+                *ret_fd = fd;
+                return 1;
+        }
+        if (errno == ENOENT)
+                return 0;
+        if (errno != ENOTDIR && errno != ELOOP)
+                return nook_err_errno(err, NOOK_E_IO, "Cannot open the folder '%s' to remove it", name);
+        if (unlinkat(dirfd, name, 0) < 0 && errno != ENOENT)
+                return nook_err_errno(err, NOOK_E_IO, "Cannot remove '%s'", name);
+        return 0;
+}
+
 /* The folder open as fd, named name under dirfd (on parent_dev; (dev_t)-1 when unknown): its
  * device and inode.  Refuses a mount point: another filesystem, or a bind mount of this one
  * (only STATX_ATTR_MOUNT_ROOT tells those apart; the device compare covers kernels without).
@@ -178,11 +195,18 @@ static struct dirent64 *rm_next(rm_level *l, nook_error *err, int *ret) {
         }
 }
 
-static void rm_level_drop(rm_level *l) {
-        safe_close(l->fd);
-        free(l->name);
+/* Closes l's folder and forgets what was read of it: the walk reads it again from its start. */
+static void rm_level_close(rm_level *l) {
+        l->fd = safe_close(l->fd);
         free(l->buf);
-        *l = (rm_level){ .fd = -1 };
+        l->buf = NULL;
+        l->pos = l->len = 0;
+}
+
+static void rm_level_drop(rm_level *l) {
+        rm_level_close(l);
+        free(l->name);
+        l->name = NULL;
 }
 
 /* Removes everything in the open folder top (on device dev, inode ino); top is taken. */
@@ -211,18 +235,11 @@ static int rm_content(int top, dev_t dev, ino_t ino, nook_error *err) {
                                         break;
                                 }
                         }
-                        int fd = rm_open_dir(l->fd, de->d_name);
-                        if (fd < 0) {
-                                if (errno == ENOENT)
-                                        continue;
-                                if (errno == ENOTDIR || errno == ELOOP) { /* not (or no longer) a folder */
-                                        if (unlinkat(l->fd, de->d_name, 0) == 0 || errno == ENOENT)
-                                                continue;
-                                        r = nook_err_errno(err, NOOK_E_IO, "Cannot remove '%s'", de->d_name);
-                                } else
-                                        r = nook_err_errno(err, NOOK_E_IO,
-                                                "Cannot open the folder '%s' to remove it", de->d_name);
-                                break;
+                        int fd = -1;
+                        if ((r = rm_open_or_unlink(l->fd, de->d_name, &fd, err)) <= 0) {
+                                if (r < 0)
+                                        break;
+                                continue;
                         }
                         dev_t cdev;
                         ino_t cino;
@@ -247,13 +264,8 @@ static int rm_content(int top, dev_t dev, ino_t ino, nook_error *err) {
                         }
                         /* bound the descriptors: the folder RM_HOLD_FDS up is closed, and read
                          * again from its start when the walk comes back to it */
-                        if (n > RM_HOLD_FDS) {
-                                rm_level *far = &lv[n - 1 - RM_HOLD_FDS];
-                                far->fd = safe_close(far->fd);
-                                free(far->buf);
-                                far->buf = NULL;
-                                far->pos = far->len = 0;
-                        }
+                        if (n > RM_HOLD_FDS)
+                                rm_level_close(&lv[n - 1 - RM_HOLD_FDS]);
                         lv[n++] = (rm_level){ .fd = fd, .dev = cdev, .ino = cino, .name = name };
                         continue;
                 }
@@ -299,20 +311,13 @@ int path_rm_rf_at(int dirfd, const char *name, nook_error *err) {
         /* The top name's type is unknown: opened as a folder, anything else is unlinked.  Its
          * parent's device is asked for only where the mount-root attribute is missing. */
         for (unsigned pass = 0;; pass++) {
-                int fd = rm_open_dir(dirfd, name);
-                if (fd < 0) {
-                        if (errno == ENOENT)
-                                return 0;
-                        if (errno == ENOTDIR || errno == ELOOP)
-                                return unlinkat(dirfd, name, 0) < 0 && errno != ENOENT
-                                        ? nook_err_errno(err, NOOK_E_IO, "Cannot remove '%s'", name)
-                                        : 0;
-                        return nook_err_errno(
-                                err, NOOK_E_IO, "Cannot open the folder '%s' to remove it", name);
-                }
+                int fd = -1;
+                int r = rm_open_or_unlink(dirfd, name, &fd, err);
+                if (r <= 0)
+                        return r;
                 dev_t dev;
                 ino_t ino;
-                int r = rm_check(dirfd, fd, name, (dev_t)-1, &dev, &ino, err);
+                r = rm_check(dirfd, fd, name, (dev_t)-1, &dev, &ino, err);
                 if (r < 0) {
                         safe_close(fd);
                         return r;

@@ -49,50 +49,87 @@ static void note_failure(int sfd, const char *file, const nook_error *why) {
                 (void)fd_write_all(fd, why->msg, strlen(why->msg));
 }
 
-static void capture_one(int sfd, const char *tree, const char *file, bool durable) {
+/* Opens the state folder sdir into *sfd unless open already; make: makes it first, else a
+ * missing one leaves *sfd at -1. */
+static int state_dir_open(const char *sdir, bool make, int *sfd, nook_error *err) {
+        if (*sfd >= 0)
+                return 0;
+        if (make && mkdir(sdir, 0700) < 0 && errno != EEXIST)
+                return nook_err_errno(err, NOOK_E_IO, "Cannot create the state folder '%s'", sdir);
+        int r = open_dir(sdir, "the state folder", sfd, err);
+        return r == -NOOK_E_NOT_FOUND && !make ? 0 : r;
+}
+
+/* Takes tree's baseline: an empty tree's is bit in *empty and no file (one of an earlier create
+ * goes), any other's the file, in the state folder made for it. */
+static int capture_one(const char *sdir, int *sfd, const char *tree, const char *file, unsigned bit,
+        bool durable, unsigned *empty, nook_error *err) {
         _cleanup_close_ int fd = -1;
         _cleanup_(manifest_freep) manifest *m = NULL;
         _cleanup_free_ char *ename = strprintf("%s.error", file);
-        nook_error err = { 0 };
-        if (ename)
-                (void)unlinkat(sfd, ename, 0);
-        (void)unlinkat(sfd, file, 0);
-        int r = open_dir(tree, "the tree", &fd, &err);
+        nook_error why = { 0 };
+        if (!ename)
+                return nook_err_oom(err);
+        int r = open_dir(tree, "the tree", &fd, &why);
         if (r >= 0)
-                r = manifest_capture(fd, /* hash= */ true, 0, &m, &err);
-        if (r >= 0)
-                r = manifest_save(m, sfd, file, durable, &err);
-        if (r < 0) {
-                (void)nook_err_wrap(&err, "taking the baseline of '%s'", tree);
-                note_failure(sfd, file, &err);
+                r = manifest_capture(fd, /* hash= */ true, 0, &m, &why);
+        bool is_empty = r >= 0 && m->n == 0;
+        int k = state_dir_open(sdir, /* make= */ !is_empty, sfd, err);
+        if (k < 0)
+                return k;
+        if (*sfd >= 0) {
+                (void)unlinkat(*sfd, ename, 0);
+                (void)unlinkat(*sfd, file, 0);
         }
-}
-
-int sb_baseline_capture(const char *sdir, const char *wsdir, const char *upper, bool fresh_upper,
-        bool upper_durable, nook_error *err) {
-        _cleanup_close_ int sfd = -1;
-        int r = open_dir(sdir, "the state folder", &sfd, err);
-        if (r < 0)
-                return r;
-        if (faccessat(sfd, MF_FILE_NAME, F_OK, AT_SYMLINK_NOFOLLOW) < 0)
-                capture_one(sfd, wsdir, MF_FILE_NAME, /* durable= */ true);
-        if (fresh_upper || faccessat(sfd, MF_ROOT_FILE_NAME, F_OK, AT_SYMLINK_NOFOLLOW) < 0)
-                capture_one(sfd, upper, MF_ROOT_FILE_NAME, upper_durable);
+        *empty = is_empty ? *empty | bit : *empty & ~bit;
+        if (is_empty)
+                return 0;
+        if (r >= 0)
+                r = manifest_save(m, *sfd, file, durable, &why);
+        if (r < 0) {
+                (void)nook_err_wrap(&why, "taking the baseline of '%s'", tree);
+                note_failure(*sfd, file, &why);
+        }
         return 0;
 }
 
-void sb_baseline_forget(const char *sdir) {
-        static const char *const names[] = { MF_FILE_NAME, MF_FILE_NAME ".error", MF_ROOT_FILE_NAME,
-                MF_ROOT_FILE_NAME ".error", JOURNAL_NAME };
-        _cleanup_close_ int sfd = open(sdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
-        if (sfd < 0)
-                return;
-        for (size_t i = 0; i < ELEMENTSOF(names); i++)
-                (void)unlinkat(sfd, names[i], 0);
+unsigned sb_baseline_guess_empty(unsigned kept, bool fresh_upper, bool new_workspace) {
+        unsigned e = kept;
+        if (new_workspace)
+                e |= SANDBOX_EMPTY_WS_BASELINE;
+        if (fresh_upper)
+                e |= SANDBOX_EMPTY_LAYER_BASELINE;
+        return e;
 }
 
-/* The record must exist: diff and merge name sandboxes, not stray folders. */
-static int sandbox_exists(nook *n, const char *name, nook_error *err) {
+int sb_baseline_capture(const char *sdir, const char *wsdir, const char *upper, unsigned kept,
+        bool fresh_upper, bool upper_durable, unsigned *ret_empty, nook_error *err) {
+        _cleanup_close_ int sfd = -1;
+        int r = state_dir_open(sdir, /* make= */ false, &sfd, err);
+        if (r < 0)
+                return r;
+        unsigned empty = 0;
+        /* kept: a file, or a bit of an earlier create of the record */
+        if ((kept & SANDBOX_EMPTY_WS_BASELINE) ||
+                (sfd >= 0 && faccessat(sfd, MF_FILE_NAME, F_OK, AT_SYMLINK_NOFOLLOW) == 0))
+                empty |= kept & SANDBOX_EMPTY_WS_BASELINE;
+        else if ((r = capture_one(sdir, &sfd, wsdir, MF_FILE_NAME, SANDBOX_EMPTY_WS_BASELINE,
+                          /* durable= */ true, &empty, err)) < 0)
+                return r;
+        if (!fresh_upper &&
+                ((kept & SANDBOX_EMPTY_LAYER_BASELINE) ||
+                        (sfd >= 0 && faccessat(sfd, MF_ROOT_FILE_NAME, F_OK, AT_SYMLINK_NOFOLLOW) == 0)))
+                empty |= kept & SANDBOX_EMPTY_LAYER_BASELINE;
+        else if ((r = capture_one(sdir, &sfd, upper, MF_ROOT_FILE_NAME, SANDBOX_EMPTY_LAYER_BASELINE,
+                          upper_durable, &empty, err)) < 0)
+                return r;
+        *ret_empty = empty;
+        return 0;
+}
+
+/* The record must exist: diff and merge name sandboxes, not stray folders.  ret_empty (may be
+ * NULL): its empty baselines (SANDBOX_EMPTY_*). */
+static int sandbox_exists(nook *n, const char *name, unsigned *ret_empty, nook_error *err) {
         store *st;
         sandbox_rec rec = { 0 };
         int r = name_validate("sandbox", name, err);
@@ -101,22 +138,28 @@ static int sandbox_exists(nook *n, const char *name, nook_error *err) {
         if ((r = ctx_store(n, &st, err)) < 0)
                 return r;
         r = store_sandbox_get(st, name, &rec, err);
+        if (r >= 0 && ret_empty)
+                *ret_empty = rec.empty_baselines;
         sandbox_rec_done(&rec);
         return r;
 }
 
-/* The tree (workspace or writable layer) of name and its baseline. */
+/* The tree (workspace or writable layer) of name and its baseline: its file, else the empty one
+ * its record's bit says (baseline.h).  The caller holds name's lock. */
 static int open_tree(
         nook *n, const char *name, bool layer, int *ret_fd, manifest **ret_base, nook_error *err) {
         _cleanup_free_ char *sdir = NULL, *wsdir = NULL, *upper = NULL;
         _cleanup_close_ int sfd = -1, tfd = -1;
-        int r = ctx_dirs(n, name, &sdir, &wsdir, err);
+        unsigned empty = 0;
+        int r = sandbox_exists(n, name, &empty, err);
+        if (r >= 0)
+                r = ctx_dirs(n, name, &sdir, &wsdir, err);
         if (r < 0)
                 return r;
         if (!(upper = sb_upper_path(n, name, sdir)))
                 return nook_err_oom(err);
-        /* No state folder is no baseline: a one-shot run's has none (docs/design/runtime.md, "The
-         * state folder"). */
+        /* No state folder is no baseline file: the baselines are empty (the record's bits), or
+         * there are none (a one-shot run's: docs/design/runtime.md, "The state folder"). */
         r = open_dir(sdir, "the state folder", &sfd, err);
         if (r < 0 && r != -NOOK_E_NOT_FOUND)
                 return r;
@@ -124,6 +167,7 @@ static int open_tree(
         if (r < 0)
                 return r;
         const char *file = layer ? MF_ROOT_FILE_NAME : MF_FILE_NAME;
+        /* its file; else why its capture failed; else the empty one its bit says */
         r = sfd >= 0 ? manifest_load(sfd, file, ret_base, err) : -NOOK_E_NOT_FOUND;
         if (r == -NOOK_E_NOT_FOUND) {
                 _cleanup_free_ char *ename = strprintf("%s.error", file), *why = NULL;
@@ -134,6 +178,12 @@ static int open_tree(
                 if (efd >= 0 && fd_read_to_end(efd, 400, &why, &len, &ignore) >= 0 && why)
                         return nook_err_set(err, NOOK_E_NOT_FOUND,
                                 "Sandbox '%s' has no baseline to compare with: %s", name, why);
+                if (empty & (layer ? SANDBOX_EMPTY_LAYER_BASELINE : SANDBOX_EMPTY_WS_BASELINE)) {
+                        if (!(*ret_base = calloc(1, sizeof(manifest))))
+                                return nook_err_oom(err);
+                        *ret_fd = TAKE_FD(tfd);
+                        return 0;
+                }
                 return nook_err_set(err, NOOK_E_NOT_FOUND,
                         "Sandbox '%s' has no baseline to compare with (it was created without one: by 'nook run', "
                         "whose sandbox goes with its command, or by a nook without diff); use 'nook create', "
@@ -227,7 +277,7 @@ int nook_diff(nook *n, const char *name, unsigned flags, char **ret_json, nook_e
         bool layer = flags & NOOK_DIFF_ROOT;
         if (flags & ~(NOOK_DIFF_PATCH | NOOK_DIFF_ROOT))
                 return nook_err_set(err, NOOK_E_INVALID, "Unknown diff flags 0x%x", flags);
-        int r = sandbox_exists(n, name, err);
+        int r = sandbox_exists(n, name, NULL, err);
         if (r < 0)
                 return r;
         if ((r = journal_recover(n, name, err)) < 0)
@@ -323,7 +373,7 @@ int nook_merge(nook *n, const char *branch, const char *opts_json, char **ret_js
         int r = merge_opts_parse(opts_json, &opts, &o, err);
         if (r < 0)
                 return r;
-        if ((r = sandbox_exists(n, branch, err)) < 0)
+        if ((r = sandbox_exists(n, branch, NULL, err)) < 0)
                 return r;
         if (!o.into) {
                 if ((r = merge_default_target(n, branch, &def, err)) < 0)
@@ -333,7 +383,7 @@ int nook_merge(nook *n, const char *branch, const char *opts_json, char **ret_js
         if (streq(o.into, branch))
                 return nook_err_set(
                         err, NOOK_E_INVALID, "Cannot merge '%s' into itself: name another sandbox", branch);
-        if ((r = sandbox_exists(n, o.into, err)) < 0)
+        if ((r = sandbox_exists(n, o.into, NULL, err)) < 0)
                 return nook_err_wrap(err, "the merge target");
         /* either tree may hold the leftovers of a killed merge into it */
         if ((r = journal_recover(n, branch, err)) < 0)

@@ -161,6 +161,15 @@ int ctx_store(nook *n, store **ret, nook_error *err) {
         return 0;
 }
 
+bool ctx_sandbox_recorded(nook *n, const char *name) {
+        store *st;
+        sandbox_rec rec = { 0 };
+        nook_error ignore;
+        bool found = ctx_store(n, &st, &ignore) >= 0 && store_sandbox_get(st, name, &rec, &ignore) >= 0;
+        sandbox_rec_done(&rec);
+        return found;
+}
+
 static int ctx_child_dir(const nook *n, const char *kind, const char *name, char **ret, nook_error *err) {
         int r = name_validate("sandbox", name, err);
         if (r < 0)

@@ -49,6 +49,9 @@ int ctx_sandbox_root(
 int ctx_home_check(const char *home, bool allow, bool *ret_shared, nook_error *err);
 /* The database, opened on first use. */
 int ctx_store(nook *n, store **ret, nook_error *err);
+/* True when sandbox name has a record: its state folder may not exist (a create makes it only
+ * when something goes in it: docs/design/runtime.md, "The state folder"). */
+bool ctx_sandbox_recorded(nook *n, const char *name);
 /* <home>/workspaces/<name>, after validating name. */
 int ctx_ws_dir(const nook *n, const char *name, char **ret, nook_error *err);
 /* <home>/sandboxes/<name>, after validating name. */

@@ -140,7 +140,7 @@ static int open_egress_log(nook *n, const char *name, int *ret_fd, nook_error *e
                 return r;
         if ((r = ctx_sandbox_dir(n, name, &sdir, err)) < 0)
                 return r;
-        if (access(sdir, F_OK) < 0)
+        if (access(sdir, F_OK) < 0 && !ctx_sandbox_recorded(n, name))
                 return nook_err_set(err, NOOK_E_NOT_FOUND, "No sandbox '%s'", name);
         _cleanup_free_ char *p = strprintf("%s/egress.log", sdir);
         if (!p)

@@ -281,8 +281,8 @@ static int mkdir_owned(const char *p, mode_t mode, uid_t uid, gid_t gid, nook_er
  * image_digest: in, the image a kept writable layer sits on (NULL: resolve spec->image); out, the
  * registry image's digest for the record (NULL for "host" or a directory). */
 static int prepare_state(nook *n, const char *name, const sb_spec *spec, bool keep_upper, bool one_shot,
-        bool lazy_sdir, const char *sdir, const char *rundir, bool rundir_fresh, const char *wsdir,
-        uid_t ruid, gid_t rgid, char **image_digest, char **ret_config, nook_error *err) {
+        const char *sdir, const char *rundir, bool rundir_fresh, const char *wsdir, uid_t ruid, gid_t rgid,
+        char **image_digest, char **ret_config, nook_error *err) {
         _cleanup_free_ char *upper = strprintf("%s/upper", sdir), *work = strprintf("%s/work", sdir);
         _cleanup_free_ char *sdirs = strprintf("%s/sandboxes", n->home);
         _cleanup_free_ char *wsdirs = strprintf("%s/workspaces", n->home);
@@ -297,10 +297,11 @@ static int prepare_state(nook *n, const char *name, const sb_spec *spec, bool ke
         r = path_mkdir_p(wsdirs, 0711, err);
         if (r < 0)
                 return r;
-        /* lazy_sdir: the state folder is made only when something goes in it (below: the layer,
-         * the scripts, the egress gateway's log); a one-shot run without them has none, and is
-         * spared its mkdir and its deletion (docs/design/runtime.md, "The state folder"). */
-        bool made = !lazy_sdir || access(sdir, F_OK) == 0 || errno != ENOENT;
+        /* The state folder is made only when something goes in it (below: the layer, the
+         * scripts, the egress gateway's log; baseline files, sb_baseline_capture): a create
+         * without them has none, and is spared its mkdir and its deletion (docs/design/
+         * runtime.md, "The state folder"). */
+        bool made = access(sdir, F_OK) == 0 || errno != ENOENT;
         bool fresh = !made || mkdir(sdir, 0700) == 0; /* nothing of an earlier run to clear in it */
         if (!fresh && errno != EEXIST)
                 return nook_err_errno(err, NOOK_E_IO, "Cannot create '%s'", sdir);
@@ -462,12 +463,13 @@ static int lifeline_keep(nook *n, int fd, nook_error *err) {
 /* The baseline diff and merge compare with (docs/design/diff-merge.md): taken once the
  * workspace and the writable layer are complete and before the supervisor starts, so no guest
  * write precedes it. */
-static int baseline_capture(nook *n, const char *name, const char *sdir, const char *wsdir, bool fresh_upper,
-        bool sticky, nook_error *err) {
+static int baseline_capture(nook *n, const char *name, const char *sdir, const char *wsdir, unsigned kept,
+        bool fresh_upper, bool sticky, unsigned *ret_empty, nook_error *err) {
         _cleanup_free_ char *upper = sb_upper_path(n, name, sdir);
         if (!upper)
                 return nook_err_oom(err);
-        return sb_baseline_capture(sdir, wsdir, upper, fresh_upper, /* upper_durable= */ sticky, err);
+        return sb_baseline_capture(
+                sdir, wsdir, upper, kept, fresh_upper, /* upper_durable= */ sticky, ret_empty, err);
 }
 
 /* The secrets' values (sb_egress_values_json) are wiped before they are freed. */
@@ -579,6 +581,7 @@ static int create_locked_client(nook *n, const char *name, const sb_spec *spec, 
                 keep_upper && rec.image && streq(rec.image, spec->image) ? TAKE_PTR(rec.image_digest) : NULL;
         /* a branch stays one across stop and start */
         char *branch_of = TAKE_PTR(rec.branch_of), *branch_point = TAKE_PTR(rec.branch_point);
+        unsigned kept_empty = rec.empty_baselines; /* an earlier create's (baseline.h) */
         r = rec_fill(&rec, name, spec, spec_json, err);
         rec.image_digest = pin;
         rec.branch_of = branch_of;
@@ -589,6 +592,14 @@ static int create_locked_client(nook *n, const char *name, const sb_spec *spec, 
         }
         if (r < 0)
                 return r;
+        /* Empty baselines are bits of the record, not files in the state folder (baseline.h): a
+         * create of a new workspace and an ephemeral layer makes no state folder at all.  The
+         * record saved next has the guess, the capture below makes it exact. */
+        bool provisions = json_object_size(spec->setup_files) > 0 || json_object_size(spec->scripts) > 0;
+        rec.empty_baselines = (flags & NOOK_CREATE_NO_BASELINE)
+                ? kept_empty
+                : sb_baseline_guess_empty(kept_empty, !keep_upper && !provisions,
+                          !ws_existed && !spec->snapshot && !provisions);
         if (created)
                 rec.created_at = created;
         /* The record and the sandbox's own host id range (docs/design/security.md): one write
@@ -602,11 +613,11 @@ static int create_locked_client(nook *n, const char *name, const sb_spec *spec, 
         _cleanup_free_ char *config = NULL;
         r = sb_run_dir_make(rundir, err);
         if (r >= 0)
-                r = prepare_state(n, name, spec, keep_upper, flags & NOOK_CREATE_ONE_SHOT,
-                        (flags & NOOK_CREATE_ONE_SHOT) && (flags & NOOK_CREATE_NO_BASELINE) && !x, sdir,
-                        rundir, r > 0, wsdir, ruid, rgid, &rec.image_digest, &config, err);
+                r = prepare_state(n, name, spec, keep_upper, flags & NOOK_CREATE_ONE_SHOT, sdir, rundir,
+                        r > 0, wsdir, ruid, rgid, &rec.image_digest, &config, err);
         if (r >= 0 && !(flags & NOOK_CREATE_NO_BASELINE))
-                r = baseline_capture(n, name, sdir, wsdir, !keep_upper, spec->sticky, err);
+                r = baseline_capture(n, name, sdir, wsdir, kept_empty, !keep_upper, spec->sticky,
+                        &rec.empty_baselines, err);
         if (r >= 0)
                 test_kill_at("prepared");
         pid_t pid = 0;
@@ -626,8 +637,10 @@ static int create_locked_client(nook *n, const char *name, const sb_spec *spec, 
                 bool keep_log = handed && (r == -NOOK_E_INTERNAL || r == -NOOK_E_TIMEOUT);
                 sup_start_done(&sup);
                 sb_cgroup_remove(n, name); /* a supervisor killed in setup cleaned nothing */
-                if (!keep_upper)
+                if (!keep_upper) {
                         (void)path_rm_rf(sdir, &ignore);
+                        rec.empty_baselines = 0; /* the baselines go with the state folder */
+                }
                 sb_run_dir_clean(rundir, keep_log || !handed);
                 if (!handed)
                         (void)rmdir(rundir); /* unless it keeps a log of an earlier failed create */

@@ -396,7 +396,7 @@ int nook_sandbox_logs(
         if ((r = sb_run_dir(n, name, &rdir, err)) < 0)
                 return r;
         bool have_sdir = access(sdir, F_OK) == 0, have_rdir = access(rdir, F_OK) == 0;
-        if (!have_sdir && !have_rdir)
+        if (!have_sdir && !have_rdir && !ctx_sandbox_recorded(n, name))
                 return nook_err_set(err, NOOK_E_NOT_FOUND, "No sandbox '%s'", name);
         const char *dir = sdir;
         if (o->system) {

@@ -545,7 +545,7 @@ int store_integrity_check(store *st, nook_error *err) {
 
 #define SANDBOX_COLUMNS                                                                                     \
         "name, state, image, spec_json, sticky, created_at, started_at, stopped_at, supervisor_pid, "       \
-        "supervisor_start, stop_reason, image_digest, branch_of, branch_point"
+        "supervisor_start, stop_reason, image_digest, branch_of, branch_point, empty_baselines"
 
 void sandbox_rec_done(sandbox_rec *r) {
         if (!r)
@@ -568,7 +568,7 @@ void sandbox_rec_array_free(sandbox_rec *a, size_t n) {
         free(a);
 }
 
-/* Binds every column but name to ?2..?14, in SANDBOX_COLUMNS order; ?1 is the name. */
+/* Binds every column but name to ?2..?15, in SANDBOX_COLUMNS order; ?1 is the name. */
 static void sandbox_bind(sqlite3_stmt *s, const sandbox_rec *r) {
         (void)sqlite3_bind_text(s, 1, r->name, -1, SQLITE_STATIC);
         (void)sqlite3_bind_text(s, 2, r->state, -1, SQLITE_STATIC);
@@ -585,6 +585,7 @@ static void sandbox_bind(sqlite3_stmt *s, const sandbox_rec *r) {
         (void)sqlite3_bind_text(s, 12, r->image_digest, -1, SQLITE_STATIC);
         (void)sqlite3_bind_text(s, 13, r->branch_of, -1, SQLITE_STATIC);
         (void)sqlite3_bind_text(s, 14, r->branch_point, -1, SQLITE_STATIC);
+        (void)sqlite3_bind_int(s, 15, (int)r->empty_baselines);
 }
 
 static int column_strdup(sqlite3_stmt *s, int col, char **ret) {
@@ -624,6 +625,7 @@ static int sandbox_from_row(sqlite3_stmt *s, sandbox_rec *ret, nook_error *err) 
         r.stopped_at = sqlite3_column_int64(s, 7);
         r.supervisor_pid = (pid_t)sqlite3_column_int64(s, 8);
         r.supervisor_start = (uint64_t)sqlite3_column_int64(s, 9);
+        r.empty_baselines = (unsigned)sqlite3_column_int(s, 14);
         *ret = r;
         r = (sandbox_rec){};
         return 0;
@@ -701,7 +703,7 @@ int store_sandbox_insert(store *st, const sandbox_rec *rec, nook_error *err) {
         _cleanup_tx_ store *tx = st;
         r = store_prepare(st,
                 "INSERT INTO sandboxes (" SANDBOX_COLUMNS
-                ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+                ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
                 &s, err);
         if (r < 0)
                 return r;
@@ -774,7 +776,8 @@ int store_sandbox_update(store *st, const sandbox_rec *rec, nook_error *err) {
         r = store_prepare(st,
                 "UPDATE sandboxes SET state = ?2, image = ?3, spec_json = ?4, sticky = ?5, created_at = ?6, "
                 "started_at = ?7, stopped_at = ?8, supervisor_pid = ?9, supervisor_start = ?10, "
-                "stop_reason = ?11, image_digest = ?12, branch_of = ?13, branch_point = ?14 WHERE name = ?1",
+                "stop_reason = ?11, image_digest = ?12, branch_of = ?13, branch_point = ?14, "
+                "empty_baselines = ?15 WHERE name = ?1",
                 &s, err);
         if (r < 0)
                 return r;

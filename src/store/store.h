@@ -54,7 +54,12 @@ typedef struct sandbox_rec {
         char *stop_reason; /* "user", "max_duration", "idle", ... or NULL */
         char *branch_of; /* the sandbox this one was branched from, or NULL (005_sandbox_branch.sql) */
         char *branch_point; /* when: RFC 3339 UTC with milliseconds, or NULL */
+        unsigned empty_baselines; /* SANDBOX_EMPTY_*: baselines that are empty, and so no file */
 } sandbox_rec;
+
+/* The bits of sandbox_rec.empty_baselines (006_sandbox_empty_baselines.sql). */
+#define SANDBOX_EMPTY_WS_BASELINE 1u
+#define SANDBOX_EMPTY_LAYER_BASELINE 2u
 
 void sandbox_rec_done(sandbox_rec *r);
 

@@ -12,7 +12,7 @@
 
 require_bin "$NOOK" "$NOOK_SUPERVISOR"
 command -v python3 >/dev/null || plan skip_all "python3 is needed to read the JSON"
-plan 109
+plan 126
 
 D=$(mktemp -d /var/tmp/nook-dm-test.XXXXXX)
 chmod 0755 "$D"
@@ -122,6 +122,49 @@ printf 'nook-manifest 1\nf 644 0 0 1 1 1 1 - ../escape -\n' >"$NOOK_HOME/sandbox
 expect_fail 1 "a baseline with a path that climbs out" diff w
 like "$err" "malformed" "the message says the manifest is malformed"
 cp "$D/saved.manifest" "$NOOK_HOME/sandboxes/w/baseline.manifest"
+
+# ---- empty baselines: bits of the record, no state folder ----------------------------------------
+bits() { sqlite3 "$NOOK_HOME/nook.db" "SELECT empty_baselines FROM sandboxes WHERE name = '$1'" 2>&1; }
+run_nook create e0
+is "$status" 0 "create e0 over a new, empty workspace" || diag "$err"
+check "its create made no state folder" test ! -e "$NOOK_HOME/sandboxes/e0"
+is "$(bits e0)" 3 "its record says both baselines are empty (workspace 1, layer 2)"
+run_nook diff e0
+is "$status:$out" "0:" "a fresh sandbox has no changes against its empty baseline"
+g e0 'echo a > /workspace/a && mkdir /workspace/d && echo z > /etc/nook-e0' >/dev/null
+run_nook diff --json e0
+is "$(printf '%s' "$out" | kinds)" $'added a\nadded d' "diff lists what the guest added to the empty workspace"
+run_nook diff --root --json e0
+like "$out" '"path":"etc/nook-e0","kind":"added"' "--root: the same against the empty layer"
+run_nook stop e0
+run_nook start e0
+run_nook diff --json e0
+is "$status/$(printf '%s' "$out" | kinds)" $'0/added a\nadded d' "the empty baseline survives stop and start"
+# a baseline file outweighs the bit: a malformed one planted beside it is refused, not skipped
+mkdir -p "$NOOK_HOME/sandboxes/e0"
+printf 'nook-manifest 1\nf 644 0 0 1 1 1 1 - ../escape -\n' >"$NOOK_HOME/sandboxes/e0/baseline.manifest"
+expect_fail 1 "a planted baseline file beside the bit" diff e0
+like "$err" "malformed" "is read, and refused as malformed"
+rm -f "$NOOK_HOME/sandboxes/e0/baseline.manifest"
+printf 'the tree was too big\n' >"$NOOK_HOME/sandboxes/e0/baseline.manifest.error"
+expect_fail 1 "a capture's error beside the bit" diff e0
+like "$err" "no baseline to compare with: the tree was too big" "is said, not an empty baseline"
+rm -f "$NOOK_HOME/sandboxes/e0/baseline.manifest.error"
+# trees that are not empty at create: files, and no bit
+run_nook ws path e1
+mkdir -p "$out" && echo seed >"$out/seed" && chmod 0755 "$out"
+printf 'x\n' >"$D/setup"
+run_nook create --setup-file /etc/nook-setup="$D/setup" e1
+is "$status" 0 "create e1 over a populated workspace, with a setup file in its layer" || diag "$err"
+check "both baselines are files" test -s "$NOOK_HOME/sandboxes/e1/baseline.manifest" -a -s "$NOOK_HOME/sandboxes/e1/baseline-root.manifest"
+is "$(bits e1)" 0 "and no bit says empty"
+g e1 'rm /workspace/seed; rm /etc/nook-setup' >/dev/null
+run_nook diff --json e1
+is "$(printf '%s' "$out" | kinds)" "deleted seed" "diff: the seed file is gone"
+run_nook diff --root --json e1
+like "$out" '"path":"etc/nook-setup","kind":"deleted"' "--root: so is the setup file the create wrote"
+run_nook rm e0 e1
+is "$status/$(bits e0)$(bits e1)" "0/" "rm removes both, records and all"
 
 # ---- two sandboxes from the same initial workspace: merge ----------------------------------------
 base="$D/base"

@@ -8,7 +8,7 @@
 . "$(dirname "$0")/lib.sh"
 
 require_bin "$NOOK" "$NOOK_SUPERVISOR"
-plan 53
+plan 54
 
 SENT="nook-sentinel-$$-s3cr3t"
 export TOK=$SENT
@@ -92,6 +92,8 @@ check "no state folder or workspace was left" test ! -e "$NOOK_HOME/sandboxes/w"
 # ---- nook egress log -------------------------------------------------------------------------
 run_nook create w
 sdir="$NOOK_HOME/sandboxes/w"
+# a sandbox without a gateway has no state folder (nothing goes in it): the one a gateway's has
+mkdir "$sdir"
 # what a gateway wrote, plus a torn last line and bytes that must not reach a terminal raw
 {
         printf '%s\n' '{"time":"2026-12-03T07:00:00.123Z","sandbox":"w","method":"GET","host":"api.example","path":"/repos/x","status":200,"decision":"allow","rule":"GET https://api.example/repos/*","reason":null,"bytesUp":10,"bytesDown":20,"proto":"http/1.1"}'
@@ -121,6 +123,10 @@ if [[ $n_ok == 2 && $out != *$'\e'* && $out == *'\u001'[bB]* ]]; then
 else
         not_ok "egress log --json: each line is JSON" "$out"
 fi
+run_nook create nogw
+run_nook egress log nogw
+is "$status:$out" "0:" "egress log of a sandbox without a gateway (and so without a state folder): nothing"
+run_nook rm nogw
 expect_fail 1 "egress log of an unknown sandbox" egress log nosuch
 like "$err" "No sandbox 'nosuch'" "egress log: the error names the sandbox"
 expect_fail 2 "egress log without a name" egress log

@@ -118,8 +118,8 @@ while True:
 PY
 gone "$pid"
 state=$(sed -n 's/.*) \(.\).*/\1/p' "/proc/$pid/stat" 2>/dev/null)
-check "the supervisor is gone (a zombie at most), its state folder still there" \
-        test -d "$NOOK_HOME/sandboxes/rmx" -a "${state:-Z}" = Z
+check "the supervisor is gone (a zombie at most), its workspace still there" \
+        test -d "$NOOK_HOME/workspaces/rmx" -a "${state:-Z}" = Z
 check "a stop for removal leaves no exit record" test ! -e "$NOOK_HOME/sandboxes/rmx/exit.json"
 is "$(field rmx state)/$(field rmx stopReason)" "stopped/supervisor_died" "ls reconciles the half-removed sandbox: stopped"
 run_nook rm rmx

@@ -213,6 +213,7 @@ Test(store, migration_2_adds_image_digest_to_a_version_1_database) {
                         "DROP INDEX sandboxes_by_image_digest; ALTER TABLE sandboxes DROP COLUMN "
                         "image_digest; ALTER TABLE image_layers DROP COLUMN blob; DROP TABLE id_ranges; "
                         "ALTER TABLE sandboxes DROP COLUMN branch_of; ALTER TABLE sandboxes DROP COLUMN branch_point; "
+                        "ALTER TABLE sandboxes DROP COLUMN empty_baselines; "
                         "DELETE FROM schema_version WHERE version >= 2",
                         NULL, NULL, NULL),
                 SQLITE_OK, "%s", sqlite3_errmsg(db));
@@ -248,6 +249,35 @@ Test(store, branch_of_and_branch_point_round_trip) {
         cr_assert_eq(store_sandbox_get(st, "plain", &got, &err), 0, "%s", err.msg);
         cr_assert_null(got.branch_of);
         cr_assert_null(got.branch_point);
+        sandbox_rec_done(&got);
+        store_free(st);
+}
+
+/* Migration 6: the empty baselines' bits round-trip through insert and update; 0 when unset; a
+ * value outside them is refused by the column's CHECK, and the row keeps its bits. */
+Test(store, empty_baselines_round_trip) {
+        store *st = open_ok();
+        nook_error err = {};
+        sandbox_rec r, got = {};
+        rec_init(&r, "eb", "running");
+        r.empty_baselines = SANDBOX_EMPTY_WS_BASELINE | SANDBOX_EMPTY_LAYER_BASELINE;
+        cr_assert_eq(store_sandbox_insert(st, &r, &err), 0, "%s", err.msg);
+        cr_assert_eq(store_sandbox_get(st, "eb", &got, &err), 0, "%s", err.msg);
+        cr_assert_eq(got.empty_baselines, 3u);
+        sandbox_rec_done(&got);
+        r.empty_baselines = SANDBOX_EMPTY_WS_BASELINE;
+        cr_assert_eq(store_sandbox_update(st, &r, &err), 0, "%s", err.msg);
+        cr_assert_eq(store_sandbox_get(st, "eb", &got, &err), 0, "%s", err.msg);
+        cr_assert_eq(got.empty_baselines, 1u);
+        sandbox_rec_done(&got);
+        r.empty_baselines = 4;
+        cr_assert_lt(store_sandbox_update(st, &r, &err), 0, "a bit that does not exist is refused");
+        cr_assert_eq(store_sandbox_get(st, "eb", &got, &err), 0, "%s", err.msg);
+        cr_assert_eq(got.empty_baselines, 1u, "and changes nothing");
+        sandbox_rec_done(&got);
+        insert_ok(st, "plain", NULL);
+        cr_assert_eq(store_sandbox_get(st, "plain", &got, &err), 0, "%s", err.msg);
+        cr_assert_eq(got.empty_baselines, 0u);
         sandbox_rec_done(&got);
         store_free(st);
 }

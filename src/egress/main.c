@@ -32,6 +32,7 @@
 #include "util/fd.h"
 #include "util/idlemem.h"
 #include "util/macro.h"
+#include "util/proc.h"
 
 #define SUP_FD 3
 #define MAX_CONNS 512
@@ -176,6 +177,9 @@ static int setup(egress_config **cfg, egress_tls **tls, int lfds[2], nook_error 
         int r = recv_config(cfg, &audit_fd, err);
         if (r < 0)
                 return r;
+        /* the supervisor started us off its CPU and sent the config after that (supervisor/
+         * egress.c:spawn_gateway): its whole mask back */
+        proc_take_parent_cpus();
         egress_audit_init(audit_fd, (*cfg)->sandbox);
         r = egress_tls_new((*cfg)->sandbox, (*cfg)->extra_ca_pem, tls, err);
         if (r < 0)

@@ -23,6 +23,7 @@
 #include "util/error.h"
 #include "util/fd.h"
 #include "util/macro.h"
+#include "util/proc.h"
 #include "util/str.h"
 
 #define SECRETS_MAX ((size_t)1024 * 1024)
@@ -138,6 +139,9 @@ int main(int argc, char **argv) {
         sup_config cfg = { 0 };
         int cr = sup_config_from_fd(config_fd, &cfg, &err);
         config_fd = safe_close(config_fd);
+        /* our creator started us off its CPU (lifecycle.c:supervisor_spawn) and sent the config
+         * after that: its whole mask back */
+        proc_take_parent_cpus();
         /* Nothing at all: the creator died or gave up before sending it.  We made nothing, and
          * our stdio is still its own: leave without a word. */
         if (cr == 0)

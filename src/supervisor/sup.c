@@ -162,20 +162,6 @@ static int wait_ready(sup *s, nook_error *err) {
         return nook_err_wrap(err, "setting up the sandbox");
 }
 
-/* Right after the clone: the kernel often queues a new child on its parent's CPU even when
- * another CPU is idle (4 of 6 creates here); the init then waited for us to block after the
- * cgroup and the maps, ~0.5 ms on every create's critical path (bench/README.md, issue #17).  So
- * the init may start on our mask's other CPUs only; it takes the whole mask back after sync 1,
- * which comes after this call (init.c, step 2c).  Nothing when we may use one CPU only. */
-static void start_off_our_cpu(pid_t pid, const cpu_set_t *ours) {
-        int cpu = sched_getcpu();
-        if (cpu < 0 || cpu >= CPU_SETSIZE || !CPU_ISSET(cpu, ours) || CPU_COUNT(ours) < 2)
-                return;
-        cpu_set_t others = *ours;
-        CPU_CLR(cpu, &others);
-        (void)sched_setaffinity(pid, sizeof(others), &others);
-}
-
 static int start_init(sup *s, nook_error *err) {
         int sp[2] = { -1, -1 };
         int r;
@@ -218,8 +204,10 @@ static int start_init(sup *s, nook_error *err) {
                 safe_close(sp[0]);
                 init_main(sp[1], s->cfg, rootless, &s->seccomp, &idm, have_cpus ? &cpus : NULL);
         }
+        /* the init, queued on our CPU, waited for us to block after the cgroup and the maps: ~0.5
+         * ms of every create; it takes the whole mask back after sync 1 (init.c, step 2c) */
         if (have_cpus)
-                start_off_our_cpu((pid_t)pid, &cpus);
+                proc_start_off_our_cpu((pid_t)pid, &cpus);
         safe_close(sp[1]);
         s->init_pid = (pid_t)pid;
         s->init_sock = sp[0];

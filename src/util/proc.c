@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <link.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -160,4 +161,19 @@ int proc_self_build_id(char *out, size_t len) {
                 return -ENOBUFS;
         memcpy(out, s.hex, strlen(s.hex) + 1);
         return 0;
+}
+
+void proc_start_off_our_cpu(pid_t pid, const cpu_set_t *mask) {
+        int cpu = sched_getcpu();
+        if (cpu < 0 || cpu >= CPU_SETSIZE || !CPU_ISSET(cpu, mask) || CPU_COUNT(mask) < 2)
+                return;
+        cpu_set_t others = *mask;
+        CPU_CLR(cpu, &others);
+        (void)sched_setaffinity(pid, sizeof(others), &others);
+}
+
+void proc_take_parent_cpus(void) {
+        cpu_set_t cpus;
+        if (sched_getaffinity(getppid(), sizeof(cpus), &cpus) == 0)
+                (void)sched_setaffinity(0, sizeof(cpus), &cpus);
 }

@@ -2,6 +2,7 @@
 /* Processes: kill-and-reap on scope exit, start times (pid reuse detection), pidfds. */
 #pragma once
 
+#include <sched.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -27,6 +28,15 @@ int pidfd_send_signal_(int pidfd, int sig);
 /* The GNU build id of the running program in hex (a key for caches of what it computed), or
  * -ENOENT when it was linked without one. */
 int proc_self_build_id(char *out, size_t len);
+/* Moves pid, a child we just started, off the CPU we run on, to the other CPUs of mask: the
+ * kernel often queues a new child on its parent's CPU while another CPU is idle, or our own
+ * wake-up preempts it there, and it then waits for us to block (bench/README.md, issue #17).
+ * The child takes the whole mask back itself (proc_take_parent_cpus), at a point that comes
+ * after this call.  Nothing when mask has one CPU. */
+void proc_start_off_our_cpu(pid_t pid, const cpu_set_t *mask);
+/* The other side: our CPU mask becomes our parent's, which proc_start_off_our_cpu narrowed for
+ * our start. */
+void proc_take_parent_cpus(void);
 /* Monotonic time in milliseconds. */
 uint64_t now_ms(void);
 /* Wall-clock time in seconds since the epoch. */

@@ -18,7 +18,7 @@ for t in slirp4netns nsenter nft jq; do
         command -v $t >/dev/null || plan skip_all "$t is not installed (scripts/deps.sh installs it)"
 done
 [[ -r /dev/net/tun && -w /dev/net/tun ]] || { plan 1; skip_expected "no access to /dev/net/tun here (the network needs it)"; exit 0; }
-plan 24
+plan 25
 
 SENT="nook-sentinel-$$-$RANDOM-guest"
 TOK=$SENT run_nook create --network public --sticky --secret TOK@api.example.test,'*.example.test' --egress-audit g
@@ -42,6 +42,10 @@ like "$rules" "udp dport 443 reject" "... and rejects UDP 443 (QUIC)"
 egress_pid=$(pgrep -P "$sup" -x nook-egress)
 check "the gateway runs beside the supervisor, outside the sandbox's network namespace" \
         test -n "$egress_pid" -a "$(readlink /proc/$egress_pid/ns/net)" = "$(readlink /proc/$sup/ns/net)"
+# the supervisor starts it off its own CPU (supervisor/egress.c:spawn_gateway); it takes the
+# whole mask back, which is the creator's
+cpus() { sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' "/proc/$1/status" 2>/dev/null; }
+is "$(cpus "${egress_pid:-0}")" "$(cpus $$)" "the gateway runs on every CPU its creator may"
 
 run_nook exec g -- sh -c 'printf %s "$TOK"'
 like "$out" '^nook-ph-[0-9a-f]{32}$' "the guest's TOK is a placeholder"

@@ -7,7 +7,7 @@
 
 require_bin "$NOOK" "$NOOK_SUPERVISOR"
 command -v jq >/dev/null || plan skip_all "jq is needed to read nook's JSON"
-plan 72
+plan 74
 
 # field NAME FILTER: a value from `nook inspect NAME` ('' on error).
 field() { "$NOOK" inspect "$1" 2>/dev/null | jq -r "$2 // empty" 2>/dev/null; }
@@ -61,6 +61,17 @@ unlike "$supfds" "memfd:nook-config" "the supervisor holds no memfd of the confi
 mntns=$("$NOOK" exec life readlink /proc/self/ns/mnt 2>/dev/null)
 held=$(for f in "/proc/${sup:-0}/fd/"*; do readlink "$f"; done 2>/dev/null | grep -cxF "${mntns:-none}")
 is "${mntns:+found}/$held" "found/1" "the supervisor holds init's mount namespace ($mntns)"
+# The creator starts its supervisor off its own CPU (lifecycle.c:supervisor_spawn), and the
+# supervisor takes the creator's whole mask back: nothing of the sandbox stays narrowed, with the
+# creator's mask or with a one-CPU one (taskset).
+cpus() { sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' "/proc/$1/status" 2>/dev/null; }
+cpus_in() { "$NOOK" exec "$1" sh -c 'sed -n "s/^Cpus_allowed_list:[[:space:]]*//p" /proc/self/status' 2>/dev/null; }
+mine=$(cpus $$)
+is "$(cpus "${sup:-0}")/$(cpus_in life)" "$mine/$mine" "the supervisor and a command run on every CPU the creator may ($mine)"
+first=${mine%%[,-]*}
+taskset -c "$first" "$NOOK" create onecpu >/dev/null 2>&1
+is "$(cpus "$(field onecpu .supervisorPid)")/$(cpus_in onecpu)" "$first/$first" "a creator pinned to CPU $first gives its sandbox that CPU alone"
+run_nook rm onecpu
 
 run_nook ls
 like "$out" $'(^|\n)life +running +ephemeral' "ls lists life as running, ephemeral"

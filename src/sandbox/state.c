@@ -340,7 +340,7 @@ static int adopt_or_kill(nook *n, sandbox_rec *rec, const char *sdir, store *st,
                 rec->stopped_at = 0;
                 free(rec->stop_reason);
                 rec->stop_reason = NULL;
-                r = store_sandbox_update(st, rec, err);
+                r = store_sandbox_update_state(st, rec, err);
                 return r < 0 ? r : 1;
         }
         (void)kill(pid, SIGKILL);
@@ -405,7 +405,7 @@ int sb_reconcile(nook *n, sandbox_rec *rec, nook_error *err) {
         rec->stopped_at = now_epoch();
         rec->supervisor_pid = 0;
         rec->supervisor_start = 0;
-        return store_sandbox_update(st, rec, err);
+        return store_sandbox_update_state(st, rec, err);
 }
 
 int sb_reconcile_unlocked(nook *n, sandbox_rec *rec, nook_error *err) {

@@ -762,6 +762,29 @@ int store_sandbox_get(store *st, const char *name, sandbox_rec *ret, nook_error 
         return 0;
 }
 
+#define SANDBOX_UPDATE_SQL                                                                                  \
+        "UPDATE sandboxes SET state = ?2, image = ?3, spec_json = ?4, sticky = ?5, created_at = ?6, "       \
+        "started_at = ?7, stopped_at = ?8, supervisor_pid = ?9, supervisor_start = ?10, "                   \
+        "stop_reason = ?11, image_digest = ?12, branch_of = ?13, branch_point = ?14, "                      \
+        "empty_baselines = ?15 WHERE name = ?1"
+
+int store_sandbox_update_state(store *st, const sandbox_rec *rec, nook_error *err) {
+        _cleanup_stmt_ sqlite3_stmt *s = NULL;
+        int r = rec_check(rec, err);
+        if (r < 0)
+                return r;
+        /* one statement is its own transaction: no BEGIN, no COMMIT to run (issue #17) */
+        if ((r = store_prepare(st, SANDBOX_UPDATE_SQL, &s, err)) < 0)
+                return r;
+        sandbox_bind(s, rec);
+        int rc = sqlite3_step(s);
+        if (rc != SQLITE_DONE)
+                return store_fail(st, rc, err, "Cannot update sandbox '%s'", rec->name);
+        if (sqlite3_changes(st->db) == 0)
+                return nook_err_set(err, NOOK_E_NOT_FOUND, "No sandbox named '%s'", rec->name);
+        return 0;
+}
+
 int store_sandbox_update(store *st, const sandbox_rec *rec, nook_error *err) {
         _cleanup_stmt_ sqlite3_stmt *s = NULL;
         int r, rc;
@@ -773,12 +796,7 @@ int store_sandbox_update(store *st, const sandbox_rec *rec, nook_error *err) {
         if (r < 0)
                 return r;
         _cleanup_tx_ store *tx = st;
-        r = store_prepare(st,
-                "UPDATE sandboxes SET state = ?2, image = ?3, spec_json = ?4, sticky = ?5, created_at = ?6, "
-                "started_at = ?7, stopped_at = ?8, supervisor_pid = ?9, supervisor_start = ?10, "
-                "stop_reason = ?11, image_digest = ?12, branch_of = ?13, branch_point = ?14, "
-                "empty_baselines = ?15 WHERE name = ?1",
-                &s, err);
+        r = store_prepare(st, SANDBOX_UPDATE_SQL, &s, err);
         if (r < 0)
                 return r;
         sandbox_bind(s, rec);

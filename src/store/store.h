@@ -72,6 +72,9 @@ int store_sandbox_insert(store *st, const sandbox_rec *r, nook_error *err);
 int store_sandbox_get(store *st, const char *name, sandbox_rec *ret, nook_error *err);
 /* Replaces every field of the record named r->name (labels included). */
 int store_sandbox_update(store *st, const sandbox_rec *r, nook_error *err);
+/* The same but the labels, which stay as they are: one statement, for a change of state (the
+ * end of a create, a reconcile), where the labels are the record's already. */
+int store_sandbox_update_state(store *st, const sandbox_rec *r, nook_error *err);
 /* Missing is success. */
 int store_sandbox_delete(store *st, const char *name, nook_error *err);
 /* All records ordered by name.  label_filters (NULL-terminated, may be NULL) keeps records that

@@ -282,6 +282,32 @@ Test(store, empty_baselines_round_trip) {
         store_free(st);
 }
 
+/* store_sandbox_update_state: every field but the labels, which stay; a missing record is
+ * NOOK_E_NOT_FOUND. */
+Test(store, update_state_keeps_the_labels) {
+        store *st = open_ok();
+        nook_error err = {};
+        sandbox_rec r, got = {};
+        const char *labels[] = { "team=qa", NULL };
+        insert_ok(st, "us", labels);
+        rec_init(&r, "us", "stopped");
+        r.supervisor_pid = 4242;
+        r.stop_reason = (char *)"user";
+        r.empty_baselines = SANDBOX_EMPTY_WS_BASELINE;
+        cr_assert_eq(store_sandbox_update_state(st, &r, &err), 0, "%s", err.msg);
+        cr_assert_eq(store_sandbox_get(st, "us", &got, &err), 0, "%s", err.msg);
+        cr_assert_str_eq(got.state, "stopped");
+        cr_assert_eq(got.supervisor_pid, 4242);
+        cr_assert_str_eq(got.stop_reason, "user");
+        cr_assert_eq(got.empty_baselines, 1u);
+        cr_assert(got.labels && got.labels[0] && streq(got.labels[0], "team=qa") && !got.labels[1],
+                "the labels are the record's still");
+        sandbox_rec_done(&got);
+        rec_init(&r, "nosuch", "running");
+        cr_assert_eq(store_sandbox_update_state(st, &r, &err), -NOOK_E_NOT_FOUND);
+        store_free(st);
+}
+
 static bool strv_contains(char *const *l, const char *s) {
         for (size_t i = 0; l && l[i]; i++)
                 if (streq(l[i], s))

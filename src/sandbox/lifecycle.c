@@ -647,10 +647,10 @@ static int create_locked_client(nook *n, const char *name, const sb_spec *spec, 
         }
         if (r >= 0)
                 r = store_sandbox_update_state(st, &rec, err); /* its labels went in with the first save */
-        if (r >= 0)
+        if (r >= 0) {
                 test_kill_at("handed");
-        if (r >= 0)
                 r = supervisor_await_ready(&sup, err);
+        }
         if (r >= 0 && sup.lifeline >= 0)
                 r = lifeline_keep(n, TAKE_FD(sup.lifeline), err);
         if (r < 0) {

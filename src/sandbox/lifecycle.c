@@ -110,7 +110,7 @@ static int send_all(int fd, const char *data, const char *what, nook_error *err)
 
 /* A supervisor started ahead of its config (docs/design/runtime.md, "Processes"): it execs and
  * loads its libraries on the other CPU while this process records the sandbox and makes its
- * folders, then blocks reading fd 6 until supervisor_hand_over sends the config.  Until then
+ * folders, then blocks reading fd 6 until supervisor_send_config sends the config.  Until then
  * it has made nothing: if we fail, or die, it reads EOF and exits (sup_start_done kills it
  * anyway), and reconcile skips it while it is ours (n->spawning, state.c). */
 typedef struct sup_start {
@@ -154,7 +154,7 @@ static int spawn_fds(posix_spawn_file_actions_t *fa, const int child[5], int hi[
 }
 
 /* Starts nook-supervisor by exec (posix_spawn: safe from a threaded caller such as Node) with a
- * clean environment, in its own session.  Its config and secrets come later (supervisor_hand_over). */
+ * clean environment, in its own session.  Its config and secrets come later (supervisor_send_config). */
 static int supervisor_spawn(nook *n, const char *state_dir, const char *run_dir, bool tied, bool secrets,
         int client_fd, sup_start *s, nook_error *err) {
         _cleanup_free_ char *bin = find_supervisor();

@@ -53,6 +53,8 @@ int cli_open(nook **ret, nook_error *err);
 void cli_human_bytes(uint64_t b, char *out, size_t n);
 /* Prints a string with control characters escaped. */
 void cli_print_safe(FILE *f, const char *s);
+/* Writes prefix, msg (escaped as cli_print_safe does) and suffix to stderr in one write. */
+void cli_error_line(const char *prefix, const char *msg, const char *suffix);
 /* Splits "NAME:PATH"; returns false when there is no ':' or NAME is empty. */
 bool cli_split_target(const char *arg, char **ret_name, const char **ret_path);
 

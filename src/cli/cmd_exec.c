@@ -372,9 +372,7 @@ static int run_detached(nook *n, const char *name, nook_exec_opts *o, bool stop_
         const char *why = nook_exec_start_error(e);
         int status = why ? exec_status(&res) : 0;
         if (why) {
-                fputs("nook: ", stderr);
-                cli_print_safe(stderr, why);
-                fputc('\n', stderr);
+                cli_error_line("nook: ", why, "\n");
         }
         nook_exec_free(e);
         return status;
@@ -434,9 +432,7 @@ static int run_exec(nook *n, const char *name, exec_args *a, char **argv, bool r
         /* With a terminal the reason went to the pty, which never reached us: say it here */
         const char *why = r >= 0 && a->tty ? nook_exec_start_error(e) : NULL;
         if (why) {
-                fputs("nook: ", stderr);
-                cli_print_safe(stderr, why);
-                fputc('\n', stderr);
+                cli_error_line("nook: ", why, "\n");
         }
         nook_exec_free(e);
         if (r < 0) {

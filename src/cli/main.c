@@ -95,6 +95,30 @@ void cli_print_safe(FILE *f, const char *s) {
         }
 }
 
+/* stderr is unbuffered: a line printed in pieces reaches it as one write(2) per piece, one per
+ * byte through cli_print_safe, and the lines of nook processes sharing a log interleave.  So the
+ * line is put together in memory and written with one call (one write(2), which a pipe keeps
+ * whole up to PIPE_BUF). */
+void cli_error_line(const char *prefix, const char *msg, const char *suffix) {
+        char *line = NULL;
+        size_t len = 0;
+        FILE *m = open_memstream(&line, &len);
+        if (m) {
+                fputs(prefix, m);
+                cli_print_safe(m, msg);
+                fputs(suffix, m);
+        }
+        if (m && fclose(m) == 0)
+                (void)fwrite(line, 1, len, stderr);
+        else {
+                /* No memory for the line: still say it, in pieces */
+                fputs(prefix, stderr);
+                cli_print_safe(stderr, msg);
+                fputs(suffix, stderr);
+        }
+        free(line);
+}
+
 void cli_human_bytes(uint64_t b, char *out, size_t n) {
         const char *u[] = { "B", "KB", "MB", "GB", "TB" };
         double v = (double)b;
@@ -134,9 +158,15 @@ static void print_json_error(const char *code, const char *msg) {
         }
         json_t *o = json_pack("{s:{s:s, s:o}}", "error", "code", code, "message", m);
         char *t = o ? json_dumps(o, JSON_COMPACT | JSON_ENSURE_ASCII) : NULL;
-        fputs(t ? t : "{\"error\":{\"code\":\"nomem\",\"message\":\"out of memory\"}}", stderr);
-        fputc('\n', stderr);
-        free(t);
+        /* One write(2), as cli_error_line says why; the text is ASCII, nothing to escape */
+        size_t n = t ? strlen(t) : 0;
+        char *line = t ? realloc(t, n + 2) : NULL;
+        if (line) {
+                memcpy(line + n, "\n", 2);
+                (void)fwrite(line, 1, n + 1, stderr);
+        } else
+                fputs("{\"error\":{\"code\":\"nomem\",\"message\":\"out of memory\"}}\n", stderr);
+        free(line ? line : t);
         json_decref(o);
 }
 
@@ -145,9 +175,7 @@ int cli_fail(const nook_error *err) {
                 print_json_error(nook_errc_to_string(err->code), err->msg);
                 return CLI_EXIT_ERROR;
         }
-        fputs("nook: ", stderr);
-        cli_print_safe(stderr, err->msg);
-        fputc('\n', stderr);
+        cli_error_line("nook: ", err->msg, "\n");
         return CLI_EXIT_ERROR;
 }
 
@@ -171,9 +199,10 @@ int cli_usage_error(const char *cmd, const char *fmt, ...) {
                 print_json_error("usage", full);
                 return CLI_EXIT_USAGE;
         }
-        fprintf(stderr, "nook %s: ", cmd);
-        cli_print_safe(stderr, buf);
-        fprintf(stderr, "\nTry 'nook %s --help'.\n", cmd);
+        char prefix[64], suffix[96];
+        snprintf(prefix, sizeof(prefix), "nook %s: ", cmd);
+        snprintf(suffix, sizeof(suffix), "\nTry 'nook %s --help'.\n", cmd);
+        cli_error_line(prefix, buf, suffix);
         return CLI_EXIT_USAGE;
 }
 
@@ -296,11 +325,9 @@ static int unknown_command(const char *name) {
                 print_json_error("usage", msg);
                 return CLI_EXIT_USAGE;
         }
-        fputs("nook: ", stderr);
-        cli_print_safe(stderr, msg);
-        fputs(s ? " Run 'nook --help' for the list of commands.\n"
-                : ". Run 'nook --help' for the list of commands.\n",
-                stderr);
+        cli_error_line("nook: ", msg,
+                s ? " Run 'nook --help' for the list of commands.\n"
+                  : ". Run 'nook --help' for the list of commands.\n");
         return CLI_EXIT_USAGE;
 }
 
@@ -391,9 +418,7 @@ int main(int argc, char **argv) {
                                 print_json_error("usage", opt_problem);
                                 return CLI_EXIT_USAGE;
                         }
-                        fputs("nook: ", stderr);
-                        cli_print_safe(stderr, opt_problem);
-                        fputc('\n', stderr);
+                        cli_error_line("nook: ", opt_problem, "\n");
                         help(stderr);
                         return CLI_EXIT_USAGE;
                 }

@@ -224,9 +224,7 @@ static int supervisor_spawn(nook *n, const char *state_dir, const char *run_dir,
          * database and folder work before the hand-over ran before its exec and loading, not
          * beside them (bench/README.md, issue #17).  It takes our whole mask back once it has its
          * config (main.c), which we send after this. */
-        cpu_set_t cpus;
-        if (sched_getaffinity(0, sizeof(cpus), &cpus) == 0)
-                proc_start_off_our_cpu(pid, &cpus);
+        proc_start_off_our_cpu(pid, NULL);
         sb_children_add(pid);
         n->spawning = pid;
         *s = (sup_start){ .n = n,

@@ -179,9 +179,7 @@ static int spawn_gateway(sup_egress *e, const char *program, nook_error *err) {
                 exec_gateway(program, sp[1], rootful);
         /* its exec and its loading (OpenSSL, nghttp2) beside our setup of the init, not after it;
          * it takes our whole mask back once it has its config, which we send after this */
-        cpu_set_t cpus;
-        if (sched_getaffinity(0, sizeof(cpus), &cpus) == 0)
-                proc_start_off_our_cpu(pid, &cpus);
+        proc_start_off_our_cpu(pid, NULL);
         safe_close(sp[1]);
         e->pid = pid;
         e->sock = sp[0];

@@ -164,6 +164,12 @@ int proc_self_build_id(char *out, size_t len) {
 }
 
 void proc_start_off_our_cpu(pid_t pid, const cpu_set_t *mask) {
+        cpu_set_t own;
+        if (!mask) {
+                if (sched_getaffinity(0, sizeof(own), &own) < 0)
+                        return;
+                mask = &own;
+        }
         int cpu = sched_getcpu();
         if (cpu < 0 || cpu >= CPU_SETSIZE || !CPU_ISSET(cpu, mask) || CPU_COUNT(mask) < 2)
                 return;

@@ -32,7 +32,7 @@ int proc_self_build_id(char *out, size_t len);
  * kernel often queues a new child on its parent's CPU while another CPU is idle, or our own
  * wake-up preempts it there, and it then waits for us to block (bench/README.md, issue #17).
  * The child takes the whole mask back itself (proc_take_parent_cpus), at a point that comes
- * after this call.  Nothing when mask has one CPU. */
+ * after this call.  mask NULL: our own.  Nothing when the mask has one CPU. */
 void proc_start_off_our_cpu(pid_t pid, const cpu_set_t *mask);
 /* The other side: our CPU mask becomes our parent's, which proc_start_off_our_cpu narrowed for
  * our start. */

@@ -54,6 +54,9 @@ NOOK_PUBLIC void nook_free(void *p);
  * ("512m", "2g", "1048576k", "100b"), parsed once here for the CLI and the bindings. */
 NOOK_PUBLIC int nook_parse_duration_ms(const char *s, uint64_t *ret_ms, nook_error *err);
 NOOK_PUBLIC int nook_parse_size(const char *s, uint64_t *ret_bytes, nook_error *err);
+/* Whether s is UTF-8 text, as every string in a spec or a command must be (they travel as JSON);
+ * when it is not, *ret_off (if given) is the offset of the first byte that breaks it. */
+NOOK_PUBLIC bool nook_text_is_utf8(const char *s, size_t *ret_off);
 
 /* The host capability report of `nook doctor`, as a JSON object {"ok": bool, "checks": [...]};
  * returns 1 when nook can run sandboxes here, 0 when it cannot. */

@@ -295,7 +295,28 @@ static int add_allow_http(const char *cmd, json_t *spec, const char *arg) {
         return json_array_append_new(a, rule) == 0 ? 1 : -1;
 }
 
+/* The spec is JSON text, which must be UTF-8: jansson refuses other bytes, and a value dropped
+ * on the way would make a different sandbox (no env, no label) without a word.  The value is not
+ * echoed (--secret, --env). */
+static int check_text(const char *cmd, int opt, const char *arg) {
+        static const struct option opts[] = { SPEC_OPTS_LONG };
+        size_t off = 0;
+        const char *name = NULL;
+        for (size_t i = 0; i < sizeof(opts) / sizeof(opts[0]); i++)
+                if (opts[i].val == opt)
+                        name = opts[i].name;
+        /* not a spec option: the command's own (run's --sh), which checks its own */
+        if (!name || !arg || nook_text_is_utf8(arg, &off))
+                return 0;
+        cli_usage_error(cmd,
+                "the value of --%s is not UTF-8 text (byte 0x%02x at offset %zu); a sandbox's settings are stored as UTF-8",
+                name, (unsigned char)arg[off], off);
+        return -1;
+}
+
 int spec_opt_apply(const char *cmd, json_t *spec, int opt, const char *arg) {
+        if (check_text(cmd, opt, arg) < 0)
+                return -1;
         switch (opt) {
         case 1000:
                 return json_object_set_new(spec, "image", json_string(arg)) < 0 ? -1 : 1;

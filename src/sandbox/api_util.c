@@ -111,6 +111,10 @@ const char *nook_home(const nook *n) {
         return n->home;
 }
 
+bool nook_text_is_utf8(const char *s, size_t *ret_off) {
+        return str_is_utf8(s, ret_off);
+}
+
 int nook_parse_duration_ms(const char *s, uint64_t *ret_ms, nook_error *err) {
         return parse_duration_ms(s, ret_ms, err);
 }

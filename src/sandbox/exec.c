@@ -43,6 +43,28 @@ void nook_exec_opts_init(nook_exec_opts *o) {
         o->stdin_fd = o->stdout_fd = o->stderr_fd = -1;
 }
 
+/* A command's strings travel to the sandbox as JSON text, which must be UTF-8: jansson refuses
+ * other bytes, and an argument dropped on the way would run a different command.  So they are
+ * refused here, saying which.  what: "Argument 2 of the command", "The working directory". */
+static int text_check(const char *s, const char *what, bool path_hint, nook_error *err) {
+        size_t off = 0;
+        if (str_is_utf8(s, &off))
+                return 0;
+        return nook_err_set(err, NOOK_E_INVALID,
+                "%s is not UTF-8 text (byte 0x%02x at offset %zu): nook passes commands as UTF-8%s", what,
+                (unsigned char)s[off], off,
+                !path_hint
+                        ? ""
+                        : "; a file name in another encoding can be reached with a shell pattern ('ls caf*')");
+}
+
+static int add_text(json_t *a, const char *s, const char *what, nook_error *err) {
+        int r = text_check(s, what, true, err);
+        if (r < 0)
+                return r;
+        return json_array_append_new(a, json_string(s)) < 0 ? nook_err_oom(err) : 0;
+}
+
 static int add_env(json_t *a, const char *const *env, const char *what, nook_error *err) {
         for (size_t i = 0; env && env[i]; i++) {
                 const char *eq = strchr(env[i], '=');
@@ -51,7 +73,15 @@ static int add_env(json_t *a, const char *const *env, const char *what, nook_err
                         return nook_err_set(err, NOOK_E_INVALID,
                                 "Invalid %s entry %zu: must be NAME=value with NAME matching [A-Za-z_][A-Za-z0-9_]*",
                                 what, i);
-                json_array_append_new(a, json_string(env[i]));
+                char which[320];
+                snprintf(which, sizeof(which), "The value of %s entry %zu (%.*s)", what, i,
+                        (int)(eq - env[i]), env[i]);
+                /* the name is checked above; the value is never echoed (only its bad byte) */
+                int r = text_check(eq + 1, which, false, err);
+                if (r < 0)
+                        return r;
+                if (json_array_append_new(a, json_string(env[i])) < 0)
+                        return nook_err_oom(err);
         }
         return 0;
 }
@@ -70,16 +100,26 @@ static json_t *exec_request(const nook_exec_opts *o, bool report_started, nook_e
         if (o->shell) {
                 json_array_append_new(argv, json_string("/bin/sh"));
                 json_array_append_new(argv, json_string("-lc"));
-                json_array_append_new(argv, json_string(o->shell));
+                r = add_text(argv, o->shell, "The shell command", err);
         } else if (o->argv && o->argv[0] && o->argv[0][0]) {
-                for (size_t i = 0; o->argv[i]; i++)
-                        json_array_append_new(argv, json_string(o->argv[i]));
+                for (size_t i = 0; r >= 0 && o->argv[i]; i++) {
+                        char what[64];
+                        if (i == 0)
+                                snprintf(what, sizeof(what), "The command's program name");
+                        else
+                                snprintf(what, sizeof(what), "Argument %zu of the command", i);
+                        r = add_text(argv, o->argv[i], what, err);
+                }
         } else
                 r = nook_err_set(err, NOOK_E_INVALID, "exec: give a command (argv) or a shell string");
         if (r >= 0)
                 r = add_env(env, o->env, "env", err);
         if (r >= 0)
                 r = add_env(env, o->secret_env, "secret env", err);
+        if (r >= 0 && o->cwd)
+                r = text_check(o->cwd, "The working directory", true, err);
+        if (r >= 0 && o->user)
+                r = text_check(o->user, "The user", false, err);
         if (r >= 0 && o->cwd && o->cwd[0] != '/')
                 r = nook_err_set(err, NOOK_E_INVALID,
                         "exec: the working directory '%s' must be an absolute path", o->cwd);
@@ -94,6 +134,8 @@ static json_t *exec_request(const nook_exec_opts *o, bool report_started, nook_e
                 "exec", "argv", argv, "env", env, "cwd", o->cwd, "user", o->user, "timeoutMs",
                 (json_int_t)o->timeout_ms, "detach", o->detach, "tty", o->tty, "rows", (int)o->rows, "cols",
                 (int)o->cols, "log", log, "stopSandbox", o->detach && o->stop_sandbox_when_done);
+        if (!req) /* its strings are checked above: only memory is left to fail */
+                (void)nook_err_oom(err);
         if (req && !report_started && !o->detach && !o->tty)
                 (void)json_object_set_new(req, "reportStarted", json_false());
         if (req && !o->detach && o->remove_sandbox_when_done)

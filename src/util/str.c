@@ -98,6 +98,51 @@ bool env_name_is_valid(const char *s, size_t len) {
         return true;
 }
 
+bool str_is_utf8(const char *s, size_t *ret_off) {
+        const unsigned char *p = (const unsigned char *)s;
+        size_t i = 0;
+        while (p[i]) {
+                unsigned char c = p[i];
+                size_t n; /* continuation bytes */
+                unsigned char lo = 0x80, hi = 0xbf; /* the range of the first continuation byte */
+                if (c < 0x80) {
+                        i++;
+                        continue;
+                } else if (c >= 0xc2 && c <= 0xdf)
+                        n = 1;
+                else if (c >= 0xe0 && c <= 0xef) {
+                        n = 2;
+                        if (c == 0xe0)
+                                lo = 0xa0; /* overlong below */
+                        else if (c == 0xed)
+                                hi = 0x9f; /* surrogates above */
+                } else if (c >= 0xf0 && c <= 0xf4) {
+                        n = 3;
+                        if (c == 0xf0)
+                                lo = 0x90;
+                        else if (c == 0xf4)
+                                hi = 0x8f; /* above U+10FFFF */
+                } else
+                        break; /* a continuation byte first, an overlong lead (C0, C1) or F5-FF */
+                size_t k = 1;
+                for (; k <= n; k++) {
+                        unsigned char b = p[i + k];
+                        if (k == 1 ? b < lo || b > hi : b < 0x80 || b > 0xbf)
+                                break;
+                }
+                if (k <= n) {
+                        i += k; /* the byte that breaks the sequence (the NUL ends it too) */
+                        if (ret_off)
+                                *ret_off = i;
+                        return false;
+                }
+                i += n + 1;
+        }
+        if (p[i] && ret_off)
+                *ret_off = i;
+        return !p[i];
+}
+
 uint64_t str_fnv1a64(const char *s) {
         uint64_t h = 14695981039346656037ull;
         for (; *s; s++)

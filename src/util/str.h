@@ -22,5 +22,9 @@ int strv_env_find(char *const *l, const char *key, size_t key_len);
 int strv_env_set(char ***l, const char *assignment);
 /* Checks an environment variable name: [A-Za-z_][A-Za-z0-9_]*, 1..255 chars. */
 bool env_name_is_valid(const char *s, size_t len);
+/* Whether s is UTF-8 text as JSON (RFC 8259) and jansson take it: no overlong forms, no
+ * surrogates, nothing above U+10FFFF.  When it is not, *ret_off (if given) is the offset of the
+ * first byte that breaks it. */
+bool str_is_utf8(const char *s, size_t *ret_off);
 /* FNV-1a (64 bit) of a string: a stable short name for it, not a security boundary. */
 uint64_t str_fnv1a64(const char *s);

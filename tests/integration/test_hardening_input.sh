@@ -7,7 +7,7 @@
 . "$(dirname "$0")/lib.sh"
 
 require_bin "$NOOK" "$NOOK_PROBE"
-plan 30
+plan 45
 
 # --- --memory 0 and sub-second timeouts ----------------------------------------------------
 expect_fail 1 "create --memory 0 is refused" create --memory 0 mem0
@@ -68,6 +68,32 @@ is "$rm_fail" 0 "rm racing ws write succeeded in all 20 rounds"
 is "$notempty" 0 "rm never said 'Directory not empty'"
 is "$recs" 0 "no record was left after rm"
 is "$ghosts" 0 "no removed workspace came back with its old files"
+
+# --- bytes that are not UTF-8 ------------------------------------------------------------------
+# Commands and specs travel as JSON text; such an argument was dropped on the way and the command
+# ran with the others shifted ('printf [%s] a \xff b' printed [a] [b], exit 0).  Now refused, naming
+# which, before anything is made.
+ff=$(printf '\377')
+expect_fail 125 "run: an argument that is not UTF-8 is refused" run -- printf '[%s]\n' a "$ff" b
+like "$err" "Argument 3 of the command is not UTF-8 text \\(byte 0xff at offset 0\\)" "the error names the argument and the byte"
+expect_fail 125 "run --sh: a shell string that is not UTF-8 is refused" run --sh "echo a${ff}b"
+like "$err" "The shell command is not UTF-8 text \\(byte 0xff at offset 6\\)" "the error names the shell string"
+run_nook ls -aq
+is "$out" "" "the refused runs left no sandbox"
+run_nook create utf
+is "$status" 0 "a sandbox for the exec cases"
+expect_fail 125 "exec -w: a working directory that is not UTF-8 is refused" exec -w "/tmp/d$ff" utf -- pwd
+like "$err" "The working directory is not UTF-8" "the error names the working directory"
+expect_fail 125 "exec -e: an env value that is not UTF-8 is refused" exec -e "B=$ff" utf -- true
+like "$err" "The value of env entry 0 \\(B\\) is not UTF-8" "the error names the variable, not its value"
+S=$ff expect_fail 125 "exec --secret-env: a secret that is not UTF-8 is refused" exec --secret-env S utf -- true
+run_nook exec utf -- printf '[%s]' "caf$(printf '\303\251')" "$(printf '\360\237\230\200')"
+is "$out" "[café][😀]" "UTF-8 arguments pass through unchanged"
+expect_fail 2 "create: a label that is not UTF-8 is refused" create -l "k=$ff" utf2
+like "$err" "the value of --label is not UTF-8 text" "the error names the option"
+run_nook ls -aq
+is "$out" "utf" "the refused create made nothing"
+"$NOOK" rm -f utf >/dev/null 2>&1
 
 # --- zero-length nook.db ---------------------------------------------------------------------
 run_nook create keep

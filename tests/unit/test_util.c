@@ -679,3 +679,36 @@ Test(util, fnv1a64_known_values) {
         cr_expect_eq(str_fnv1a64("a"), 0xaf63dc4c8601ec8cull);
         cr_expect_eq(str_fnv1a64("foobar"), 0x85944171f73967e8ull);
 }
+
+Test(util, utf8_check) {
+        size_t off = 99;
+        cr_expect(str_is_utf8("", NULL));
+        cr_expect(str_is_utf8("plain ascii", NULL));
+        cr_expect(str_is_utf8("caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80 \xf4\x8f\xbf\xbf", &off));
+        cr_expect_eq(off, 99, "a valid string leaves the offset alone");
+        /* each: the offset of the first byte that breaks it */
+        static const struct {
+                const char *s;
+                size_t off;
+        } bad[] = {
+                { "\xff", 0 }, /* never in UTF-8 */
+                { "ab\xfe", 2 },
+                { "caf\xe9", 4 }, /* Latin-1 e-acute: the lead wants a continuation; the NUL */
+                { "caf\xe9x", 4 }, /* ... and gets 'x' */
+                { "\x80", 0 }, /* a continuation byte first */
+                { "\xc0\xaf", 0 }, /* overlong '/' */
+                { "\xc1\xbf", 0 },
+                { "\xe0\x80\xaf", 1 }, /* overlong, three bytes */
+                { "\xf0\x80\x80\xaf", 1 }, /* overlong, four bytes */
+                { "\xed\xa0\x80", 1 }, /* U+D800, a surrogate */
+                { "\xf4\x90\x80\x80", 1 }, /* U+110000 */
+                { "\xf5\x80\x80\x80", 0 },
+                { "\xe2\x82", 2 }, /* cut short */
+                { "\xf0\x9f\x98x", 3 },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+                off = 99;
+                cr_expect(!str_is_utf8(bad[i].s, &off), "bad[%zu] is refused", i);
+                cr_expect_eq(off, bad[i].off, "bad[%zu]: offset %zu, expected %zu", i, off, bad[i].off);
+        }
+}

@@ -190,6 +190,10 @@ NOOK_PUBLIC int nook_cp_out(
  * kill unused, twice (the one at the start and the next one after the command started).  Every
  * exec still works: its helper is forked when it comes. */
 #define NOOK_CREATE_ONE_SHOT (1u << 3)
+/* The name must be free: a sandbox of that name, running or stopped, is refused (NOOK_E_EXISTS)
+ * and left as it is.  `nook run` passes it, as `docker run --name` refuses a name in use: without
+ * it a run over a stopped sandbox took its workspace, and removed it when the command ended. */
+#define NOOK_CREATE_EXCLUSIVE (1u << 4)
 
 NOOK_PUBLIC int nook_sandbox_create(
         nook *n, const char *name, const char *spec_json, unsigned flags, nook_error *err);

@@ -534,7 +534,8 @@ static int run_parse(int argc, char **argv, json_t *spec, exec_args *a, run_args
                                "Create a sandbox, run one command in it (default: the image's Entrypoint and Cmd),\n"
                                "and remove it with its workspace, whatever way the command or nook ends (even\n"
                                "when nook is killed: the sandbox lives as long as this process).\n\n"
-                               "  --name NAME            name the sandbox (default: run-<random>)\n"
+                               "  --name NAME            name the sandbox (default: run-<random>); a name in use is\n"
+                               "                         refused, running or stopped\n"
                                "  --rm                   remove the sandbox afterwards (the default; as docker)\n"
                                "  --keep                 keep the sandbox (stopped) and its workspace, with the\n"
                                "                         baselines 'nook diff' compares with (a run without --keep\n"
@@ -633,7 +634,9 @@ int cmd_run(int argc, char **argv) {
                 return CLI_EXIT_EXEC_FAILED;
         }
         /* Tied: if this process dies, even by SIGKILL, the supervisor removes the sandbox. */
-        unsigned flags = a.detach ? 0 : NOOK_CREATE_TIED;
+        /* A name in use is refused, as docker run does: a run over a stopped sandbox took its
+         * workspace, and removed it with the sandbox at the end. */
+        unsigned flags = NOOK_CREATE_EXCLUSIVE | (a.detach ? 0 : NOOK_CREATE_TIED);
         /* removed when the command ends: nobody diffs or merges it (two files less per run), and
          * no spare exec helper waits for a second command */
         if (!a.detach && !ra.keep)

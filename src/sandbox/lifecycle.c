@@ -564,6 +564,12 @@ static int create_locked_client(nook *n, const char *name, const sb_spec *spec, 
         if (r < 0 && r != -NOOK_E_NOT_FOUND)
                 return r;
         existed = r >= 0;
+        if (existed && (flags & NOOK_CREATE_EXCLUSIVE))
+                return nook_err_set(err, NOOK_E_EXISTS,
+                        "Sandbox '%s' exists (%s); a run makes a new sandbox: run the command in that one with "
+                        "'nook exec %s' (after 'nook start %s' if it is stopped), choose another --name, or "
+                        "remove it first ('nook rm %s')",
+                        name, rec.state, name, name, name);
         if (existed) {
                 r = sb_reconcile(n, &rec, err);
                 if (r < 0)

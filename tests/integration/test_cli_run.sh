@@ -8,7 +8,7 @@
 
 require_bin "$NOOK" "$NOOK_SUPERVISOR"
 command -v jq >/dev/null || plan skip_all "jq is needed to read nook's JSON"
-plan 74
+plan 83
 
 field() { "$NOOK" inspect "$1" 2>/dev/null | jq -r "$2 // empty" 2>/dev/null; }
 names() { "$NOOK" ls --json 2>/dev/null | jq -r '.[].name' 2>/dev/null | sort | tr '\n' ' '; }
@@ -234,6 +234,26 @@ run_nook run --name badimg --image "$NOOK_HOME/no-such-rootfs" -- true
 isnt "$status" 0 "run with an image that does not exist fails"
 check "and leaves no record, supervisor or cgroup of it" \
         test -z "$(names | tr " " "\n" | grep -x badimg)$(supervisors badimg)$(cgroups_of badimg)"
+
+# ---- a run over a name in use: refused, the sandbox and its workspace untouched -----------------
+# A run removes its sandbox at the end; over an existing sandbox that deleted its workspace.
+run_nook create --sticky taken
+run_nook exec taken -- sh -c 'echo precious > /workspace/keep.txt; echo layer > /root/layer.txt'
+for st in running stopped; do
+        [[ $st == stopped ]] && run_nook stop taken
+        run_nook run --name taken -- ls /workspace
+        is "$status" 125 "run --name over a $st sandbox is refused (exit 125)"
+        like "$err" "Sandbox 'taken' exists \\($st\\).*nook exec taken" "the error says why and what to do ($st)"
+        is "$(cat "$NOOK_HOME/workspaces/taken/keep.txt" 2>&1)" precious "the workspace is untouched ($st)"
+done
+run_nook run --keep --name taken -- true
+is "$status" 125 "run --keep --name over a sandbox is refused too (docker run refuses a name in use)"
+run_nook ls -a --format '{{.Name}} {{.State}}'
+is "$(grep -x 'taken stopped' <<<"$out")" "taken stopped" "the sandbox is still there, stopped"
+run_nook start taken
+run_nook exec taken -- cat /root/layer.txt
+is "$out" layer "its sticky layer too"
+run_nook rm -f taken
 
 run_nook rm ex
 is "$(supervisors)" "" "no supervisor left at the end"

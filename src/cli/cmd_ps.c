@@ -48,12 +48,27 @@ static const cli_column list_columns[] = {
 typedef struct list_args {
         const char *labels[MAX_FILTERS + 1];
         size_t n_labels;
-        const char *status; /* "running", "stopped" or NULL for any */
-        const char *name_part;
+        unsigned status; /* STATUS_* bits the status filters ask for; 0: any (-a) or the default */
+        const char *name_parts[MAX_FILTERS + 1];
+        size_t n_name_parts;
         bool all, quiet;
 } list_args;
 
-/* --filter KEY=VALUE, docker's keys: label=K[=V], status=running|stopped|exited, name=PART. */
+enum { STATUS_RUNNING = 1, STATUS_STOPPED = 2, STATUS_PAUSED = 4 };
+
+static unsigned status_bit(const char *state) {
+        if (!state)
+                return 0;
+        if (strcmp(state, "running") == 0)
+                return STATUS_RUNNING;
+        if (strcmp(state, "paused") == 0)
+                return STATUS_PAUSED;
+        return strcmp(state, "stopped") == 0 ? STATUS_STOPPED : 0;
+}
+
+/* --filter KEY=VALUE, docker's keys: label=K[=V], status=running|paused|stopped|exited,
+ * name=PART.  As docker: filters of one key match if any of them does (status=running
+ * --filter status=exited: both), labels must all match. */
 static int apply_filter(const char *cmd, list_args *a, const char *f) {
         if (strncmp(f, "label=", 6) == 0 && f[6] && f[6] != '=') {
                 if (a->n_labels >= MAX_FILTERS)
@@ -63,22 +78,23 @@ static int apply_filter(const char *cmd, list_args *a, const char *f) {
         }
         if (strncmp(f, "status=", 7) == 0) {
                 const char *v = f + 7;
-                if (strcmp(v, "running") == 0)
-                        a->status = "running";
-                else if (strcmp(v, "stopped") == 0 || strcmp(v, "exited") == 0)
-                        a->status = "stopped"; /* docker's "exited" is nook's "stopped" */
-                else
+                /* docker's "exited" is nook's "stopped" */
+                unsigned bit = status_bit(strcmp(v, "exited") == 0 ? "stopped" : v);
+                if (!bit)
                         return cli_usage_error(
-                                cmd, "--filter status='%s': expected running, stopped or exited", v);
-                a->all = true; /* as docker: a status filter looks at every sandbox */
+                                cmd, "--filter status='%s': expected running, paused, stopped or exited", v);
+                a->status |= bit;
                 return 0;
         }
         if (strncmp(f, "name=", 5) == 0 && f[5]) {
-                a->name_part = f + 5;
+                if (a->n_name_parts >= MAX_FILTERS)
+                        return cli_usage_error(cmd, "at most %d name filters", MAX_FILTERS);
+                a->name_parts[a->n_name_parts++] = f + 5;
                 return 0;
         }
-        return cli_usage_error(
-                cmd, "--filter '%s': expected label=KEY[=VALUE], status=running|stopped or name=PART", f);
+        return cli_usage_error(cmd,
+                "--filter '%s': expected label=KEY[=VALUE], status=running|paused|stopped|exited or name=PART",
+                f);
 }
 
 static int parse_list_args(const char *cmd, int argc, char **argv, list_args *a) {
@@ -95,7 +111,8 @@ static int parse_list_args(const char *cmd, int argc, char **argv, list_args *a)
                                "               [--json | --format TEMPLATE] [--no-trunc]\n\n%s\n\n"
                                "  -a, --all              %s\n"
                                "  -q, --quiet            names only\n"
-                               "  -f, --filter KEY=VALUE label=KEY[=VALUE], status=running|stopped|exited, name=PART\n"
+                               "  -f, --filter KEY=VALUE label=KEY[=VALUE], status=running|paused|stopped|exited,\n"
+                               "                         name=PART; repeated: any status, any name, all labels\n"
                                "  -l, --label KEY[=VAL]  same as --filter label=KEY[=VAL]\n"
                                "  --json                 the rows as a JSON array\n"
                                "  --format TEMPLATE      one line per sandbox, e.g. '{{.Name}} {{.State}}' or\n"
@@ -103,7 +120,7 @@ static int parse_list_args(const char *cmd, int argc, char **argv, list_args *a)
                                "  --no-trunc             never cut a column to fit the terminal\n",
                                 cmd,
                                 strcmp(cmd, "ps") == 0
-                                        ? "List running sandboxes (as 'docker ps'); -a for all of them."
+                                        ? "List running and paused sandboxes (as 'docker ps'); -a for all of them."
                                         : "List all sandboxes, running or stopped.",
                                 strcmp(cmd, "ps") == 0 ? "stopped sandboxes too"
                                                        : "accepted (ls always lists all)");
@@ -157,14 +174,14 @@ static void filter_rows(json_t *rows, const list_args *a) {
                 json_t *o = json_array_get(rows, i);
                 const char *state = json_string_value(json_object_get(o, "state"));
                 const char *name = json_string_value(json_object_get(o, "name"));
-                bool keep = true;
-                if (a->status)
-                        keep = state && strcmp(state, a->status) == 0;
-                else if (!a->all)
-                        keep = state && strcmp(state, "running") == 0;
-                if (a->name_part)
-                        keep = keep && name && strstr(name, a->name_part);
-                if (!keep)
+                /* as docker: a status filter looks at every sandbox; ps alone, at the running
+                 * and the paused ones */
+                unsigned want = a->status ? a->status : a->all ? ~0u : STATUS_RUNNING | STATUS_PAUSED;
+                bool keep = (status_bit(state) & want) || (want == ~0u);
+                bool name_hit = a->n_name_parts == 0;
+                for (size_t k = 0; k < a->n_name_parts && !name_hit; k++)
+                        name_hit = name && strstr(name, a->name_parts[k]);
+                if (!keep || !name_hit)
                         (void)json_array_remove(rows, i);
         }
 }
@@ -354,7 +371,8 @@ static double now_ns(void) {
 
 /* One sample of each named sandbox (all running ones when names is empty).  A sandbox that
  * stopped since the list was taken is left out when no names were given; a named one that is
- * not running is an error, as in docker. */
+ * not running is an error, as in docker: said on stderr and set in *status (status NULL: left
+ * out without a word). */
 static int sample(nook *n, const char **names, size_t n_names, json_t **ret, int *status) {
         json_t *rows = json_array(), *list = NULL;
         nook_error err = { 0 };
@@ -379,9 +397,10 @@ static int sample(nook *n, const char **names, size_t n_names, json_t **ret, int
                                 "running") != 0)
                         continue;
                 if (nook_sandbox_stats(n, name, &text, &err) < 0) {
-                        if (!list)
-                                *status = cli_fail(&err);
-                        else
+                        if (!list) {
+                                if (status)
+                                        *status = cli_fail(&err);
+                        } else
                                 /* listed as running, but its numbers are out of reach (rootless
                                  * without a delegated cgroup has none): "-" rather than hidden */
                                 (void)json_array_append_new(rows,
@@ -510,8 +529,8 @@ int cmd_stats(int argc, char **argv) {
                 return r;
         }
         (void)usleep(500 * 1000);
-        int ignore = 0;
-        r = sample(n, names, n_names, &second, &ignore);
+        /* the first sample said what is wrong: the second does not say it again */
+        r = sample(n, names, n_names, &second, NULL);
         nook_close(n);
         if (r == 0) {
                 add_cpu_percent(second, first);

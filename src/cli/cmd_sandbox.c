@@ -64,7 +64,9 @@ int cmd_create(int argc, char **argv) {
 /* For commands of the shape "nook VERB NAME..." */
 typedef int (*name_op)(nook *n, const char *name, void *userdata, nook_error *err);
 
-static int for_each_name(const char *cmd, int argc, char **argv, name_op op, void *userdata, bool print) {
+/* missing_ok: a name that does not exist is said on stderr but fails nothing (docker's rm -f). */
+static int for_each_name_opt(
+        const char *cmd, int argc, char **argv, name_op op, void *userdata, bool print, bool missing_ok) {
         nook *n = NULL;
         nook_error err = { 0 };
         int status = 0;
@@ -73,13 +75,19 @@ static int for_each_name(const char *cmd, int argc, char **argv, name_op op, voi
         if (cli_open(&n, &err) < 0)
                 return cli_fail(&err);
         for (int i = optind; i < argc; i++) {
-                if (op(n, argv[i], userdata, &err) < 0)
-                        status = cli_fail(&err);
-                else if (print)
+                if (op(n, argv[i], userdata, &err) < 0) {
+                        int r = cli_fail(&err);
+                        if (!(missing_ok && err.code == NOOK_E_NOT_FOUND))
+                                status = r;
+                } else if (print)
                         puts(argv[i]);
         }
         nook_close(n);
         return status;
+}
+
+static int for_each_name(const char *cmd, int argc, char **argv, name_op op, void *userdata, bool print) {
+        return for_each_name_opt(cmd, argc, argv, op, userdata, print, false);
 }
 
 static int op_start(nook *n, const char *name, void *u, nook_error *err) {
@@ -127,16 +135,20 @@ int cmd_rm(int argc, char **argv) {
         static const struct option opts[] = { { "force", no_argument, NULL, 'f' },
                 { "help", no_argument, NULL, 'h' }, {} };
         int c;
+        bool force = false;
         while ((c = getopt_long(argc, argv, "+hf", opts, NULL)) >= 0) {
                 if (c == 'h') {
                         printf("Usage: nook rm [-f] NAME...\n\nRemove sandboxes, running or not: the supervisor, the writable layer,\n"
-                               "the record and the workspace. -f is accepted for docker compatibility.\n");
+                               "the record and the workspace.\n\n"
+                               "  -f, --force  a NAME that does not exist is said on stderr but is no error (exit 0),\n"
+                               "               as docker rm -f; running sandboxes are removed with or without it\n");
                         return 0;
                 }
                 if (c != 'f')
                         return cli_usage_error("rm", "unknown option");
+                force = true;
         }
-        return for_each_name("rm", argc, argv, op_rm, NULL, true);
+        return for_each_name_opt("rm", argc, argv, op_rm, NULL, true, force);
 }
 
 int cmd_update(int argc, char **argv) {

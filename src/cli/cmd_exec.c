@@ -497,6 +497,11 @@ int cmd_exec(int argc, char **argv) {
                 exec_args_done(&a);
                 return cli_usage_error("exec", "expected a COMMAND after the sandbox name (or --sh STRING)");
         }
+        if (a.shell && optind < argc) {
+                exec_args_done(&a);
+                return cli_usage_error("exec",
+                        "give either --sh STRING or a COMMAND, not both ('%s' follows --sh)", argv[optind]);
+        }
         if ((r = check_tty("exec", &a)) != 0) {
                 exec_args_done(&a);
                 return r;
@@ -614,6 +619,12 @@ int cmd_run(int argc, char **argv) {
         const char *name = ra.name;
         if (optind < argc && strcmp(argv[optind], "--") == 0)
                 optind++;
+        if (a.shell && optind < argc) {
+                json_decref(spec);
+                exec_args_done(&a);
+                return cli_usage_error("run",
+                        "give either --sh STRING or a COMMAND, not both ('%s' follows --sh)", argv[optind]);
+        }
         /* no COMMAND: the image's default (Entrypoint + Cmd), looked up after create */
         bool use_default = !a.shell && optind >= argc;
         char image[4096] = "host";

@@ -195,9 +195,12 @@ int cmd_prune(int argc, char **argv) {
         for (int i = 1; i < argc; i++) {
                 if (strcmp(argv[i], "--all") == 0)
                         all = true;
+                else if (strcmp(argv[i], "-f") == 0 || strcmp(argv[i], "--force") == 0)
+                        ; /* docker's "no prompt": nook never prompts */
                 else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
-                        printf("Usage: nook prune [--all]\n\nRemove every stopped sandbox with its workspace, as 'nook rm' does.\n"
-                               "Sticky sandboxes are kept unless --all.\n");
+                        printf("Usage: nook prune [--all] [-f]\n\nRemove every stopped sandbox with its workspace, as 'nook rm' does.\n"
+                               "Sticky sandboxes are kept unless --all. There is no prompt: -f, --force are\n"
+                               "accepted for docker's 'container prune -f'.\n");
                         return 0;
                 } else
                         return cli_usage_error("prune", "unknown argument '%s'", argv[i]);

@@ -194,6 +194,15 @@ static int render_to(FILE *f, const char *tmpl, json_t *row, nook_error *err) {
 int template_render(const char *tmpl, json_t *row, char **ret, nook_error *err) {
         char *buf = NULL;
         size_t size = 0;
+        /* docker's "table" directive (a header, aligned columns) is not a template: refused, not
+         * printed as the word "table" before every row */
+        if (strncmp(tmpl, "table", 5) == 0 && (tmpl[5] == 0 || tmpl[5] == ' ' || tmpl[5] == '\t')) {
+                err->code = NOOK_E_INVALID;
+                snprintf(err->msg, sizeof(err->msg),
+                        "--format: docker's 'table' directive is not supported: drop 'table' for one line "
+                        "per row without a header, or leave out --format for nook's table");
+                return -NOOK_E_INVALID;
+        }
         FILE *f = open_memstream(&buf, &size);
         if (!f) {
                 err->code = NOOK_E_NOMEM;
@@ -219,6 +228,7 @@ int template_render(const char *tmpl, json_t *row, char **ret, nook_error *err) 
 int template_check(const char *tmpl, nook_error *err) {
         json_t *empty = json_object();
         char *out = NULL;
+
         if (!empty) {
                 err->code = NOOK_E_NOMEM;
                 snprintf(err->msg, sizeof(err->msg), "Out of memory");

@@ -10,7 +10,7 @@
 
 require_bin "$NOOK" "$NOOK_SUPERVISOR"
 command -v jq >/dev/null || plan skip_all "jq is needed to read nook's JSON"
-plan 120
+plan 122
 
 # ---- help, version, did you mean ---------------------------------------------------------------
 run_nook help
@@ -128,7 +128,7 @@ run_nook inspect dk1 --format '{{.State}}'
 is "$out" "running" "inspect --format '{{.State}}'"
 run_nook inspect -f '{{json .Spec.Labels}}' dk2
 is "$status" 0 "inspect -f (docker's short flag)"
-for t in '{{.Name' '{{printf "%s" .Name}}' '{{.Name | upper}}' '{{..}}' '{{}}' '{{json}}'; do
+for t in 'table {{.Name}}' '{{.Name' '{{printf "%s" .Name}}' '{{.Name | upper}}' '{{..}}' '{{}}' '{{json}}'; do
         expect_fail 2 "ls --format '$t' is refused" ls --format "$t"
 done
 like "$err" "--format: unknown function 'json'|expected a field" "the error names the problem"
@@ -202,6 +202,8 @@ is "$(grep -cE "No sandbox (named )?'nope-z'" <<<"$err")" 1 "stats says so once 
 # ---- rm -f, as docker -----------------------------------------------------------------------------------
 run_nook rm -f dk1 dk2 dk3
 is "$status" 0 "rm -f removes running and stopped sandboxes"
+run_nook prune -f
+is "$status" 0 "prune -f (docker's 'no prompt') is accepted"
 # docker rm -f of a name that does not exist: said on stderr, exit 0 (a cleanup line under set -e)
 run_nook rm -f nope-rm
 is "$status:$out" "0:" "rm -f of an unknown name exits 0 and prints no name"

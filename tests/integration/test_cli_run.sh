@@ -8,7 +8,7 @@
 
 require_bin "$NOOK" "$NOOK_SUPERVISOR"
 command -v jq >/dev/null || plan skip_all "jq is needed to read nook's JSON"
-plan 83
+plan 85
 
 field() { "$NOOK" inspect "$1" 2>/dev/null | jq -r "$2 // empty" 2>/dev/null; }
 names() { "$NOOK" ls --json 2>/dev/null | jq -r '.[].name' 2>/dev/null | sort | tr '\n' ' '; }
@@ -234,6 +234,10 @@ run_nook run --name badimg --image "$NOOK_HOME/no-such-rootfs" -- true
 isnt "$status" 0 "run with an image that does not exist fails"
 check "and leaves no record, supervisor or cgroup of it" \
         test -z "$(names | tr " " "\n" | grep -x badimg)$(supervisors badimg)$(cgroups_of badimg)"
+
+# ---- --sh and a COMMAND: one or the other (the COMMAND was silently ignored) ---------------------
+expect_fail 2 "run --sh STRING with a COMMAND is a usage error" run --sh 'echo a' -- echo b
+like "$err" "either --sh STRING or a COMMAND" "the error says to give one"
 
 # ---- a run over a name in use: refused, the sandbox and its workspace untouched -----------------
 # A run removes its sandbox at the end; over an existing sandbox that deleted its workspace.

@@ -104,6 +104,11 @@ Test(template, hostile_templates) {
         expect_error("{{", "never closed");
         expect_error("x {{.Name}} {{", "offset 12");
         expect_error("{{}}", "expected a field");
+        /* docker's table directive: refused, not printed as text */
+        expect_error("table {{.Name}}", "'table' directive");
+        expect_error("table\t{{.Name}}", "'table' directive");
+        expect_error("table", "'table' directive");
+        expect("tablet {{.Name}}", "tablet w1"); /* a word that only starts so is text */
         expect_error("{{ }}", "expected a field");
         expect_error("{{Name}}", "unknown function 'Name'");
         expect_error("{{printf \"%s\" .Name}}", "unknown function 'printf'");

@@ -108,6 +108,9 @@ NOOK_PUBLIC int nook_ws_dir(nook *n, const char *name, char **ret_path, nook_err
 /* Opens the workspace of sandbox name, creating its directory if needed (staging files before
  * the first create is allowed). */
 NOOK_PUBLIC int nook_ws_open(nook *n, const char *name, nook_ws **ret, nook_error *err);
+/* The same for a workspace that exists (a sandbox's, or one staged): creates nothing, and a name
+ * with neither is NOOK_E_NOT_FOUND.  For reading, listing, removing and renaming. */
+NOOK_PUBLIC int nook_ws_open_existing(nook *n, const char *name, nook_ws **ret, nook_error *err);
 NOOK_PUBLIC nook_ws *nook_ws_close(nook_ws *w);
 NOOK_PUBLIC const char *nook_ws_root(const nook_ws *w);
 /* Absolute host path of a guest path, under the same rule (or an error). */

@@ -26,13 +26,22 @@ static const char ws_help[] =
         "  ls NAME [PATH]            list a directory\n"
         "  rm NAME PATH              remove a file or a whole tree\n"
         "  mkdir NAME PATH           create a directory and its parents\n"
-        "  mv NAME FROM TO           rename inside the workspace\n";
+        "  mv NAME FROM TO           rename inside the workspace\n\n"
+        "write, mkdir and path work before the sandbox exists (they stage its workspace);\n"
+        "cat, ls, rm and mv need a sandbox, or a workspace staged so, and make nothing.\n";
 
-static int with_ws(const char *name, nook **ret_n, nook_ws **ret_w, nook_error *err) {
+/* stage: a write or mkdir may make the workspace of a sandbox not created yet; every other
+ * command needs one that exists, and makes nothing */
+static int with_ws_opt(const char *name, bool stage, nook **ret_n, nook_ws **ret_w, nook_error *err) {
         int r = cli_open(ret_n, err);
         if (r < 0)
                 return r;
-        return nook_ws_open(*ret_n, name, ret_w, err);
+        return stage ? nook_ws_open(*ret_n, name, ret_w, err)
+                     : nook_ws_open_existing(*ret_n, name, ret_w, err);
+}
+
+static int with_ws(const char *name, nook **ret_n, nook_ws **ret_w, nook_error *err) {
+        return with_ws_opt(name, false, ret_n, ret_w, err);
 }
 
 static int stream_out(nook_ws *w, const char *path, int out, nook_error *err) {
@@ -152,7 +161,8 @@ int cmd_ws(int argc, char **argv) {
                         if (r >= 0)
                                 r = nook_ws_dir(n, name, &p, &err);
                 } else {
-                        r = with_ws(name, &n, &w, &err);
+                        /* works before the sandbox exists, as without PATH */
+                        r = with_ws_opt(name, true, &n, &w, &err);
                         if (r >= 0)
                                 r = nook_ws_host_path(w, argv[3], &p, &err);
                 }
@@ -162,7 +172,7 @@ int cmd_ws(int argc, char **argv) {
         } else if (strcmp(sub, "write") == 0) {
                 if (argc < 4 || argc > 5)
                         return cli_usage_error("ws", "write takes NAME PATH [FILE|-]");
-                r = with_ws(name, &n, &w, &err);
+                r = with_ws_opt(name, true, &n, &w, &err);
                 if (r >= 0)
                         r = ws_write_from(w, argv[3], argc == 5 ? argv[4] : NULL, &err);
         } else if (strcmp(sub, "cat") == 0) {
@@ -180,7 +190,7 @@ int cmd_ws(int argc, char **argv) {
         } else if (strcmp(sub, "rm") == 0 || strcmp(sub, "mkdir") == 0) {
                 if (argc != 4)
                         return cli_usage_error("ws", "%s takes NAME PATH", sub);
-                r = with_ws(name, &n, &w, &err);
+                r = with_ws_opt(name, sub[0] == 'm', &n, &w, &err);
                 if (r >= 0)
                         r = sub[0] == 'r' ? nook_ws_remove(w, argv[3], &err)
                                           : nook_ws_mkdir(w, argv[3], &err);

@@ -120,7 +120,7 @@ nook_ws *nook_ws_close(nook_ws *w) {
 
 DEFINE_TRIVIAL_CLEANUP_FUNC(nook_ws *, nook_ws_close);
 
-int nook_ws_open(nook *n, const char *name, nook_ws **ret, nook_error *err) {
+static int ws_handle_open(nook *n, const char *name, bool create, nook_ws **ret, nook_error *err) {
         _cleanup_free_ char *dir = NULL;
         _cleanup_(ws_freep) ws *w = NULL;
         _cleanup_close_ int lock = -1;
@@ -132,7 +132,11 @@ int nook_ws_open(nook *n, const char *name, nook_ws **ret, nook_error *err) {
         if ((r = sb_lock_home(n->home, name, LOCK_SH, &lock, err)) < 0)
                 return r;
         /* Created on open: files may be staged before the sandbox's first create. */
-        r = ws_open(dir, /* create= */ true, n->ws_uid, n->ws_gid, &w, err);
+        r = ws_open(dir, create, n->ws_uid, n->ws_gid, &w, err);
+        if (r == -NOOK_E_NOT_FOUND && !create)
+                return nook_err_set(err, NOOK_E_NOT_FOUND,
+                        "No sandbox '%s' and no workspace staged for it ('nook ls -a' lists the sandboxes)",
+                        name);
         if (r < 0)
                 return nook_err_wrap(err, "opening the workspace of '%s'", name);
         if (fstat(ws_root_fd(w), &rst) < 0)
@@ -155,6 +159,14 @@ int nook_ws_open(nook *n, const char *name, nook_ws **ret, nook_error *err) {
         h->w = TAKE_PTR(w);
         *ret = TAKE_PTR(h);
         return 0;
+}
+
+int nook_ws_open(nook *n, const char *name, nook_ws **ret, nook_error *err) {
+        return ws_handle_open(n, name, /* create= */ true, ret, err);
+}
+
+int nook_ws_open_existing(nook *n, const char *name, nook_ws **ret, nook_error *err) {
+        return ws_handle_open(n, name, /* create= */ false, ret, err);
 }
 
 const char *nook_ws_root(const nook_ws *w) {

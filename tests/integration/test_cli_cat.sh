@@ -6,7 +6,7 @@
 . "$(dirname "$0")/lib.sh"
 
 require_bin "$NOOK"
-plan 10
+plan 17
 
 run_nook create c1 --sticky
 is "$status" 0 "create c1"
@@ -31,3 +31,23 @@ run_nook cat c1:/dist/a.txt
 is "$status|$out" "0|hello" "cat works on a stopped sandbox"
 run_nook rm c1
 is "$status" 0 "rm c1"
+
+# A name with no sandbox and nothing staged: reading, listing, removing and renaming say so and
+# make nothing (each used to create workspaces/NAME, which no 'ls' showed and 'prune' never took).
+for args in "cat typo:/f" "ws cat typo /f" "ws ls typo" "ws rm typo /f" "ws mv typo /a /b"; do
+        # shellcheck disable=SC2086 # the words of args are the arguments
+        run_nook $args
+        if [[ $status == 1 && $err == *"No sandbox 'typo' and no workspace staged"* ]]; then
+                ok "nook $args: no sandbox, said so"
+        else
+                not_ok "nook $args: no sandbox, said so" "status $status" "stderr: $err"
+        fi
+done
+is "$(ls "$NOOK_HOME/workspaces" 2>/dev/null | grep -cx typo)" 0 "and no workspace folder was made"
+# Staging still works: write (and mkdir) before the first create, then read it back.
+echo staged-data >"$NOOK_HOME/../staged-$$.txt"
+run_nook ws write staged /s.txt "$NOOK_HOME/../staged-$$.txt"
+rm -f "$NOOK_HOME/../staged-$$.txt"
+run_nook cat staged:/s.txt
+is "$status|$out" "0|staged-data" "a staged workspace is read back before the create"
+run_nook rm staged

@@ -160,7 +160,8 @@ int cmd_update(int argc, char **argv) {
         while ((c = getopt_long(argc, argv, "+hm:", opts, NULL)) >= 0) {
                 if (c == 'h') {
                         printf("Usage: nook update [--cpus N] [--memory SIZE] [--pids-max N] NAME\n\n"
-                               "Change a running sandbox's limits, within the --max-cpus/--max-memory it was created with.\n");
+                               "Change a running sandbox's limits, within the --max-cpus/--max-memory it was created with;\n"
+                               "without those, within the limits given at create (none given: no ceiling).\n");
                         json_decref(upd);
                         return 0;
                 }

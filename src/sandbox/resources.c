@@ -14,6 +14,7 @@
 #include "util/error.h"
 #include "util/macro.h"
 #include "util/name.h"
+#include "util/parse.h"
 
 int sb_running_rec(nook *n, const char *name, sandbox_rec *rec, nook_error *err) {
         store *st;
@@ -106,12 +107,14 @@ static int update_running(nook *n, const char *name, const char *update_json, no
         unsigned cpus = upd.cpus ? upd.cpus : spec.cpus;
         uint64_t mib = upd.memory_mib ? upd.memory_mib : spec.memory_mib;
         uint64_t pids = upd.pids_max ? upd.pids_max : spec.pids_max;
-        /* without maxCpus / maxMemoryMib the limits given at create are the ceiling (an unlimited
-         * one stays unlimited) */
+        /* Without maxCpus / maxMemoryMib the limits given at create are the ceiling, and no limit
+         * none (the largest value the spec takes).  The ceiling is saved with the spec below, so
+         * it outlives the update: it used to be the last update's limit (after --memory 256m,
+         * 512m was refused as above a ceiling of 256). */
         if (!spec.max_cpus)
-                spec.max_cpus = spec.cpus;
+                spec.max_cpus = spec.cpus ? spec.cpus : PARSE_CPUS_MAX;
         if (!spec.max_memory_mib)
-                spec.max_memory_mib = spec.memory_mib;
+                spec.max_memory_mib = spec.memory_mib ? spec.memory_mib : SB_SPEC_MAX_MEMORY_MIB;
         if (spec.max_cpus && cpus > spec.max_cpus)
                 return nook_err_set(err, NOOK_E_REFUSED,
                         "Refusing cpus=%u for sandbox '%s': above its maxCpus (%u)", cpus, name,

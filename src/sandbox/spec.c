@@ -187,7 +187,6 @@ static int get_cpus(json_t *o, const char *k, unsigned *ret, nook_error *err) {
 }
 
 /* memoryMib as a number of MiB, or a Docker-style string ("512m", "2g"). */
-#define MAX_MEMORY_MIB (16u * 1024 * 1024) /* 16 TiB: above any machine, far below an overflow */
 #define MAX_PIDS 4194304 /* the kernel's PID_MAX_LIMIT */
 
 static int get_mib(json_t *o, const char *k, uint64_t *ret, nook_error *err) {
@@ -209,9 +208,9 @@ static int get_mib(json_t *o, const char *k, uint64_t *ret, nook_error *err) {
         } else
                 return nook_err_set(err, NOOK_E_INVALID,
                         "Invalid spec: field '%s' must be a whole number of MiB or a size like '512m'", k);
-        if (*ret > MAX_MEMORY_MIB)
+        if (*ret > SB_SPEC_MAX_MEMORY_MIB)
                 return nook_err_set(err, NOOK_E_INVALID, "Invalid spec: field '%s' is above %u MiB (16 TiB)",
-                        k, MAX_MEMORY_MIB);
+                        k, SB_SPEC_MAX_MEMORY_MIB);
         return 0;
 }
 

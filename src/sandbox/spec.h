@@ -8,6 +8,9 @@
 
 #include "nook.h"
 
+/* The largest memory limit a spec takes: 16 TiB, above any machine, far below an overflow. */
+#define SB_SPEC_MAX_MEMORY_MIB (16u * 1024 * 1024)
+
 /* A secret bound to hosts (spec "secrets"): the guest sees a placeholder, the egress gateway puts
  * the value into requests to those hosts only.  value is NULL for a spec read back from the
  * store (a start): it is never stored. */

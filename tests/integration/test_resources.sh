@@ -9,7 +9,7 @@
 . "$(dirname "$0")/lib.sh"
 
 require_bin "$NOOK" "$NOOK_PROBE"
-plan 58
+plan 62
 
 PY=/usr/bin/python3
 [[ -x $PY ]] || PY=python3
@@ -218,6 +218,15 @@ is "$(jnum cpusLimit "$out")" "2" "--cpus 1.2 rounds up to 2"
 expect_fail 1 "update above the limit when no headroom was given" update --memory 64m res2
 run_nook update --memory 16m res2
 is "$status" 0 "update below the limit without headroom is fine"
+run_nook update --memory 32m res2
+is "$status" 0 "and back up to the create's limit: the ceiling is the create's, not the last update's"
+expect_fail 1 "still not above it" update --memory 33m res2
+# created without a limit: no ceiling, across updates
+run_nook create res4
+run_nook update --memory 256m res4
+is "$status" 0 "update of a sandbox created without limits: 256m" || diag "$err"
+run_nook update --memory 512m res4
+is "$status" 0 "then 512m (it was refused as above a ceiling of 256)" || diag "$err"
 
 # ---- bad input creates nothing ---------------------------------------------------------------------
 expect_fail 1 "--cpus 0" create --cpus 0 res3
@@ -228,6 +237,6 @@ run_nook ls -q
 unlike "$out" "res3" "refused creates left no record"
 
 # ---- rm removes the cgroups ---------------------------------------------------------------------
-run_nook rm "$SB" res2
+run_nook rm "$SB" res2 res4
 is "$status" 0 "rm both sandboxes"
 is "$(cgdirs "$SB")$(cgdirs res2)" "" "rm removed every nook-$SB-*/nook-res2-* cgroup"

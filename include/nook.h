@@ -212,6 +212,13 @@ NOOK_PUBLIC int nook_sandbox_remove(nook *n, const char *name, nook_error *err);
 NOOK_PUBLIC int nook_sandbox_prune(nook *n, bool include_sticky, char **ret_json, nook_error *err);
 /* A JSON object describing the sandbox (state, why it stopped, spec, times, workspace). */
 NOOK_PUBLIC int nook_sandbox_inspect(nook *n, const char *name, char **ret_json, nook_error *err);
+/* Waits until sandbox name has stopped (docker wait): *ret_exit_code is then how the command of a
+ * `run -d` ended, as a shell says it (128 + signal when it was killed), or -1 when the sandbox
+ * had no such command.  timeout_ms 0: no deadline; past it NOOK_E_TIMEOUT.  A sandbox that is
+ * removed meanwhile is NOOK_E_NOT_FOUND.  Watches its supervisor (pidfd): no polling while it
+ * runs. */
+NOOK_PUBLIC int nook_sandbox_wait(
+        nook *n, const char *name, uint64_t timeout_ms, int *ret_exit_code, nook_error *err);
 /* A JSON array of those objects; label_filters ("k=v" or "k") keep the matching ones. */
 NOOK_PUBLIC int nook_sandbox_list(
         nook *n, const char *const *label_filters, char **ret_json, nook_error *err);

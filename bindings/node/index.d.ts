@@ -212,6 +212,9 @@ export interface SandboxInfo {
   branchOf?: string;
   /** When the branch was made: RFC 3339 UTC with milliseconds. */
   branchPoint?: string;
+  /** A stopped sandbox whose `nook run -d` command ended (by itself or by stop): its exit
+   * status, 128 + the signal when killed; absent otherwise. */
+  exitCode?: number;
 }
 
 export interface ExecOptions {

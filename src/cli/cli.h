@@ -79,6 +79,7 @@ int cmd_doctor(int argc, char **argv);
 int cmd_image(int argc, char **argv);
 int cmd_stats(int argc, char **argv);
 int cmd_update(int argc, char **argv);
+int cmd_wait(int argc, char **argv);
 int cmd_volume(int argc, char **argv);
 int cmd_egress(int argc, char **argv);
 int cmd_prune(int argc, char **argv);

@@ -127,6 +127,43 @@ int cmd_stop(int argc, char **argv) {
         return for_each_name("stop", argc, argv, op_stop, &timeout_ms, true);
 }
 
+static int op_wait(nook *n, const char *name, void *u, nook_error *err) {
+        int code = -1;
+        int r = nook_sandbox_wait(n, name, *(uint64_t *)u, &code, err);
+        if (r < 0)
+                return r;
+        if (code >= 0)
+                printf("%d\n", code);
+        else
+                puts("-");
+        (void)fflush(stdout); /* each as it stops: a script may read them one by one */
+        return 0;
+}
+
+int cmd_wait(int argc, char **argv) {
+        static const struct option opts[] = { { "timeout", required_argument, NULL, 't' },
+                { "help", no_argument, NULL, 'h' }, {} };
+        uint64_t timeout_ms = 0;
+        nook_error err = { 0 };
+        int c;
+        while ((c = getopt_long(argc, argv, "+ht:", opts, NULL)) >= 0) {
+                if (c == 'h') {
+                        printf("Usage: nook wait [--timeout DUR] NAME...\n\n"
+                               "Wait until each sandbox has stopped (as 'docker wait'), and print, one line each,\n"
+                               "how the command of a 'nook run -d' ended: its exit status, or 128 + the signal\n"
+                               "that killed it; '-' for a sandbox without such a command (made by create).\n"
+                               "The same status is 'exitCode' in 'nook inspect'.\n\n"
+                               "  --timeout DUR  give up after DUR (e.g. 30s), with an error (exit 1)\n");
+                        return 0;
+                }
+                if (c != 't')
+                        return cli_usage_error("wait", "unknown option");
+                if (nook_parse_duration_ms(optarg, &timeout_ms, &err) < 0)
+                        return cli_usage_error("wait", "--timeout: %s", err.msg);
+        }
+        return for_each_name("wait", argc, argv, op_wait, &timeout_ms, false);
+}
+
 static int op_rm(nook *n, const char *name, void *u, nook_error *err) {
         return nook_sandbox_remove(n, name, err);
 }

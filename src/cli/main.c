@@ -35,6 +35,7 @@ static const cli_command commands[] = {
                 "Show what a sandbox's detached commands printed (--system: its supervisor log)" },
         { "stats", cmd_stats, "Show running sandboxes' cpu, memory and process use, live" },
         { "update", cmd_update, "Change a running sandbox's resource limits" },
+        { "wait", cmd_wait, "Wait until sandboxes stop; print their run -d command's exit status" },
         { "cp", cmd_cp, "Copy files between the host and a sandbox (NAME:PATH), as docker cp does" },
         { "cat", cmd_cat, "Print a workspace file (NAME:PATH)" },
         { "ws", cmd_ws, "Workspace files: path, write, cat, ls, rm, mkdir, mv" },

@@ -962,7 +962,16 @@ static json_t *rec_to_json(nook *n, const sandbox_rec *rec) {
         }
         /* paused is the cgroup's state, not the record's: it holds whoever asked for it */
         bool paused = streq(rec->state, "running") && sb_is_paused(n, rec->name);
-        return json_pack(
+        /* a run -d whose command ended, by itself or stopped: its status (docker's State.ExitCode),
+         * from the exit record of this run (not of an earlier one) */
+        json_t *exit_code = NULL;
+        _cleanup_free_ char *sdir = NULL;
+        exit_record ex;
+        if (streq(rec->state, "stopped") && ctx_sandbox_dir(n, rec->name, &sdir, &ignore) >= 0 &&
+                exit_record_read(sdir, &ex, &ignore) >= 0 && ex.stopped_at >= rec->started_at &&
+                ex.command_exit >= 0)
+                exit_code = json_integer(ex.command_exit);
+        json_t *o = json_pack(
                 "{s:s, s:s, s:s?, s:s?, s:o?, s:o, s:s, s:I, s:o?, s:o?, s:s?, s:s?, s:o?, s:s?, s:s?}",
                 "name", rec->name, "state", paused ? "paused" : rec->state, "image", rec->image,
                 "imageDigest", rec->image_digest, "spec", spec, "labels", labels, "persistence",
@@ -972,6 +981,11 @@ static json_t *rec_to_json(nook *n, const sandbox_rec *rec) {
                 "workspace", wsdir, "supervisorPid",
                 rec->supervisor_pid ? json_integer(rec->supervisor_pid) : NULL, "branchOf", rec->branch_of,
                 "branchPoint", rec->branch_point);
+        if (o && exit_code)
+                (void)json_object_set_new(o, "exitCode", exit_code);
+        else
+                json_decref(exit_code);
+        return o;
 }
 
 int nook_sandbox_inspect(nook *n, const char *name, char **ret_json, nook_error *err) {
@@ -999,6 +1013,58 @@ int nook_sandbox_inspect(nook *n, const char *name, char **ret_json, nook_error 
                 return nook_err_oom(err);
         *ret_json = t;
         return 0;
+}
+
+/* ---- wait ------------------------------------------------------------------------------------------ */
+
+/* Between two looks at the record while the supervisor cannot be watched (no pidfd; a create,
+ * stop or remove by someone else holds the name's lock). */
+#define WAIT_POLL_MS 100
+
+int nook_sandbox_wait(nook *n, const char *name, uint64_t timeout_ms, int *ret_exit_code, nook_error *err) {
+        int r = name_validate("sandbox", name, err);
+        if (r < 0)
+                return r;
+        uint64_t deadline = timeout_ms ? now_ms() + timeout_ms : 0;
+        for (;;) {
+                _cleanup_(sandbox_rec_done) sandbox_rec rec = { 0 };
+                store *st;
+                if ((r = ctx_store(n, &st, err)) < 0)
+                        return r;
+                if ((r = store_sandbox_get(st, name, &rec, err)) < 0)
+                        return nook_err_set(err, NOOK_E_NOT_FOUND, "No sandbox '%s'", name);
+                if ((r = sb_reconcile_unlocked(n, &rec, err)) < 0)
+                        return r;
+                if (streq(rec.state, "removed") || remove_if_orphaned(n, &rec))
+                        return nook_err_set(err, NOOK_E_NOT_FOUND, "No sandbox '%s' (it was removed)", name);
+                if (streq(rec.state, "stopped")) {
+                        /* the command of a run -d, if this run had one that ended */
+                        _cleanup_free_ char *sdir = NULL;
+                        exit_record ex;
+                        nook_error ignore;
+                        *ret_exit_code = -1;
+                        if (ctx_sandbox_dir(n, name, &sdir, &ignore) >= 0 &&
+                                exit_record_read(sdir, &ex, &ignore) >= 0 && ex.stopped_at >= rec.started_at)
+                                *ret_exit_code = ex.command_exit;
+                        return 0;
+                }
+                int wait_ms = WAIT_POLL_MS;
+                uint64_t now = now_ms();
+                if (deadline && now >= deadline)
+                        return nook_err_set(err, NOOK_E_TIMEOUT, "Sandbox '%s' is still %s after %llu ms",
+                                name, rec.state, (unsigned long long)timeout_ms);
+                /* Its supervisor is its life: watched, no wake-up until it exits (or the deadline) */
+                _cleanup_close_ int pfd = rec.supervisor_pid > 0 ? pidfd_open_(rec.supervisor_pid) : -1;
+                if (pfd >= 0 && proc_alive(rec.supervisor_pid, rec.supervisor_start))
+                        wait_ms = -1;
+                else
+                        pfd = safe_close(pfd);
+                if (deadline && (wait_ms < 0 || (uint64_t)wait_ms > deadline - now))
+                        wait_ms = deadline - now > INT32_MAX ? INT32_MAX : (int)(deadline - now);
+                struct pollfd p = { .fd = pfd, .events = POLLIN };
+                if (poll(&p, 1, wait_ms) < 0 && errno != EINTR)
+                        return nook_err_errno(err, NOOK_E_IO, "Cannot wait for sandbox '%s'", name);
+        }
 }
 
 int nook_sandbox_list(nook *n, const char *const *label_filters, char **ret_json, nook_error *err) {

@@ -11,6 +11,8 @@ typedef struct exit_record {
         char reason[32]; /* "user", "max_duration", "idle", "init_died", "signal", "setup_failed" */
         int64_t stopped_at;
         int init_status; /* raw wait status of init, -1 unknown */
+        int command_exit; /* run -d: how its command ended, as a shell says it (128 + signal
+                           * when killed); -1: no such command, or it had not ended */
 } exit_record;
 
 int exit_record_write(const char *state_dir, const exit_record *r, nook_error *err);

@@ -94,6 +94,7 @@ typedef struct sup {
         iso_seccomp_prog seccomp; /* compiled (or read from the cache) before init is cloned */
         int lifeline_fd; /* NOOK_CREATE_TIED: hangs up when the creating client is gone; else -1 */
         uint64_t main_exec_id; /* run -d: the sandbox stops when this exec ends; 0 = none */
+        int main_exit; /* how that exec ended (exit_record.command_exit); -1: not yet */
         outlog out; /* detached commands' stdout/stderr (output.log) */
         sup_egress egress; /* nook-egress, when the sandbox has secrets or HTTP rules */
         int spare_fd; /* the spare helper's request socket, handed over by init; -1: none */
@@ -696,8 +697,10 @@ static void exec_exited(sup *s, uint64_t id, json_int_t st, const char *error, b
         } else if (detached && !abandoned_take(s, id) && s->detached_running > 0)
                 s->detached_running--;
         s->last_activity_ms = now_ms();
-        if (s->main_exec_id && id == s->main_exec_id)
+        if (s->main_exec_id && id == s->main_exec_id) {
+                s->main_exit = WIFSIGNALED(st) ? 128 + WTERMSIG(st) : WEXITSTATUS(st);
                 begin_stop(s, "command_exited", RETIRE_GRACE_MS);
+        }
         /* `nook run`: the stop its removal asks for, begun now, before that request (its "stop"
          * with "remove" on this exec's connection, which the client keeps; finish waits for it
          * before it decides on the exit record: remove_confirm) */
@@ -980,7 +983,9 @@ static void remove_confirm(sup *s, client *c) {
 
 static void finish(sup *s, int init_status) {
         nook_error err = { 0 };
-        exit_record rec = { .stopped_at = now_epoch(), .init_status = init_status };
+        exit_record rec = {
+                .stopped_at = now_epoch(), .init_status = init_status, .command_exit = s->main_exit
+        };
         const char *why = s->stopping ? s->stop_reason : oom_kills(s) > 0 ? "oom" : "init_died";
         (void)snprintf(rec.reason, sizeof(rec.reason), "%s", why);
         /* "cgroupGone" in "stopped": the remover need not look for our cgroups again.  Without
@@ -1074,6 +1079,7 @@ int sup_run(const sup_config *c, const char *state_dir, const char *run_dir, int
         s.run_dir = run_dir;
         s.init_sock = s.root_fd = s.mntns_fd = s.listen_fd = s.sig_fd = s.spare_fd = -1;
         s.lifeline_fd = lifeline_fd;
+        s.main_exit = -1;
         s.egress = SUP_EGRESS_INIT;
         outlog_init(&s.out, state_dir);
         sigset_t mask;

@@ -8,7 +8,7 @@
 
 require_bin "$NOOK" "$NOOK_SUPERVISOR"
 command -v jq >/dev/null || plan skip_all "jq is needed to read nook's JSON"
-plan 85
+plan 94
 
 field() { "$NOOK" inspect "$1" 2>/dev/null | jq -r "$2 // empty" 2>/dev/null; }
 names() { "$NOOK" ls --json 2>/dev/null | jq -r '.[].name' 2>/dev/null | sort | tr '\n' ' '; }
@@ -238,6 +238,31 @@ check "and leaves no record, supervisor or cgroup of it" \
 # ---- --sh and a COMMAND: one or the other (the COMMAND was silently ignored) ---------------------
 expect_fail 2 "run --sh STRING with a COMMAND is a usage error" run --sh 'echo a' -- echo b
 like "$err" "either --sh STRING or a COMMAND" "the error says to give one"
+
+# ---- the status of a run -d command: nook wait, inspect's exitCode (docker wait, State.ExitCode) --
+run_nook run -d --name dw -- sh -c 'sleep 0.3; exit 7'
+run_nook wait dw
+is "$status:$out" "0:7" "nook wait prints the exit status of a run -d command once it ends"
+run_nook inspect -f '{{.ExitCode}}' dw
+is "$out" 7 "inspect shows it as exitCode"
+run_nook run -d --name dk -- sh -c 'kill -TERM $$'
+run_nook wait dk
+is "$out" 143 "a command killed by a signal: 128 + the signal"
+run_nook run -d --name dl -- sleep 60
+run_nook wait --timeout 200ms dl
+is "$status" 1 "wait --timeout: still running is an error"
+like "$err" "Sandbox 'dl' is still running after 200 ms" "that says so"
+run_nook stop dl
+run_nook inspect -f '{{.StopReason}} {{.ExitCode}}' dl
+is "$out" "user 143" "a command ended by stop has its status too"
+run_nook start dl
+run_nook stop dl
+run_nook inspect -f '{{.ExitCode}}' dl
+is "$out" "<no value>" "a start runs no command: the next stop has no status (not the earlier run's)"
+run_nook wait dl
+is "$out" "-" "wait of a sandbox without a command of its own prints '-'"
+expect_fail 1 "wait of a name that does not exist" wait no-such-dw
+run_nook rm dw dk dl
 
 # ---- a run over a name in use: refused, the sandbox and its workspace untouched -----------------
 # A run removes its sandbox at the end; over an existing sandbox that deleted its workspace.

@@ -35,6 +35,19 @@
         "  -t, --tty                give the command a terminal (implies -i; stdin must be one)\n"          \
         "\nSignals: SIGINT, SIGTERM and SIGHUP are passed on to the command; a second ^C within\n"          \
         "a second kills it with its whole process tree.\n"
+/* run: -w's long name is --cwd there (--workdir is the spec's stored default) */
+#define EXEC_OPTS_HELP_RUN                                                                                  \
+        "  -e, --env NAME=VALUE     environment for this command\n"                                         \
+        "  --secret-env NAME        pass NAME from this environment as a secret (NAME=- reads the\n"        \
+        "                           value from stdin); never stored, logged or put in an argv\n"            \
+        "  -w, --cwd DIR            this command's working directory (default: --workdir's)\n"              \
+        "  -u, --user USER          this command's user: name, uid or uid:gid\n"                            \
+        "  -i, --interactive        pass stdin to the command (default: /dev/null)\n"                       \
+        "  --timeout DUR            kill the command's whole process tree after DUR\n"                      \
+        "  -c, --sh STRING          run STRING with /bin/sh -lc instead of an argv\n"                       \
+        "  -t, --tty                give the command a terminal (implies -i; stdin must be one)\n"          \
+        "\nSignals: SIGINT, SIGTERM and SIGHUP are passed on to the command; a second ^C within\n"          \
+        "a second kills it with its whole process tree.\n"
 #define EXEC_DETACH_HELP                                                                                    \
         "  -d, --detach             start it and return, printing nothing; it keeps running and\n"          \
         "                           its output goes to 'nook logs NAME'\n"
@@ -547,8 +560,8 @@ static int run_parse(int argc, char **argv, json_t *spec, exec_args *a, run_args
                                "                         or -d takes none: nobody diffs what goes at its end)\n"
                                "  -d, --detach           start the command detached, print the sandbox's name and\n"
                                "                         return; the sandbox stops when the command ends and is\n"
-                               "                         kept (its output: 'nook logs NAME'; remove: 'nook rm NAME')\n" SPEC_OPTS_HELP
-                                        EXEC_OPTS_HELP);
+                               "                         kept (its output: 'nook logs NAME'; remove: 'nook rm NAME')\n" SPEC_OPTS_HELP_RUN
+                                        "\nThe command (as docker run: -e, -u and -w are its own, not stored):\n" EXEC_OPTS_HELP_RUN);
                         return 1;
                 }
                 if (c == 3000 || c == 3001 || c == 3002) {

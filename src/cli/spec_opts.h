@@ -43,10 +43,13 @@
         { "egress-audit", no_argument, NULL, 1043 }
 /* clang-format on */
 
-#define SPEC_OPTS_HELP                                                                                      \
+/* The options of the sandbox spec; `run` leaves out -e and -u, which there apply to its command
+ * (as docker run) and are not stored: SPEC_OPTS_HELP_RUN. */
+#define SPEC_OPTS_HELP_A                                                                                    \
         "  --image IMAGE          'host' (default), a root filesystem directory, or a registry\n"           \
-        "                         image (alpine:3, ghcr.io/o/r:tag), pulled once, then cached\n"            \
-        "  -e, --env NAME=VALUE   environment for every exec (stored: no secrets here)\n"                   \
+        "                         image (alpine:3, ghcr.io/o/r:tag), pulled once, then cached\n"
+#define SPEC_OPTS_HELP_E "  -e, --env NAME=VALUE   environment for every exec (stored: no secrets here)\n"
+#define SPEC_OPTS_HELP_B                                                                                    \
         "  -l, --label KEY=VALUE  a label (repeatable)\n"                                                   \
         "  --sticky               keep the writable root layer across stop/start (on disk)\n"               \
         "  --persistence MODE     ephemeral (default: the writable root layer is in memory, in\n"           \
@@ -62,8 +65,9 @@
         "  --deny CIDR[:PORTS]    policy: deny a range\n"                                                   \
         "                         (with --network public both are exceptions to its public-only floor)\n"   \
         "  --allow-domain NAME    policy: allow example.com or *.example.com (through nook's resolver)\n"   \
-        "  --workdir DIR          default working directory of execs (default /workspace)\n"                \
-        "  -u, --user USER        default user of execs\n"                                                  \
+        "  --workdir DIR          default working directory of execs (default /workspace)\n"
+#define SPEC_OPTS_HELP_U "  -u, --user USER        default user of execs\n"
+#define SPEC_OPTS_HELP_C                                                                                    \
         "  --cpus N               CPU limit, whole CPUs (fractions round up)\n"                             \
         "  -m, --memory SIZE      memory limit, not 0: 512m, 2g (the OOM killer ends what exceeds it)\n"    \
         "  --pids-max N           process limit\n"                                                          \
@@ -89,6 +93,8 @@
         "                         (a private address opened by --allow goes direct, unjudged)\n"            \
         "  --egress-ca FILE       a PEM CA the gateway trusts for upstream servers (private CAs)\n"         \
         "  --egress-audit         run the gateway for its audit log only ('nook egress log NAME')\n"
+#define SPEC_OPTS_HELP SPEC_OPTS_HELP_A SPEC_OPTS_HELP_E SPEC_OPTS_HELP_B SPEC_OPTS_HELP_U SPEC_OPTS_HELP_C
+#define SPEC_OPTS_HELP_RUN SPEC_OPTS_HELP_A SPEC_OPTS_HELP_B SPEC_OPTS_HELP_C
 
 /* Applies one parsed option to the spec; returns 1 if it was a spec option, 0 if not, <0 with
  * the usage error already printed. */

@@ -123,20 +123,29 @@ static int ws_ls(nook_ws *w, const char *path, nook_error *err) {
         return 0;
 }
 
-static int ws_write_from(nook_ws *w, const char *path, const char *src, nook_error *err) {
-        int fd = 0;
-        if (src && strcmp(src, "-") != 0) {
-                fd = open(src, O_RDONLY | O_CLOEXEC);
-                if (fd < 0) {
-                        err->code = NOOK_E_NOT_FOUND;
-                        snprintf(err->msg, sizeof(err->msg), "Cannot open '%s': %s", src, strerror(errno));
-                        return -NOOK_E_NOT_FOUND;
-                }
+/* The source of a write: stdin (NULL or "-") or a file, checked before the workspace is opened
+ * (a write may stage one): a folder is refused naming the source, not the destination. */
+static int ws_write_source(const char *src, int *ret_fd, nook_error *err) {
+        struct stat st;
+        *ret_fd = 0;
+        if (!src || strcmp(src, "-") == 0)
+                return 0;
+        int fd = open(src, O_RDONLY | O_CLOEXEC);
+        if (fd < 0) {
+                err->code = NOOK_E_NOT_FOUND;
+                snprintf(err->msg, sizeof(err->msg), "Cannot open '%s': %s", src, strerror(errno));
+                return -NOOK_E_NOT_FOUND;
         }
-        int r = nook_ws_write_fd(w, path, fd, err);
-        if (fd > 0)
+        if (fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
                 close(fd);
-        return r;
+                err->code = NOOK_E_INVALID;
+                snprintf(err->msg, sizeof(err->msg),
+                        "The source '%s' is a directory; 'ws write' copies one file ('nook cp %s NAME:/PATH' copies a tree)",
+                        src, src);
+                return -NOOK_E_INVALID;
+        }
+        *ret_fd = fd;
+        return 0;
 }
 
 int cmd_ws(int argc, char **argv) {
@@ -172,9 +181,14 @@ int cmd_ws(int argc, char **argv) {
         } else if (strcmp(sub, "write") == 0) {
                 if (argc < 4 || argc > 5)
                         return cli_usage_error("ws", "write takes NAME PATH [FILE|-]");
-                r = with_ws_opt(name, true, &n, &w, &err);
+                int fd = 0;
+                r = ws_write_source(argc == 5 ? argv[4] : NULL, &fd, &err);
                 if (r >= 0)
-                        r = ws_write_from(w, argv[3], argc == 5 ? argv[4] : NULL, &err);
+                        r = with_ws_opt(name, true, &n, &w, &err);
+                if (r >= 0)
+                        r = nook_ws_write_fd(w, argv[3], fd, &err);
+                if (fd > 0)
+                        close(fd);
         } else if (strcmp(sub, "cat") == 0) {
                 if (argc != 4)
                         return cli_usage_error("ws", "cat takes NAME PATH");

@@ -139,10 +139,24 @@ int nook_image_list(nook *n, char **ret_json, nook_error *err) {
         return dump(arr, ret_json, err);
 }
 
+/* "host" names nook's built-in image everywhere an image is given: not a stored one, so not
+ * "docker.io/library/host:latest, pull it first" (which no pull would help). */
+static int not_builtin(const char *ref, const char *what, nook_error *err) {
+        if (ref && streq(ref, "host"))
+                return nook_err_set(err, NOOK_E_INVALID,
+                        "'host' is nook's built-in image (the host's /usr, read-only, and a generated /etc), "
+                        "not a stored one: there is nothing to %s",
+                        what);
+        return 0;
+}
+
 int nook_image_inspect(nook *n, const char *ref, char **ret_json, nook_error *err) {
         _cleanup_(image_store_done) image_store s = {};
         _cleanup_(image_rec_done) image_rec rec = {};
-        int r = sb_image_store(n, &s, err);
+        int r = not_builtin(ref, "inspect", err);
+        if (r < 0)
+                return r;
+        r = sb_image_store(n, &s, err);
         if (r < 0)
                 return r;
         r = IMG(image_lookup)(&s, ref, &rec, err);
@@ -154,7 +168,10 @@ int nook_image_inspect(nook *n, const char *ref, char **ret_json, nook_error *er
 int nook_image_remove(nook *n, const char *ref, nook_error *err) {
         _cleanup_free_ char *name = NULL;
         store *st;
-        int r = ctx_store(n, &st, err);
+        int r = not_builtin(ref, "remove", err);
+        if (r < 0)
+                return r;
+        r = ctx_store(n, &st, err);
         if (r < 0)
                 return r;
         r = IMG(image_canonical)(ref, &name, err);
@@ -216,7 +233,10 @@ int nook_image_export(
         nook *n, const char *ref, const char *path, const nook_image_export_opts *o, nook_error *err) {
         _cleanup_(image_store_done) image_store s = {};
         image_export_opts eo = { .force = o && o->force };
-        int r = format_parse(o ? o->format : NULL, &eo.format, err);
+        int r = not_builtin(ref, "export", err);
+        if (r < 0)
+                return r;
+        r = format_parse(o ? o->format : NULL, &eo.format, err);
         if (r < 0)
                 return r;
         r = sb_image_store(n, &s, err);

@@ -6,7 +6,7 @@
 . "$(dirname "$0")/lib.sh"
 
 require_bin "$NOOK"
-plan 17
+plan 20
 
 run_nook create c1 --sticky
 is "$status" 0 "create c1"
@@ -51,3 +51,10 @@ rm -f "$NOOK_HOME/../staged-$$.txt"
 run_nook cat staged:/s.txt
 is "$status|$out" "0|staged-data" "a staged workspace is read back before the create"
 run_nook rm staged
+# A folder as the source of ws write: refused naming the source (it named the destination), and
+# nothing staged for a name without a sandbox.
+run_nook ws write nodir /x.txt "$NOOK_HOME/workspaces"
+is "$status" 1 "ws write with a folder as its source fails"
+like "$err" "The source '.*workspaces' is a directory" "the error names the source"
+is "$(ls "$NOOK_HOME/workspaces" 2>/dev/null | grep -cx nodir)" 0 "and stages nothing"
+

@@ -10,7 +10,7 @@
 
 require_bin "$NOOK" "$NOOK_SUPERVISOR"
 command -v jq >/dev/null || plan skip_all "jq is needed to read nook's JSON"
-plan 122
+plan 124
 
 # ---- help, version, did you mean ---------------------------------------------------------------
 run_nook help
@@ -202,6 +202,9 @@ is "$(grep -cE "No sandbox (named )?'nope-z'" <<<"$err")" 1 "stats says so once 
 # ---- rm -f, as docker -----------------------------------------------------------------------------------
 run_nook rm -f dk1 dk2 dk3
 is "$status" 0 "rm -f removes running and stopped sandboxes"
+# 'host' is the built-in image: inspect/rm/export say so (they said "pull it first")
+expect_fail 1 "image inspect host" image inspect host
+like "$err" "'host' is nook's built-in image.*nothing to inspect" "the error says host is built in"
 run_nook prune -f
 is "$status" 0 "prune -f (docker's 'no prompt') is accepted"
 # docker rm -f of a name that does not exist: said on stderr, exit 0 (a cleanup line under set -e)

@@ -561,7 +561,7 @@ static int run_parse(int argc, char **argv, json_t *spec, exec_args *a, run_args
                                "  -d, --detach           start the command detached, print the sandbox's name and\n"
                                "                         return; the sandbox stops when the command ends and is\n"
                                "                         kept (its output: 'nook logs NAME'; remove: 'nook rm NAME')\n" SPEC_OPTS_HELP_RUN
-                                        "\nThe command (as docker run: -e, -u and -w are its own, not stored):\n" EXEC_OPTS_HELP_RUN);
+                               "\nThe command (as docker run: -e, -u and -w are its own, not stored):\n" EXEC_OPTS_HELP_RUN);
                         return 1;
                 }
                 if (c == 3000 || c == 3001 || c == 3002) {

@@ -23,31 +23,25 @@
 #include "cli/cli.h"
 #include "cli/spec_opts.h"
 
+/* exec's options; run names -w --cwd (--workdir is the spec's stored default there) */
+#define EXEC_HELP_ENV                                                                                       \
+        "  -e, --env NAME=VALUE     environment for this command\n"                                         \
+        "  --secret-env NAME        pass NAME from this environment as a secret (NAME=- reads the\n"        \
+        "                           value from stdin); never stored, logged or put in an argv\n"
+#define EXEC_HELP_REST                                                                                      \
+        "  -i, --interactive        pass stdin to the command (default: /dev/null)\n"                       \
+        "  --timeout DUR            kill the command's whole process tree after DUR\n"                      \
+        "  -c, --sh STRING          run STRING with /bin/sh -lc instead of an argv\n"                       \
+        "  -t, --tty                give the command a terminal (implies -i; stdin must be one)\n"          \
+        "\nSignals: SIGINT, SIGTERM and SIGHUP are passed on to the command; a second ^C within\n"          \
+        "a second kills it with its whole process tree.\n"
 #define EXEC_OPTS_HELP                                                                                      \
-        "  -e, --env NAME=VALUE     environment for this command\n"                                         \
-        "  --secret-env NAME        pass NAME from this environment as a secret (NAME=- reads the\n"        \
-        "                           value from stdin); never stored, logged or put in an argv\n"            \
-        "  -w, --workdir DIR        working directory (default /workspace)\n"                               \
-        "  -u, --user USER          user name, uid or uid:gid\n"                                            \
-        "  -i, --interactive        pass stdin to the command (default: /dev/null)\n"                       \
-        "  --timeout DUR            kill the command's whole process tree after DUR\n"                      \
-        "  -c, --sh STRING          run STRING with /bin/sh -lc instead of an argv\n"                       \
-        "  -t, --tty                give the command a terminal (implies -i; stdin must be one)\n"          \
-        "\nSignals: SIGINT, SIGTERM and SIGHUP are passed on to the command; a second ^C within\n"          \
-        "a second kills it with its whole process tree.\n"
-/* run: -w's long name is --cwd there (--workdir is the spec's stored default) */
+        EXEC_HELP_ENV "  -w, --workdir DIR        working directory (default /workspace)\n"                 \
+                      "  -u, --user USER          user name, uid or uid:gid\n" EXEC_HELP_REST
 #define EXEC_OPTS_HELP_RUN                                                                                  \
-        "  -e, --env NAME=VALUE     environment for this command\n"                                         \
-        "  --secret-env NAME        pass NAME from this environment as a secret (NAME=- reads the\n"        \
-        "                           value from stdin); never stored, logged or put in an argv\n"            \
-        "  -w, --cwd DIR            this command's working directory (default: --workdir's)\n"              \
-        "  -u, --user USER          this command's user: name, uid or uid:gid\n"                            \
-        "  -i, --interactive        pass stdin to the command (default: /dev/null)\n"                       \
-        "  --timeout DUR            kill the command's whole process tree after DUR\n"                      \
-        "  -c, --sh STRING          run STRING with /bin/sh -lc instead of an argv\n"                       \
-        "  -t, --tty                give the command a terminal (implies -i; stdin must be one)\n"          \
-        "\nSignals: SIGINT, SIGTERM and SIGHUP are passed on to the command; a second ^C within\n"          \
-        "a second kills it with its whole process tree.\n"
+        EXEC_HELP_ENV                                                                                       \
+                "  -w, --cwd DIR            this command's working directory (default: --workdir's)\n"      \
+                "  -u, --user USER          this command's user: name, uid or uid:gid\n" EXEC_HELP_REST
 #define EXEC_DETACH_HELP                                                                                    \
         "  -d, --detach             start it and return, printing nothing; it keeps running and\n"          \
         "                           its output goes to 'nook logs NAME'\n"

@@ -107,23 +107,34 @@ static int op_stop(nook *n, const char *name, void *u, nook_error *err) {
         return nook_sandbox_stop(n, name, *(uint64_t *)u, err);
 }
 
-int cmd_stop(int argc, char **argv) {
+/* "nook CMD [--timeout DUR] NAME...": the options of stop and wait.  Returns 0 to go on, 1 when
+ * the help was printed, or a usage error's exit status (negated). */
+static int timeout_opts(const char *cmd, int argc, char **argv, const char *help, uint64_t *timeout_ms) {
         static const struct option opts[] = { { "timeout", required_argument, NULL, 't' },
                 { "help", no_argument, NULL, 'h' }, {} };
-        uint64_t timeout_ms = 10000;
         nook_error err = { 0 };
         int c;
         while ((c = getopt_long(argc, argv, "+ht:", opts, NULL)) >= 0) {
                 if (c == 'h') {
-                        printf("Usage: nook stop [--timeout DUR] NAME...\n\nStop sandboxes: SIGTERM, then SIGKILL after the timeout (default 10s).\n"
-                               "The workspace is kept; an ephemeral sandbox's writable layer is discarded.\n");
-                        return 0;
+                        fputs(help, stdout);
+                        return 1;
                 }
                 if (c != 't')
-                        return cli_usage_error("stop", "unknown option");
-                if (nook_parse_duration_ms(optarg, &timeout_ms, &err) < 0)
-                        return cli_usage_error("stop", "--timeout: %s", err.msg);
+                        return -cli_usage_error(cmd, "unknown option");
+                if (nook_parse_duration_ms(optarg, timeout_ms, &err) < 0)
+                        return -cli_usage_error(cmd, "--timeout: %s", err.msg);
         }
+        return 0;
+}
+
+int cmd_stop(int argc, char **argv) {
+        uint64_t timeout_ms = 10000;
+        int r = timeout_opts("stop", argc, argv,
+                "Usage: nook stop [--timeout DUR] NAME...\n\nStop sandboxes: SIGTERM, then SIGKILL after the timeout (default 10s).\n"
+                "The workspace is kept; an ephemeral sandbox's writable layer is discarded.\n",
+                &timeout_ms);
+        if (r != 0)
+                return r > 0 ? 0 : -r;
         return for_each_name("stop", argc, argv, op_stop, &timeout_ms, true);
 }
 
@@ -141,26 +152,17 @@ static int op_wait(nook *n, const char *name, void *u, nook_error *err) {
 }
 
 int cmd_wait(int argc, char **argv) {
-        static const struct option opts[] = { { "timeout", required_argument, NULL, 't' },
-                { "help", no_argument, NULL, 'h' }, {} };
         uint64_t timeout_ms = 0;
-        nook_error err = { 0 };
-        int c;
-        while ((c = getopt_long(argc, argv, "+ht:", opts, NULL)) >= 0) {
-                if (c == 'h') {
-                        printf("Usage: nook wait [--timeout DUR] NAME...\n\n"
-                               "Wait until each sandbox has stopped (as 'docker wait'), and print, one line each,\n"
-                               "how the command of a 'nook run -d' ended: its exit status, or 128 + the signal\n"
-                               "that killed it; '-' for a sandbox without such a command (made by create).\n"
-                               "The same status is 'exitCode' in 'nook inspect'.\n\n"
-                               "  --timeout DUR  give up after DUR (e.g. 30s), with an error (exit 1)\n");
-                        return 0;
-                }
-                if (c != 't')
-                        return cli_usage_error("wait", "unknown option");
-                if (nook_parse_duration_ms(optarg, &timeout_ms, &err) < 0)
-                        return cli_usage_error("wait", "--timeout: %s", err.msg);
-        }
+        int r = timeout_opts("wait", argc, argv,
+                "Usage: nook wait [--timeout DUR] NAME...\n\n"
+                "Wait until each sandbox has stopped (as 'docker wait'), and print, one line each,\n"
+                "how the command of a 'nook run -d' ended: its exit status, or 128 + the signal\n"
+                "that killed it; '-' for a sandbox without such a command (made by create).\n"
+                "The same status is 'exitCode' in 'nook inspect'.\n\n"
+                "  --timeout DUR  give up after DUR (e.g. 30s), with an error (exit 1)\n",
+                &timeout_ms);
+        if (r != 0)
+                return r > 0 ? 0 : -r;
         return for_each_name("wait", argc, argv, op_wait, &timeout_ms, false);
 }
 

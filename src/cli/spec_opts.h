@@ -65,6 +65,7 @@
         "  --deny CIDR[:PORTS]    policy: deny a range\n"                                                   \
         "                         (with --network public both are exceptions to its public-only floor)\n"   \
         "  --allow-domain NAME    policy: allow example.com or *.example.com (through nook's resolver)\n"   \
+        "                         (without --network, --allow, --deny and --allow-domain mean policy)\n"    \
         "  --workdir DIR          default working directory of execs (default /workspace)\n"
 #define SPEC_OPTS_HELP_U "  -u, --user USER        default user of execs\n"
 #define SPEC_OPTS_HELP_C                                                                                    \

@@ -24,6 +24,7 @@
 #include "util/error.h"
 #include "util/fd.h"
 #include "util/macro.h"
+#include "util/path.h"
 
 _Noreturn static void fail_to_supervisor(int sock, const nook_error *e) {
         json_t *m = proto_error_msg(e);
@@ -222,6 +223,15 @@ static void init_detach_fds(int sock) {
 
 /* Steps 3 to 9, between the two sync points; init_main sends a failure to the supervisor,
  * which makes it the create's error. */
+/* 8b: the execs' default working directory (--workdir), made when the image lacks it, as docker
+ * makes a missing WORKDIR or run -w: root's, 0755.  Where it cannot be made (a read-only part of
+ * the root) every exec says so, as before. */
+static void init_workdir(const sup_config *c) {
+        nook_error ignore;
+        if (c->workdir && access(c->workdir, F_OK) < 0 && errno == ENOENT)
+                (void)path_mkdir_p(c->workdir, 0755, &ignore);
+}
+
 static int init_setup(int sock, const sup_config *c, const iso_rootfs *rf, const iso_seccomp_prog *seccomp,
         const iso_cgroup_join *cgj, nook_error *err) {
         int r;
@@ -241,6 +251,7 @@ static int init_setup(int sock, const sup_config *c, const iso_rootfs *rf, const
         r = iso_net_uts_setup(c->name, err); /* 8: hostname, loopback */
         if (r < 0)
                 return r;
+        init_workdir(c); /* 8b */
         init_detach_fds(sock); /* 9 */
         return init_security(c, seccomp, err); /* 9: caps, no_new_privs, seccomp last */
 }

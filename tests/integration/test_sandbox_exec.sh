@@ -7,7 +7,7 @@
 
 require_bin "$NOOK" "$NOOK_SUPERVISOR" "$NOOK_PROBE"
 command -v jq >/dev/null || plan skip_all "jq is needed to read nook's JSON"
-plan 53
+plan 56
 
 field() { "$NOOK" inspect "$1" 2>/dev/null | jq -r "$2 // empty" 2>/dev/null; }
 
@@ -222,6 +222,18 @@ run_nook exec ex -- echo after-spare-killed
 is "$status/$out" "0/after-spare-killed" "an exec after its spare helper was killed runs"
 run_nook exec ex -- sh -c 'exit 3'
 is "$status" 3 "and so does the one after it (exit status 3 kept)"
+
+# --workdir the image lacks: made at create, as docker makes a missing WORKDIR (root's, 0755);
+# every exec failed with 126 before.  Where it cannot be made (read-only /usr), execs say so.
+run_nook create --workdir /srv/app/deep wd1
+run_nook exec wd1 -- sh -c 'pwd; stat -c "%U %a" .'
+is "$status:$out" "0:/srv/app/deep"$'\n'"root 755" "a missing --workdir is made at create and is the execs' directory"
+run_nook rm wd1
+run_nook create --workdir /usr/no-such-dir wd2
+run_nook exec wd2 -- true
+is "$status" 126 "a --workdir that cannot be made (read-only /usr): the exec fails (126)"
+like "$err" "cannot change to directory '/usr/no-such-dir'" "and says which directory"
+run_nook rm wd2
 
 run_nook rm ex
 is "$status" 0 "rm ex"

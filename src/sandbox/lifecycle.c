@@ -948,6 +948,18 @@ static bool remove_if_orphaned(nook *n, const sandbox_rec *rec) {
         return nook_sandbox_remove(n, rec->name, &ignore) >= 0;
 }
 
+/* How the command of a stopped run -d ended (exit_record.command_exit), from the exit record of
+ * its last run (not an earlier one: a start runs no command); -1 when there is none. */
+static int rec_command_exit(nook *n, const sandbox_rec *rec) {
+        _cleanup_free_ char *sdir = NULL;
+        exit_record ex;
+        nook_error ignore;
+        if (!streq(rec->state, "stopped") || ctx_sandbox_dir(n, rec->name, &sdir, &ignore) < 0 ||
+                exit_record_read(sdir, &ex, &ignore) < 0 || ex.stopped_at < rec->started_at)
+                return -1;
+        return ex.command_exit;
+}
+
 static json_t *rec_to_json(nook *n, const sandbox_rec *rec) {
         json_t *spec = json_loads(rec->spec_json ? rec->spec_json : "{}", 0, NULL);
         json_t *labels = json_object();
@@ -962,15 +974,9 @@ static json_t *rec_to_json(nook *n, const sandbox_rec *rec) {
         }
         /* paused is the cgroup's state, not the record's: it holds whoever asked for it */
         bool paused = streq(rec->state, "running") && sb_is_paused(n, rec->name);
-        /* a run -d whose command ended, by itself or stopped: its status (docker's State.ExitCode),
-         * from the exit record of this run (not of an earlier one) */
-        json_t *exit_code = NULL;
-        _cleanup_free_ char *sdir = NULL;
-        exit_record ex;
-        if (streq(rec->state, "stopped") && ctx_sandbox_dir(n, rec->name, &sdir, &ignore) >= 0 &&
-                exit_record_read(sdir, &ex, &ignore) >= 0 && ex.stopped_at >= rec->started_at &&
-                ex.command_exit >= 0)
-                exit_code = json_integer(ex.command_exit);
+        /* a run -d whose command ended, by itself or stopped: docker's State.ExitCode */
+        int command_exit = rec_command_exit(n, rec);
+        json_t *exit_code = command_exit >= 0 ? json_integer(command_exit) : NULL;
         json_t *o = json_pack(
                 "{s:s, s:s, s:s?, s:s?, s:o?, s:o, s:s, s:I, s:o?, s:o?, s:s?, s:s?, s:o?, s:s?, s:s?}",
                 "name", rec->name, "state", paused ? "paused" : rec->state, "image", rec->image,
@@ -1038,14 +1044,7 @@ int nook_sandbox_wait(nook *n, const char *name, uint64_t timeout_ms, int *ret_e
                 if (streq(rec.state, "removed") || remove_if_orphaned(n, &rec))
                         return nook_err_set(err, NOOK_E_NOT_FOUND, "No sandbox '%s' (it was removed)", name);
                 if (streq(rec.state, "stopped")) {
-                        /* the command of a run -d, if this run had one that ended */
-                        _cleanup_free_ char *sdir = NULL;
-                        exit_record ex;
-                        nook_error ignore;
-                        *ret_exit_code = -1;
-                        if (ctx_sandbox_dir(n, name, &sdir, &ignore) >= 0 &&
-                                exit_record_read(sdir, &ex, &ignore) >= 0 && ex.stopped_at >= rec.started_at)
-                                *ret_exit_code = ex.command_exit;
+                        *ret_exit_code = rec_command_exit(n, &rec);
                         return 0;
                 }
                 int wait_ms = WAIT_POLL_MS;

@@ -35,13 +35,13 @@
         "  -t, --tty                give the command a terminal (implies -i; stdin must be one)\n"          \
         "\nSignals: SIGINT, SIGTERM and SIGHUP are passed on to the command; a second ^C within\n"          \
         "a second kills it with its whole process tree.\n"
-#define EXEC_OPTS_HELP                                                                                      \
-        EXEC_HELP_ENV "  -w, --workdir DIR        working directory (default /workspace)\n"                 \
-                      "  -u, --user USER          user name, uid or uid:gid\n" EXEC_HELP_REST
-#define EXEC_OPTS_HELP_RUN                                                                                  \
-        EXEC_HELP_ENV                                                                                       \
-                "  -w, --cwd DIR            this command's working directory (default: --workdir's)\n"      \
-                "  -u, --user USER          this command's user: name, uid or uid:gid\n" EXEC_HELP_REST
+#define EXEC_HELP_W "  -w, --workdir DIR        working directory (default /workspace)\n"
+#define EXEC_HELP_U "  -u, --user USER          user name, uid or uid:gid\n"
+#define EXEC_HELP_W_RUN                                                                                     \
+        "  -w, --cwd DIR            this command's working directory (default: --workdir's)\n"
+#define EXEC_HELP_U_RUN "  -u, --user USER          this command's user: name, uid or uid:gid\n"
+#define EXEC_OPTS_HELP EXEC_HELP_ENV EXEC_HELP_W EXEC_HELP_U EXEC_HELP_REST
+#define EXEC_OPTS_HELP_RUN EXEC_HELP_ENV EXEC_HELP_W_RUN EXEC_HELP_U_RUN EXEC_HELP_REST
 #define EXEC_DETACH_HELP                                                                                    \
         "  -d, --detach             start it and return, printing nothing; it keeps running and\n"          \
         "                           its output goes to 'nook logs NAME'\n"

@@ -28,7 +28,7 @@ static const cli_command commands[] = {
         { "stop", cmd_stop, "Stop a sandbox (its workspace is kept)" },
         { "rm", cmd_rm, "Remove sandboxes: state, writable layer and workspace" },
         { "ls", cmd_ls, "List all sandboxes, running or stopped (--format, --json)" },
-        { "ps", cmd_ps, "List running sandboxes (-a: all, -q, --filter), as 'docker ps'" },
+        { "ps", cmd_ps, "List running and paused sandboxes (-a: all, -q, --filter), as 'docker ps'" },
         { "prune", cmd_prune, "Remove stopped sandboxes (sticky ones with --all)" },
         { "inspect", cmd_inspect, "Show sandboxes' details (JSON, --format), including why they stopped" },
         { "logs", cmd_logs,

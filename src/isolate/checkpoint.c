@@ -125,7 +125,7 @@ static int criu_run(const char *criu, const char *arg, char *out, size_t len) {
                 (void)usleep(2000);
         }
         TAKE_PID(child);
-        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+        return proc_status_code(status);
 }
 
 /* x86 Linux >= 6.13 maps the virtual clock pages apart from [vvar]. */

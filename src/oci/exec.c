@@ -297,6 +297,6 @@ int oci_exec(const oci_exec_opts *o, int *ret_status, nook_error *err) {
         r = pid_wait(TAKE_PID(pid), &status);
         if (r < 0)
                 return nook_err_errnum(err, NOOK_E_IO, -r, "Cannot wait for the exec process");
-        *ret_status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+        *ret_status = proc_status_code(status);
         return 0;
 }

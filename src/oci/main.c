@@ -187,7 +187,7 @@ static int cmd_run(int argc, char **argv, nook_error *err) {
         (void)oci_delete(arg_root, o.id, true, &(nook_error){ 0 });
         if (r < 0)
                 return nook_err_errnum(err, NOOK_E_IO, -r, "Cannot wait for the container");
-        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+        return proc_status_code(status);
 }
 
 static int simple_opts(int argc, char **argv, const char *cmd, const char *usage, nook_error *err) {

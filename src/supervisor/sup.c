@@ -698,7 +698,7 @@ static void exec_exited(sup *s, uint64_t id, json_int_t st, const char *error, b
                 s->detached_running--;
         s->last_activity_ms = now_ms();
         if (s->main_exec_id && id == s->main_exec_id) {
-                s->main_exit = WIFSIGNALED(st) ? 128 + WTERMSIG(st) : WEXITSTATUS(st);
+                s->main_exit = proc_status_code((int)st);
                 begin_stop(s, "command_exited", RETIRE_GRACE_MS);
         }
         /* `nook run`: the stop its removal asks for, begun now, before that request (its "stop"

@@ -178,6 +178,10 @@ void proc_start_off_our_cpu(pid_t pid, const cpu_set_t *mask) {
         (void)sched_setaffinity(pid, sizeof(others), &others);
 }
 
+int proc_status_code(int wstatus) {
+        return WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : 128 + WTERMSIG(wstatus);
+}
+
 void proc_take_parent_cpus(void) {
         cpu_set_t cpus;
         if (sched_getaffinity(getppid(), sizeof(cpus), &cpus) == 0)

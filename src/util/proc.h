@@ -37,6 +37,8 @@ void proc_start_off_our_cpu(pid_t pid, const cpu_set_t *mask);
 /* The other side: our CPU mask becomes our parent's, which proc_start_off_our_cpu narrowed for
  * our start. */
 void proc_take_parent_cpus(void);
+/* A wait(2) status as a shell gives it: the exit status, or 128 + the signal that killed it. */
+int proc_status_code(int wstatus);
 /* Monotonic time in milliseconds. */
 uint64_t now_ms(void);
 /* Wall-clock time in seconds since the epoch. */

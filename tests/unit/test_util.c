@@ -12,7 +12,9 @@
 #include <sched.h>
 #include <sys/mount.h>
 #include <sys/resource.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "nook.h"
@@ -21,6 +23,7 @@
 #include "util/macro.h"
 #include "util/name.h"
 #include "util/path.h"
+#include "util/proc.h"
 #include "util/str.h"
 #include "util/tmpdir.h"
 
@@ -711,4 +714,21 @@ Test(util, utf8_check) {
                 cr_expect(!str_is_utf8(bad[i].s, &off), "bad[%zu] is refused", i);
                 cr_expect_eq(off, bad[i].off, "bad[%zu]: offset %zu, expected %zu", i, off, bad[i].off);
         }
+}
+
+Test(util, proc_status_code) {
+        /* real children: an exit status passes through, a signal is 128 + it, as a shell says */
+        int st;
+        pid_t p = fork();
+        if (p == 0)
+                _exit(7);
+        cr_assert_eq(waitpid(p, &st, 0), p);
+        cr_expect_eq(proc_status_code(st), 7);
+        p = fork();
+        if (p == 0) {
+                (void)raise(SIGTERM);
+                _exit(0);
+        }
+        cr_assert_eq(waitpid(p, &st, 0), p);
+        cr_expect_eq(proc_status_code(st), 128 + SIGTERM);
 }

@@ -994,25 +994,33 @@ static json_t *rec_to_json(nook *n, const sandbox_rec *rec) {
         return o;
 }
 
-int nook_sandbox_inspect(nook *n, const char *name, char **ret_json, nook_error *err) {
-        sandbox_rec rec = { 0 };
+/* The record of name, made true (sb_reconcile_unlocked): NOOK_E_NOT_FOUND for a name without one,
+ * or whose sandbox is gone (removed meanwhile, or a tied one whose creator died). */
+static int rec_get_reconciled(nook *n, const char *name, sandbox_rec *ret, nook_error *err) {
+        _cleanup_(sandbox_rec_done) sandbox_rec rec = { 0 };
         store *st;
         int r = name_validate("sandbox", name, err);
         if (r < 0)
                 return r;
         if ((r = ctx_store(n, &st, err)) < 0)
                 return r;
-        if ((r = store_sandbox_get(st, name, &rec, err)) < 0)
+        if (store_sandbox_get(st, name, &rec, err) < 0)
                 return nook_err_set(err, NOOK_E_NOT_FOUND, "No sandbox '%s'", name);
-        r = sb_reconcile_unlocked(n, &rec, err);
-        if (r >= 0 && (streq(rec.state, "removed") || remove_if_orphaned(n, &rec))) {
-                sandbox_rec_done(&rec);
+        if ((r = sb_reconcile_unlocked(n, &rec, err)) < 0)
+                return r;
+        if (streq(rec.state, "removed") || remove_if_orphaned(n, &rec))
                 return nook_err_set(err, NOOK_E_NOT_FOUND, "No sandbox '%s'", name);
-        }
-        json_t *o = r >= 0 ? rec_to_json(n, &rec) : NULL;
-        sandbox_rec_done(&rec);
+        *ret = rec;
+        rec = (sandbox_rec){ 0 };
+        return 0;
+}
+
+int nook_sandbox_inspect(nook *n, const char *name, char **ret_json, nook_error *err) {
+        _cleanup_(sandbox_rec_done) sandbox_rec rec = { 0 };
+        int r = rec_get_reconciled(n, name, &rec, err);
         if (r < 0)
                 return r;
+        json_t *o = rec_to_json(n, &rec);
         char *t = o ? json_dumps(o, JSON_COMPACT) : NULL;
         json_decref(o);
         if (!t)
@@ -1028,21 +1036,12 @@ int nook_sandbox_inspect(nook *n, const char *name, char **ret_json, nook_error 
 #define WAIT_POLL_MS 100
 
 int nook_sandbox_wait(nook *n, const char *name, uint64_t timeout_ms, int *ret_exit_code, nook_error *err) {
-        int r = name_validate("sandbox", name, err);
-        if (r < 0)
-                return r;
         uint64_t deadline = timeout_ms ? now_ms() + timeout_ms : 0;
         for (;;) {
                 _cleanup_(sandbox_rec_done) sandbox_rec rec = { 0 };
-                store *st;
-                if ((r = ctx_store(n, &st, err)) < 0)
+                int r = rec_get_reconciled(n, name, &rec, err);
+                if (r < 0)
                         return r;
-                if ((r = store_sandbox_get(st, name, &rec, err)) < 0)
-                        return nook_err_set(err, NOOK_E_NOT_FOUND, "No sandbox '%s'", name);
-                if ((r = sb_reconcile_unlocked(n, &rec, err)) < 0)
-                        return r;
-                if (streq(rec.state, "removed") || remove_if_orphaned(n, &rec))
-                        return nook_err_set(err, NOOK_E_NOT_FOUND, "No sandbox '%s' (it was removed)", name);
                 if (streq(rec.state, "stopped")) {
                         *ret_exit_code = rec_command_exit(n, &rec);
                         return 0;

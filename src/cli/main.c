@@ -159,15 +159,9 @@ static void print_json_error(const char *code, const char *msg) {
         }
         json_t *o = json_pack("{s:{s:s, s:o}}", "error", "code", code, "message", m);
         char *t = o ? json_dumps(o, JSON_COMPACT | JSON_ENSURE_ASCII) : NULL;
-        /* One write(2), as cli_error_line says why; the text is ASCII, nothing to escape */
-        size_t n = t ? strlen(t) : 0;
-        char *line = t ? realloc(t, n + 2) : NULL;
-        if (line) {
-                memcpy(line + n, "\n", 2);
-                (void)fwrite(line, 1, n + 1, stderr);
-        } else
-                fputs("{\"error\":{\"code\":\"nomem\",\"message\":\"out of memory\"}}\n", stderr);
-        free(line ? line : t);
+        /* as the prefix: JSON_ENSURE_ASCII left nothing to escape */
+        cli_error_line(t ? t : "{\"error\":{\"code\":\"nomem\",\"message\":\"out of memory\"}}", "", "\n");
+        free(t);
         json_decref(o);
 }
 

@@ -450,6 +450,15 @@ static int run_exec(nook *n, const char *name, exec_args *a, char **argv, bool r
 }
 
 /* -t needs a terminal on stdin (as docker says); -t with -d has none to relay. */
+/* --sh STRING is the command: one given after it too was dropped without a word.  first: the
+ * first argument after the options (and "--"), or NULL. */
+static int check_sh(const char *cmd, const exec_args *a, const char *first) {
+        if (a->shell && first)
+                return cli_usage_error(
+                        cmd, "give either --sh STRING or a COMMAND, not both ('%s' follows --sh)", first);
+        return 0;
+}
+
 static int check_tty(const char *cmd, const exec_args *a) {
         if (a->tty && a->detach)
                 return cli_usage_error(cmd,
@@ -504,10 +513,9 @@ int cmd_exec(int argc, char **argv) {
                 exec_args_done(&a);
                 return cli_usage_error("exec", "expected a COMMAND after the sandbox name (or --sh STRING)");
         }
-        if (a.shell && optind < argc) {
+        if ((r = check_sh("exec", &a, optind < argc ? argv[optind] : NULL)) != 0) {
                 exec_args_done(&a);
-                return cli_usage_error("exec",
-                        "give either --sh STRING or a COMMAND, not both ('%s' follows --sh)", argv[optind]);
+                return r;
         }
         if ((r = check_tty("exec", &a)) != 0) {
                 exec_args_done(&a);
@@ -626,11 +634,10 @@ int cmd_run(int argc, char **argv) {
         const char *name = ra.name;
         if (optind < argc && strcmp(argv[optind], "--") == 0)
                 optind++;
-        if (a.shell && optind < argc) {
+        if ((r = check_sh("run", &a, optind < argc ? argv[optind] : NULL)) != 0) {
                 json_decref(spec);
                 exec_args_done(&a);
-                return cli_usage_error("run",
-                        "give either --sh STRING or a COMMAND, not both ('%s' follows --sh)", argv[optind]);
+                return r;
         }
         /* no COMMAND: the image's default (Entrypoint + Cmd), looked up after create */
         bool use_default = !a.shell && optind >= argc;

@@ -8,7 +8,7 @@
 
 require_bin "$NOOK" "$NOOK_SUPERVISOR"
 command -v jq >/dev/null || plan skip_all "jq is needed to read nook's JSON"
-plan 94
+plan 95
 
 field() { "$NOOK" inspect "$1" 2>/dev/null | jq -r "$2 // empty" 2>/dev/null; }
 names() { "$NOOK" ls --json 2>/dev/null | jq -r '.[].name' 2>/dev/null | sort | tr '\n' ' '; }
@@ -238,6 +238,7 @@ check "and leaves no record, supervisor or cgroup of it" \
 # ---- --sh and a COMMAND: one or the other (the COMMAND was silently ignored) ---------------------
 expect_fail 2 "run --sh STRING with a COMMAND is a usage error" run --sh 'echo a' -- echo b
 like "$err" "either --sh STRING or a COMMAND" "the error says to give one"
+expect_fail 2 "exec --sh STRING with a COMMAND is a usage error too" exec --sh 'echo a' no-such-sh -- echo b
 
 # ---- the status of a run -d command: nook wait, inspect's exitCode (docker wait, State.ExitCode) --
 run_nook run -d --name dw -- sh -c 'sleep 0.3; exit 7'

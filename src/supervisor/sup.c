@@ -791,6 +791,24 @@ static void handle_direct(sup *s, size_t i) {
         *d = s->direct[--s->n_direct];
 }
 
+/* init has exited: the records it and the direct execs' helpers sent before they ended may still
+ * wait in their sockets (the SIGCHLD is read first in the round that sees them all).  Reads them
+ * now, so that an exec's "exited" (the main command's status, commandExit) is not lost to a
+ * slow supervisor. */
+static void drain_records(sup *s) {
+        for (;;) {
+                struct pollfd p = { .fd = s->init_sock, .events = POLLIN };
+                if (s->init_sock < 0 || poll(&p, 1, 0) <= 0 || !(p.revents & (POLLIN | POLLHUP | POLLERR)))
+                        break;
+                handle_init(s); /* closes the socket at its end */
+        }
+        for (size_t i = s->n_direct; i-- > 0;) {
+                struct pollfd p = { .fd = s->direct[i].fd, .events = POLLIN };
+                if (poll(&p, 1, 0) > 0 && p.revents)
+                        handle_direct(s, i);
+        }
+}
+
 /* ---- the loop -------------------------------------------------------------------------------- */
 
 static uint64_t next_deadline(sup *s) {
@@ -906,6 +924,13 @@ static int sup_loop(sup *s) {
                 int timeout = d == UINT64_MAX ? -1
                         : d <= now            ? 0
                                               : (int)((d - now) > 60000 ? 60000 : (d - now));
+#ifdef NOOK_TEST_HOOKS
+                /* test_cli_run.sh: a supervisor too slow to look while it stops, so that init's
+                 * end and its last records arrive in one round (drain_records) */
+                const char *lag = s->stopping ? getenv("NOOK_TEST_SUPERVISOR_STOP_LAG_MS") : NULL;
+                if (lag)
+                        (void)usleep((useconds_t)strtoul(lag, NULL, 10) * 1000);
+#endif
                 int ready = poll(pfd, i_dir + n_dir, idle_timeout(s, timeout, now));
                 if (ready < 0 && errno != EINTR)
                         return 1;
@@ -916,8 +941,10 @@ static int sup_loop(sup *s) {
                                 if (si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT)
                                         begin_stop(s, "signal", RETIRE_GRACE_MS);
                         int st = reap(s);
-                        if (st >= 0)
+                        if (st >= 0) {
+                                drain_records(s);
                                 return st;
+                        }
                 }
                 if (pfd[1].revents & (POLLIN | POLLHUP | POLLERR))
                         handle_init(s);

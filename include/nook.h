@@ -238,6 +238,9 @@ typedef struct nook_logs_opts {
 } nook_logs_opts;
 NOOK_PUBLIC int nook_sandbox_logs(
         nook *n, const char *name, const nook_logs_opts *o, int out_fd, int err_fd, nook_error *err);
+/* Checks o's tail, since and their combination with system, as nook_sandbox_logs does first:
+ * NOOK_E_INVALID naming the bad value (a caller's usage error). */
+NOOK_PUBLIC int nook_logs_opts_check(const nook_logs_opts *o, nook_error *err);
 
 /* ---- egress gateway (secrets by placeholder, HTTP rules, audit: spec "secrets" and "egress") ---- */
 
@@ -250,10 +253,12 @@ typedef struct nook_egress_log_opts {
         bool json; /* one JSON object a line (control characters \u-escaped) instead of text */
 } nook_egress_log_opts;
 /* Prints the log to out_fd: text lines "TIME DECISION STATUS METHOD HOSTPATH (RULE|REASON)" with
- * control characters as \xNN (the fields come from the guest), or JSON lines. */
+ * control characters as \xNN (the fields come from the guest), or JSON lines.  A sandbox whose
+ * spec starts no gateway (no secrets, allowHttp or audit) is NOOK_E_INVALID, as `docker logs`
+ * refuses a container without logging: with a network its traffic went unaudited. */
 NOOK_PUBLIC int nook_egress_log(
         nook *n, const char *name, const nook_egress_log_opts *o, int out_fd, nook_error *err);
-/* The entries so far as one JSON array. */
+/* The entries so far as one JSON array ("[]" for a sandbox without a gateway). */
 NOOK_PUBLIC int nook_egress_log_entries(nook *n, const char *name, char **ret_json, nook_error *err);
 
 /* A running sandbox's cgroup statistics as JSON: cpuUsageNs, memoryBytes, memoryPeakBytes, pids,
@@ -299,7 +304,8 @@ NOOK_PUBLIC void nook_exec_opts_init(nook_exec_opts *o);
 typedef struct nook_exec_result {
         int exit_code; /* 0-255, or -1 when killed by a signal */
         int signal; /* the terminating signal, 0 if none */
-        char reason[16]; /* "exited", "timeout", "cancelled", "stopped" */
+        char reason[16]; /* "exited", "timeout", "cancelled", "stopped" (the sandbox stopped while it
+                          * ran: its SIGTERM, or init's end), "oom" */
 } nook_exec_result;
 
 typedef struct nook_exec nook_exec;
@@ -430,7 +436,7 @@ NOOK_PUBLIC int nook_image_export(
 typedef void (*nook_progress_fn)(void *userdata, uint64_t done, uint64_t total);
 
 /* Refused with NOOK_E_STATE for a running sandbox (stop it first) and for an ephemeral one (its
- * layer is gone at stop: create it sticky).  name NULL: "<sandbox>-<epoch seconds>". */
+ * layer is gone at stop: create it sticky).  name NULL: "<sandbox>-<epoch seconds>" (then "-2", "-3"... within one second). */
 NOOK_PUBLIC int nook_snapshot_create(
         nook *n, const char *sandbox, const char *name, unsigned flags, char **ret_json, nook_error *err);
 /* A JSON array of snapshot objects, newest first. */

@@ -55,6 +55,9 @@ void cli_human_bytes(uint64_t b, char *out, size_t n);
 void cli_print_safe(FILE *f, const char *s);
 /* Writes prefix, msg (escaped as cli_print_safe does) and suffix to stderr in one write. */
 void cli_error_line(const char *prefix, const char *msg, const char *suffix);
+/* A sandbox a command acted on: its name on a line, or with --json one JSON object a line,
+ * {"name": NAME, "state": STATE} ("running", "stopped", "paused", "removed"). */
+void cli_print_done(const char *name, const char *state);
 /* Splits "NAME:PATH"; returns false when there is no ':' or NAME is empty. */
 bool cli_split_target(const char *arg, char **ret_name, const char **ret_path);
 

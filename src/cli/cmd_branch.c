@@ -32,7 +32,7 @@ static int pause_each(
                 if (op(n, argv[i], &err) < 0)
                         status = cli_fail(&err);
                 else
-                        puts(argv[i]);
+                        cli_print_done(argv[i], strcmp(cmd, "pause") == 0 ? "paused" : "running");
         }
         nook_close(n);
         return status;

@@ -26,7 +26,8 @@ static int cmd_egress_log(int argc, char **argv) {
                                 "allow, deny (no --allow-http rule matched: the guest got 403), block (a secret's\n"
                                 "placeholder sent where it may not go, or whose value was not kept when the sandbox\n"
                                 "was started again) or error.  Never a secret or a placeholder.\n"
-                                "Kept until 'nook rm'.  Fields come from the guest: control characters show as \\xNN.\n\n"
+                                "Kept until 'nook rm'.  Fields come from the guest: control characters show as \\xNN.\n"
+                                "A sandbox without a gateway has no log: that is an error, not an empty log.\n\n"
                                 "  -f, --follow           keep printing new entries until the sandbox stops (or ^C)\n"
                                 "  --json                 one JSON object per line: time, sandbox, method, host, path,\n"
                                 "                         status, decision, rule, reason, bytesUp, bytesDown, proto\n");

@@ -356,7 +356,7 @@ static int exec_status(const nook_exec_result *res) {
                         "nook: the command was killed by the OOM killer: the sandbox hit its memory limit\n");
         if (strcmp(res->reason, "stopped") == 0)
                 fprintf(stderr,
-                        "nook: the sandbox stopped while the command ran (killed); 'nook inspect' shows its stopReason\n");
+                        "nook: the sandbox stopped while the command ran; 'nook inspect' shows its stopReason\n");
         return res->signal ? 128 + res->signal : res->exit_code;
 }
 
@@ -703,7 +703,7 @@ int cmd_run(int argc, char **argv) {
                 exec_opts_fill(&o, &a, cmd);
                 r = run_detached(n, name, &o, true);
                 if (r == 0)
-                        printf("%s\n", name);
+                        cli_print_done(name, "running");
         } else
                 r = run_exec(n, name, &a, cmd, /* remove= */ !ra.keep, NULL);
         if (use_default)
@@ -770,6 +770,8 @@ int cmd_logs(int argc, char **argv) {
         o.escape_terminals = true;
         nook *n = NULL;
         nook_error err = { 0 };
+        if (nook_logs_opts_check(&o, &err) < 0)
+                return cli_fail_usage("logs", &err);
         int r = cli_open(&n, &err);
         if (r >= 0)
                 r = nook_sandbox_logs(n, argv[optind], &o, 1, 2, &err);

@@ -54,19 +54,17 @@ int cmd_create(int argc, char **argv) {
         nook_close(n);
         if (r < 0)
                 return cli_fail(&err);
-        if (arg_json)
-                printf("{\"name\":\"%s\",\"state\":\"running\"}\n", argv[optind]);
-        else
-                puts(argv[optind]);
+        cli_print_done(argv[optind], "running");
         return 0;
 }
 
 /* For commands of the shape "nook VERB NAME..." */
 typedef int (*name_op)(nook *n, const char *name, void *userdata, nook_error *err);
 
-/* missing_ok: a name that does not exist is said on stderr but fails nothing (docker's rm -f). */
-static int for_each_name_opt(
-        const char *cmd, int argc, char **argv, name_op op, void *userdata, bool print, bool missing_ok) {
+/* done: the state each name is in after op, printed (cli_print_done), or NULL to print nothing;
+ * missing_ok: a name that does not exist is said on stderr but fails nothing (docker's rm -f). */
+static int for_each_name_opt(const char *cmd, int argc, char **argv, name_op op, void *userdata,
+        const char *done, bool missing_ok) {
         nook *n = NULL;
         nook_error err = { 0 };
         int status = 0;
@@ -79,15 +77,16 @@ static int for_each_name_opt(
                         int r = cli_fail(&err);
                         if (!(missing_ok && err.code == NOOK_E_NOT_FOUND))
                                 status = r;
-                } else if (print)
-                        puts(argv[i]);
+                } else if (done)
+                        cli_print_done(argv[i], done);
         }
         nook_close(n);
         return status;
 }
 
-static int for_each_name(const char *cmd, int argc, char **argv, name_op op, void *userdata, bool print) {
-        return for_each_name_opt(cmd, argc, argv, op, userdata, print, false);
+static int for_each_name(
+        const char *cmd, int argc, char **argv, name_op op, void *userdata, const char *done) {
+        return for_each_name_opt(cmd, argc, argv, op, userdata, done, false);
 }
 
 static int op_start(nook *n, const char *name, void *u, nook_error *err) {
@@ -100,7 +99,7 @@ int cmd_start(int argc, char **argv) {
                 return 0;
         }
         optind = 1;
-        return for_each_name("start", argc, argv, op_start, NULL, true);
+        return for_each_name("start", argc, argv, op_start, NULL, "running");
 }
 
 static int op_stop(nook *n, const char *name, void *u, nook_error *err) {
@@ -135,7 +134,7 @@ int cmd_stop(int argc, char **argv) {
                 &timeout_ms);
         if (r != 0)
                 return r > 0 ? 0 : -r;
-        return for_each_name("stop", argc, argv, op_stop, &timeout_ms, true);
+        return for_each_name("stop", argc, argv, op_stop, &timeout_ms, "stopped");
 }
 
 static int op_wait(nook *n, const char *name, void *u, nook_error *err) {
@@ -143,7 +142,11 @@ static int op_wait(nook *n, const char *name, void *u, nook_error *err) {
         int r = nook_sandbox_wait(n, name, *(uint64_t *)u, &code, err);
         if (r < 0)
                 return r;
-        if (code >= 0)
+        if (arg_json && code >= 0)
+                printf("{\"name\":\"%s\",\"exitCode\":%d}\n", name, code);
+        else if (arg_json)
+                printf("{\"name\":\"%s\",\"exitCode\":null}\n", name);
+        else if (code >= 0)
                 printf("%d\n", code);
         else
                 puts("-");
@@ -163,7 +166,7 @@ int cmd_wait(int argc, char **argv) {
                 &timeout_ms);
         if (r != 0)
                 return r > 0 ? 0 : -r;
-        return for_each_name("wait", argc, argv, op_wait, &timeout_ms, false);
+        return for_each_name("wait", argc, argv, op_wait, &timeout_ms, NULL);
 }
 
 static int op_rm(nook *n, const char *name, void *u, nook_error *err) {
@@ -187,7 +190,7 @@ int cmd_rm(int argc, char **argv) {
                         return cli_usage_error("rm", "unknown option");
                 force = true;
         }
-        return for_each_name_opt("rm", argc, argv, op_rm, NULL, true, force);
+        return for_each_name_opt("rm", argc, argv, op_rm, NULL, "removed", force);
 }
 
 int cmd_update(int argc, char **argv) {

@@ -96,6 +96,19 @@ void cli_print_safe(FILE *f, const char *s) {
         }
 }
 
+void cli_print_done(const char *name, const char *state) {
+        if (!arg_json) {
+                puts(name);
+                return;
+        }
+        json_t *o = json_pack("{s:s, s:s}", "name", name, "state", state);
+        char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
+        if (text)
+                puts(text);
+        free(text);
+        json_decref(o);
+}
+
 /* stderr is unbuffered: a line printed in pieces reaches it as one write(2) per piece, one per
  * byte through cli_print_safe, and the lines of nook processes sharing a log interleave.  So the
  * line is put together in memory and written with one call (one write(2), which a pipe keeps

@@ -14,6 +14,8 @@
 
 #include "nook.h"
 #include "sandbox/ctx.h"
+#include "sandbox/spec.h"
+#include "sandbox/spec_egress.h"
 #include "store/store.h"
 #include "util/error.h"
 #include "util/fd.h"
@@ -133,7 +135,24 @@ static int read_step(reader *r, sink *s, nook_error *err) {
         return 0;
 }
 
-static int open_egress_log(nook *n, const char *name, int *ret_fd, nook_error *err) {
+/* Whether name's spec starts an egress gateway (a record that cannot be read: yes, the log's
+ * absence then says nothing wrong). */
+static bool has_gateway(nook *n, const char *name) {
+        sandbox_rec rec = { 0 };
+        store *st;
+        nook_error ignore;
+        if (ctx_store(n, &st, &ignore) < 0 || store_sandbox_get(st, name, &rec, &ignore) < 0)
+                return true;
+        sb_spec spec = { 0 };
+        bool wants = sb_spec_parse(rec.spec_json, &spec, &ignore) < 0 || sb_spec_wants_egress(&spec);
+        sb_spec_done(&spec);
+        sandbox_rec_done(&rec);
+        return wants;
+}
+
+/* need_gateway: a sandbox without a gateway is an error, not an empty log (its traffic, with a
+ * network, went unaudited: an empty log would say there was none). */
+static int open_egress_log(nook *n, const char *name, bool need_gateway, int *ret_fd, nook_error *err) {
         _cleanup_free_ char *sdir = NULL;
         int r = name_validate("sandbox", name, err);
         if (r < 0)
@@ -148,6 +167,10 @@ static int open_egress_log(nook *n, const char *name, int *ret_fd, nook_error *e
         int fd = open(p, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
         if (fd < 0 && errno != ENOENT)
                 return nook_err_errno(err, NOOK_E_IO, "Cannot open '%s'", p);
+        if (fd < 0 && need_gateway && !has_gateway(n, name))
+                return nook_err_set(err, NOOK_E_INVALID,
+                        "Sandbox '%s' has no egress gateway, so no audit log: create it with --secret, --allow-http or --egress-audit to have one",
+                        name);
         *ret_fd = fd;
         return 0;
 }
@@ -166,7 +189,7 @@ static int follow(nook *n, const char *name, reader *r, sink *s, nook_error *err
         if (pfd < 0 || !proc_alive(pid, start))
                 return 0;
         for (;;) {
-                if (r->fd < 0 && open_egress_log(n, name, &r->fd, err) < 0)
+                if (r->fd < 0 && open_egress_log(n, name, false, &r->fd, err) < 0)
                         return -err->code;
                 int k = r->fd >= 0 ? read_step(r, s, err) : 0;
                 if (k < 0)
@@ -186,7 +209,7 @@ int nook_egress_log(nook *n, const char *name, const nook_egress_log_opts *o, in
                 return nook_err_errno(err, NOOK_E_IO, "Cannot write the egress log out");
         }
         sink s = { .f = f, .json = o && o->json };
-        int r = open_egress_log(n, name, &rd.fd, err);
+        int r = open_egress_log(n, name, true, &rd.fd, err);
         if (r >= 0 && rd.fd >= 0)
                 r = read_step(&rd, &s, err);
         if (r >= 0 && o && o->follow)
@@ -203,7 +226,7 @@ int nook_egress_log_entries(nook *n, const char *name, char **ret_json, nook_err
         sink s = { .array = json_array() };
         if (!s.array)
                 return nook_err_oom(err);
-        int r = open_egress_log(n, name, &rd.fd, err);
+        int r = open_egress_log(n, name, false, &rd.fd, err);
         if (r >= 0 && rd.fd >= 0)
                 r = read_step(&rd, &s, err);
         safe_close(rd.fd);

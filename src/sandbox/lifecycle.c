@@ -197,19 +197,20 @@ static int supervisor_spawn(nook *n, const char *state_dir, const char *run_dir,
         }
         const char *dbg = secure_getenv("NOOK_DEBUG");
         _cleanup_free_ char *dbg_env = strprintf("NOOK_DEBUG=%s", dbg ? dbg : "");
-        _cleanup_free_ char *hook_env = NULL, *lag_env = NULL;
+        char *envp[5] = { (char *)"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+                dbg_env };
 #ifdef NOOK_TEST_HOOKS
         /* test_sandbox_lifecycle.sh: a supervisor slow to exit after its replies; test_cli_run.sh:
          * one slow to look while it stops (sup.c) */
+        size_t n_env = 2;
+        _cleanup_free_ char *hook_env = NULL, *lag_env = NULL;
         const char *delay = secure_getenv("NOOK_TEST_SUPERVISOR_EXIT_DELAY_MS");
-        if (delay)
-                hook_env = strprintf("NOOK_TEST_SUPERVISOR_EXIT_DELAY_MS=%s", delay);
+        if (delay && (hook_env = strprintf("NOOK_TEST_SUPERVISOR_EXIT_DELAY_MS=%s", delay)))
+                envp[n_env++] = hook_env;
         const char *lag = secure_getenv("NOOK_TEST_SUPERVISOR_STOP_LAG_MS");
-        if (lag)
-                lag_env = strprintf("NOOK_TEST_SUPERVISOR_STOP_LAG_MS=%s", lag);
+        if (lag && (lag_env = strprintf("NOOK_TEST_SUPERVISOR_STOP_LAG_MS=%s", lag)))
+                envp[n_env++] = lag_env;
 #endif
-        char *envp[] = { (char *)"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-                dbg_env, hook_env ? hook_env : lag_env, hook_env ? lag_env : NULL, NULL };
         pid_t pid;
         int dup_errno = -r;
         if (r == 0)

@@ -370,6 +370,25 @@ static int system_log_dir(const char *name, const char *sdir, const char *rdir, 
                 name, rdir, have_rdir ? "" : " (gone)", name);
 }
 
+static int logs_opts_parse(
+        const nook_logs_opts *o, int64_t *ret_tail, int64_t *ret_since_ns, nook_error *err) {
+        int r = parse_tail(o->tail, ret_tail, err);
+        if (r < 0)
+                return r;
+        r = parse_since(o->since, ret_since_ns, err);
+        if (r < 0)
+                return r;
+        if (o->system && (o->since || o->timestamps))
+                return nook_err_set(err, NOOK_E_INVALID,
+                        "The supervisor's log has no per-line times: since and timestamps apply to the commands' output only");
+        return 0;
+}
+
+int nook_logs_opts_check(const nook_logs_opts *o, nook_error *err) {
+        int64_t tail, since_ns;
+        return logs_opts_parse(o, &tail, &since_ns, err);
+}
+
 int nook_sandbox_logs(
         nook *n, const char *name, const nook_logs_opts *o, int out_fd, int err_fd, nook_error *err) {
         _cleanup_free_ char *sdir = NULL, *rdir = NULL;
@@ -382,15 +401,9 @@ int nook_sandbox_logs(
         int r = name_validate("sandbox", name, err);
         if (r < 0)
                 return r;
-        r = parse_tail(o->tail, &tail, err);
+        r = logs_opts_parse(o, &tail, &c.since_ns, err);
         if (r < 0)
                 return r;
-        r = parse_since(o->since, &c.since_ns, err);
-        if (r < 0)
-                return r;
-        if (o->system && (o->since || o->timestamps))
-                return nook_err_set(err, NOOK_E_INVALID,
-                        "The supervisor's log has no per-line times: since and timestamps apply to the commands' output only");
         if ((r = ctx_sandbox_dir(n, name, &sdir, err)) < 0)
                 return r;
         if ((r = sb_run_dir(n, name, &rdir, err)) < 0)

@@ -441,6 +441,8 @@ static int snapshot_make(nook *n, const char *sandbox, const char *name, unsigne
         return sb_snapshot_commit(n, *tmp, meta, name, ret_json, err);
 }
 
+#define SNAPSHOT_DEFAULT_NAME_TRIES 100
+
 int nook_snapshot_create(
         nook *n, const char *sandbox, const char *name, unsigned flags, char **ret_json, nook_error *err) {
         _cleanup_close_ int lock = -1, tmp_lock = -1;
@@ -450,16 +452,28 @@ int nook_snapshot_create(
         int r = name_validate("sandbox", sandbox, err);
         if (r < 0)
                 return r;
-        if (!name) {
-                defname = strprintf("%s-%lld", sandbox, (long long)now_epoch());
-                if (!defname)
-                        return nook_err_oom(err);
-                name = defname;
-        }
-        r = name_validate("snapshot", name, err);
+        r = ctx_store(n, &st, err);
         if (r < 0)
                 return r;
-        r = ctx_store(n, &st, err);
+        /* no name: "<sandbox>-<epoch seconds>", then "-2", "-3"... for more in the same second */
+        long long now = (long long)now_epoch();
+        for (int i = 1; !name && i <= SNAPSHOT_DEFAULT_NAME_TRIES; i++) {
+                free(defname);
+                defname = i == 1 ? strprintf("%s-%lld", sandbox, now)
+                                 : strprintf("%s-%lld-%d", sandbox, now, i);
+                if (!defname)
+                        return nook_err_oom(err);
+                nook_error ignore;
+                if (store_snapshot_get(st, defname, &other, &ignore) < 0)
+                        name = defname;
+                else
+                        snapshot_rec_done(&other);
+        }
+        if (!name)
+                return nook_err_set(err, NOOK_E_EXISTS,
+                        "The default snapshot names '%s-%lld' to '%s-%lld-%d' are all taken: give the snapshot a name",
+                        sandbox, now, sandbox, now, SNAPSHOT_DEFAULT_NAME_TRIES);
+        r = name_validate("snapshot", name, err);
         if (r < 0)
                 return r;
         if (store_snapshot_get(st, name, &other, err) >= 0) {

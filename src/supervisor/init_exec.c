@@ -417,10 +417,11 @@ static bool client_tell(int client_fd, json_t *m) {
         return told;
 }
 
-static bool client_tell_exited(int client_fd, uint64_t id, int status, const char *why) {
+/* reason: "exited", or "stopped" when the sandbox's stop ended the command (its SIGTERM) */
+static bool client_tell_exited(int client_fd, uint64_t id, int status, const char *reason, const char *why) {
         if (client_fd < 0)
                 return false;
-        return client_tell(client_fd, proto_exited_msg(id, status, "exited", why && why[0] ? why : NULL));
+        return client_tell(client_fd, proto_exited_msg(id, status, reason, why && why[0] ? why : NULL));
 }
 
 /* One record to whoever sent the request (init or the supervisor).  A reader that is gone (a
@@ -446,7 +447,7 @@ _Noreturn static void helper_main(exec_req *req, int fds[3], int status_fd, int 
 
         init_helper_sigset(&set); /* blocked since the fork (init_spare_main) */
 
-        bool cmd_done = false, kill_asked = false;
+        bool cmd_done = false, kill_asked = false, stopping = false;
         int cmd_status = 0;
         helper_rec rec = { .kind = HELPER_EXITED };
         pid_t cmd = spawn_command(
@@ -457,7 +458,7 @@ _Noreturn static void helper_main(exec_req *req, int fds[3], int status_fd, int 
          * its fork would take */
         safe_close(taken_fd);
         if (cmd < 0) {
-                rec.told = client_tell_exited(client_fd, req->id, rec.status, rec.why);
+                rec.told = client_tell_exited(client_fd, req->id, rec.status, "exited", rec.why);
                 helper_report(status_fd, &rec);
                 _exit(0);
         }
@@ -472,6 +473,10 @@ _Noreturn static void helper_main(exec_req *req, int fds[3], int status_fd, int 
                 int sig = sigwaitinfo(&set, &si);
                 if (sig < 0)
                         continue;
+                /* the sandbox's stop: init's kill(-1, SIGTERM), a plain kill from pid 1 (what init
+                 * forwards for a client comes by sigqueue, SI_QUEUE: init_loop.c) */
+                if (sig == SIGTERM && si.si_code == SI_USER && si.si_pid == 1)
+                        stopping = true;
                 if (sig == SIGUSR1 && status_fd >= 0) {
                         kill_asked = true;
                         kill_descendants(cmd, &cmd_status, &cmd_done);
@@ -482,7 +487,8 @@ _Noreturn static void helper_main(exec_req *req, int fds[3], int status_fd, int 
                         rec = (helper_rec){ .kind = HELPER_EXITED, .status = cmd_status };
                         bool sigkill = WIFSIGNALED(cmd_status) && WTERMSIG(cmd_status) == SIGKILL;
                         if (!kill_asked && !sigkill)
-                                rec.told = client_tell_exited(client_fd, req->id, cmd_status, NULL);
+                                rec.told = client_tell_exited(client_fd, req->id, cmd_status,
+                                        stopping ? "stopped" : "exited", NULL);
                         client_fd = safe_close(client_fd);
                         helper_report(status_fd, &rec);
                         status_fd = safe_close(status_fd);

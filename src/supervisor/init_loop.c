@@ -340,8 +340,11 @@ static void init_handle_msg(int sock, json_t *msg, int *fds, size_t n_fds) {
         } else if (streq(op, "kill")) {
                 pid_t helper = kill_target(msg);
                 int sig = (int)json_integer_value(json_object_get(msg, "signal"));
+                /* by sigqueue: the helper tells a client's signal (SI_QUEUE) from the stop's
+                 * kill(-1, SIGTERM) (SI_USER), after which its command "stopped" (init_exec.c) */
                 if (helper > 0 && sig > 0 && sig < 65)
-                        (void)kill(helper, sig == SIGKILL ? SIGUSR1 : sig);
+                        (void)sigqueue(
+                                helper, sig == SIGKILL ? SIGUSR1 : sig, (union sigval){ .sival_int = 0 });
         } else if (streq(op, "stop"))
                 init_stop((uint64_t)json_integer_value(json_object_get(msg, "timeoutMs")));
         proto_close_fds(fds, n_fds);

@@ -363,7 +363,9 @@ static json_t *build_exec(sup *s, json_t *req, uint64_t id, nook_error *err) {
                 (void)nook_err_set(err, NOOK_E_INVALID, "exec: argv[%zu] must be a string", i);
                 return NULL;
         }
-        if (strv_push(&merged, DEFAULT_PATH) < 0 || strv_push(&merged, "TERM=xterm") < 0 ||
+        /* TERM only with a terminal, as docker sets it: a pipe is no xterm */
+        bool tty = json_is_true(json_object_get(req, "tty"));
+        if (strv_push(&merged, DEFAULT_PATH) < 0 || (tty && strv_push(&merged, "TERM=xterm") < 0) ||
                 strv_push(&merged, "HOSTNAME=") < 0) {
                 (void)nook_err_oom(err);
                 return NULL;
@@ -404,15 +406,14 @@ static json_t *build_exec(sup *s, json_t *req, uint64_t id, nook_error *err) {
         /* "reportStarted": false, from a client that only waits for the end; a detached exec or
          * a terminal always gets "started" (its pid, its pty) */
         bool report_started = !json_is_false(json_object_get(req, "reportStarted")) ||
-                json_is_true(json_object_get(req, "detach")) || json_is_true(json_object_get(req, "tty"));
+                json_is_true(json_object_get(req, "detach")) || tty;
         json_t *envj = json_array();
         STRV_FOREACH (e, merged)
                 json_array_append_new(envj, json_string(*e));
         return json_pack("{s:s, s:I, s:O, s:o, s:s, s:s, s:b, s:I, s:I, s:b}", "op", "exec", "id",
                 (json_int_t)id, "argv", argv, "env", envj, "cwd",
                 cwd ? cwd : (s->cfg->workdir ? s->cfg->workdir : "/workspace"), "user",
-                user ? user : (s->cfg->user ? s->cfg->user : "0"), "tty",
-                json_is_true(json_object_get(req, "tty")), "rows",
+                user ? user : (s->cfg->user ? s->cfg->user : "0"), "tty", tty, "rows",
                 json_integer_value(json_object_get(req, "rows")), "cols",
                 json_integer_value(json_object_get(req, "cols")), "reportStarted", report_started);
 }
@@ -692,6 +693,10 @@ static void exec_exited(sup *s, uint64_t id, json_int_t st, const char *error, b
                 if (!c->reason && WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL &&
                         oom_kills(s) > c->oom_kills_at_start)
                         c->reason = "oom";
+                /* ended while the sandbox stops (its SIGTERM, or init's end): "stopped", as the
+                 * caller is told when init is gone first (finish) */
+                if (!c->reason && s->stopping)
+                        c->reason = "stopped";
                 if (!told || c->reason)
                         client_send(c, proto_exited_msg(id, st, c->reason ? c->reason : "exited", error));
         } else if (detached && !abandoned_take(s, id) && s->detached_running > 0)

@@ -10,7 +10,7 @@
 
 require_bin "$NOOK" "$NOOK_SUPERVISOR"
 command -v jq >/dev/null || plan skip_all "jq is needed to read nook's JSON"
-plan 124
+plan 133
 
 # ---- help, version, did you mean ---------------------------------------------------------------
 run_nook help
@@ -291,3 +291,26 @@ run_nook snapshot ls --format '{{.Name}} {{.WithWorkspace}}'
 is "$out" "base false" "snapshot ls --format"
 "$NOOK" snapshot rm base >/dev/null
 "$NOOK" rm base >/dev/null
+
+# ---- --json on the commands that act on names: one JSON object a line, the state each is in ----------
+run_nook --json create jn1
+is "$out" '{"name":"jn1","state":"running"}' "--json create: the sandbox and its state"
+run_nook --json pause jn1
+is "$out" '{"name":"jn1","state":"paused"}' "--json pause"
+run_nook --json resume jn1
+is "$out" '{"name":"jn1","state":"running"}' "--json resume"
+"$NOOK" create jn2 >/dev/null
+run_nook --json stop jn1 nope-jn jn2
+is "$status:$(jq -sc 'map(.name + "=" + .state)' <<<"$out")" '1:["jn1=stopped","jn2=stopped"]' \
+        "--json stop: a line per stopped sandbox (the missing one an error on stderr)"
+run_nook --json start jn1
+is "$out" '{"name":"jn1","state":"running"}' "--json start"
+run_nook --json wait --timeout 1ms jn2
+is "$status:$out" '0:{"name":"jn2","exitCode":null}' "--json wait: exitCode null without a run -d command"
+run_nook --json rm -f jn1 jn2 nope-jn
+is "$status:$(jq -sc 'map(.name + "=" + .state)' <<<"$out")" '0:["jn1=removed","jn2=removed"]' "--json rm"
+run_nook --json run -d --name jn3 -- sh -c 'exit 3'
+is "$out" '{"name":"jn3","state":"running"}' "--json run -d: the sandbox, as create says it"
+run_nook --json wait jn3
+is "$out" '{"name":"jn3","exitCode":3}' "--json wait: the run -d command's exit status"
+"$NOOK" rm jn3 >/dev/null

@@ -37,11 +37,11 @@ run_nook logs --tail 0 lg
 is "$out$err" "" "--tail 0: nothing"
 run_nook logs -n all lg
 is "$(printf '%s\n%s\n' "$out" "$err" | grep -c .)" 5 "--tail all: every line"
-expect_fail 1 "--tail -1" logs --tail -1 lg
+expect_fail 2 "--tail -1 is a usage error" logs --tail -1 lg
 like "$err" "Invalid tail '-1'" "the error names the bad value"
-expect_fail 1 "--tail abc" logs --tail abc lg
-expect_fail 1 "--tail past a billion" logs --tail 99999999999999999999 lg
-expect_fail 1 "--tail 1x" logs --tail 1x lg
+expect_fail 2 "--tail abc" logs --tail abc lg
+expect_fail 2 "--tail past a billion" logs --tail 99999999999999999999 lg
+expect_fail 2 "--tail 1x" logs --tail 1x lg
 
 # ---- --timestamps, --since --------------------------------------------------------------------
 run_nook logs --timestamps lg
@@ -61,9 +61,9 @@ run_nook logs --since 2000-01-01T02:00:00+02:00 lg
 like "$out" "out-3" "--since with a UTC offset"
 for bad in garbage "" "-5m" 42x 1.2.3 9999999999999 2026-13-45T00:00:00Z "2026-01-01T00:00:00" "1h junk" "2026-01-01T00:00:00Z;rm"; do
         run_nook logs --since "$bad" lg
-        if [[ $status == 1 && $err == *"Invalid since"* ]]; then ok "--since '$bad' is refused with a clear error"; else not_ok "--since '$bad' is refused with a clear error" "status $status" "$err"; fi
+        if [[ $status == 2 && $err == *"Invalid since"* ]]; then ok "--since '$bad' is a usage error that names it"; else not_ok "--since '$bad' is refused with a clear error" "status $status" "$err"; fi
 done
-expect_fail 1 "--system with --since" logs --system --since 1m lg
+expect_fail 2 "--system with --since" logs --system --since 1m lg
 expect_fail 2 "logs without a name" logs
 expect_fail 1 "logs of an unknown sandbox" logs nosuch
 like "$err" "No sandbox 'nosuch'" "it names the sandbox"

@@ -8,7 +8,7 @@
 
 require_bin "$NOOK" "$NOOK_SUPERVISOR"
 command -v jq >/dev/null || plan skip_all "jq is needed to read nook's JSON"
-plan 96
+plan 98
 
 field() { "$NOOK" inspect "$1" 2>/dev/null | jq -r "$2 // empty" 2>/dev/null; }
 names() { "$NOOK" ls --json 2>/dev/null | jq -r '.[].name' 2>/dev/null | sort | tr '\n' ' '; }
@@ -224,12 +224,16 @@ check "no supervisor, cgroup or record of rr is left" \
 # ---- the command goes with the create (nook_sandbox_create_exec): a terminal, a failed create ---
 if command -v script >/dev/null; then
         # script's stdin stays open (at its EOF script may type a byte into the relayed terminal)
-        out=$(script -qec "$NOOK run -t -- sh -c 'test -t 0 && echo on-a-tty; exit 5'; echo rc=\$?" /dev/null \
+        out=$(script -qec "$NOOK run -t -- sh -c 'test -t 0 && echo on-a-tty \$TERM; exit 5'; echo rc=\$?" /dev/null \
                 < <(sleep 1) | tr -d '\r' | tr '\n' ' ')
-        is "$out" "on-a-tty rc=5 " "run -t: the command has a terminal, and its status is run's"
+        is "$out" "on-a-tty xterm rc=5 " "run -t: the command has a terminal and TERM=xterm, and its status is run's"
 else
         skip "script (bsdutils) is not installed" 1
 fi
+run_nook run -- sh -c 'echo "[${TERM-unset}]"'
+is "$out" "[unset]" "without -t there is no TERM (as docker): a pipe is no xterm"
+run_nook run -e TERM=dumb -- sh -c 'echo "$TERM"'
+is "$out" "dumb" "a TERM given with -e is the command's"
 run_nook run --name badimg --image "$NOOK_HOME/no-such-rootfs" -- true
 isnt "$status" 0 "run with an image that does not exist fails"
 check "and leaves no record, supervisor or cgroup of it" \

@@ -8,7 +8,7 @@
 . "$(dirname "$0")/lib.sh"
 
 require_bin "$NOOK" "$NOOK_SUPERVISOR"
-plan 54
+plan 55
 
 SENT="nook-sentinel-$$-s3cr3t"
 export TOK=$SENT
@@ -124,8 +124,9 @@ else
         not_ok "egress log --json: each line is JSON" "$out"
 fi
 run_nook create nogw
-run_nook egress log nogw
-is "$status:$out" "0:" "egress log of a sandbox without a gateway (and so without a state folder): nothing"
+expect_fail 1 "egress log of a sandbox without a gateway is an error, not an empty log" egress log nogw
+like "$err" "Sandbox 'nogw' has no egress gateway, so no audit log: create it with --secret" \
+        "that says so and how to have one (its traffic went unaudited)"
 run_nook rm nogw
 expect_fail 1 "egress log of an unknown sandbox" egress log nosuch
 like "$err" "No sandbox 'nosuch'" "egress log: the error names the sandbox"

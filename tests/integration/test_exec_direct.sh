@@ -9,7 +9,7 @@
 
 require_bin "$NOOK" "$NOOK_SUPERVISOR"
 command -v jq >/dev/null || plan skip_all "jq is needed to read nook's JSON"
-plan 34
+plan 38
 
 field() { "$NOOK" inspect "$1" 2>/dev/null | jq -r "$2 // empty" 2>/dev/null; }
 wait_state() { wait_for "$3" eval '[[ "$(field "$1" .state)" == "$2" ]]'; }
@@ -143,6 +143,31 @@ isnt "$(cat "$T/krc")" 0 "the supervisor killed while an exec runs: the client f
 like "$(cat "$T/kerr")" "stopped while the command ran" "with a clear error"
 check "the command went with the sandbox" wait_for 10 eval '[[ -z "$(pgrep -f "sleep 6176")" ]]'
 
-for s in dx dd ds di dk; do "$NOOK" rm -f "$s" >/dev/null 2>&1; done
+# ---- nook stop while an exec runs: the command ends by the stop's SIGTERM, reason "stopped" -----
+# (before, the helper's own report said "exited" with SIGTERM, and the client could not tell a
+# stop from a signal of its own; a signal the client forwards stays a plain exit, below)
+run_nook create dst
+(
+        timeout 120 "$NOOK" exec dst -- sh -c "echo up; exec sleep 6177" >"$T/sout" 2>"$T/serr" </dev/null
+        echo $? >"$T/src"
+) &
+wait_for 30 grep -q up "$T/sout"
+run_nook stop dst
+wait
+is "$(cat "$T/src")" 143 "a stop while an exec runs: the command ends by its SIGTERM (143)"
+like "$(cat "$T/serr")" "the sandbox stopped while the command ran" "and the client says the sandbox stopped"
+run_nook start dst
+(
+        timeout 120 "$NOOK" exec dst -- sh -c "echo up; exec sleep 6178" >"$T/fout" 2>"$T/ferr" </dev/null
+        echo $? >"$T/frc"
+) &
+ex=$!
+wait_for 30 grep -q up "$T/fout"
+pkill -TERM -f "^$NOOK exec dst -- sh -c echo up; exec sleep 6178" || true
+wait "$ex"
+is "$(cat "$T/frc")" 143 "a SIGTERM the client forwards: 143"
+unlike "$(cat "$T/ferr")" "stopped while the command ran" "is the command's own end, not a stop"
+
+for s in dx dd ds di dk dst; do "$NOOK" rm -f "$s" >/dev/null 2>&1; done
 run_nook ls -q
 is "$out" "" "every sandbox removed"

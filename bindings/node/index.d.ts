@@ -208,20 +208,23 @@ export interface SandboxInfo {
   /** The workspace's host directory. */
   workspace: string | null;
   supervisorPid: number | null;
-  /** A branch's source sandbox (nook branch), absent otherwise. */
-  branchOf?: string;
-  /** When the branch was made: RFC 3339 UTC with milliseconds. */
-  branchPoint?: string;
+  /** A branch's source sandbox (nook branch), null otherwise. */
+  branchOf: string | null;
+  /** When the branch was made: RFC 3339 UTC with milliseconds; null when not a branch. */
+  branchPoint: string | null;
   /** A stopped sandbox whose `nook run -d` command ended (by itself or by stop): its exit
    * status, 128 + the signal when killed; absent otherwise. */
   exitCode?: number;
 }
 
+/** An option not listed here is refused (SandboxError "invalid", naming it): a typo such as
+ * `timeout` must not silently mean no timeout. */
 export interface ExecOptions {
   /** Per-command environment (over the sandbox's). */
   env?: Record<string, string>;
   /** Per-command secrets: never stored, logged or put in an argv on the host. */
   secretEnv?: Record<string, string>;
+  /** An absolute path in the guest (default the sandbox's workdir, /workspace). */
   cwd?: string;
   user?: string | number;
   /** libnook kills the command's whole process tree when this passes (reason "timeout"). */
@@ -240,7 +243,9 @@ export interface ExecExit {
   exitCode: number;
   /** The terminating signal's name ("SIGKILL"), or null. */
   signal: string | null;
-  reason: "exited" | "timeout" | "cancelled" | "stopped" | string;
+  /** "stopped": the sandbox stopped (or was removed) while the command ran; "oom": its memory
+   * limit killed it. */
+  reason: "exited" | "timeout" | "cancelled" | "stopped" | "oom" | string;
 }
 
 export interface ExecResult extends ExecExit {
@@ -265,6 +270,7 @@ export declare class Box {
   readonly workspaceDir: string;
   writeFile(path: string, data: string | Buffer | Uint8Array | ArrayBuffer): Promise<void>;
   readFile(path: string): Promise<Buffer>;
+  /** maxBytes: a larger file is refused (SandboxError "invalid"), never cut short. */
   readFile(path: string, options: BufferEncoding | { encoding: BufferEncoding; maxBytes?: number }): Promise<string>;
   readFile(path: string, options: { maxBytes?: number }): Promise<Buffer>;
   mkdir(path: string): Promise<void>;
@@ -276,12 +282,13 @@ export declare class Box {
   exec(command: string | string[], options?: ExecOptions): Promise<ExecResult>;
   spawn(command: string | string[], options?: Omit<ExecOptions, "onStdout" | "onStderr" | "maxOutputBytes">): ExecProcess;
   inspect(): Promise<SandboxInfo>;
-  /** The egress gateway's audit log so far ([] without a gateway). */
+  /** The egress gateway's audit log so far ([] without a gateway; `nook egress log` says
+   * there is none instead). */
   egressLog(): Promise<EgressLogEntry[]>;
   start(): Promise<void>;
   stop(options?: { timeoutMs?: number }): Promise<void>;
   /** Disk state of a stopped sticky sandbox (else SandboxError state); name undefined/null:
-   * "<sandbox>-<epoch seconds>".  withWorkspace: include the workspace. */
+   * "<sandbox>-<epoch seconds>" (then "-2", "-3"... within one second).  withWorkspace: include the workspace. */
   snapshot(name?: string | null, options?: { withWorkspace?: boolean }): Promise<SnapshotInfo>;
   /** Freezes every process (cgroup freezer); exec rejects with code state until resume(). */
   pause(): Promise<void>;
@@ -304,7 +311,7 @@ export declare class Sandboxes {
   list(): Promise<SandboxInfo[]>;
   start(name: string): Promise<void>;
   stop(name: string, options?: { timeoutMs?: number }): Promise<void>;
-  /** Everything gone, unconditionally. */
+  /** Everything gone, running or not (SandboxError "not_found" for a name with no sandbox). */
   remove(name: string): Promise<void>;
   /** Synchronous; the same path even before create(). */
   workspaceDir(name: string): string;

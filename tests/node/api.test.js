@@ -5,7 +5,9 @@ const { test, describe, before, after } = require("node:test");
 const assert = require("node:assert/strict");
 const fs = require("node:fs");
 const path = require("node:path");
-const { HOME, nook, uniqueName, sleep, removeHome } = require("./helpers.js");
+const { execFileSync } = require("node:child_process");
+const { Readable } = require("node:stream");
+const { HOME, PKG, nook, uniqueName, sleep, removeHome } = require("./helpers.js");
 const { Sandboxes, SandboxError } = nook;
 
 const sandboxes = new Sandboxes({ home: HOME });
@@ -163,10 +165,17 @@ describe("snapshots", () => {
     const rootOnly = await s.snapshot();
     assert.ok(rootOnly.name.startsWith(`${src}-`), rootOnly.name);
     assert.equal(rootOnly.withWorkspace, false);
+    // another right after (within the same second, after a change to the layer: the same
+    // content is stored once): a name of its own, not "exists"
+    await s.start();
+    assert.equal((await s.exec("echo changed > /etc/nook-node-marker2")).exitCode, 0);
+    await s.stop();
+    const more = [await s.snapshot(null)];
+    assert.equal(new Set([rootOnly.name, ...more.map((x) => x.name)]).size, 2, more.map((x) => x.name).join(" "));
 
     await sandboxes.remove(copy);
     await sandboxes.removeSnapshot(snap);
-    await sandboxes.removeSnapshot(rootOnly.name);
+    for (const x of [rootOnly, ...more]) await sandboxes.removeSnapshot(x.name);
     await rejectsWith(sandboxes.inspectSnapshot(snap), "not_found");
     await sandboxes.remove(src);
   });
@@ -387,6 +396,80 @@ describe("exec", () => {
     const exit = await p.wait();
     assert.equal(exit.reason, "cancelled");
     await assertTreeGone(box);
+  });
+
+  test("a stdin stream the command stops reading: exec resolves, the event loop runs, the source is unpiped", () => {
+    // In a child process: before the fix the loop spun on writes to the closed pipe, so not
+    // even a timer (or node:test's timeout) could fire.  Two sources: an endless synchronous
+    // one (`yes | head -n 1`) and an endless one that pushes 64 KiB whenever asked.
+    const script = `
+      const { Readable } = require("node:stream");
+      const { Sandboxes } = require(${JSON.stringify(PKG)});
+      (async () => {
+        const box = await new Sandboxes({ home: process.env.NOOK_HOME }).get(${JSON.stringify(NAME)});
+        let ticks = 0;
+        const timer = setInterval(() => ticks++, 10);
+        function* yes() { for (;;) yield "y\\n"; }
+        const a = await box.exec("head -n 1", { stdin: Readable.from(yes()) });
+        const big = new Readable({ read() { this.push(Buffer.alloc(65536, 120)); } });
+        const b = await box.exec("head -c 10", { stdin: big });
+        await new Promise((r) => setTimeout(r, 100));
+        clearInterval(timer);
+        console.log(JSON.stringify({ a: a.stdout, b: b.stdout, ticks: ticks > 0, flowing: big.readableFlowing }));
+      })().catch((e) => { console.log(String(e)); process.exit(1); });`;
+    const out = execFileSync(process.execPath, ["-e", script], { encoding: "utf8", timeout: 60000, env: process.env });
+    assert.deepEqual(JSON.parse(out), { a: "y\n", b: "xxxxxxxxxx", ticks: true, flowing: false });
+  });
+
+  test("an unknown exec option is refused, naming it (a typo must not mean 'no timeout')", async () => {
+    await assert.rejects(box.exec("echo ran > /workspace/badopt", { timeout: 5 }), (e) => {
+      assert.ok(e instanceof SandboxError && e.code === "invalid", String(e));
+      assert.match(e.message, /unknown option 'timeout'; did you mean 'timeoutMs'\?/);
+      return true;
+    });
+    await rejectsWith(box.exec("true", "bad"), "invalid");
+    await rejectsWith(box.exec("true", null), "invalid");
+    assert.throws(() => box.spawn("true", { cwdd: "/tmp" }), /unknown option 'cwdd'/);
+    assert.equal(box.exists("/badopt"), false);
+  });
+
+  test("a bad stdin value is refused before the command starts", async () => {
+    await rejectsWith(box.exec("echo ran > /workspace/badstdin", { stdin: 5 }), "invalid");
+    await rejectsWith(box.exec("echo ran > /workspace/badstdin", { stdin: { a: 1 } }), "invalid");
+    assert.throws(() => box.spawn("echo ran > /workspace/badstdin", { stdin: 5 }), (e) => e instanceof SandboxError && e.code === "invalid");
+    await sleep(300);
+    assert.equal(box.exists("/badstdin"), false, "the command ran although exec was refused");
+  });
+
+  test("a stdin source that fails kills the command and rejects exec with its error", async () => {
+    let n = 0;
+    const src = new Readable({
+      read() {
+        if (n++ === 0) this.push("12345");
+        else this.destroy(new Error("src broke"));
+      },
+    });
+    await assert.rejects(box.exec("wc -c", { stdin: src }), (e) => {
+      assert.ok(e instanceof SandboxError && e.code === "io", String(e));
+      assert.match(e.message, /the stdin stream failed \(src broke\); the command was killed/);
+      assert.equal(e.cause?.message, "src broke");
+      return true;
+    });
+  });
+
+  test("an onStdout callback that throws: exec rejects with it and the command is killed", async () => {
+    const boom = new Error("boom");
+    await assert.rejects(
+      box.exec("echo $$ > /workspace/cb.pid; echo x; sleep 30", {
+        onStdout: () => {
+          throw boom;
+        },
+      }),
+      (e) => e === boom,
+    );
+    const pid = (await box.readFile("/cb.pid", "utf8")).trim();
+    const res = await box.exec(`kill -0 ${pid} 2>/dev/null && echo running || echo gone`);
+    assert.equal(res.stdout.trim(), "gone");
   });
 
   test("concurrent execs", async () => {

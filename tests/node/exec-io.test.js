@@ -155,9 +155,9 @@ test("the addon's exec calls refuse arguments that are not theirs", async () => 
   assert.throws(() => addon.execResume(handle, 2), invalid);
   assert.throws(() => addon.execClosePipe(handle, -1), invalid);
   assert.throws(() => addon.execWrite(handle, "a string"), invalid);
-  assert.equal(addon.execWrite(handle, Buffer.from("x")), true);
+  assert.equal(addon.execWrite(handle, Buffer.from("x")), 1); // all written now
   addon.execEndStdin(handle);
-  assert.equal(addon.execWrite(handle, Buffer.from("after EOF")), true); // dropped
+  assert.equal(addon.execWrite(handle, Buffer.from("after EOF")), -1); // dropped: stdin is closed
   const [kind, res] = await done;
   assert.deepEqual([kind, res.exitCode], ["exit", 0]);
   addon.execClose(handle);

@@ -74,6 +74,10 @@ fi
 if grep -q "building libnook" "$tmp/install.log"; then
         check "the bundled build puts the image module beside libnook" \
                 test -f "$app/node_modules/nook-sandbox/build/libnook-image.so"
+        # secrets, allowHttp and audit need the egress gateway: without it such a create failed
+        # naming /usr/local/libexec/nook-egress
+        check "the bundled build puts the egress gateway nook-egress beside libnook" \
+                test -x "$app/node_modules/nook-sandbox/build/nook-egress"
 fi
 size=$(du -sk "$app/node_modules" | cut -f1)
 check "node_modules is at most 10 MB (${size} KiB)" test "$size" -le 10240
@@ -99,6 +103,19 @@ run_example() {
         fi
 }
 run_example "node" "$(command -v node)"
+
+# every documented export is an ESM named import too (Node reads a CommonJS module's names from
+# its module.exports literal: `version: () => ...` was invisible there)
+cat > "$app/named.mjs" <<'JS'
+import { Sandboxes, Box, ExecProcess, SandboxError, parseSize, parseDuration, version } from "nook-sandbox";
+console.log([typeof Sandboxes, typeof Box, typeof ExecProcess, typeof SandboxError, parseSize("1k"), parseDuration("1s"), typeof version()].join(" "));
+JS
+named=$(cd "$app" && clean node named.mjs 2>&1)
+if [ "$named" = "function function function function 1024 1000 string" ]; then
+        ok "every export is an ESM named import (version, parseSize, parseDuration too)"
+else
+        not_ok "every export is an ESM named import: got '$named'"
+fi
 
 cat > "$app/nosmithers.cjs" <<'JS'
 try { require("nook-sandbox/smithers"); console.log("loaded"); }

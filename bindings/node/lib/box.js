@@ -85,18 +85,58 @@ function drainBoth(run, raw) {
   return Promise.all([drain(run.stdout, owed[0]), drain(run.stderr, owed[1])]);
 }
 
-function feedStdin(sink, input) {
+// exec's stdin option: a stream is piped (and unpiped, never destroyed, once the command closed
+// its stdin: an endless source then stops being read); data is written and ended.  checkStdin
+// runs before the command starts, so a bad value starts nothing.
+function isStream(input) {
+  return input instanceof Readable || (input !== null && typeof input?.pipe === "function");
+}
+
+function checkStdin(input) {
+  return isStream(input) ? input : toBuffer(input, "exec: stdin");
+}
+
+// onError(err): the source stream failed; the command is killed and the exec rejects with it.
+function feedStdin(sink, input, onError) {
   sink.on("error", () => {});
-  if (input instanceof Readable || (input && typeof input.pipe === "function")) {
-    input.on("error", () => sink.destroy());
+  if (isStream(input)) {
+    input.once("error", (err) => {
+      input.unpipe(sink);
+      onError(err);
+      sink.destroy();
+    });
     input.pipe(sink);
   } else {
-    sink.end(toBuffer(input, "exec stdin"));
+    sink.end(input);
   }
   return sink;
 }
 
+// The source of exec's stdin failed mid-way: the command saw part of its input, so it was killed
+// rather than left to act on a truncated one.
+function stdinFailed(err) {
+  return new SandboxError(`exec: the stdin stream failed (${err?.message ?? err}); the command was killed`, "io", {
+    cause: err,
+  });
+}
+
+const EXEC_OPTIONS = ["env", "secretEnv", "cwd", "user", "timeoutMs", "signal", "stdin", "onStdout", "onStderr", "maxOutputBytes"];
+// what users of other sandbox APIs (E2B, child_process) write instead
+const EXEC_OPTION_HINTS = { timeout: "timeoutMs", timeoutMS: "timeoutMs", envs: "env", workdir: "cwd", input: "stdin", onstdout: "onStdout", onstderr: "onStderr", maxBuffer: "maxOutputBytes" };
+
+// An option exec does not know is refused: a typo (`timeout`) must not mean "no timeout".
+function checkExecOptions(opts) {
+  if (opts === null || typeof opts !== "object" || Array.isArray(opts))
+    throw new SandboxError("exec: the options must be an object", "invalid");
+  for (const key of Object.keys(opts)) {
+    if (EXEC_OPTIONS.includes(key)) continue;
+    const hint = EXEC_OPTION_HINTS[key] ?? EXEC_OPTIONS.find((k) => k.toLowerCase() === key.toLowerCase());
+    throw new SandboxError(`exec: unknown option '${key}'${hint ? `; did you mean '${hint}'?` : ` (known: ${EXEC_OPTIONS.join(", ")})`}`, "invalid");
+  }
+}
+
 function execRequest(cmd, opts) {
+  checkExecOptions(opts);
   const req = {};
   if (typeof cmd === "string") {
     if (cmd.length === 0) throw new SandboxError("exec: give a command (argv) or a shell string", "invalid");
@@ -149,11 +189,21 @@ function execStreams(req) {
         },
       }),
   );
+  // the command closed its stdin (or ended): what was written is dropped, and the stream is
+  // destroyed, so a source piped into it is unpiped ('close') instead of spinning on writes
+  const stdinGone = () => {
+    if (stdin && !stdin.destroyed) stdin.destroy();
+  };
   const stdin = req.stdin
     ? new Writable({
         write(chunk, _encoding, callback) {
-          if (closed || addon.execWrite(handle, chunk)) callback();
-          else stdinCallback = callback;
+          const r = closed ? -1 : addon.execWrite(handle, chunk);
+          if (r === 0) {
+            stdinCallback = callback;
+            return;
+          }
+          callback();
+          if (r < 0) stdinGone();
         },
         final(callback) {
           if (!closed) addon.execEndStdin(handle);
@@ -189,6 +239,10 @@ function execStreams(req) {
       case "stdin-drain":
         drained();
         break;
+      case "stdin-closed":
+        drained();
+        stdinGone();
+        break;
       case "exit":
         settle.resolve(value);
         break;
@@ -207,6 +261,7 @@ function execStreams(req) {
     closed = true;
     addon.execClose(handle);
     drained();
+    stdinGone();
     for (const s of outputs) if (!s.readableEnded) s.push(null);
   };
   return {
@@ -225,6 +280,7 @@ function execStreams(req) {
 // Starts a command: `done` is libnook's exit report; call close() once the output was drained.
 function startExec(box, cmd, opts) {
   const req = execRequest(cmd, opts);
+  const input = req.stdin ? checkStdin(opts.stdin) : null;
   const signal = opts.signal;
   if (signal !== undefined && signal !== null && typeof signal.addEventListener !== "function")
     throw new SandboxError("exec: signal must be an AbortSignal", "invalid");
@@ -232,12 +288,11 @@ function startExec(box, cmd, opts) {
     // aborted before it started: it never starts
     const empty = () => Readable.from([]);
     const done = Promise.resolve({ exitCode: -1, signal: 0, reason: "cancelled" });
-    return { handle: null, stdout: empty(), stderr: empty(), stdin: null, done, cancel: () => {}, close: () => {} };
+    return { handle: null, stdout: empty(), stderr: empty(), stdin: null, done, cancel: () => {}, fail: () => {}, close: () => {} };
   }
   const io = execStreams(req);
   const handle = addon.execStart(box._sandboxes.home, box.name, req, io.onEvent);
   io.setHandle(handle);
-  if (req.stdin) feedStdin(io.stdin, opts.stdin);
   const cancel = () => {
     try {
       addon.execCancel(handle);
@@ -245,14 +300,29 @@ function startExec(box, cmd, opts) {
       // the command ended meanwhile
     }
   };
+  let failure = null; // a stdin source's error: the exec rejects with it
+  if (req.stdin)
+    feedStdin(io.stdin, input, (err) => {
+      failure ??= stdinFailed(err);
+      cancel();
+    });
   if (signal) {
     if (signal.aborted) cancel();
     else signal.addEventListener("abort", cancel, { once: true });
   }
-  const done = io.done.finally(() => {
-    if (signal) signal.removeEventListener("abort", cancel);
-  });
-  return { handle, stdout: io.stdout, stderr: io.stderr, stdin: io.stdin, done, cancel, close: io.close };
+  const done = io.done
+    .finally(() => {
+      if (signal) signal.removeEventListener("abort", cancel);
+    })
+    .then((raw) => {
+      if (failure) throw failure;
+      return raw;
+    });
+  const fail = (err) => {
+    failure ??= err;
+    cancel();
+  };
+  return { handle, stdout: io.stdout, stderr: io.stderr, stdin: io.stdin, done, cancel, fail, close: io.close };
 }
 
 class ExecProcess {
@@ -346,32 +416,43 @@ class Box {
    * when the command could not run (SandboxError).
    */
   async exec(cmd, opts = {}) {
+    checkExecOptions(opts);
     const max = opts.maxOutputBytes === undefined ? DEFAULT_MAX_OUTPUT_BYTES : opts.maxOutputBytes;
     if (typeof max !== "number" || !(max >= 0))
       throw new SandboxError("exec: maxOutputBytes must be a non-negative number", "invalid");
     const run = startExec(this, cmd, opts);
     let truncated = false;
-    const capture = (stream, onChunk) => {
+    const capture = (stream, onChunk, what) => {
       const chunks = [];
       let kept = 0;
       stream.on("data", (chunk) => {
-        if (onChunk) onChunk(chunk);
-        if (kept >= max) {
-          truncated = true;
-          return;
+        const whole = chunk;
+        if (kept >= max) truncated = true;
+        else {
+          if (kept + chunk.length > max) {
+            chunk = chunk.subarray(0, max - kept);
+            truncated = true;
+          }
+          kept += chunk.length;
+          chunks.push(chunk);
         }
-        if (kept + chunk.length > max) {
-          chunk = chunk.subarray(0, max - kept);
-          truncated = true;
+        // a callback that throws ends the exec: the command is killed and exec rejects with it
+        // (it must not become the process's uncaught exception, nor lose the chunk)
+        if (onChunk && !callbackFailed) {
+          try {
+            onChunk(whole);
+          } catch (e) {
+            callbackFailed = true;
+            run.fail(e instanceof Error ? e : new SandboxError(`exec: ${what} threw ${String(e)}`, "invalid"));
+          }
         }
-        kept += chunk.length;
-        chunks.push(chunk);
       });
       stream.on("error", () => {});
       return chunks;
     };
-    const out = capture(run.stdout, opts.onStdout);
-    const err = capture(run.stderr, opts.onStderr);
+    let callbackFailed = false;
+    const out = capture(run.stdout, opts.onStdout, "onStdout");
+    const err = capture(run.stderr, opts.onStderr, "onStderr");
     let raw;
     try {
       raw = await run.done;

@@ -5,10 +5,11 @@
 //
 //   1. libnook installed on the machine (`pkg-config nook`, at least this package's version):
 //      the addon links it, and that libnook finds its own nook-supervisor (libexec).
-//   2. else: libnook.so, its image module libnook-image.so and nook-supervisor are built from the
-//      C sources shipped in native/ (Meson + Ninja, only those three targets) and copied into
-//      build/ beside the addon, which finds libnook through its rpath ($ORIGIN); libnook finds
-//      nook-supervisor and libnook-image.so beside itself.
+//   2. else: libnook.so, its image module libnook-image.so, nook-supervisor and the egress
+//      gateway nook-egress (secrets, HTTP rules, audit) are built from the C sources shipped in
+//      native/ (Meson + Ninja, only those four targets) and copied into build/ beside the addon,
+//      which finds libnook through its rpath ($ORIGIN); libnook finds the other three beside
+//      itself.
 //
 // The addon itself is one or a few C files compiled with $CC (default cc) against the N-API
 // headers shipped in native/node-api: no node-gyp, no header download, no environment variable.
@@ -34,6 +35,8 @@ const LIBS = [
   ["libarchive", "libarchive-dev"],
   ["libcrypto", "libssl-dev"],
   ["nettle", "nettle-dev"],
+  ["libnghttp2", "libnghttp2-dev"],
+  ["smartcols", "libsmartcols-dev"],
 ];
 // command -> Debian package
 const TOOLS = [
@@ -96,19 +99,24 @@ function checkBuildDeps() {
     );
 }
 
-/** Builds libnook.so, libnook-image.so and nook-supervisor from native/ into dest; returns the addon's link flags. */
+/** Builds libnook.so, libnook-image.so, nook-supervisor and nook-egress from native/ into dest; returns the addon's link flags. */
 function bundledNook(dest) {
   checkBuildDeps();
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "nook-sandbox-build-"));
   try {
-    say("building libnook and nook-supervisor from the bundled sources (Meson)...");
+    say("building libnook, nook-supervisor and nook-egress from the bundled sources (Meson)...");
     run("meson", ["setup", tmp, native, "--buildtype=release", "-Dtests=false", "-Dnode=false", "-Dtest_hooks=false", "-Dwerror=false"]);
-    run("ninja", ["-C", tmp, `libnook.so.${version}`, "src/image/libnook-image.so", "src/supervisor/nook-supervisor"]);
+    const programs = ["src/supervisor/nook-supervisor", "src/egress/nook-egress"];
+    run("ninja", ["-C", tmp, `libnook.so.${version}`, "src/image/libnook-image.so", ...programs]);
     fs.copyFileSync(path.join(tmp, `libnook.so.${version}`), path.join(dest, "libnook.so.0"));
     // the image module (pulls, archives, hashing), which libnook loads from beside itself
     fs.copyFileSync(path.join(tmp, "src", "image", "libnook-image.so"), path.join(dest, "libnook-image.so"));
-    fs.copyFileSync(path.join(tmp, "src", "supervisor", "nook-supervisor"), path.join(dest, "nook-supervisor"));
-    fs.chmodSync(path.join(dest, "nook-supervisor"), 0o755);
+    // the supervisor, and the egress gateway a sandbox with secrets or HTTP rules starts
+    for (const p of programs) {
+      const to = path.join(dest, path.basename(p));
+      fs.copyFileSync(path.join(tmp, p), to);
+      fs.chmodSync(to, 0o755);
+    }
   } finally {
     fs.rmSync(tmp, { recursive: true, force: true });
   }

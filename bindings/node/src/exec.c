@@ -6,8 +6,10 @@
  *   execResume), "stdout-end"/"stderr-end", "stdin-drain" (a partial execWrite finished),
  *   "exit" ({exitCode, signal, reason, pending: [stdout, stderr bytes still in the pipes]}) or
  *   "error" (SandboxError), one of the two, once.
+ *   "stdin-closed" (the command closed its stdin: what was pending is dropped),
  *   execResume(handle, 0|1), execClosePipe(handle, 0|1) (JS destroyed that stream),
- *   execWrite(handle, buffer) -> true when all was written now,
+ *   execWrite(handle, buffer) -> 1 when all was written now, 0 when the rest follows
+ *   ("stdin-drain"), -1 when the command's stdin is closed (the data is dropped),
  *   execEndStdin(handle), execCancel(handle), execClose(handle): JS closes every exec once it is
  *   done with it (output drained); the GC closes a forgotten one.
  *
@@ -246,7 +248,7 @@ static void on_stdin(napi_env env, void *userdata, uint32_t events) {
                 close_in(c);
         else
                 c->w_in = watch_remove(c->w_in);
-        (void)emit(c, "stdin-drain", NULL);
+        (void)emit(c, r < 0 ? "stdin-closed" : "stdin-drain", NULL);
 }
 
 /* ---- the control socket ------------------------------------------------------------------------ */
@@ -575,8 +577,9 @@ napi_value js_exec_resume(napi_env env, napi_callback_info info) {
         return make_undefined(env);
 }
 
-/* execWrite(handle, buffer) -> true when the pipe took it all now; false: the rest is kept and
- * "stdin-drain" follows once written.  After the command closed its stdin, data is dropped. */
+/* execWrite(handle, buffer) -> 1 when the pipe took it all now; 0: the rest is kept and
+ * "stdin-drain" follows once written; -1: the command closed its stdin (EPIPE) or it was ended,
+ * and the data is dropped: the writer stops there (an endless source must not spin). */
 napi_value js_exec_write(napi_env env, napi_callback_info info) {
         napi_value argv[2], v;
         void *data = NULL;
@@ -589,8 +592,8 @@ napi_value js_exec_write(napi_env env, napi_callback_info info) {
         if (!is_buf)
                 return throw_invalid(env, "execWrite: data must be a Buffer");
         NAPI_OK(env, napi_get_buffer_info(env, argv[1], &data, &len));
-        bool done = true;
-        if (c->in_fd >= 0 && !c->in_end && len > 0) {
+        int32_t done = c->in_fd >= 0 && !c->in_end ? 1 : -1;
+        if (done > 0 && len > 0) {
                 char *buf = realloc(c->in_buf, c->in_len + len);
                 if (!buf)
                         return throw_invalid(env, "Out of memory");
@@ -598,17 +601,18 @@ napi_value js_exec_write(napi_env env, napi_callback_info info) {
                 c->in_buf = buf;
                 c->in_len += len;
                 int r = flush_in(c);
-                if (r < 0)
+                if (r < 0) {
                         close_in(c);
-                else if (r == 0) {
-                        done = false;
+                        done = -1;
+                } else if (r == 0) {
+                        done = 0;
                         if (!c->w_in && watch_add(env, c->in_fd, EPOLLOUT, on_stdin, c, &c->w_in) < 0) {
                                 close_in(c); /* cannot wait for room: drop it, as on EPIPE */
-                                done = true;
+                                done = -1;
                         }
                 }
         }
-        NAPI_OK(env, napi_get_boolean(env, done, &v));
+        NAPI_OK(env, napi_create_int32(env, done, &v));
         return v;
 }
 

@@ -119,8 +119,12 @@ test("pause, resume and branch are typed", async () => {
   const many: Box[] = await sandboxes.branch(src.name, name(), { count: 2 });
   assert.equal(many.length, 2);
   const info: SandboxInfo = await one.inspect();
-  const from: string | undefined = info.branchOf;
+  const from: string | null = info.branchOf;
   assert.equal(from, src.name);
+  // not a branch: null, as the type says (it said "absent", and the value was null)
+  const srcInfo: SandboxInfo = await (await sandboxes.get(src.name)).inspect();
+  assert.equal(srcInfo.branchOf, null);
+  assert.equal(srcInfo.branchPoint, null);
   const p: Promise<void> = one.pause();
   await p.catch(() => undefined); // stopped: SandboxError state
   // @ts-expect-error count is a number

@@ -231,7 +231,8 @@ export interface ExecOptions {
   timeoutMs?: number;
   /** Aborting kills the command's whole process tree (reason "cancelled"). */
   signal?: AbortSignal;
-  stdin?: string | Buffer | Uint8Array | Readable;
+  /** Data (written, then EOF) or a Readable (piped until the command closes its stdin). */
+  stdin?: string | Buffer | ArrayBufferView | ArrayBuffer | Readable;
   onStdout?: (chunk: Buffer) => void;
   onStderr?: (chunk: Buffer) => void;
   /** Cap on captured bytes per stream (default 10 MiB); the rest is dropped and truncated set. */

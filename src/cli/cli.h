@@ -58,6 +58,8 @@ void cli_error_line(const char *prefix, const char *msg, const char *suffix);
 /* A sandbox a command acted on: its name on a line, or with --json one JSON object a line,
  * {"name": NAME, "state": STATE} ("running", "stopped", "paused", "removed"). */
 void cli_print_done(const char *name, const char *state);
+/* Prints o (consumed; NULL: nothing) as one line of compact JSON on stdout. */
+void cli_print_json_line(json_t *o);
 /* Splits "NAME:PATH"; returns false when there is no ':' or NAME is empty. */
 bool cli_split_target(const char *arg, char **ret_name, const char **ret_path);
 

@@ -142,10 +142,9 @@ static int op_wait(nook *n, const char *name, void *u, nook_error *err) {
         int r = nook_sandbox_wait(n, name, *(uint64_t *)u, &code, err);
         if (r < 0)
                 return r;
-        if (arg_json && code >= 0)
-                printf("{\"name\":\"%s\",\"exitCode\":%d}\n", name, code);
-        else if (arg_json)
-                printf("{\"name\":\"%s\",\"exitCode\":null}\n", name);
+        if (arg_json)
+                cli_print_json_line(json_pack("{s:s, s:o}", "name", name, "exitCode",
+                        code >= 0 ? json_integer(code) : json_null()));
         else if (code >= 0)
                 printf("%d\n", code);
         else

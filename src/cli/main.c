@@ -96,17 +96,19 @@ void cli_print_safe(FILE *f, const char *s) {
         }
 }
 
-void cli_print_done(const char *name, const char *state) {
-        if (!arg_json) {
-                puts(name);
-                return;
-        }
-        json_t *o = json_pack("{s:s, s:s}", "name", name, "state", state);
+void cli_print_json_line(json_t *o) {
         char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
         if (text)
                 puts(text);
         free(text);
         json_decref(o);
+}
+
+void cli_print_done(const char *name, const char *state) {
+        if (arg_json)
+                cli_print_json_line(json_pack("{s:s, s:s}", "name", name, "state", state));
+        else
+                puts(name);
 }
 
 /* stderr is unbuffered: a line printed in pieces reaches it as one write(2) per piece, one per

@@ -532,7 +532,7 @@ static bool spare_parse(json_t *msg, exec_req *req) {
 /* A request of the shape the supervisor sends (sup.c, build_exec), for spare_rehearse. */
 static const char rehearsal_req[] =
         "{\"op\":\"exec\",\"id\":1,\"argv\":[\"true\"],\"env\":[\"PATH=/usr/local/sbin:/usr/local/bin:"
-        "/usr/sbin:/usr/bin:/sbin:/bin\",\"TERM=xterm\",\"HOSTNAME=rehearsal\"],\"cwd\":\"/\","
+        "/usr/sbin:/usr/bin:/sbin:/bin\",\"HOSTNAME=rehearsal\"],\"cwd\":\"/\","
         "\"user\":\"0\",\"tty\":false,\"rows\":0,\"cols\":0,\"reportStarted\":false}";
 
 /* Off the exec's path, before the spare waits: once through what taking a request does (parse

@@ -693,9 +693,10 @@ static void exec_exited(sup *s, uint64_t id, json_int_t st, const char *error, b
                 if (!c->reason && WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL &&
                         oom_kills(s) > c->oom_kills_at_start)
                         c->reason = "oom";
-                /* ended while the sandbox stops (its SIGTERM, or init's end): "stopped", as the
-                 * caller is told when init is gone first (finish) */
-                if (!c->reason && s->stopping)
+                /* killed by a signal while the sandbox stops (its SIGTERM, or the SIGKILL after
+                 * the grace): "stopped", as the caller is told when init is gone first (finish);
+                 * a command that ended by itself meanwhile keeps its "exited" */
+                if (!c->reason && s->stopping && WIFSIGNALED(st))
                         c->reason = "stopped";
                 if (!told || c->reason)
                         client_send(c, proto_exited_msg(id, st, c->reason ? c->reason : "exited", error));

@@ -430,6 +430,7 @@ describe("exec", () => {
     await rejectsWith(box.exec("true", "bad"), "invalid");
     await rejectsWith(box.exec("true", null), "invalid");
     assert.throws(() => box.spawn("true", { cwdd: "/tmp" }), /unknown option 'cwdd'/);
+    assert.throws(() => box.spawn("true", { onStdout: () => {} }), /option 'onStdout' is exec's only/);
     assert.equal(box.exists("/badopt"), false);
   });
 
@@ -437,6 +438,11 @@ describe("exec", () => {
     await rejectsWith(box.exec("echo ran > /workspace/badstdin", { stdin: 5 }), "invalid");
     await rejectsWith(box.exec("echo ran > /workspace/badstdin", { stdin: { a: 1 } }), "invalid");
     assert.throws(() => box.spawn("echo ran > /workspace/badstdin", { stdin: 5 }), (e) => e instanceof SandboxError && e.code === "invalid");
+    // a stream already destroyed would never end the command's stdin; one with pipe() alone cannot be unpiped
+    const gone = new Readable({ read() {} });
+    gone.destroy();
+    await assert.rejects(box.exec("cat > /workspace/badstdin", { stdin: gone }), /already destroyed or failed/);
+    await rejectsWith(box.exec("echo ran > /workspace/badstdin", { stdin: { pipe() {} } }), "invalid");
     await sleep(300);
     assert.equal(box.exists("/badstdin"), false, "the command ran although exec was refused");
   });

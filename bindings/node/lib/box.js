@@ -89,18 +89,25 @@ function drainBoth(run, raw) {
 // its stdin: an endless source then stops being read); data is written and ended.  checkStdin
 // runs before the command starts, so a bad value starts nothing.
 function isStream(input) {
-  return input instanceof Readable || (input !== null && typeof input?.pipe === "function");
+  return input instanceof Readable || (typeof input?.pipe === "function" && typeof input.unpipe === "function");
 }
 
 function checkStdin(input) {
-  return isStream(input) ? input : toBuffer(input, "exec: stdin");
+  if (!isStream(input)) return toBuffer(input, "exec: stdin");
+  // piped from, it would never end the command's stdin: the command would wait for ever
+  if (input.readableErrored || (input.destroyed && !input.readableEnded))
+    throw new SandboxError("exec: stdin: the stream is already destroyed or failed", "invalid");
+  return input;
 }
 
 // onError(err): the source stream failed; the command is killed and the exec rejects with it.
 function feedStdin(sink, input, onError) {
   sink.on("error", () => {});
   if (isStream(input)) {
+    // an error once the command closed its stdin (or the exec ended) concerns nobody: ignored,
+    // and still listened to, so that it is no uncaught exception of the caller's
     input.once("error", (err) => {
+      if (sink.destroyed) return;
       input.unpipe(sink);
       onError(err);
       sink.destroy();
@@ -120,23 +127,27 @@ function stdinFailed(err) {
   });
 }
 
-const EXEC_OPTIONS = ["env", "secretEnv", "cwd", "user", "timeoutMs", "signal", "stdin", "onStdout", "onStderr", "maxOutputBytes"];
+// index.d.ts's ExecOptions; spawn's are those without the three of exec's captured output
+const SPAWN_OPTIONS = ["env", "secretEnv", "cwd", "user", "timeoutMs", "signal", "stdin"];
+const EXEC_OPTIONS = [...SPAWN_OPTIONS, "onStdout", "onStderr", "maxOutputBytes"];
 // what users of other sandbox APIs (E2B, child_process) write instead
 const EXEC_OPTION_HINTS = { timeout: "timeoutMs", timeoutMS: "timeoutMs", envs: "env", workdir: "cwd", input: "stdin", onstdout: "onStdout", onstderr: "onStderr", maxBuffer: "maxOutputBytes" };
 
-// An option exec does not know is refused: a typo (`timeout`) must not mean "no timeout".
-function checkExecOptions(opts) {
+// An option exec (or spawn) does not know is refused: a typo (`timeout`) must not mean "no
+// timeout", and spawn has no captured output for onStdout and the like to apply to.
+function checkExecOptions(opts, known, what) {
   if (opts === null || typeof opts !== "object" || Array.isArray(opts))
-    throw new SandboxError("exec: the options must be an object", "invalid");
+    throw new SandboxError(`${what}: the options must be an object`, "invalid");
   for (const key of Object.keys(opts)) {
-    if (EXEC_OPTIONS.includes(key)) continue;
-    const hint = EXEC_OPTION_HINTS[key] ?? EXEC_OPTIONS.find((k) => k.toLowerCase() === key.toLowerCase());
-    throw new SandboxError(`exec: unknown option '${key}'${hint ? `; did you mean '${hint}'?` : ` (known: ${EXEC_OPTIONS.join(", ")})`}`, "invalid");
+    if (known.includes(key)) continue;
+    if (EXEC_OPTIONS.includes(key))
+      throw new SandboxError(`${what}: option '${key}' is exec's only: read the process's stdout and stderr streams`, "invalid");
+    const hint = EXEC_OPTION_HINTS[key] ?? known.find((k) => k.toLowerCase() === key.toLowerCase());
+    throw new SandboxError(`${what}: unknown option '${key}'${hint ? `; did you mean '${hint}'?` : ` (known: ${known.join(", ")})`}`, "invalid");
   }
 }
 
 function execRequest(cmd, opts) {
-  checkExecOptions(opts);
   const req = {};
   if (typeof cmd === "string") {
     if (cmd.length === 0) throw new SandboxError("exec: give a command (argv) or a shell string", "invalid");
@@ -288,7 +299,7 @@ function startExec(box, cmd, opts) {
     // aborted before it started: it never starts
     const empty = () => Readable.from([]);
     const done = Promise.resolve({ exitCode: -1, signal: 0, reason: "cancelled" });
-    return { handle: null, stdout: empty(), stderr: empty(), stdin: null, done, cancel: () => {}, fail: () => {}, close: () => {} };
+    return { handle: null, stdout: empty(), stderr: empty(), stdin: null, done, cancel: () => {}, fail: () => {}, failure: () => null, close: () => {} };
   }
   const io = execStreams(req);
   const handle = addon.execStart(box._sandboxes.home, box.name, req, io.onEvent);
@@ -322,7 +333,7 @@ function startExec(box, cmd, opts) {
     failure ??= err;
     cancel();
   };
-  return { handle, stdout: io.stdout, stderr: io.stderr, stdin: io.stdin, done, cancel, fail, close: io.close };
+  return { handle, stdout: io.stdout, stderr: io.stderr, stdin: io.stdin, done, cancel, fail, failure: () => failure, close: io.close };
 }
 
 class ExecProcess {
@@ -416,7 +427,7 @@ class Box {
    * when the command could not run (SandboxError).
    */
   async exec(cmd, opts = {}) {
-    checkExecOptions(opts);
+    checkExecOptions(opts, EXEC_OPTIONS, "exec");
     const max = opts.maxOutputBytes === undefined ? DEFAULT_MAX_OUTPUT_BYTES : opts.maxOutputBytes;
     if (typeof max !== "number" || !(max >= 0))
       throw new SandboxError("exec: maxOutputBytes must be a non-negative number", "invalid");
@@ -464,6 +475,8 @@ class Box {
     }
     await drainBoth(run, raw);
     run.close();
+    // a callback that threw on output read after the exit report (the drain)
+    if (run.failure()) throw run.failure();
     return {
       ...shapeResult(raw),
       stdout: Buffer.concat(out).toString("utf8"),
@@ -474,6 +487,7 @@ class Box {
 
   /** Streaming exec: { stdout, stderr (Readable), stdin (Writable | null), wait(), kill() }. */
   spawn(cmd, opts = {}) {
+    checkExecOptions(opts, SPAWN_OPTIONS, "spawn");
     return new ExecProcess(startExec(this, cmd, opts));
   }
 

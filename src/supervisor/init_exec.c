@@ -487,8 +487,10 @@ _Noreturn static void helper_main(exec_req *req, int fds[3], int status_fd, int 
                         rec = (helper_rec){ .kind = HELPER_EXITED, .status = cmd_status };
                         bool sigkill = WIFSIGNALED(cmd_status) && WTERMSIG(cmd_status) == SIGKILL;
                         if (!kill_asked && !sigkill)
+                                /* the supervisor's rule too (sup.c, exec_exited): a signal's end
+                                 * during a stop; a command that trapped it and exited keeps "exited" */
                                 rec.told = client_tell_exited(client_fd, req->id, cmd_status,
-                                        stopping ? "stopped" : "exited", NULL);
+                                        stopping && WIFSIGNALED(cmd_status) ? "stopped" : "exited", NULL);
                         client_fd = safe_close(client_fd);
                         helper_report(status_fd, &rec);
                         status_fd = safe_close(status_fd);

@@ -295,10 +295,15 @@ is "$out" "base false" "snapshot ls --format"
 # ---- --json on the commands that act on names: one JSON object a line, the state each is in ----------
 run_nook --json create jn1
 is "$out" '{"name":"jn1","state":"running"}' "--json create: the sandbox and its state"
-run_nook --json pause jn1
-is "$out" '{"name":"jn1","state":"paused"}' "--json pause"
-run_nook --json resume jn1
-is "$out" '{"name":"jn1","state":"running"}' "--json resume"
+if "$NOOK" doctor --json 2>/dev/null | jq -e '.checks[] | select(.name == "pause (cgroup freezer)") | .ok' >/dev/null; then
+        run_nook --json pause jn1
+        is "$out" '{"name":"jn1","state":"paused"}' "--json pause"
+        run_nook --json resume jn1
+        is "$out" '{"name":"jn1","state":"running"}' "--json resume"
+else
+        skip_expected "no writable cgroup freezer in this stage (pause)"
+        skip_expected "no writable cgroup freezer in this stage (resume)"
+fi
 "$NOOK" create jn2 >/dev/null
 run_nook --json stop jn1 nope-jn jn2
 is "$status:$(jq -sc 'map(.name + "=" + .state)' <<<"$out")" '1:["jn1=stopped","jn2=stopped"]' \

@@ -276,7 +276,12 @@ static bool init_exec_read(int sock, init_exec *e) {
         return true;
 }
 
-_Noreturn static void init_stop(uint64_t timeout_ms) {
+static bool init_reap(int sock);
+
+/* The stop: every process but us gets SIGTERM; what ends within timeout_ms is reaped as always
+ * (init_reap), so an exec through init still reports its command's status to the supervisor
+ * (the exit record's commandExit, its client's "exited"); then we leave. */
+_Noreturn static void init_stop(int sock, uint64_t timeout_ms) {
         /* the spare blocks SIGTERM while it waits, and the supervisor holds its socket */
         if (spare.pid > 0)
                 (void)kill(spare.pid, SIGKILL);
@@ -288,11 +293,8 @@ _Noreturn static void init_stop(uint64_t timeout_ms) {
         (void)kill(-1, SIGTERM);
         uint64_t deadline = now_ms() + timeout_ms;
         for (uint64_t now = now_ms(); now < deadline; now = now_ms()) {
-                pid_t p = waitpid(-1, NULL, WNOHANG);
-                if (p < 0 && errno == ECHILD)
+                if (!init_reap(sock))
                         break;
-                if (p > 0)
-                        continue;
                 /* until the next child exits (SIGCHLD is blocked and read from init_sfd), not a
                  * fixed sleep: the spare ends at once (SIGKILL), and a command that obeys SIGTERM soon */
                 struct pollfd pfd = { .fd = init_sfd, .events = POLLIN };
@@ -346,7 +348,7 @@ static void init_handle_msg(int sock, json_t *msg, int *fds, size_t n_fds) {
                         (void)sigqueue(
                                 helper, sig == SIGKILL ? SIGUSR1 : sig, (union sigval){ .sival_int = 0 });
         } else if (streq(op, "stop"))
-                init_stop((uint64_t)json_integer_value(json_object_get(msg, "timeoutMs")));
+                init_stop(sock, (uint64_t)json_integer_value(json_object_get(msg, "timeoutMs")));
         proto_close_fds(fds, n_fds);
 }
 
@@ -364,13 +366,16 @@ static void init_read_request(int sock) {
         }
 }
 
-/* Reaps everything: helpers (ours) and orphans re-parented to PID 1. */
-static void init_reap(int sock) {
+/* Reaps everything: helpers (ours) and orphans re-parented to PID 1.  Returns false once no
+ * child is left. */
+static bool init_reap(int sock) {
         for (;;) {
                 int st;
                 pid_t p = waitpid(-1, &st, WNOHANG);
+                if (p < 0 && errno == ECHILD)
+                        return false;
                 if (p <= 0)
-                        return;
+                        return true;
                 spare_blocked = false;
                 if (p == spare.pid) {
                         spare_forget(); /* killed from inside: another one when idle */
@@ -506,8 +511,8 @@ _Noreturn void init_loop(int sock, bool spares) {
                         struct signalfd_siginfo si;
                         while (read(sfd, &si, sizeof(si)) == sizeof(si))
                                 if (si.ssi_signo != SIGCHLD)
-                                        init_stop(2000); /* a signal to PID 1 from outside: stop */
+                                        init_stop(sock, 2000); /* a signal to PID 1 from outside: stop */
                 }
-                init_reap(sock);
+                (void)init_reap(sock);
         }
 }

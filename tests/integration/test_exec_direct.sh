@@ -9,7 +9,7 @@
 
 require_bin "$NOOK" "$NOOK_SUPERVISOR"
 command -v jq >/dev/null || plan skip_all "jq is needed to read nook's JSON"
-plan 38
+plan 40
 
 field() { "$NOOK" inspect "$1" 2>/dev/null | jq -r "$2 // empty" 2>/dev/null; }
 wait_state() { wait_for "$3" eval '[[ "$(field "$1" .state)" == "$2" ]]'; }
@@ -167,6 +167,23 @@ pkill -TERM -f "^$NOOK exec dst -- sh -c echo up; exec sleep 6178" || true
 wait "$ex"
 is "$(cat "$T/frc")" 143 "a SIGTERM the client forwards: 143"
 unlike "$(cat "$T/ferr")" "stopped while the command ran" "is the command's own end, not a stop"
+
+# an exec through init (a terminal's always is): init's stop reaps its helper as always and
+# forwards the command's status, so the client gets 143 from the SIGTERM, not the 137 that the
+# supervisor words for an exec whose report never came (init left without reading its helper)
+if command -v script >/dev/null; then
+        script -qc "$NOOK exec -t dst -- sh -c 'echo up; exec sleep 6179'; echo rc=\$?" /dev/null \
+                < <(sleep 5) >"$T/tout" 2>&1 &
+        tx=$!
+        wait_for 30 grep -q up "$T/tout"
+        run_nook stop dst
+        wait "$tx" 2>/dev/null
+        tout=$(tr -d '\r' <"$T/tout")
+        like "$tout" "rc=143" "a stop while an exec through init runs: its status is the SIGTERM's (143, not 137)"
+        like "$tout" "the sandbox stopped while the command ran" "and the client says the sandbox stopped"
+else
+        skip "script (bsdutils) is not installed" 2
+fi
 
 for s in dx dd ds di dk dst; do "$NOOK" rm -f "$s" >/dev/null 2>&1; done
 run_nook ls -q

@@ -487,10 +487,8 @@ _Noreturn static void helper_main(exec_req *req, int fds[3], int status_fd, int 
                         rec = (helper_rec){ .kind = HELPER_EXITED, .status = cmd_status };
                         bool sigkill = WIFSIGNALED(cmd_status) && WTERMSIG(cmd_status) == SIGKILL;
                         if (!kill_asked && !sigkill)
-                                /* the supervisor's rule too (sup.c, exec_exited): a signal's end
-                                 * during a stop; a command that trapped it and exited keeps "exited" */
                                 rec.told = client_tell_exited(client_fd, req->id, cmd_status,
-                                        stopping && WIFSIGNALED(cmd_status) ? "stopped" : "exited", NULL);
+                                        proto_end_reason(stopping, cmd_status), NULL);
                         client_fd = safe_close(client_fd);
                         helper_report(status_fd, &rec);
                         status_fd = safe_close(status_fd);

@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 
 #include "nook.h"
 #include "supervisor/proto.h"
@@ -54,6 +55,10 @@ int proto_recv(int sock, json_t **ret, int *ret_fds, size_t *ret_n_fds) {
 json_t *proto_error_msg(const nook_error *e) {
         return json_pack("{s:s, s:s, s:s, s:i}", "op", "error", "code", nook_errc_to_string(e->code),
                 "message", e->msg, "errno", e->sys_errno);
+}
+
+const char *proto_end_reason(bool stopping, int status) {
+        return stopping && WIFSIGNALED(status) ? "stopped" : "exited";
 }
 
 json_t *proto_exited_msg(uint64_t id, json_int_t status, const char *reason, const char *error) {

@@ -59,6 +59,11 @@ json_t *proto_error_msg(const nook_error *e);
  * An error that is no valid UTF-8 (it comes from inside the sandbox) makes no JSON string: the
  * end still goes out, with a fixed error instead.  NULL: out of memory. */
 json_t *proto_exited_msg(uint64_t id, json_int_t status, const char *reason, const char *error);
+/* The reason of an end the sandbox did not ask for by name (timeout, cancel): "stopped" when a
+ * signal ended the command while the sandbox stops (its SIGTERM, the SIGKILL after the grace),
+ * else "exited" (a command that trapped the SIGTERM and exited keeps it).  One rule for the
+ * helper's own reports (init_exec.c) and the supervisor's (sup.c). */
+const char *proto_end_reason(bool stopping, int status);
 /* Fills err from an {"op":"error"} message. Returns -code. */
 int proto_error_from_msg(json_t *msg, nook_error *err);
 const char *proto_op(json_t *msg);

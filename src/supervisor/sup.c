@@ -693,10 +693,9 @@ static void exec_exited(sup *s, uint64_t id, json_int_t st, const char *error, b
                 if (!c->reason && WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL &&
                         oom_kills(s) > c->oom_kills_at_start)
                         c->reason = "oom";
-                /* killed by a signal while the sandbox stops (its SIGTERM, or the SIGKILL after
-                 * the grace): "stopped", as the caller is told when init is gone first (finish);
-                 * a command that ended by itself meanwhile keeps its "exited" */
-                if (!c->reason && s->stopping && WIFSIGNALED(st))
+                /* a signal's end while the sandbox stops is "stopped" (proto_end_reason), as the
+                 * caller is told when init is gone first (finish) */
+                if (!c->reason && streq(proto_end_reason(s->stopping, (int)st), "stopped"))
                         c->reason = "stopped";
                 if (!told || c->reason)
                         client_send(c, proto_exited_msg(id, st, c->reason ? c->reason : "exited", error));

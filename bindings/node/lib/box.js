@@ -311,12 +311,14 @@ function startExec(box, cmd, opts) {
       // the command ended meanwhile
     }
   };
-  let failure = null; // a stdin source's error: the exec rejects with it
-  if (req.stdin)
-    feedStdin(io.stdin, input, (err) => {
-      failure ??= stdinFailed(err);
-      cancel();
-    });
+  // a stdin source's error, or what an output callback threw: the command is killed and the
+  // exec rejects with it
+  let failure = null;
+  const fail = (err) => {
+    failure ??= err;
+    cancel();
+  };
+  if (req.stdin) feedStdin(io.stdin, input, (err) => fail(stdinFailed(err)));
   if (signal) {
     if (signal.aborted) cancel();
     else signal.addEventListener("abort", cancel, { once: true });
@@ -329,10 +331,6 @@ function startExec(box, cmd, opts) {
       if (failure) throw failure;
       return raw;
     });
-  const fail = (err) => {
-    failure ??= err;
-    cancel();
-  };
   return { handle, stdout: io.stdout, stderr: io.stderr, stdin: io.stdin, done, cancel, fail, failure: () => failure, close: io.close };
 }
 

@@ -61,6 +61,20 @@ static int ws_root_itself(const char *path, nook_error *err) {
         return nook_err_set(err, NOOK_E_INVALID, "'%s' is the workspace root itself", path);
 }
 
+/* A path that ends in '/' names a directory (path_resolution(7)): it is never written as a file,
+ * and a file is never read through it. */
+static bool ws_names_dir(const char *path) {
+        size_t n = strlen(path);
+        return n > 0 && path[n - 1] == '/';
+}
+
+static int ws_names_dir_error(const char *path, const char *what, nook_error *err) {
+        return nook_err_set(err, NOOK_E_INVALID,
+                "Cannot %s '%s': a path that ends in '/' names a directory; leave out the trailing '/' to "
+                "name a file",
+                what, path);
+}
+
 static int ws_normalize_nonroot(const char *path, char **ret_rel, nook_error *err) {
         _cleanup_free_ char *rel = NULL;
         int r = ws_path_normalize(path, &rel, err);
@@ -290,6 +304,8 @@ static int ws_write_common(
                 return r;
         if (!rel[0])
                 return ws_root_itself(path, err);
+        if (ws_names_dir(path))
+                return ws_names_dir_error(path, "write", err);
         r = ws_parent(w, rel, path, /* create= */ true, &d, err);
         if (r < 0)
                 return r;
@@ -365,6 +381,8 @@ static int ws_open_regular(ws *w, const char *path, int *ret_fd, struct stat *re
                 return nook_err_errno(err, NOOK_E_IO, "Cannot stat '%s'", path);
         if (S_ISDIR(ret_st->st_mode))
                 return nook_err_set(err, NOOK_E_INVALID, "'%s' is a directory, not a file", path);
+        if (ws_names_dir(path))
+                return ws_names_dir_error(path, "read", err);
         if (!S_ISREG(ret_st->st_mode))
                 return nook_err_set(err, NOOK_E_INVALID,
                         "'%s' is not a regular file (%s); refusing to read it", path,

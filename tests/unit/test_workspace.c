@@ -244,6 +244,20 @@ static void corpus_case_fs_allowed(fx *f, const hcase *c) {
                 cr_expect_eq(ws_exists(f->w, c->input, &err), 1, "line %d: %s", c->line, err.msg);
                 EXPECT_CODE(ws_write(f->w, c->input, "x", 1, 0644, E), NOOK_E_INVALID);
                 EXPECT_CODE(ws_remove(f->w, c->input, E), NOOK_E_INVALID);
+        } else if (c->input[c->input_len - 1] == '/') {
+                /* Ends in '/': names a directory, never a file to write or read, and nothing is
+                 * made by the refused write; mkdir makes it. */
+                cr_expect_eq(ws_exists(f->w, c->input, &err), 0, "line %d", c->line);
+                cr_expect_eq(
+                        ws_write(f->w, c->input, "x", 1, 0644, &err), -NOOK_E_INVALID, "line %d", c->line);
+                cr_expect(strstr(err.msg, "ends in '/' names a directory"), "line %d: %s", c->line, err.msg);
+                cr_expect(dir_is_empty(f->root), "line %d: a refused write left something", c->line);
+                cr_assert_eq(ws_mkdir_p(f->w, c->input, 0755, &err), 0, "line %d: %s", c->line, err.msg);
+                struct stat st;
+                cr_expect_eq(fstatat(ws_root_fd(f->w), c->norm, &st, 0), 0, "line %d: %s missing", c->line,
+                        c->norm);
+                cr_expect(S_ISDIR(st.st_mode));
+                EXPECT_CODE(ws_read(f->w, c->input, 0, &data, &len, E), NOOK_E_INVALID);
         } else {
                 cr_expect_eq(ws_exists(f->w, c->input, &err), 0, "line %d", c->line);
                 cr_assert_eq(ws_write(f->w, c->input, c->input, c->input_len, 0644, &err), 0, "line %d: %s",

@@ -422,13 +422,53 @@ int sb_snapshot_commit(
 
 /* Under the sandbox's lock (held in *lock until the caller has removed *tmp): the source's spec,
  * a private folder, the packed layers, then the record. */
+#define SNAPSHOT_DEFAULT_NAME_TRIES 100
+
+/* No name given: "<sandbox>-<epoch seconds>", then "-2", "-3"... for more in the same second.
+ * Chosen under the sandbox's lock, so two snapshots of one sandbox in the same second never pick
+ * the same name. */
+static int snapshot_default_name(nook *n, const char *sandbox, char **ret, nook_error *err) {
+        store *st;
+        int r = ctx_store(n, &st, err);
+        if (r < 0)
+                return r;
+        long long now = (long long)now_epoch();
+        for (int i = 1; i <= SNAPSHOT_DEFAULT_NAME_TRIES; i++) {
+                _cleanup_free_ char *name = i == 1 ? strprintf("%s-%lld", sandbox, now)
+                                                   : strprintf("%s-%lld-%d", sandbox, now, i);
+                if (!name)
+                        return nook_err_oom(err);
+                r = name_validate("snapshot", name, err);
+                if (r < 0)
+                        return r; /* a sandbox name near the length limit: the caller names it */
+                snapshot_rec other = {};
+                nook_error ignore;
+                if (store_snapshot_get(st, name, &other, &ignore) < 0) {
+                        *ret = TAKE_PTR(name);
+                        return 0;
+                }
+                snapshot_rec_done(&other);
+        }
+        return nook_err_set(err, NOOK_E_EXISTS,
+                "The default snapshot names '%s-%lld' to '%s-%lld-%d' are all taken: give the snapshot a name",
+                sandbox, now, sandbox, now, SNAPSHOT_DEFAULT_NAME_TRIES);
+}
+
+/* name NULL: the default (snapshot_default_name). */
 static int snapshot_make(nook *n, const char *sandbox, const char *name, unsigned flags, int *lock,
         char **tmp, int *tmp_lock, char **ret_json, nook_error *err) {
         _cleanup_(sb_spec_done) sb_spec spec = {};
         _cleanup_json_ json_t *meta = NULL;
+        _cleanup_free_ char *defname = NULL;
         int r = sb_lock(n, sandbox, lock, err);
         if (r < 0)
                 return r;
+        if (!name) {
+                r = snapshot_default_name(n, sandbox, &defname, err);
+                if (r < 0)
+                        return r;
+                name = defname;
+        }
         r = source_spec(n, sandbox, &spec, err);
         if (r < 0)
                 return r;
@@ -441,44 +481,27 @@ static int snapshot_make(nook *n, const char *sandbox, const char *name, unsigne
         return sb_snapshot_commit(n, *tmp, meta, name, ret_json, err);
 }
 
-#define SNAPSHOT_DEFAULT_NAME_TRIES 100
-
 int nook_snapshot_create(
         nook *n, const char *sandbox, const char *name, unsigned flags, char **ret_json, nook_error *err) {
         _cleanup_close_ int lock = -1, tmp_lock = -1;
-        _cleanup_free_ char *defname = NULL, *tmp = NULL;
-        snapshot_rec other = {};
-        store *st;
+        _cleanup_free_ char *tmp = NULL;
         int r = name_validate("sandbox", sandbox, err);
         if (r < 0)
                 return r;
-        r = ctx_store(n, &st, err);
-        if (r < 0)
-                return r;
-        /* no name: "<sandbox>-<epoch seconds>", then "-2", "-3"... for more in the same second */
-        long long now = (long long)now_epoch();
-        for (int i = 1; !name && i <= SNAPSHOT_DEFAULT_NAME_TRIES; i++) {
-                free(defname);
-                defname = i == 1 ? strprintf("%s-%lld", sandbox, now)
-                                 : strprintf("%s-%lld-%d", sandbox, now, i);
-                if (!defname)
-                        return nook_err_oom(err);
-                nook_error ignore;
-                if (store_snapshot_get(st, defname, &other, &ignore) < 0)
-                        name = defname;
-                else
+        if (name) {
+                /* a name taken is refused before any work; the commit checks again */
+                snapshot_rec other = {};
+                store *st;
+                r = name_validate("snapshot", name, err);
+                if (r >= 0)
+                        r = ctx_store(n, &st, err);
+                if (r < 0)
+                        return r;
+                if (store_snapshot_get(st, name, &other, err) >= 0) {
                         snapshot_rec_done(&other);
-        }
-        if (!name)
-                return nook_err_set(err, NOOK_E_EXISTS,
-                        "The default snapshot names '%s-%lld' to '%s-%lld-%d' are all taken: give the snapshot a name",
-                        sandbox, now, sandbox, now, SNAPSHOT_DEFAULT_NAME_TRIES);
-        r = name_validate("snapshot", name, err);
-        if (r < 0)
-                return r;
-        if (store_snapshot_get(st, name, &other, err) >= 0) {
-                snapshot_rec_done(&other);
-                return nook_err_set(err, NOOK_E_EXISTS, "A snapshot named '%s' exists already", name);
+                        return nook_err_set(
+                                err, NOOK_E_EXISTS, "A snapshot named '%s' exists already", name);
+                }
         }
         /* the sandbox's lock: it cannot start (and write its layer) while we read it */
         r = snapshot_make(n, sandbox, name, flags, &lock, &tmp, &tmp_lock, ret_json, err);

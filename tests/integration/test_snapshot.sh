@@ -13,7 +13,7 @@ require_bin "$NOOK"
 command -v jq >/dev/null || plan skip_all "jq is needed to read nook's JSON"
 command -v zstd >/dev/null || plan skip_all "zstd is needed to take export files apart"
 command -v busybox >/dev/null || plan skip_all "busybox is needed for the test root filesystem"
-plan 51
+plan 54
 
 ROOT=0
 nook_rootful && ROOT=1
@@ -92,6 +92,23 @@ like "$DIGEST" "^sha256:[0-9a-f]{64}$" "it has a content digest"
 run_nook snapshot create --with-workspace src snap-again
 is "$status" 1 "the same content under another name is refused"
 like "$err" "snap1.*stored once" "the refusal names the snapshot that holds it"
+# Two snapshots without a name, at once (the same second): the default names are picked under
+# the sandbox's lock, so each gets its own ("src-EPOCH", "src-EPOCH-2"), neither "exists".
+echo more >"$("$NOOK" ws path src)/w3.txt"
+"$NOOK" snapshot create src >"$D/d1.out" 2>"$D/d1.err" &
+p1=$!
+"$NOOK" snapshot create --with-workspace src >"$D/d2.out" 2>"$D/d2.err" &
+p2=$!
+wait $p1
+s1=$?
+wait $p2
+s2=$?
+is "$s1 $s2" "0 0" "two default-named snapshots at once both succeed ($(cat "$D/d1.err" "$D/d2.err"))"
+d1=$(awk '{print $1}' "$D/d1.out") d2=$(awk '{print $1}' "$D/d2.out")
+like "$d1 $d2" "^src-[0-9]+(-[0-9]+)? src-[0-9]+(-[0-9]+)?$" "both have default names"
+isnt "$d1" "$d2" "each its own"
+run_nook snapshot rm "$d1" "$d2"
+rm -f "$("$NOOK" ws path src)/w3.txt"
 run_nook snapshot inspect snap1
 is "$(jq -r '.withWorkspace, .holds, .sourceSandbox' <<<"$out" | tr '\n' ' ')" \
         "true root filesystem and workspace src " "inspect says what it holds"

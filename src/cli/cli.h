@@ -58,6 +58,16 @@ void cli_error_line(const char *prefix, const char *msg, const char *suffix);
 /* A sandbox a command acted on: its name on a line, or with --json one JSON object a line,
  * {"name": NAME, "state": STATE} ("running", "stopped", "paused", "removed"). */
 void cli_print_done(const char *name, const char *state);
+
+/* "nook CMD NAME...": op on each name from argv[optind] on, one nook handle; the last failure's
+ * exit status.  done: the state each name is in after op, printed (cli_print_done), or NULL to
+ * print nothing; missing_ok: a name that does not exist is said on stderr but fails nothing
+ * (docker's rm -f). */
+typedef int (*cli_name_op)(nook *n, const char *name, void *userdata, nook_error *err);
+int cli_for_each_name_opt(const char *cmd, int argc, char **argv, cli_name_op op, void *userdata,
+        const char *done, bool missing_ok);
+int cli_for_each_name(
+        const char *cmd, int argc, char **argv, cli_name_op op, void *userdata, const char *done);
 /* Prints o (consumed; NULL: nothing) as one line of compact JSON on stdout. */
 void cli_print_json_line(json_t *o);
 /* Splits "NAME:PATH"; returns false when there is no ':' or NAME is empty. */

@@ -10,40 +10,32 @@
 #include "nook.h"
 #include "cli/cli.h"
 
-static int pause_each(
-        const char *cmd, int argc, char **argv, int (*op)(nook *, const char *, nook_error *)) {
-        nook *n = NULL;
-        nook_error err = { 0 };
-        int status = 0;
-        if (argc > 1 && (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0)) {
-                if (strcmp(cmd, "pause") == 0)
-                        printf("Usage: nook pause NAME...\n\nFreeze every process of running sandboxes (cgroup freezer). While paused,\n"
-                               "exec is refused, the idle timer stands still and the maximum duration keeps\n"
-                               "counting; stop and rm work. Undo with 'nook resume'.\n");
-                else
-                        printf("Usage: nook resume NAME...\n\nThaw paused sandboxes; their processes continue where they were.\n");
-                return 0;
-        }
-        if (argc < 2)
-                return cli_usage_error(cmd, "expected at least one sandbox NAME");
-        if (cli_open(&n, &err) < 0)
-                return cli_fail(&err);
-        for (int i = 1; i < argc; i++) {
-                if (op(n, argv[i], &err) < 0)
-                        status = cli_fail(&err);
-                else
-                        cli_print_done(argv[i], strcmp(cmd, "pause") == 0 ? "paused" : "running");
-        }
-        nook_close(n);
-        return status;
+static int op_pause(nook *n, const char *name, void *u, nook_error *err) {
+        return nook_pause(n, name, err);
+}
+
+static int op_resume(nook *n, const char *name, void *u, nook_error *err) {
+        return nook_resume(n, name, err);
 }
 
 int cmd_pause(int argc, char **argv) {
-        return pause_each("pause", argc, argv, nook_pause);
+        if (argc > 1 && (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0)) {
+                printf("Usage: nook pause NAME...\n\nFreeze every process of running sandboxes (cgroup freezer). While paused,\n"
+                       "exec is refused, the idle timer stands still and the maximum duration keeps\n"
+                       "counting; stop and rm work. Undo with 'nook resume'.\n");
+                return 0;
+        }
+        optind = 1;
+        return cli_for_each_name("pause", argc, argv, op_pause, NULL, "paused");
 }
 
 int cmd_resume(int argc, char **argv) {
-        return pause_each("resume", argc, argv, nook_resume);
+        if (argc > 1 && (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0)) {
+                printf("Usage: nook resume NAME...\n\nThaw paused sandboxes; their processes continue where they were.\n");
+                return 0;
+        }
+        optind = 1;
+        return cli_for_each_name("resume", argc, argv, op_resume, NULL, "running");
 }
 
 static void branch_help(void) {

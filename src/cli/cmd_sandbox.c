@@ -58,12 +58,8 @@ int cmd_create(int argc, char **argv) {
         return 0;
 }
 
-/* For commands of the shape "nook VERB NAME..." */
-typedef int (*name_op)(nook *n, const char *name, void *userdata, nook_error *err);
-
-/* done: the state each name is in after op, printed (cli_print_done), or NULL to print nothing;
- * missing_ok: a name that does not exist is said on stderr but fails nothing (docker's rm -f). */
-static int for_each_name_opt(const char *cmd, int argc, char **argv, name_op op, void *userdata,
+/* For commands of the shape "nook VERB NAME..." (cli.h) */
+int cli_for_each_name_opt(const char *cmd, int argc, char **argv, cli_name_op op, void *userdata,
         const char *done, bool missing_ok) {
         nook *n = NULL;
         nook_error err = { 0 };
@@ -84,9 +80,9 @@ static int for_each_name_opt(const char *cmd, int argc, char **argv, name_op op,
         return status;
 }
 
-static int for_each_name(
-        const char *cmd, int argc, char **argv, name_op op, void *userdata, const char *done) {
-        return for_each_name_opt(cmd, argc, argv, op, userdata, done, false);
+int cli_for_each_name(
+        const char *cmd, int argc, char **argv, cli_name_op op, void *userdata, const char *done) {
+        return cli_for_each_name_opt(cmd, argc, argv, op, userdata, done, false);
 }
 
 static int op_start(nook *n, const char *name, void *u, nook_error *err) {
@@ -99,7 +95,7 @@ int cmd_start(int argc, char **argv) {
                 return 0;
         }
         optind = 1;
-        return for_each_name("start", argc, argv, op_start, NULL, "running");
+        return cli_for_each_name("start", argc, argv, op_start, NULL, "running");
 }
 
 static int op_stop(nook *n, const char *name, void *u, nook_error *err) {
@@ -134,7 +130,7 @@ int cmd_stop(int argc, char **argv) {
                 &timeout_ms);
         if (r != 0)
                 return r > 0 ? 0 : -r;
-        return for_each_name("stop", argc, argv, op_stop, &timeout_ms, "stopped");
+        return cli_for_each_name("stop", argc, argv, op_stop, &timeout_ms, "stopped");
 }
 
 static int op_wait(nook *n, const char *name, void *u, nook_error *err) {
@@ -165,7 +161,7 @@ int cmd_wait(int argc, char **argv) {
                 &timeout_ms);
         if (r != 0)
                 return r > 0 ? 0 : -r;
-        return for_each_name("wait", argc, argv, op_wait, &timeout_ms, NULL);
+        return cli_for_each_name("wait", argc, argv, op_wait, &timeout_ms, NULL);
 }
 
 static int op_rm(nook *n, const char *name, void *u, nook_error *err) {
@@ -189,7 +185,7 @@ int cmd_rm(int argc, char **argv) {
                         return cli_usage_error("rm", "unknown option");
                 force = true;
         }
-        return for_each_name_opt("rm", argc, argv, op_rm, NULL, "removed", force);
+        return cli_for_each_name_opt("rm", argc, argv, op_rm, NULL, "removed", force);
 }
 
 int cmd_update(int argc, char **argv) {

@@ -163,6 +163,21 @@ static int v1_own_path(const char *controller, char *ret, size_t len) {
         return r < 0 ? r : v1_own_path_in(text, controller, ret, len);
 }
 
+/* The host's cgroup layout, read once per operation (a create asked for it three times: ~25
+ * syscalls on the way to init's mappings): the v2 root that holds the controllers (NULL on a v1
+ * or hybrid host) and, without it, our own place in each v1 hierarchy (/proc/self/cgroup). */
+typedef struct cg_host {
+        const char *v2;
+        char self[8192];
+} cg_host;
+
+static void cg_host_probe(cg_host *h) {
+        h->v2 = v2_root();
+        h->self[0] = 0;
+        if (!h->v2 && self_cgroups(h->self, sizeof(h->self)) < 0)
+                h->self[0] = 0;
+}
+
 static uint32_t hash_home(const char *home) {
         uint32_t h = 2166136261u; /* FNV-1a: a stable short tag, not a security boundary */
         for (const char *p = home; *p; p++)
@@ -184,8 +199,8 @@ static int v1_dir(const char *self, int ctl, const char *leaf, char **ret) {
         return *ret ? 0 : -ENOMEM;
 }
 
-bool iso_cgroup_available(char *reason, size_t len) {
-        const char *v2 = v2_root();
+static bool available(const cg_host *h, char *reason, size_t len) {
+        const char *v2 = h->v2;
         char p[PATH_MAX];
         if (v2) {
                 (void)snprintf(p, sizeof(p), "%s/cgroup.subtree_control", v2);
@@ -196,7 +211,7 @@ bool iso_cgroup_available(char *reason, size_t len) {
                 return false;
         }
         char own[PATH_MAX - 64];
-        if (v1_own_path("memory", own, sizeof(own)) < 0) {
+        if (v1_own_path_in(h->self, "memory", own, sizeof(own)) < 0) {
                 (void)snprintf(reason, len, "no cgroup v2 controllers and no cgroup v1 memory hierarchy");
                 return false;
         }
@@ -209,23 +224,37 @@ bool iso_cgroup_available(char *reason, size_t len) {
         return true;
 }
 
-static int apply_limits(iso_cgroup *cg, const iso_limits *l, nook_error *err) {
+bool iso_cgroup_available(char *reason, size_t len) {
+        cg_host h;
+        cg_host_probe(&h);
+        return available(&h, reason, len);
+}
+
+/* fresh: cg was made just now, so each limit not asked for is already the kernel's default
+ * (none: v2 "max", v1 -1 and a period of CPU_PERIOD_US) and is not written again. */
+static int apply_limits(iso_cgroup *cg, const iso_limits *l, bool fresh, nook_error *err) {
         char v[64];
         int r;
         if (cg->v2) {
-                if (l->cpus)
-                        (void)snprintf(v, sizeof(v), "%llu %llu",
-                                (unsigned long long)l->cpus * CPU_PERIOD_US, CPU_PERIOD_US);
-                else
-                        (void)snprintf(v, sizeof(v), "max %llu", CPU_PERIOD_US);
-                if ((r = write_file(cg->path, "cpu.max", v, err)) < 0)
-                        return r;
-                (void)snprintf(v, sizeof(v), l->memory_bytes ? "%" PRIu64 : "max", l->memory_bytes);
-                if ((r = write_file(cg->path, "memory.max", v, err)) < 0)
-                        return r;
+                if (l->cpus || !fresh) {
+                        if (l->cpus)
+                                (void)snprintf(v, sizeof(v), "%llu %llu",
+                                        (unsigned long long)l->cpus * CPU_PERIOD_US, CPU_PERIOD_US);
+                        else
+                                (void)snprintf(v, sizeof(v), "max %llu", CPU_PERIOD_US);
+                        if ((r = write_file(cg->path, "cpu.max", v, err)) < 0)
+                                return r;
+                }
+                if (l->memory_bytes || !fresh) {
+                        (void)snprintf(v, sizeof(v), l->memory_bytes ? "%" PRIu64 : "max", l->memory_bytes);
+                        if ((r = write_file(cg->path, "memory.max", v, err)) < 0)
+                                return r;
+                }
                 /* no swap beyond the limit: an OOM is an OOM, not a slow crawl */
                 if (l->memory_bytes)
                         (void)write_file(cg->path, "memory.swap.max", "0", err);
+                if (!l->pids_max && fresh)
+                        return 0;
                 (void)snprintf(v, sizeof(v), l->pids_max ? "%" PRIu64 : "max", l->pids_max);
                 return write_file(cg->path, "pids.max", v, err);
         }
@@ -238,7 +267,7 @@ static int apply_limits(iso_cgroup *cg, const iso_limits *l, nook_error *err) {
         if (l->pids_max && !cg->v1[V1_PIDS])
                 return nook_err_set(
                         err, NOOK_E_MISSING_FEATURE, "Cannot limit pids: no cgroup v1 pids hierarchy");
-        if (cg->v1[V1_CPU]) {
+        if (cg->v1[V1_CPU] && (l->cpus || !fresh)) {
                 (void)snprintf(v, sizeof(v), "%llu", CPU_PERIOD_US);
                 if ((r = write_file(cg->v1[V1_CPU], "cpu.cfs_period_us", v, err)) < 0)
                         return r;
@@ -246,7 +275,7 @@ static int apply_limits(iso_cgroup *cg, const iso_limits *l, nook_error *err) {
                 if ((r = write_file(cg->v1[V1_CPU], "cpu.cfs_quota_us", v, err)) < 0)
                         return r;
         }
-        if (cg->v1[V1_MEMORY]) {
+        if (cg->v1[V1_MEMORY] && (l->memory_bytes || !fresh)) {
                 /* memsw (memory+swap) must stay >= the memory limit at every step: raise it first
                  * when growing, lower it last when shrinking; writing it on both sides does both. */
                 nook_error ignore;
@@ -256,7 +285,7 @@ static int apply_limits(iso_cgroup *cg, const iso_limits *l, nook_error *err) {
                         return r;
                 (void)write_file(cg->v1[V1_MEMORY], "memory.memsw.limit_in_bytes", v, &ignore);
         }
-        if (cg->v1[V1_PIDS]) {
+        if (cg->v1[V1_PIDS] && (l->pids_max || !fresh)) {
                 (void)snprintf(v, sizeof(v), l->pids_max ? "%" PRIu64 : "max", l->pids_max);
                 if ((r = write_file(cg->v1[V1_PIDS], "pids.max", v, err)) < 0)
                         return r;
@@ -264,14 +293,15 @@ static int apply_limits(iso_cgroup *cg, const iso_limits *l, nook_error *err) {
         return 0;
 }
 
-static int cg_paths(const char *home, const char *name, iso_cgroup **ret, nook_error *err) {
+static int cg_paths(
+        const cg_host *h, const char *home, const char *name, iso_cgroup **ret, nook_error *err) {
         _cleanup_free_ char *leaf = leaf_name(home, name);
         iso_cgroup *cg = calloc(1, sizeof(*cg));
         if (!leaf || !cg) {
                 free(cg);
                 return nook_err_oom(err);
         }
-        const char *v2 = v2_root();
+        const char *v2 = h->v2;
         if (v2) {
                 cg->v2 = true;
                 cg->path = strprintf("%s/nook/%s", v2, leaf);
@@ -279,13 +309,9 @@ static int cg_paths(const char *home, const char *name, iso_cgroup **ret, nook_e
                         free(cg);
                         return nook_err_oom(err);
                 }
-        } else {
-                char self[8192] = ""; /* zeroed: the analyzer does not see read() fill it */
-                if (self_cgroups(self, sizeof(self)) < 0)
-                        self[0] = 0;
+        } else
                 for (int i = 0; i < _V1_SANDBOX_MAX; i++)
-                        (void)v1_dir(self, i, leaf, &cg->v1[i]);
-        }
+                        (void)v1_dir(h->self, i, leaf, &cg->v1[i]);
         *ret = cg;
         return 0;
 }
@@ -293,16 +319,18 @@ static int cg_paths(const char *home, const char *name, iso_cgroup **ret, nook_e
 int iso_cgroup_create(
         const char *home, const char *name, const iso_limits *l, iso_cgroup **ret, nook_error *err) {
         char reason[160];
-        if (!iso_cgroup_available(reason, sizeof(reason)))
+        cg_host h;
+        cg_host_probe(&h);
+        if (!available(&h, reason, sizeof(reason)))
                 return nook_err_set(err, NOOK_E_MISSING_FEATURE,
                         "Cannot enforce resource limits: %s; run 'nook doctor'", reason);
         iso_cgroup *cg = NULL;
         bool left = false; /* a cgroup of this name was there already */
-        int r = cg_paths(home, name, &cg, err);
+        int r = cg_paths(&h, home, name, &cg, err);
         if (r < 0)
                 return r;
         if (cg->v2) {
-                const char *v2 = v2_root();
+                const char *v2 = h.v2;
                 char parent[PATH_MAX];
                 (void)snprintf(parent, sizeof(parent), "%s/nook", v2);
                 (void)write_file(v2, "cgroup.subtree_control", "+cpu +memory +pids", err);
@@ -335,7 +363,7 @@ int iso_cgroup_create(
                         r = nook_err_errno(err, NOOK_E_IO, "Cannot create the cgroup '%s'", cg->v1[i]);
                 }
         if (r >= 0)
-                r = apply_limits(cg, l, err);
+                r = apply_limits(cg, l, !left, err);
         /* a cgroup of this name left frozen (its removal failed) would freeze the new init; one
          * made just now is not frozen (v1 and v2 both start a new cgroup thawed) */
         if (r >= 0 && left)
@@ -351,7 +379,9 @@ int iso_cgroup_create(
 
 int iso_cgroup_open(const char *home, const char *name, iso_cgroup **ret, nook_error *err) {
         iso_cgroup *cg = NULL;
-        int r = cg_paths(home, name, &cg, err);
+        cg_host h;
+        cg_host_probe(&h);
+        int r = cg_paths(&h, home, name, &cg, err);
         if (r < 0)
                 return r;
         const char *probe = cg->v2 ? cg->path : cg->v1[V1_MEMORY] ? cg->v1[V1_MEMORY] : cg->v1[V1_PIDS];
@@ -386,7 +416,7 @@ int iso_cgroup_attach(iso_cgroup *cg, pid_t pid, nook_error *err) {
 }
 
 int iso_cgroup_set_limits(iso_cgroup *cg, const iso_limits *l, nook_error *err) {
-        return apply_limits(cg, l, err);
+        return apply_limits(cg, l, /* fresh= */ false, err);
 }
 
 int iso_cgroup_read_stats(iso_cgroup *cg, iso_cgroup_stats *ret, nook_error *err) {

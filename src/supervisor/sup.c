@@ -117,12 +117,14 @@ static int setup_cgroup(sup *s, nook_error *err) {
         const sup_config *c = s->cfg;
         iso_limits l = { .cpus = c->cpus, .memory_bytes = c->memory_bytes, .pids_max = c->pids_max };
         bool wanted = l.cpus || l.memory_bytes || l.pids_max;
-        char reason[160];
-        if (!c->home || (!wanted && !iso_cgroup_available(reason, sizeof(reason))))
+        if (!c->home)
                 return 0;
-        int r = iso_cgroup_create(c->home, c->name, &l, &s->cg, err);
+        /* It says when the host has no cgroup for us (iso_cgroup_available's reason): an
+         * error only when a limit was asked for. */
+        nook_error optional = { 0 };
+        int r = iso_cgroup_create(c->home, c->name, &l, &s->cg, wanted ? err : &optional);
         if (r < 0 && !wanted) {
-                log_debug("no cgroup for the sandbox: %s, ignoring", err->msg);
+                log_debug("no cgroup for the sandbox: %s, ignoring", optional.msg);
                 return 0;
         }
         return r;

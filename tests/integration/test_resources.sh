@@ -9,7 +9,7 @@
 . "$(dirname "$0")/lib.sh"
 
 require_bin "$NOOK" "$NOOK_PROBE"
-plan 62
+plan 67
 
 PY=/usr/bin/python3
 [[ -x $PY ]] || PY=python3
@@ -90,7 +90,7 @@ else
 fi
 
 if [[ $can_limit == 0 ]]; then
-        for i in $(seq 1 56); do
+        for i in $(seq 1 61); do
                 skip_expected "resource limits need root or a delegated cgroup (uid $(id -u), none delegated here)"
         done
         exit 0
@@ -227,6 +227,32 @@ run_nook update --memory 256m res4
 is "$status" 0 "update of a sandbox created without limits: 256m" || diag "$err"
 run_nook update --memory 512m res4
 is "$status" 0 "then 512m (it was refused as above a ceiling of 256)" || diag "$err"
+
+# ---- a cgroup of the name left with limits (its removal failed): a create without limits resets them
+# A fresh cgroup is not written to (the kernel's defaults are "no limit"); a left one must be.
+tag=$(_home_tag "$NOOK_HOME")
+if [[ $cg_v2 == 1 ]]; then
+        mkdir -p "/sys/fs/cgroup/nook/nook-res5-$tag"
+        echo 67108864 >"/sys/fs/cgroup/nook/nook-res5-$tag/memory.max"
+        echo 7 >"/sys/fs/cgroup/nook/nook-res5-$tag/pids.max"
+else
+        for c in memory pids; do
+                own=$(awk -F: -v c=$c '{ n = split($2, a, ","); for (i = 1; i <= n; i++) if (a[i] == c) print $3 }' /proc/self/cgroup)
+                mkdir -p "/sys/fs/cgroup/$c${own%/}/nook-res5-$tag"
+        done
+        own=$(awk -F: '{ n = split($2, a, ","); for (i = 1; i <= n; i++) if (a[i] == "memory") print $3 }' /proc/self/cgroup)
+        echo 67108864 >"/sys/fs/cgroup/memory${own%/}/nook-res5-$tag/memory.limit_in_bytes"
+        own=$(awk -F: '{ n = split($2, a, ","); for (i = 1; i <= n; i++) if (a[i] == "pids") print $3 }' /proc/self/cgroup)
+        echo 7 >"/sys/fs/cgroup/pids${own%/}/nook-res5-$tag/pids.max"
+fi
+is "$(cgval res5 pids.max)" "7" "a left cgroup of res5 holds pids.max 7"
+run_nook create res5
+is "$status" 0 "create res5 without limits over it" || diag "$err"
+run_nook --json stats res5
+is "$(jnum memoryLimitBytes "$out")/$(jnum pidsLimit "$out")" "null/null" "its limits are reset to none"
+is "$(cgval res5 pids.max)" "max" "pids.max is max again"
+run_nook rm res5
+is "$(cgdirs res5)" "" "rm removed res5's cgroups"
 
 # ---- bad input creates nothing ---------------------------------------------------------------------
 expect_fail 1 "--cpus 0" create --cpus 0 res3

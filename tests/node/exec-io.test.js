@@ -164,3 +164,33 @@ test("the addon's exec calls refuse arguments that are not theirs", async () => 
   addon.execClose(handle); // twice is fine
   addon.execCancel(handle); // after the end: nothing to do
 });
+
+test("a worker terminated with an exec running: the process lives on, the command is killed", async () => {
+  // The worker's environment ends with the exec's watches still live: exec.c closes them (and
+  // with them the command) in a cleanup hook before the watch loop goes; its finalizer, run
+  // later by the runtime, found the loop freed before (a segfault of the whole process).
+  const { Worker } = require("node:worker_threads");
+  const pidFile = path.join(box.hostPath("/"), "worker-cmd.pid");
+  const w = new Worker(
+    `const { parentPort, workerData } = require("node:worker_threads");
+     const { Sandboxes } = require(workerData.pkg);
+     new Sandboxes({ home: workerData.home }).get(workerData.name).then((b) => {
+       b.exec("echo $$ > /workspace/worker-cmd.pid; exec sleep 30").catch(() => {});
+       parentPort.postMessage("started");
+     });`,
+    { eval: true, workerData: { pkg: PKG, home: HOME, name: box.name } },
+  );
+  assert.equal(await new Promise((resolve, reject) => { w.once("message", resolve); w.once("error", reject); }), "started");
+  for (let i = 0; i < 100 && !fs.existsSync(pidFile); i++) await new Promise((r) => setTimeout(r, 20));
+  const pid = fs.readFileSync(pidFile, "utf8").trim();
+  assert.match(pid, /^[0-9]+$/);
+  assert.equal((await box.exec(`kill -0 ${pid}`)).exitCode, 0, "the worker's command runs");
+  await w.terminate();
+  let alive = true;
+  for (let i = 0; i < 100 && alive; i++) {
+    alive = (await box.exec(`kill -0 ${pid} 2>/dev/null`)).exitCode === 0;
+    if (alive) await new Promise((r) => setTimeout(r, 20));
+  }
+  assert.equal(alive, false, `the worker's command (pid ${pid} in the sandbox) was killed with the worker (${RUNTIME})`);
+  fs.rmSync(pidFile, { force: true });
+});

@@ -67,6 +67,7 @@ typedef struct exec_ctx {
         int out_fd[2], in_fd;
         watch *w_out[2], *w_in, *w_ctl;
         bool paused[2], start_done, reported, closed;
+        bool hooked; /* exec_env_cleanup is registered */
         char *in_buf; /* stdin bytes the pipe did not take yet */
         size_t in_len, in_off;
         bool in_end;
@@ -351,12 +352,17 @@ static void exec_started(napi_env env, napi_status status, void *data) {
         exec_ctx_unref(c);
 }
 
+static void exec_env_cleanup(void *data);
+
 /* Stops everything: the watches, our pipe ends, the connection (a running command is killed).
  * JS is not called from here. */
 static void exec_close(exec_ctx *c) {
         if (c->closed)
                 return;
         c->closed = true;
+        if (c->hooked)
+                (void)napi_remove_env_cleanup_hook(c->env, exec_env_cleanup, c);
+        c->hooked = false;
         c->w_ctl = watch_remove(c->w_ctl);
         close_out(c, OUT);
         close_out(c, ERR);
@@ -372,6 +378,16 @@ static void exec_close(exec_ctx *c) {
 static void exec_finalize(napi_env env, void *data, void *hint) {
         exec_close(data);
         exec_ctx_unref(data);
+}
+
+/* The environment ends (a worker terminated, the process exiting) with the command running: it
+ * is killed and its watches go now, before the watch loop's own cleanup hook frees the loop
+ * (hooks run last registered first, and this one is registered after the loop's).  The external's
+ * finalizer, which the environment may still run later, then finds it closed. */
+static void exec_env_cleanup(void *data) {
+        exec_ctx *c = data;
+        c->hooked = false; /* being run: nothing to remove */
+        exec_close(c);
 }
 
 /* ---- arguments -------------------------------------------------------------------------------- */
@@ -491,6 +507,8 @@ napi_value js_exec_start(napi_env env, napi_callback_info info) {
                 exec_ctx_unref(c);
                 return throw_nook(env, &err);
         }
+        /* after watch_pipes: the watch loop, and its cleanup hook, exist by now */
+        c->hooked = napi_add_env_cleanup_hook(env, exec_env_cleanup, c) == napi_ok;
         if (napi_create_reference(env, argv[3], 1, &c->on_event) != napi_ok ||
                 napi_create_external(env, c, exec_finalize, NULL, &handle) != napi_ok) {
                 throw_napi_failure(env, "execStart");

@@ -255,7 +255,9 @@ export interface ExecResult extends ExecExit {
   truncated: boolean;
 }
 
+/** Made by box.spawn() only. */
 export declare class ExecProcess {
+  private constructor();
   readonly stdout: Readable;
   readonly stderr: Readable;
   /** Present when ExecOptions.stdin was given (it is fed from there). */
@@ -265,7 +267,9 @@ export declare class ExecProcess {
   kill(): void;
 }
 
+/** Made by Sandboxes' create(), get() and branch() only. */
 export declare class Box {
+  private constructor();
   readonly name: string;
   /** The host directory bind-mounted at /workspace. */
   readonly workspaceDir: string;
@@ -302,6 +306,12 @@ export declare class Box {
   merge(options: MergeOptions): Promise<MergeResult>;
 }
 
+/**
+ * Every options object of this API (the constructor's, create's, stop's, branch's, readFile's,
+ * exec's, snapshot's, diff's, merge's) refuses an option it does not know and a value of the
+ * wrong type with SandboxError "invalid" naming it, before anything is done: a typo such as
+ * `dryrun` never means "off".
+ */
 export declare class Sandboxes {
   /** State under home, else $NOOK_HOME, else nook's default root. */
   constructor(options?: { home?: string });

@@ -6,7 +6,7 @@ const assert = require("node:assert/strict");
 const fs = require("node:fs");
 const path = require("node:path");
 const { execFileSync } = require("node:child_process");
-const { Readable } = require("node:stream");
+const { PassThrough, Readable } = require("node:stream");
 const { HOME, PKG, nook, uniqueName, sleep, removeHome } = require("./helpers.js");
 const { Sandboxes, SandboxError } = nook;
 
@@ -178,6 +178,51 @@ describe("snapshots", () => {
     for (const x of [rootOnly, ...more]) await sandboxes.removeSnapshot(x.name);
     await rejectsWith(sandboxes.inspectSnapshot(snap), "not_found");
     await sandboxes.remove(src);
+  });
+});
+
+describe("options", () => {
+  // Every options object refuses what it does not know and checks the types of what it does
+  // (lib/options.js): a typo never means "off", and nothing is done before the refusal.
+  async function refused(p, re) {
+    await assert.rejects(p, (e) => {
+      assert.ok(e instanceof SandboxError && e.code === "invalid", String(e));
+      assert.match(e.message, re);
+      return true;
+    });
+  }
+
+  test("a typo or a wrong type is refused, naming the option, and changes nothing", async () => {
+    const main = await sandboxes.create(uniqueName("opt"), {});
+    await main.writeFile("app.js", "v1\n");
+    const br = await sandboxes.branch(main.name, uniqueName("optb"));
+    await br.writeFile("app.js", "v2\n");
+    await refused(br.merge({ dryrun: true }), /merge: unknown option 'dryrun'; did you mean 'dryRun'\?/);
+    await refused(br.merge({ dryRun: "yes" }), /merge: option 'dryRun' must be a boolean, not "yes"/);
+    assert.equal(await main.readFile("app.js", "utf8"), "v1\n", "a refused merge changed the target");
+    const report = await br.merge({ dryRun: true });
+    assert.equal(report.dryRun, true);
+    assert.equal(await main.readFile("app.js", "utf8"), "v1\n", "a dry run changed the target");
+
+    await refused(br.diff({ patch: 1 }), /diff: option 'patch' must be a boolean, not 1/);
+    await refused(br.diff("patch"), /diff: the options must be an object, not string/);
+    await refused(br.snapshot("x", { withworkspace: true }), /snapshot: unknown option 'withworkspace'; did you mean 'withWorkspace'\?/);
+    await refused(br.stop({ timeout: 100 }), /stop: unknown option 'timeout'; did you mean 'timeoutMs'\?/);
+    await refused(sandboxes.stop(br.name, { timeoutMs: "100" }), /stop: option 'timeoutMs' must be a non-negative number, not "100"/);
+    assert.equal((await br.exec("true")).exitCode, 0, "a refused stop stopped the sandbox");
+    await refused(sandboxes.branch(main.name, uniqueName("x"), { Count: 3 }), /branch: unknown option 'Count'; did you mean 'count'\?/);
+    await refused(sandboxes.create(uniqueName("x"), {}, { replce: true }), /create: unknown option 'replce' \(known: replace\)/);
+    await refused(sandboxes.create(uniqueName("x"), { pidsMax: 10n }), /Invalid spec: it cannot be written as JSON/);
+    assert.throws(() => new Sandboxes({ hom: HOME }), /new Sandboxes: unknown option 'hom' \(known: home\)/);
+    await refused(br.readFile("app.js", { maxBytes: "3" }), /readFile: option 'maxBytes' must be a positive integer, not "3"/);
+    await refused(br.readFile("app.js", { maxBytes: 0 }), /readFile: option 'maxBytes' must be a positive integer, not 0/);
+    await refused(br.readFile("app.js", "utf-9"), /readFile: unknown encoding "utf-9"/);
+    await refused(br.readFile("app.js", { maxBytes: 2 }), /larger than the limit of 2 bytes/);
+    assert.equal(await br.readFile("app.js", { encoding: "utf8", maxBytes: 3 }), "v2\n");
+    const names = (await sandboxes.list()).map((x) => x.name);
+    assert.deepEqual(names.filter((n) => n.startsWith("x-")), [], "a refused create or branch made a sandbox");
+    await sandboxes.remove(br.name);
+    await sandboxes.remove(main.name);
   });
 });
 
@@ -461,6 +506,26 @@ describe("exec", () => {
       assert.equal(e.cause?.message, "src broke");
       return true;
     });
+  });
+
+  test("a stdin source destroyed before its end (no error) kills the command and rejects exec", async () => {
+    const src = new PassThrough();
+    src.write("part\n");
+    setTimeout(() => src.destroy(), 100);
+    await assert.rejects(box.exec("cat; echo finished > /workspace/stdin-finished", { stdin: src }), (e) => {
+      assert.ok(e instanceof SandboxError && e.code === "io", String(e));
+      assert.match(e.message, /the stdin stream was destroyed before its end; the command was killed/);
+      return true;
+    });
+    await sleep(200);
+    assert.equal(box.exists("/stdin-finished"), false, "the command went on with a truncated input");
+  });
+
+  test("onStdout and onStderr must be functions, checked before the command starts", async () => {
+    await assert.rejects(box.exec("echo ran > /workspace/badcb", { onStdout: "log" }), /onStdout must be a function/);
+    await assert.rejects(box.exec("echo ran > /workspace/badcb", { onStderr: 1 }), /onStderr must be a function/);
+    await sleep(200);
+    assert.equal(box.exists("/badcb"), false, "the command ran although exec was refused");
   });
 
   test("an onStdout callback that throws: exec rejects with it and the command is killed", async () => {

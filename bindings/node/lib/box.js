@@ -3,9 +3,10 @@
 // Box: one sandbox.  File calls are host reads and writes on the workspace through libnook
 // (every path rule lives there); exec's pipes are read and written by the addon (lib: streams).
 const os = require("node:os");
-const { PassThrough, Readable, Writable } = require("node:stream");
+const { PassThrough, Readable, Writable, finished } = require("node:stream");
 const addon = require("./binding.js");
 const { SandboxError } = require("./errors.js");
+const { checkOptions } = require("./options.js");
 
 const DEFAULT_MAX_OUTPUT_BYTES = 10 * 1024 * 1024;
 // After the exit status arrives, output still in a pipe is read until the pipe has been quiet
@@ -106,11 +107,15 @@ function feedStdin(sink, input, onError) {
   if (isStream(input)) {
     // an error once the command closed its stdin (or the exec ended) concerns nobody: ignored,
     // and still listened to, so that it is no uncaught exception of the caller's
-    input.once("error", (err) => {
-      if (sink.destroyed) return;
+    input.on("error", () => {});
+    // finished: an error, or a destroy before the end ("premature close"), which pipe() does not
+    // pass on: the command would wait for the rest of its input for ever
+    // The command is killed (onError) with its stdin still open: closing it first would let the
+    // command see EOF and act on the truncated input before the kill reaches it.
+    finished(input, { writable: false }, (err) => {
+      if (!err || sink.destroyed) return;
       input.unpipe(sink);
       onError(err);
-      sink.destroy();
     });
     input.pipe(sink);
   } else {
@@ -122,7 +127,8 @@ function feedStdin(sink, input, onError) {
 // The source of exec's stdin failed mid-way: the command saw part of its input, so it was killed
 // rather than left to act on a truncated one.
 function stdinFailed(err) {
-  return new SandboxError(`exec: the stdin stream failed (${err?.message ?? err}); the command was killed`, "io", {
+  const what = err?.code === "ERR_STREAM_PREMATURE_CLOSE" ? "was destroyed before its end" : `failed (${err?.message ?? err})`;
+  return new SandboxError(`exec: the stdin stream ${what}; the command was killed`, "io", {
     cause: err,
   });
 }
@@ -336,6 +342,8 @@ function startExec(box, cmd, opts) {
 
 class ExecProcess {
   constructor(run) {
+    if (typeof run?.done?.then !== "function")
+      throw new SandboxError("An ExecProcess comes from box.spawn()", "invalid");
     this._run = run;
     this.stdout = new PassThrough();
     this.stderr = new PassThrough();
@@ -382,6 +390,8 @@ class ExecProcess {
 
 class Box {
   constructor(sandboxes, name, ws) {
+    if (typeof sandboxes?.home !== "string" || typeof name !== "string" || ws === undefined)
+      throw new SandboxError("A Box comes from a Sandboxes object: create(), get() or branch()", "invalid");
     this._sandboxes = sandboxes;
     this._ws = ws;
     this.name = name;
@@ -398,8 +408,11 @@ class Box {
 
   /** The file's bytes as a Buffer, or a string when an encoding is given. */
   async readFile(path, options) {
-    const encoding = typeof options === "string" ? options : options?.encoding;
-    const max = typeof options === "object" && options?.maxBytes ? options.maxBytes : 0;
+    const o = typeof options === "string" ? { encoding: options } : checkOptions(options, { encoding: "string", maxBytes: "positive integer" }, "readFile");
+    const encoding = o.encoding;
+    if (encoding !== undefined && !Buffer.isEncoding(encoding))
+      throw new SandboxError(`readFile: unknown encoding ${JSON.stringify(encoding)}`, "invalid");
+    const max = o.maxBytes ?? 0;
     const buf = await addon.wsRead(this._ws, path, max);
     return encoding ? buf.toString(encoding) : buf;
   }
@@ -429,6 +442,9 @@ class Box {
     const max = opts.maxOutputBytes === undefined ? DEFAULT_MAX_OUTPUT_BYTES : opts.maxOutputBytes;
     if (typeof max !== "number" || !(max >= 0))
       throw new SandboxError("exec: maxOutputBytes must be a non-negative number", "invalid");
+    for (const key of ["onStdout", "onStderr"])
+      if (opts[key] !== undefined && typeof opts[key] !== "function")
+        throw new SandboxError(`exec: ${key} must be a function (called with each chunk), not ${typeof opts[key]}`, "invalid");
     const run = startExec(this, cmd, opts);
     let truncated = false;
     const capture = (stream, onChunk, what) => {
@@ -506,8 +522,9 @@ class Box {
   }
 
   /** Stops the sandbox; the workspace stays. */
-  async stop(options = {}) {
-    await addon.stop(this._sandboxes.home, this.name, options.timeoutMs ?? 0);
+  async stop(options) {
+    const o = checkOptions(options, { timeoutMs: "non-negative number" }, "stop");
+    await addon.stop(this._sandboxes.home, this.name, Math.ceil(o.timeoutMs ?? 0));
   }
 
   /**
@@ -530,10 +547,9 @@ class Box {
    * { withWorkspace: true } includes the workspace.  Resolves with libnook's snapshot object
    * ({ name, digest, base, parent, withWorkspace, sourceSandbox, createdAt, rootfsSize, ... }).
    */
-  async snapshot(name, options = {}) {
-    if (options === null || typeof options !== "object")
-      throw new SandboxError("Invalid snapshot options: must be an object", "invalid");
-    const flags = options.withWorkspace ? addon.SNAPSHOT_WITH_WORKSPACE : 0;
+  async snapshot(name, options) {
+    const o = checkOptions(options, { withWorkspace: "boolean" }, "snapshot");
+    const flags = o.withWorkspace ? addon.SNAPSHOT_WITH_WORKSPACE : 0;
     return JSON.parse(await addon.snapshotCreate(this._sandboxes.home, this.name, name ?? null, flags));
   }
 
@@ -543,10 +559,9 @@ class Box {
    * (docs/design/diff-merge.md).  { patch: true } adds a unified diff per changed text file;
    * { root: true } lists the writable root layer's changes instead.
    */
-  async diff(options = {}) {
-    if (options === null || typeof options !== "object")
-      throw new SandboxError("Invalid diff options: must be an object", "invalid");
-    const flags = (options.patch ? addon.DIFF_PATCH : 0) | (options.root ? addon.DIFF_ROOT : 0);
+  async diff(options) {
+    const o = checkOptions(options, { patch: "boolean", root: "boolean" }, "diff");
+    const flags = (o.patch ? addon.DIFF_PATCH : 0) | (o.root ? addon.DIFF_ROOT : 0);
     return JSON.parse(await addon.diff(this._sandboxes.home, this.name, flags));
   }
 
@@ -557,9 +572,8 @@ class Box {
    * "refuse" nothing changes and it rejects with SandboxError code "conflict" whose
    * .conflicts lists them.
    */
-  async merge(options = {}) {
-    if (options === null || typeof options !== "object")
-      throw new SandboxError("Invalid merge options: must be an object", "invalid");
+  async merge(options) {
+    options = checkOptions(options, { into: "string", strategy: "string", dryRun: "boolean" }, "merge");
     const o = {};
     if (options.into !== undefined) o.into = options.into;
     if (options.strategy !== undefined) o.strategy = options.strategy;

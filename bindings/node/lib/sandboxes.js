@@ -3,6 +3,7 @@
 const addon = require("./binding.js");
 const { Box } = require("./box.js");
 const { SandboxError } = require("./errors.js");
+const { checkOptions } = require("./options.js");
 
 // Spec keys are nook's own (see nook.h): image, env, labels, persistence, maxDurationSecs,
 // idleTimeoutSecs, security, network, workdir, user.  They go to libnook as JSON unchanged, so
@@ -15,22 +16,30 @@ function specJson(spec) {
   if (typeof spec !== "object" || Array.isArray(spec))
     throw new SandboxError("Invalid spec: must be an object", "invalid");
   const e = spec.egress;
+  let json = spec;
   if (e && typeof e === "object" && !Array.isArray(e) && "ca" in e) {
     const { ca, ...rest } = e;
-    return JSON.stringify({ ...spec, egress: { ...rest, caPem: ca } });
+    json = { ...spec, egress: { ...rest, caPem: ca } };
   }
-  return JSON.stringify(spec);
+  try {
+    return JSON.stringify(json);
+  } catch (err) {
+    // a BigInt, a cycle: not JSON, so not a spec
+    throw new SandboxError(`Invalid spec: it cannot be written as JSON (${err.message}); use plain numbers, strings, arrays and objects`, "invalid", { cause: err });
+  }
 }
 
 class Sandboxes {
   /** State under options.home, else $NOOK_HOME, else nook's default root (created, mode 0700). */
-  constructor(options = {}) {
-    this.home = addon.home(options.home ?? null);
+  constructor(options) {
+    const o = checkOptions(options, { home: null }, "new Sandboxes");
+    this.home = addon.home(o.home ?? null);
   }
 
   /** Creates and starts a sandbox; { replace: true } stops a running one of that name first. */
-  async create(name, spec, options = {}) {
-    await addon.create(this.home, name, specJson(spec), options.replace ? addon.CREATE_REPLACE : 0);
+  async create(name, spec, options) {
+    const o = checkOptions(options, { replace: "boolean" }, "create");
+    await addon.create(this.home, name, specJson(spec), o.replace ? addon.CREATE_REPLACE : 0);
     return new Box(this, name, await addon.wsOpen(this.home, name));
   }
 
@@ -49,8 +58,9 @@ class Sandboxes {
     await addon.start(this.home, name);
   }
 
-  async stop(name, options = {}) {
-    await addon.stop(this.home, name, options.timeoutMs ?? 0);
+  async stop(name, options) {
+    const o = checkOptions(options, { timeoutMs: "non-negative number" }, "stop");
+    await addon.stop(this.home, name, Math.ceil(o.timeoutMs ?? 0));
   }
 
   /** Deletes the sandbox, its workspace and its state, unconditionally. */
@@ -64,12 +74,8 @@ class Sandboxes {
    * named `name`, or with { count: N } (1..100) an array of Boxes `name-1` .. `name-N` (all or
    * none).  A branch of a running src runs; of a stopped one stays stopped.
    */
-  async branch(src, name, options = {}) {
-    if (options === null || typeof options !== "object")
-      throw new SandboxError("Invalid branch options: must be an object", "invalid");
-    const count = options.count;
-    if (count !== undefined && (!Number.isInteger(count) || count < 1))
-      throw new SandboxError(`Invalid branch count ${JSON.stringify(count)}: a whole number from 1 to 100`, "invalid");
+  async branch(src, name, options) {
+    const count = checkOptions(options, { count: "positive integer" }, "branch").count; // libnook: at most 100
     const names = JSON.parse(await addon.branch(this.home, src, name, count ?? 0));
     const boxes = [];
     for (const n of names) boxes.push(new Box(this, n, await addon.wsOpen(this.home, n)));

@@ -8,8 +8,8 @@ import assert from "node:assert/strict";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Sandboxes, SandboxError, parseSize, parseDuration, version } from "nook-sandbox";
-import type { Box, SandboxSpec, SandboxInfo, ExecResult, VolumeSpec, SnapshotInfo } from "nook-sandbox";
+import { Sandboxes, SandboxError, Box, parseSize, parseDuration, version } from "nook-sandbox";
+import type { SandboxSpec, SandboxInfo, ExecResult, VolumeSpec, SnapshotInfo } from "nook-sandbox";
 import type { DiffResult, MergeResult, SandboxErrorCode } from "nook-sandbox";
 import type { EgressLogEntry } from "nook-sandbox";
 import { createNookSandboxProvider, NOOK_PROVIDER_ID } from "nook-sandbox/smithers";
@@ -97,6 +97,12 @@ test("what the types reject, the runtime refuses", async () => {
   await refused(() => sandboxes.create(name(), { security: "strict" }), /security/);
   // @ts-expect-error a spec is an object
   await refused(() => sandboxes.create(name(), "host"), /spec/);
+  // @ts-expect-error options are checked: a typo is no "off"
+  await refused(() => sandboxes.create(name(), {}, { replce: true }), /unknown option 'replce'/);
+  // @ts-expect-error
+  await refused(() => sandboxes.stop(name(), { timeout: 5 }), /did you mean 'timeoutMs'/);
+  // @ts-expect-error a Box comes from Sandboxes
+  assert.throws(() => new Box(), (err: unknown) => err instanceof SandboxError && err.code === "invalid");
 });
 
 test("exec's argument types match what it refuses", async () => {

@@ -136,21 +136,15 @@ function stdinFailed(err) {
 // index.d.ts's ExecOptions; spawn's are those without the three of exec's captured output
 const SPAWN_OPTIONS = ["env", "secretEnv", "cwd", "user", "timeoutMs", "signal", "stdin"];
 const EXEC_OPTIONS = [...SPAWN_OPTIONS, "onStdout", "onStderr", "maxOutputBytes"];
-// what users of other sandbox APIs (E2B, child_process) write instead
-const EXEC_OPTION_HINTS = { timeout: "timeoutMs", timeoutMS: "timeoutMs", envs: "env", workdir: "cwd", input: "stdin", onstdout: "onStdout", onstderr: "onStderr", maxBuffer: "maxOutputBytes" };
-
-// An option exec (or spawn) does not know is refused: a typo (`timeout`) must not mean "no
-// timeout", and spawn has no captured output for onStdout and the like to apply to.
+// An option exec (or spawn) does not know is refused (lib/options.js): a typo (`timeout`) must
+// not mean "no timeout", and spawn has no captured output for onStdout and the like to apply to.
+// The values are checked where they are used (execRequest, checkStdin, exec).
 function checkExecOptions(opts, known, what) {
-  if (opts === null || typeof opts !== "object" || Array.isArray(opts))
-    throw new SandboxError(`${what}: the options must be an object`, "invalid");
-  for (const key of Object.keys(opts)) {
-    if (known.includes(key)) continue;
-    if (EXEC_OPTIONS.includes(key))
-      throw new SandboxError(`${what}: option '${key}' is exec's only: read the process's stdout and stderr streams`, "invalid");
-    const hint = EXEC_OPTION_HINTS[key] ?? known.find((k) => k.toLowerCase() === key.toLowerCase());
-    throw new SandboxError(`${what}: unknown option '${key}'${hint ? `; did you mean '${hint}'?` : ` (known: ${known.join(", ")})`}`, "invalid");
-  }
+  if (opts !== null && typeof opts === "object")
+    for (const key of Object.keys(opts))
+      if (!known.includes(key) && EXEC_OPTIONS.includes(key))
+        throw new SandboxError(`${what}: option '${key}' is exec's only: read the process's stdout and stderr streams`, "invalid");
+  checkOptions(opts, Object.fromEntries(known.map((k) => [k, null])), what);
 }
 
 function execRequest(cmd, opts) {

@@ -6,7 +6,16 @@
 const { SandboxError } = require("./errors.js");
 
 // what users of other sandbox APIs, or of a near spelling, write instead
-const HINTS = { timeout: "timeoutMs", timeoutMS: "timeoutMs", dry_run: "dryRun", target: "into" };
+const HINTS = {
+  timeout: "timeoutMs",
+  timeoutMS: "timeoutMs",
+  dry_run: "dryRun",
+  target: "into",
+  envs: "env",
+  workdir: "cwd",
+  input: "stdin",
+  maxBuffer: "maxOutputBytes",
+};
 
 const TYPES = {
   boolean: (v) => typeof v === "boolean",

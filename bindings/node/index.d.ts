@@ -97,6 +97,9 @@ export interface SandboxSpec {
   ports?: string[];
   volumes?: VolumeSpec[];
   workdir?: string;
+  /** The default user of every exec (name or uid[:gid]).  /workspace and the files written
+   * through the API belong to the sandbox's root (mode 0755/0644): another user reads them and
+   * writes only where a chmod or chown (run as root) lets it, as with a docker bind mount. */
   user?: string;
   /** Whole CPUs (fractions round up); a number or a string. */
   cpus?: number | string;

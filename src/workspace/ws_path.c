@@ -42,7 +42,12 @@ int ws_err_resolve_in(nook_error *err, int neg_errno, const char *path, const ch
 
         switch (e) {
         case EXDEV:
-                return ws_err_refused(err, path, strlen(path));
+                /* the path itself passed rule 2: a symlink on its way left the workspace */
+                return nook_err_set(err, NOOK_E_REFUSED,
+                        "Refusing a path outside the workspace: '%.400s' (a symbolic link on its way is "
+                        "absolute or climbs out of %s; links are followed only within it, an absolute one "
+                        "never, as the host would read it)",
+                        path, where);
         case ELOOP:
                 return nook_err_set(err, NOOK_E_INVALID, "Too many levels of symbolic links in '%s'", path);
         case ENOENT:

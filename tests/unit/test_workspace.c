@@ -375,6 +375,14 @@ static void abs_symlinks_out(fx *f) {
         cr_expect_eq(access(ETC_CANARY, F_OK), -1);
         EXPECT_CODE(ws_mkdir_p(f->w, ETC_CANARY "/d", 0755, E), NOOK_E_REFUSED);
         EXPECT_CODE(ws_read(f->w, "secret_link", 0, &data, &len, E), NOOK_E_REFUSED);
+        {
+                /* the refusal says why the path, itself inside, left the workspace */
+                nook_error why = {};
+                cr_expect_eq(ws_read(f->w, "secret_link", 0, &data, &len, &why), -NOOK_E_REFUSED);
+                cr_expect(
+                        strstr(why.msg, "outside the workspace: 'secret_link' (a symbolic link on its way"),
+                        "%s [%s]", why.msg, f->fallback ? "fallback" : "openat2");
+        }
         EXPECT_CODE(ws_stat(f->w, "secret_link", &(nook_stat){}, E), NOOK_E_REFUSED);
         EXPECT_CODE(ws_host_path(f->w, "secret_link", &s, E), NOOK_E_REFUSED);
         /* a symlinked parent pointing out */

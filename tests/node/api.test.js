@@ -239,6 +239,18 @@ describe("files", () => {
     assert.equal(await box.readFile("/workspace/dist/out.bin", "utf8"), "bundle");
   });
 
+  test("paths: a trailing slash names a directory; a lone surrogate or a non-string is refused", async () => {
+    await rejectsWith(box.writeFile("tsdir/", "x"), "invalid");
+    assert.equal(box.exists("tsdir"), false, "a write to 'tsdir/' made a file 'tsdir'");
+    await box.mkdir("tsdir/");
+    await rejectsWith(box.readFile("tsdir/"), "invalid");
+    await assert.rejects(box.writeFile("bad\ud800", "x"), /lone UTF-16 surrogate/);
+    assert.equal(box.exists("bad\ufffd"), false, "a lone surrogate was written as U+FFFD");
+    throwsWith(() => box.exists("bad\udc00x"), "invalid");
+    await assert.rejects(box.writeFile(42, "x"), /writeFile: the path must be a string, not number/);
+    await assert.rejects(box.readFile(null), /readFile: the path must be a string, not null/);
+  });
+
   test("binary data round trips", async () => {
     const data = Buffer.alloc(300 * 1024);
     for (let i = 0; i < data.length; i++) data[i] = (i * 7) & 0xff;

@@ -382,6 +382,16 @@ class ExecProcess {
   }
 }
 
+// A workspace path: a string, and well-formed UTF-16 (a lone surrogate would reach the file system
+// as U+FFFD, another name than the one given).
+function checkPath(path, what) {
+  if (typeof path !== "string")
+    throw new SandboxError(`${what}: the path must be a string, not ${path === null ? "null" : typeof path}`, "invalid");
+  if (typeof path.isWellFormed === "function" && !path.isWellFormed())
+    throw new SandboxError(`${what}: the path ${JSON.stringify(path)} holds a lone UTF-16 surrogate, which names no file`, "invalid");
+  return path;
+}
+
 class Box {
   constructor(sandboxes, name, ws) {
     if (typeof sandboxes?.home !== "string" || typeof name !== "string" || ws === undefined)
@@ -397,7 +407,7 @@ class Box {
   }
 
   async writeFile(path, data) {
-    return addon.wsWrite(this._ws, path, toBuffer(data, "writeFile"));
+    return addon.wsWrite(this._ws, checkPath(path, "writeFile"), toBuffer(data, "writeFile"));
   }
 
   /** The file's bytes as a Buffer, or a string when an encoding is given. */
@@ -407,23 +417,23 @@ class Box {
     if (encoding !== undefined && !Buffer.isEncoding(encoding))
       throw new SandboxError(`readFile: unknown encoding ${JSON.stringify(encoding)}`, "invalid");
     const max = o.maxBytes ?? 0;
-    const buf = await addon.wsRead(this._ws, path, max);
+    const buf = await addon.wsRead(this._ws, checkPath(path, "readFile"), max);
     return encoding ? buf.toString(encoding) : buf;
   }
 
   /** mkdir -p of a workspace path (a host operation, same path rule). */
   async mkdir(path) {
-    return addon.wsMkdir(this._ws, path);
+    return addon.wsMkdir(this._ws, checkPath(path, "mkdir"));
   }
 
   /** Synchronous; never reads the file. */
   exists(path) {
-    return addon.wsExists(this._ws, path);
+    return addon.wsExists(this._ws, checkPath(path, "exists"));
   }
 
   /** The absolute host path of a guest path, under the workspace rule; throws SandboxError refused. */
   hostPath(path) {
-    return addon.wsHostPath(this._ws, path);
+    return addon.wsHostPath(this._ws, checkPath(path, "hostPath"));
   }
 
   /**

@@ -262,7 +262,7 @@ static int rule_parse_into(const char *text, egress_rule *r, nook_error *err) {
 
 int egress_rule_parse(const char *text, egress_rule **ret, nook_error *err) {
         if (!text)
-                return nook_err_set(err, NOOK_E_INVALID, "Invalid --allow-http rule: the rule is missing");
+                return nook_err_set(err, NOOK_E_INVALID, "Invalid HTTP rule: the rule is missing");
         _cleanup_(egress_rule_freep) egress_rule *r = calloc(1, sizeof(*r));
         if (!r)
                 return nook_err_oom(err);
@@ -270,8 +270,8 @@ int egress_rule_parse(const char *text, egress_rule **ret, nook_error *err) {
         if (q < 0) {
                 if (err && err->code != NOOK_E_NOMEM)
                         return nook_err_wrap(err,
-                                "Invalid --allow-http rule '%.100s%s' (want 'METHOD https://host/path-glob')",
-                                text, strlen(text) > 100 ? "…" : "");
+                                "Invalid HTTP rule '%.100s%s' (want 'METHOD https://host/path-glob')", text,
+                                strlen(text) > 100 ? "…" : "");
                 return q;
         }
         *ret = TAKE_PTR(r);

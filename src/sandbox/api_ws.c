@@ -84,7 +84,7 @@ static int ws_guard_enter(nook_ws *h, nook_error *err) {
                         (stat(ws_root(h->w), &now) < 0 || !ws_same_file(&now, h->root_dev, h->root_ino))) {
                         (void)ws_flock(h->lock_fd, LOCK_UN);
                         r = nook_err_set(err, NOOK_E_NOT_FOUND,
-                                "The workspace of '%s' was removed ('nook rm'); open it again to stage a new one",
+                                "The workspace of '%s' was removed ('nook rm', remove()); this handle is done with: create the sandbox again, or open a new handle (nook_ws_open) to stage a new workspace",
                                 h->name);
                 }
         }

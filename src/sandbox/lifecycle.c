@@ -582,7 +582,7 @@ static int create_locked_client(nook *n, const char *name, const sb_spec *spec, 
                 if (!streq(rec.state, "stopped")) {
                         if (!(flags & NOOK_CREATE_REPLACE))
                                 return nook_err_set(err, NOOK_E_EXISTS,
-                                        "Sandbox '%s' is already running; stop it first, or create with --replace",
+                                        "Sandbox '%s' is already running; stop it first, or create with --replace (replace: true in the API)",
                                         name);
                         r = stop_locked(n, &rec, DEFAULT_STOP_MS, false, NULL, err);
                         if (r < 0)

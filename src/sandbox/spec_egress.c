@@ -251,7 +251,7 @@ int sb_spec_parse_egress(json_t *o, sb_spec *s, nook_error *err) {
         net_mode m = net_mode_from_string(s->network);
         if (sb_spec_wants_egress(s) && m != NET_MODE_PUBLIC && m != NET_MODE_POLICY)
                 return nook_err_set(err, NOOK_E_INVALID,
-                        "Invalid spec: secrets, HTTP rules and the egress audit need the network on (--network public or policy), not '%s'",
+                        "Invalid spec: secrets, HTTP rules and the egress audit need the network on (network \"public\" or \"policy\"; --network on the command line), not '%s'",
                         s->network);
         return 0;
 }

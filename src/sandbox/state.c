@@ -214,7 +214,8 @@ int sb_connect(nook *n, const char *name, int *ret_fd, nook_error *err) {
                 safe_close(fd);
                 if (e == ENOENT || e == ECONNREFUSED)
                         return nook_err_set(err, NOOK_E_STATE,
-                                "Sandbox '%s' is not running; start it with 'nook start %s'", name, name);
+                                "Sandbox '%s' is not running; start it ('nook start %s'; start() in the API)",
+                                name, name);
                 return nook_err_errnum(err, NOOK_E_IO, e, "Cannot reach sandbox '%s'", name);
         }
         *ret_fd = fd;

@@ -452,7 +452,7 @@ static void handle_exec(sup *s, client *c, json_t *req, int *fds, size_t n_fds) 
         if (s->paused) {
                 char msg[256];
                 (void)snprintf(msg, sizeof(msg),
-                        "Sandbox '%s' is paused; resume it with 'nook resume %s' before running commands",
+                        "Sandbox '%s' is paused; resume it ('nook resume %s'; resume() in the API) before running commands",
                         s->cfg->name, s->cfg->name);
                 client_error(c, NOOK_E_STATE, msg);
                 return;

@@ -639,7 +639,7 @@ int merge_trees(int branch_fd, manifest *base, int target_fd, int journal_fd, me
                         return r;
                 return nook_err_set(err, NOOK_E_CONFLICT,
                         "%zu path(s) changed in both the branch and the target since the branch point; nothing "
-                        "was merged (see the conflicts, or merge with --strategy ours or theirs)",
+                        "was merged (see the conflicts, or merge with --strategy ours or theirs: strategy in the API)",
                         json_array_size(conflicts));
         }
         if (!dry_run && (r = apply(&m, err)) < 0)

@@ -94,7 +94,7 @@ if [[ $CAN_PAUSE == 1 ]]; then
         run_nook pause p
         is "$status" 0 "pausing a paused sandbox is a no-op"
         expect_fail 125 "exec into a paused sandbox" exec p -- true
-        like "$err" "paused; resume it with 'nook resume p'" "the exec error names 'nook resume'"
+        like "$err" "paused; resume it .'nook resume p'; resume.. in the API." "the exec error names 'nook resume' and resume()"
         echo hello >"$D/hello"
         check "the workspace is a host folder: writing it works while paused" "$NOOK" ws write p /w.txt "$D/hello"
         run_nook resume p

@@ -327,7 +327,7 @@ PY
 out=$(bad_config '{"sandbox":"x","mode":"public","secrets":[{"name":"A","placeholder":"'"$PH"'","value":"a\r\nX: y","hosts":["a.test"]}]}')
 like "$out" '"error":"secret .A.: the value holds a NUL, CR or LF byte.* 1$' "a secret value with CRLF is refused by name, exit 1"
 out=$(bad_config '{"sandbox":"x","mode":"public","allowHttp":["get https://a.test/"]}')
-like "$out" "Invalid --allow-http rule 'get https://a.test/'.*upper case" "a bad rule is refused naming it"
+like "$out" "Invalid HTTP rule 'get https://a.test/'.*upper case" "a bad rule is refused naming it"
 out=$(bad_config '{"sandbox":"x","mode":"public","extraCaPem":"not a certificate"}')
 like "$out" "'extraCaPem' holds no PEM certificate.* 1$" "a bad extraCaPem is refused at start (by the child that makes the CA), exit 1"
 

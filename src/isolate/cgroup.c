@@ -471,9 +471,12 @@ uint64_t iso_cgroup_oom_kills(iso_cgroup *cg) {
 }
 
 /* True when the folder is gone. */
+static bool rmdir_gone(const char *dir) {
+        return rmdir(dir) == 0 || errno == ENOENT;
+}
+
 static bool kill_and_rmdir(const char *dir) {
-        /* the common case, a sandbox whose processes are gone: one rmdir, no read of its procs */
-        if (rmdir(dir) == 0 || errno == ENOENT)
+        if (rmdir_gone(dir))
                 return true;
         for (int round = 0; round < 50; round++) {
                 char p[PATH_MAX], buf[4096];
@@ -491,7 +494,7 @@ static bool kill_and_rmdir(const char *dir) {
                         while (*s == '\n')
                                 s++;
                 }
-                if (rmdir(dir) == 0 || errno == ENOENT)
+                if (rmdir_gone(dir))
                         return true;
                 usleep(10000);
         }
@@ -500,6 +503,14 @@ static bool kill_and_rmdir(const char *dir) {
 
 bool iso_cgroup_destroy(iso_cgroup *cg) {
         if (!cg)
+                return true;
+        /* The common case, a sandbox whose processes are gone (its init reaped): one rmdir per
+         * hierarchy, nothing to thaw or kill. */
+        bool busy = cg->v2 && cg->path && !rmdir_gone(cg->path);
+        for (int i = 0; i < _V1_MAX; i++)
+                if (cg->v1[i] && !rmdir_gone(cg->v1[i]))
+                        busy = true;
+        if (!busy)
                 return true;
         /* A frozen task takes no signal (v1) or only a fatal one (v2): thaw first, so the kill
          * below and the supervisor's SIGTERM to init take effect. */

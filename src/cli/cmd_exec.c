@@ -729,7 +729,7 @@ int cmd_logs(int argc, char **argv) {
                 { "help", no_argument, NULL, 'h' }, {} };
         nook_logs_opts o = { 0 };
         int c;
-        while ((c = getopt_long(argc, argv, "+hfn:t", opts, NULL)) >= 0) {
+        while ((c = getopt_long(argc, argv, "hfn:t", opts, NULL)) >= 0) {
                 switch (c) {
                 case 'h':
                         printf("Usage: nook logs [OPTIONS] NAME\n\n"

@@ -89,12 +89,26 @@ static int op_start(nook *n, const char *name, void *u, nook_error *err) {
         return nook_sandbox_start(n, name, err);
 }
 
-int cmd_start(int argc, char **argv) {
-        if (argc > 1 && ((strcmp(argv[1], "-h") == 0) || (strcmp(argv[1], "--help") == 0))) {
-                printf("Usage: nook start NAME...\n\nStart stopped sandboxes again from their stored spec.\n");
-                return 0;
+/* cli.h.  Options anywhere among the names, as docker takes them ("nook pause w1 --help"): getopt
+ * permutes them first, so nothing is done before a bad one is refused. */
+int cli_help_only(const char *cmd, int argc, char **argv, const char *help) {
+        static const struct option opts[] = { { "help", no_argument, NULL, 'h' }, {} };
+        int c;
+        optind = 0; /* glibc: re-initialised, so that it permutes (main's own getopt did not) */
+        while ((c = getopt_long(argc, argv, "h", opts, NULL)) >= 0) {
+                if (c != 'h')
+                        return -cli_usage_error(cmd, "unknown option");
+                fputs(help, stdout);
+                return 1;
         }
-        optind = 1;
+        return 0;
+}
+
+int cmd_start(int argc, char **argv) {
+        int r = cli_help_only("start", argc, argv,
+                "Usage: nook start NAME...\n\nStart stopped sandboxes again from their stored spec.\n");
+        if (r != 0)
+                return r > 0 ? 0 : -r;
         return cli_for_each_name("start", argc, argv, op_start, NULL, "running");
 }
 
@@ -102,14 +116,15 @@ static int op_stop(nook *n, const char *name, void *u, nook_error *err) {
         return nook_sandbox_stop(n, name, *(uint64_t *)u, err);
 }
 
-/* "nook CMD [--timeout DUR] NAME...": the options of stop and wait.  Returns 0 to go on, 1 when
- * the help was printed, or a usage error's exit status (negated). */
+/* "nook CMD [--timeout DUR] NAME...": the options of stop and wait, anywhere among the names (as
+ * docker's).  Returns 0 to go on, 1 when the help was printed, or a usage error's exit status
+ * (negated). */
 static int timeout_opts(const char *cmd, int argc, char **argv, const char *help, uint64_t *timeout_ms) {
         static const struct option opts[] = { { "timeout", required_argument, NULL, 't' },
                 { "help", no_argument, NULL, 'h' }, {} };
         nook_error err = { 0 };
         int c;
-        while ((c = getopt_long(argc, argv, "+ht:", opts, NULL)) >= 0) {
+        while ((c = getopt_long(argc, argv, "ht:", opts, NULL)) >= 0) {
                 if (c == 'h') {
                         fputs(help, stdout);
                         return 1;
@@ -173,7 +188,7 @@ int cmd_rm(int argc, char **argv) {
                 { "help", no_argument, NULL, 'h' }, {} };
         int c;
         bool force = false;
-        while ((c = getopt_long(argc, argv, "+hf", opts, NULL)) >= 0) {
+        while ((c = getopt_long(argc, argv, "hf", opts, NULL)) >= 0) {
                 if (c == 'h') {
                         printf("Usage: nook rm [-f] NAME...\n\nRemove sandboxes, running or not: the supervisor, the writable layer,\n"
                                "the record and the workspace.\n\n"
@@ -194,7 +209,7 @@ int cmd_update(int argc, char **argv) {
                 { "help", no_argument, NULL, 'h' }, {} };
         json_t *upd = json_object();
         int c;
-        while ((c = getopt_long(argc, argv, "+hm:", opts, NULL)) >= 0) {
+        while ((c = getopt_long(argc, argv, "hm:", opts, NULL)) >= 0) {
                 if (c == 'h') {
                         printf("Usage: nook update [--cpus N] [--memory SIZE] [--pids-max N] NAME\n\n"
                                "Change a running sandbox's limits, within the --max-cpus/--max-memory it was created with;\n"

@@ -10,7 +10,7 @@
 
 require_bin "$NOOK" "$NOOK_SUPERVISOR"
 command -v jq >/dev/null || plan skip_all "jq is needed to read nook's JSON"
-plan 133
+plan 142
 
 # ---- help, version, did you mean ---------------------------------------------------------------
 run_nook help
@@ -319,3 +319,25 @@ is "$out" '{"name":"jn3","state":"running"}' "--json run -d: the sandbox, as cre
 run_nook --json wait jn3
 is "$out" '{"name":"jn3","exitCode":3}' "--json wait: the run -d command's exit status"
 "$NOOK" rm jn3 >/dev/null
+
+# ---- options after the names, as docker takes them; a bad one refused before anything is done -------
+"$NOOK" create oa1 >/dev/null
+run_nook stop oa1 -t 1
+is "$status:$out" "0:oa1" "stop NAME -t 1: the option after the name is the stop's"
+run_nook wait oa1 --timeout 1s
+is "$status:$out" "0:-" "wait NAME --timeout 1s"
+run_nook start oa1 --bogus
+is "$status" 2 "start NAME --bogus: a usage error"
+is "$("$NOOK" inspect -f '{{.State}}' oa1)" "stopped" "and nothing was started before it"
+run_nook start oa1
+run_nook pause oa1 --help
+like "$status:$out" "^0:Usage: nook pause" "pause NAME --help prints the help"
+is "$("$NOOK" inspect -f '{{.State}}' oa1)" "running" "and pauses nothing"
+run_nook update oa1 --pids-max 50
+is "$status:$out" "0:oa1" "update NAME --pids-max 50"
+"$NOOK" run -d --name oa2 -- sh -c 'echo one; echo two' >/dev/null
+"$NOOK" wait oa2 >/dev/null
+run_nook logs oa2 --tail 1
+is "$status:$out" "0:two" "logs NAME --tail 1"
+run_nook rm oa1 oa2 nope-oa -f
+is "$status:$out" "0:oa1"$'\n'"oa2" "rm NAMES -f: the -f applies to every name"

@@ -287,7 +287,8 @@ typedef struct nook_exec_opts {
         bool detach; /* keep running when this client goes away */
         bool tty; /* a pseudo-terminal instead of the three fds */
         unsigned short rows, cols; /* its initial window size */
-        /* With detach: the sandbox stops when this command ends (`nook run -d`). */
+        /* The sandbox stops when this command ends (`nook run -d`, `nook run --keep`), and its
+         * status is the exit record's commandExit (nook_sandbox_wait, "exitCode" in inspect). */
         bool stop_sandbox_when_done;
         /* Without detach: when this command ends while its client is connected, the supervisor
          * begins stopping the sandbox at once, before the removal's request (`nook run`).  Free

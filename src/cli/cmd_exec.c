@@ -394,15 +394,20 @@ typedef struct run_create {
         bool created; /* out */
 } run_create;
 
+/* What ends `nook run`'s sandbox when its command ends: nothing (exec), its removal (run), its
+ * stop with the command's status recorded (run --keep: `nook wait` prints it). */
+typedef enum { RUN_END_NONE, RUN_END_REMOVE, RUN_END_STOP } run_end;
+
 /* Starts the command in sandbox name and waits for it; with rc, creates the sandbox first, the
  * command's request going with the create (rc->created says whether there is one to remove). */
-static int run_exec(nook *n, const char *name, exec_args *a, char **argv, bool remove, run_create *rc) {
+static int run_exec(nook *n, const char *name, exec_args *a, char **argv, run_end end, run_create *rc) {
         nook_exec_opts o;
         nook_exec_result res = { 0 };
         nook_exec *e = NULL;
         nook_error err = { 0 };
         exec_opts_fill(&o, a, argv);
-        o.remove_sandbox_when_done = remove;
+        o.remove_sandbox_when_done = end == RUN_END_REMOVE;
+        o.stop_sandbox_when_done = end == RUN_END_STOP;
         if (a->detach)
                 return run_detached(n, name, &o, false);
         if (forward_signals_install() < 0) {
@@ -528,7 +533,7 @@ int cmd_exec(int argc, char **argv) {
                 cli_fail(&err);
                 return CLI_EXIT_EXEC_FAILED;
         }
-        r = run_exec(n, name, &a, a.shell ? NULL : argv + optind, /* remove= */ false, NULL);
+        r = run_exec(n, name, &a, a.shell ? NULL : argv + optind, RUN_END_NONE, NULL);
         nook_close(n);
         exec_args_done(&a);
         return r;
@@ -679,7 +684,8 @@ int cmd_run(int argc, char **argv) {
         }
         if (with_create) {
                 run_create rc = { .spec_json = text, .flags = flags };
-                r = run_exec(n, name, &a, a.shell ? NULL : argv + optind, /* remove= */ !ra.keep, &rc);
+                r = run_exec(n, name, &a, a.shell ? NULL : argv + optind,
+                        ra.keep ? RUN_END_STOP : RUN_END_REMOVE, &rc);
                 free(text);
                 if (rc.created && ra.keep)
                         r = nook_sandbox_stop(n, name, 10000, &err) < 0 ? cli_fail(&err) : r;
@@ -705,7 +711,7 @@ int cmd_run(int argc, char **argv) {
                 if (r == 0)
                         cli_print_done(name, "running");
         } else
-                r = run_exec(n, name, &a, cmd, /* remove= */ !ra.keep, NULL);
+                r = run_exec(n, name, &a, cmd, ra.keep ? RUN_END_STOP : RUN_END_REMOVE, NULL);
         if (use_default)
                 free(cmd);
         json_decref(dflt);

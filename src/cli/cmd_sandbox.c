@@ -169,8 +169,9 @@ int cmd_wait(int argc, char **argv) {
         int r = timeout_opts("wait", argc, argv,
                 "Usage: nook wait [--timeout DUR] NAME...\n\n"
                 "Wait until each sandbox has stopped (as 'docker wait'), and print, one line each,\n"
-                "how the command of a 'nook run -d' ended: its exit status, or 128 + the signal\n"
-                "that killed it; '-' for a sandbox without such a command (made by create).\n"
+                "how the command of a 'nook run -d' or 'nook run --keep' ended: its exit status, or\n"
+                "128 + the signal that killed it (137 when a stop's SIGKILL did); '-' for a sandbox\n"
+                "without such a command (made by create, or started again).\n"
                 "The same status is 'exitCode' in 'nook inspect'.\n\n"
                 "  --timeout DUR  give up after DUR (e.g. 30s), with an error (exit 1)\n",
                 &timeout_ms);

@@ -133,7 +133,7 @@ static json_t *exec_request(const nook_exec_opts *o, bool report_started, nook_e
         json_t *req = json_pack("{s:s, s:o, s:o, s:s?, s:s?, s:I, s:b, s:b, s:i, s:i, s:b, s:b}", "op",
                 "exec", "argv", argv, "env", env, "cwd", o->cwd, "user", o->user, "timeoutMs",
                 (json_int_t)o->timeout_ms, "detach", o->detach, "tty", o->tty, "rows", (int)o->rows, "cols",
-                (int)o->cols, "log", log, "stopSandbox", o->detach && o->stop_sandbox_when_done);
+                (int)o->cols, "log", log, "stopSandbox", o->stop_sandbox_when_done);
         if (!req) /* its strings are checked above: only memory is left to fail */
                 (void)nook_err_oom(err);
         if (req && !report_started && !o->detach && !o->tty)

@@ -503,7 +503,8 @@ static void handle_exec(sup *s, client *c, json_t *req, int *fds, size_t n_fds) 
         c->detach = detach;
         c->no_started = !tty && !detach && json_is_false(json_object_get(req, "reportStarted"));
         c->remove_when_done = !detach && json_is_true(json_object_get(req, "removeSandbox"));
-        if (detach && json_is_true(json_object_get(req, "stopSandbox")))
+        /* run -d, run --keep: the sandbox stops when this command ends, with its status */
+        if (json_is_true(json_object_get(req, "stopSandbox")))
                 s->main_exec_id = id;
         c->deadline = t > 0 ? now_ms() + (uint64_t)t : 0;
         s->last_activity_ms = now_ms();
@@ -1017,6 +1018,10 @@ static void remove_confirm(sup *s, client *c) {
 
 static void finish(sup *s, int init_status) {
         nook_error err = { 0 };
+        /* The sandbox's main command still ran when init went (the stop's SIGKILL after its
+         * timeout, or init's own death): the end of the pid namespace killed it with SIGKILL. */
+        if (s->main_exec_id && s->main_exit < 0)
+                s->main_exit = 128 + SIGKILL;
         exit_record rec = {
                 .stopped_at = now_epoch(), .init_status = init_status, .command_exit = s->main_exit
         };

@@ -8,7 +8,7 @@
 
 require_bin "$NOOK" "$NOOK_SUPERVISOR"
 command -v jq >/dev/null || plan skip_all "jq is needed to read nook's JSON"
-plan 98
+plan 102
 
 field() { "$NOOK" inspect "$1" 2>/dev/null | jq -r "$2 // empty" 2>/dev/null; }
 names() { "$NOOK" ls --json 2>/dev/null | jq -r '.[].name' 2>/dev/null | sort | tr '\n' ' '; }
@@ -267,6 +267,19 @@ run_nook stop dlag
 run_nook inspect -f '{{.StopReason}} {{.ExitCode}}' dlag
 is "$out" "user 143" "a slow supervisor still records the status of a command a stop ended"
 run_nook rm dlag
+# one that ignores the stop's SIGTERM is killed with SIGKILL after the timeout: 137, not nothing
+run_nook run -d --name dig -- sh -c 'trap "" TERM; sleep 100'
+run_nook stop --timeout 1s dig
+run_nook wait dig
+is "$status:$out" "0:137" "a command the stop's SIGKILL ended: 128 + 9"
+run_nook rm dig
+# run --keep: the command's status is recorded as run -d's is (docker run without --rm, then wait)
+run_nook run --keep --name dkp -- sh -c 'exit 4'
+is "$status" 4 "run --keep exits with the command's status"
+run_nook wait dkp
+is "$status:$out" "0:4" "and wait prints it afterwards"
+is "$("$NOOK" inspect -f '{{.StopReason}} {{.ExitCode}}' dkp)" "command_exited 4" "inspect: stopped because its command exited, with 4"
+run_nook rm dkp
 run_nook start dl
 run_nook stop dl
 run_nook inspect -f '{{.ExitCode}}' dl

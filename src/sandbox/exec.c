@@ -158,6 +158,12 @@ static int exec_send(int fd, json_t *req, const nook_exec_opts *o, const char *n
         }
         int r = proto_send(fd, req, fds, o->tty ? 0 : 3);
         json_decref(req);
+        if (r == -EMSGSIZE)
+                return nook_err_set(err, NOOK_E_INVALID,
+                        "The command for sandbox '%s' is too large: its arguments, environment and "
+                        "working directory go to the sandbox in one message of at most about 200 KiB; "
+                        "pass long input on stdin or in a file in the workspace",
+                        name);
         if (r < 0)
                 return nook_err_errnum(err, NOOK_E_IO, -r, "Cannot send the command to sandbox '%s'", name);
         return 0;

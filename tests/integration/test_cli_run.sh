@@ -8,7 +8,7 @@
 
 require_bin "$NOOK" "$NOOK_SUPERVISOR"
 command -v jq >/dev/null || plan skip_all "jq is needed to read nook's JSON"
-plan 102
+plan 105
 
 field() { "$NOOK" inspect "$1" 2>/dev/null | jq -r "$2 // empty" 2>/dev/null; }
 names() { "$NOOK" ls --json 2>/dev/null | jq -r '.[].name' 2>/dev/null | sort | tr '\n' ' '; }
@@ -243,6 +243,13 @@ check "and leaves no record, supervisor or cgroup of it" \
 expect_fail 2 "run --sh STRING with a COMMAND is a usage error" run --sh 'echo a' -- echo b
 like "$err" "either --sh STRING or a COMMAND" "the error says to give one"
 expect_fail 2 "exec --sh STRING with a COMMAND is a usage error too" exec --sh 'echo a' no-such-sh -- echo b
+
+# a command too large for one message to the sandbox: said so, with what to do; no sandbox left
+big=$(head -c 100000 /dev/zero | tr '\0' c)
+run_nook run -- sh -c 'echo $#' x "$big" "$big" "$big"
+is "$status" 125 "a run whose command is too large (300 kB of arguments) fails with 125"
+like "$err" "is too large: .*at most about 200 KiB; pass long input on stdin or in a file" "the error says the limit and what to do"
+is "$("$NOOK" ls -a -q | grep -c '^run-')" 0 "no sandbox is left by the refused run"
 
 # ---- the status of a run -d command: nook wait, inspect's exitCode (docker wait, State.ExitCode) --
 run_nook run -d --name dw -- sh -c 'sleep 0.3; exit 7'

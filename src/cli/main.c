@@ -321,12 +321,33 @@ bool cli_split_target(const char *arg, char **ret_name, const char **ret_path) {
         return *ret_name != NULL;
 }
 
+/* docker's commands nook has under another name (an edit distance would offer 'pause' for
+ * unpause, 'stop' for top, 'rm' for rmi), or not at all (NULL). */
+static const struct {
+        const char *docker, *nook;
+} docker_names[] = {
+        { "unpause", "resume" }, { "rmi", "image rm" }, { "images", "image ls" }, { "pull", "image pull" },
+        { "load", "image import" }, { "save", "image export" }, { "top", "exec NAME ps" },
+        { "kill", "stop" }, { "commit", "snapshot create" },
+        { "rename", NULL }, /* none: a sandbox's name is what its state is kept under */
+};
+
+/* The commands an edit distance never offers: a typo must not be one step from removing. */
+static bool destructive(const char *name) {
+        return strcmp(name, "rm") == 0 || strcmp(name, "prune") == 0 || strcmp(name, "stop") == 0;
+}
+
 static int unknown_command(const char *name) {
         const char *names[ELEMENTSOF(commands)];
         char msg[512];
+        size_t n = 0;
         for (size_t i = 0; i < ELEMENTSOF(commands); i++)
-                names[i] = commands[i].name;
-        const char *s = cli_did_you_mean(name, names, ELEMENTSOF(commands));
+                if (!destructive(commands[i].name))
+                        names[n++] = commands[i].name;
+        const char *s = cli_did_you_mean(name, names, n);
+        for (size_t i = 0; i < ELEMENTSOF(docker_names); i++)
+                if (strcmp(name, docker_names[i].docker) == 0)
+                        s = docker_names[i].nook;
         if (s)
                 snprintf(msg, sizeof(msg), "unknown command '%.200s'. Did you mean '%s'?", name, s);
         else

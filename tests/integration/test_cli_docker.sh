@@ -10,7 +10,7 @@
 
 require_bin "$NOOK" "$NOOK_SUPERVISOR"
 command -v jq >/dev/null || plan skip_all "jq is needed to read nook's JSON"
-plan 142
+plan 146
 
 # ---- help, version, did you mean ---------------------------------------------------------------
 run_nook help
@@ -28,6 +28,15 @@ like "$out" "^[0-9]+\.[0-9]+\.[0-9]+$" "nook version --format '{{.Client}}'"
 
 expect_fail 2 "a mistyped command" exce w -- true
 like "$err" "Did you mean 'exec'\?" "nook exce suggests exec"
+# docker's names for what nook calls otherwise; never a destructive command for a typo
+run_nook unpause w
+like "$status:$err" "^2:.*Did you mean 'resume'\?" "nook unpause points at resume, not pause"
+run_nook rmi img
+like "$status:$err" "^2:.*Did you mean 'image rm'\?" "nook rmi points at image rm, not rm"
+run_nook top w
+like "$err" "Did you mean 'exec NAME ps'\?" "nook top points at exec NAME ps, not stop"
+run_nook rn w
+unlike "$err" "Did you mean 'rm'" "a typo is never offered rm"
 expect_fail 2 "a mistyped long option" ps --filtr status=running
 like "$err" "unknown option '--filtr'; did you mean '--filter'\?" "ps --filtr suggests --filter"
 is "$(grep -c . <<<"$err")" "2" "one error line and one hint, not getopt's message as well"

@@ -392,9 +392,10 @@ static int sample(nook *n, const char **names, size_t n_names, json_t **ret, int
         for (size_t i = 0; i < count; i++) {
                 const char *name = list ? json_string_value(json_object_get(json_array_get(list, i), "name"))
                                         : names[i];
-                if (list &&
-                        strcmp(json_string_value(json_object_get(json_array_get(list, i), "state")) ?: "",
-                                "running") != 0)
+                /* running and paused ones, as docker stats lists paused containers */
+                const char *state =
+                        list ? json_string_value(json_object_get(json_array_get(list, i), "state")) : NULL;
+                if (list && (!state || (strcmp(state, "running") != 0 && strcmp(state, "paused") != 0)))
                         continue;
                 if (nook_sandbox_stats(n, name, &text, &err) < 0) {
                         if (!list) {

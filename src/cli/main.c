@@ -33,7 +33,7 @@ static const cli_command commands[] = {
         { "inspect", cmd_inspect, "Show sandboxes' details (JSON, --format), including why they stopped" },
         { "logs", cmd_logs,
                 "Show what a sandbox's detached commands printed (--system: its supervisor log)" },
-        { "stats", cmd_stats, "Show running sandboxes' cpu, memory and process use, live" },
+        { "stats", cmd_stats, "Show running and paused sandboxes' cpu, memory and process use, live" },
         { "update", cmd_update, "Change a running sandbox's resource limits" },
         { "wait", cmd_wait, "Wait until sandboxes stop; print their run -d command's exit status" },
         { "cp", cmd_cp, "Copy files between the host and a sandbox (NAME:PATH), as docker cp does" },

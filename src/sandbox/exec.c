@@ -110,7 +110,10 @@ static json_t *exec_request(const nook_exec_opts *o, bool report_started, nook_e
                                 snprintf(what, sizeof(what), "Argument %zu of the command", i);
                         r = add_text(argv, o->argv[i], what, err);
                 }
-        } else
+        } else if (o->argv && o->argv[0])
+                r = nook_err_set(err, NOOK_E_INVALID,
+                        "exec: the command's program name is empty (''): give the program to run");
+        else
                 r = nook_err_set(err, NOOK_E_INVALID, "exec: give a command (argv) or a shell string");
         if (r >= 0)
                 r = add_env(env, o->env, "env", err);

@@ -8,7 +8,7 @@
 
 require_bin "$NOOK" "$NOOK_SUPERVISOR"
 command -v jq >/dev/null || plan skip_all "jq is needed to read nook's JSON"
-plan 105
+plan 107
 
 field() { "$NOOK" inspect "$1" 2>/dev/null | jq -r "$2 // empty" 2>/dev/null; }
 names() { "$NOOK" ls --json 2>/dev/null | jq -r '.[].name' 2>/dev/null | sort | tr '\n' ' '; }
@@ -250,6 +250,8 @@ run_nook run -- sh -c 'echo $#' x "$big" "$big" "$big"
 is "$status" 125 "a run whose command is too large (300 kB of arguments) fails with 125"
 like "$err" "is too large: .*at most about 200 KiB; pass long input on stdin or in a file" "the error says the limit and what to do"
 is "$("$NOOK" ls -a -q | grep -c '^run-')" 0 "no sandbox is left by the refused run"
+expect_fail 125 "a run of an empty program name" run -- ""
+like "$err" "program name is empty" "the error says the program name is empty"
 
 # ---- the status of a run -d command: nook wait, inspect's exitCode (docker wait, State.ExitCode) --
 run_nook run -d --name dw -- sh -c 'sleep 0.3; exit 7'

@@ -101,7 +101,8 @@ export interface SandboxSpec {
    * through the API belong to the sandbox's root (mode 0755/0644): another user reads them and
    * writes only where a chmod or chown (run as root) lets it, as with a docker bind mount. */
   user?: string;
-  /** Whole CPUs (fractions round up); a number or a string. */
+  /** Whole CPUs (fractions round up); a number or a string; at most the host's CPUs (invalid above,
+   * at create and update). */
   cpus?: number | string;
   maxCpus?: number | string;
   /** MiB, or a size string ("512m", "2g"). */

@@ -708,6 +708,8 @@ int sb_create(
                 return r;
         r = sb_spec_check_secret_values(&spec, err);
         if (r >= 0)
+                r = sb_spec_cpus_check_host(spec.cpus, err);
+        if (r >= 0)
                 r = sb_snapshot_fill_spec(n, &spec, err);
         if (r >= 0)
                 r = sb_lock(n, name, &lock, err);

@@ -119,6 +119,9 @@ static int update_running(nook *n, const char *name, const char *update_json, no
                 return nook_err_set(err, NOOK_E_REFUSED,
                         "Refusing cpus=%u for sandbox '%s': above its maxCpus (%u)", cpus, name,
                         spec.max_cpus);
+        r = sb_spec_cpus_check_host(upd.cpus, err); /* after its own ceiling, more to the point */
+        if (r < 0)
+                return r;
         if (spec.max_memory_mib && mib > spec.max_memory_mib)
                 return nook_err_set(err, NOOK_E_REFUSED,
                         "Refusing memory of %llu MiB for sandbox '%s': above its maxMemoryMib (%llu)",

@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include <errno.h>
 #include <jansson.h>
+#include <sched.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "nook.h"
 #include "image/ref.h"
@@ -184,6 +186,19 @@ static int get_cpus(json_t *o, const char *k, unsigned *ret, nook_error *err) {
                         err, NOOK_E_INVALID, "Invalid spec: field '%s' must be a number of CPUs", k);
         int r = parse_cpus(buf, ret, err);
         return r < 0 ? nook_err_wrap(err, "Invalid spec: field '%s'", k) : 0;
+}
+
+/* spec.h.  The CPUs this process may run on (its affinity, as docker counts them). */
+int sb_spec_cpus_check_host(unsigned cpus, nook_error *err) {
+        cpu_set_t set;
+        long host = sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set)
+                                                                 : sysconf(_SC_NPROCESSORS_ONLN);
+        if (cpus && host > 0 && cpus > (unsigned long)host)
+                return nook_err_set(err, NOOK_E_INVALID,
+                        "Invalid spec: cpus (%u) is more than the %ld CPUs of this host: a limit above them "
+                        "limits nothing; give 1 to %ld",
+                        cpus, host, host);
+        return 0;
 }
 
 /* memoryMib as a number of MiB, or a Docker-style string ("512m", "2g"). */

@@ -54,5 +54,8 @@ typedef struct sb_spec {
 void sb_spec_done(sb_spec *s);
 /* Parses and checks spec_json (NULL = defaults).  Errors name the field. */
 int sb_spec_parse(const char *spec_json, sb_spec *ret, nook_error *err);
+/* A cpus limit at create or update (not at a start of a stored spec): no more than the CPUs this
+ * host lets us use (docker refuses the same). */
+int sb_spec_cpus_check_host(unsigned cpus, nook_error *err);
 /* The canonical JSON form stored in the database. */
 char *sb_spec_to_json(const sb_spec *s);

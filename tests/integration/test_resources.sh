@@ -9,7 +9,7 @@
 . "$(dirname "$0")/lib.sh"
 
 require_bin "$NOOK" "$NOOK_PROBE"
-plan 67
+plan 69
 
 PY=/usr/bin/python3
 [[ -x $PY ]] || PY=python3
@@ -90,7 +90,7 @@ else
 fi
 
 if [[ $can_limit == 0 ]]; then
-        for i in $(seq 1 61); do
+        for i in $(seq 1 63); do
                 skip_expected "resource limits need root or a delegated cgroup (uid $(id -u), none delegated here)"
         done
         exit 0
@@ -257,6 +257,9 @@ is "$(cgdirs res5)" "" "rm removed res5's cgroups"
 # ---- bad input creates nothing ---------------------------------------------------------------------
 expect_fail 1 "--cpus 0" create --cpus 0 res3
 like "$err" "cpus" "the --cpus 0 error names cpus"
+ncpu=$(nproc)
+expect_fail 1 "--cpus above this host's $ncpu CPUs" create --cpus $((ncpu + 1)) res3
+like "$err" "cpus \($((ncpu + 1))\) is more than the $ncpu CPUs of this host" "the error names the host's CPUs"
 expect_fail 1 "--memory below 4 MiB" create --memory 1m res3
 like "$err" "memory" "the --memory 1m error names memory"
 run_nook ls -q

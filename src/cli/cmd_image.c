@@ -9,6 +9,7 @@
 
 #include "nook.h"
 #include "cli/cli.h"
+#include "cli/stdio_file.h"
 #include "cli/table.h"
 #include "cli/template.h"
 
@@ -180,7 +181,8 @@ static int image_import(int argc, char **argv) {
                 switch (c) {
                 case 'h':
                         printf("Usage: nook image import [OPTIONS] SOURCE\n\n"
-                               "SOURCE is an OCI image layout directory, an oci-archive tar or a `docker save` tar,\n"
+                               "SOURCE is an OCI image layout directory, an oci-archive tar or a `docker save` tar\n"
+                               "('-': that tar on stdin),\n"
                                "or as skopeo names them: oci:DIR[:NAME], oci-archive:FILE[:NAME], docker-archive:FILE[:NAME]\n"
                                "(NAME picks one of several images).\n\n"
                                "  -n, --name NAME       name the image (default: the archive's annotation or RepoTag)\n"
@@ -209,7 +211,15 @@ static int image_import(int argc, char **argv) {
         o.progress = show_progress(quiet) ? on_progress : NULL;
         o.userdata = &ps;
         add_call call = { .import = &o };
-        return add_image(argv[optind], &call);
+        if (strcmp(argv[optind], "-") != 0)
+                return add_image(argv[optind], &call);
+        /* "-": an archive on stdin (docker load) */
+        cli_stdio_file f;
+        int r = cli_stdio_file_from_stdin(&f, "image import");
+        if (r == 0)
+                r = add_image(f.path, &call);
+        cli_stdio_file_done(&f);
+        return r;
 }
 
 static int image_export(int argc, char **argv) {
@@ -224,7 +234,8 @@ static int image_export(int argc, char **argv) {
                 switch (c) {
                 case 'h':
                         printf("Usage: nook image export [OPTIONS] REFERENCE -o PATH\n\n"
-                               "  -o, --output PATH     where to write (refused if it exists, unless --force)\n"
+                               "  -o, --output PATH     where to write (refused if it exists, unless --force);\n"
+                               "                        '-': the tar on stdout (docker save)\n"
                                "  -f, --format FORMAT   oci (a directory), oci-archive (a tar, the default) or\n"
                                "                        docker-archive (a tar `docker load` and skopeo read)\n"
                                "  --force               replace PATH\n");
@@ -244,14 +255,32 @@ static int image_export(int argc, char **argv) {
         }
         if (optind + 1 != argc || !out)
                 return cli_usage_error("image export", "expected one REFERENCE and -o PATH");
+        bool to_stdout = strcmp(out, "-") == 0;
+        if (to_stdout && o.format && strcmp(o.format, "oci") == 0)
+                return cli_usage_error(
+                        "image export", "--format oci is a directory: '-' takes a tar format");
+        cli_stdio_file f = {};
+        if (to_stdout) {
+                int s = cli_stdio_file_for_stdout(&f, "image export");
+                if (s != 0)
+                        return s;
+                out = f.path;
+        }
         nook *n = NULL;
         nook_error err = {};
         int r = cli_open(&n, &err);
         if (r >= 0)
                 r = nook_image_export(n, argv[optind], out, &o, &err);
         nook_close(n);
-        if (r < 0)
+        if (r < 0) {
+                cli_stdio_file_done(&f);
                 return cli_fail(&err);
+        }
+        if (to_stdout) {
+                r = cli_stdio_file_to_stdout(&f, "image export");
+                cli_stdio_file_done(&f);
+                return r;
+        }
         if (!arg_json)
                 printf("exported %s to %s\n", argv[optind], out);
         return 0;

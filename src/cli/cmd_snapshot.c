@@ -10,23 +10,24 @@
 
 #include "nook.h"
 #include "cli/cli.h"
+#include "cli/stdio_file.h"
 #include "cli/table.h"
 #include "cli/template.h"
 
-#define SNAPSHOT_USAGE                                                                                      \
-        "Usage: nook snapshot COMMAND [ARGS...]\n\n"                                                        \
-        "A snapshot is the disk state of a stopped sticky sandbox: its writable root layer (files,\n"       \
-        "modes, owners, xattrs, deleted image files) over the image it was booted from, and with\n"         \
-        "--with-workspace its workspace.  Disk state only: never memory, processes, sockets or\n"           \
-        "devices; a sandbox made from one cold-boots.  Ephemeral sandboxes discard their layer at stop,\n"  \
-        "so only sandboxes created with --sticky can be snapshotted.\n\n"                                   \
-        "Commands:\n"                                                                                       \
-        "  create [--with-workspace] SANDBOX [NAME]   snapshot a stopped sticky sandbox\n"                  \
-        "  ls [-q] [--format T] [--no-trunc]          list snapshots ('{{.Name}} {{.Digest}}')\n"           \
-        "  inspect SNAP                               details as JSON (what it holds, who uses it)\n"       \
-        "  rm SNAP...                                 remove (refused while a sandbox boots from it)\n"     \
-        "  export [-q] SNAP FILE                      write one file (tar + zstd)\n"                        \
-        "  import [-q] FILE [NAME]                    read it back; every digest is verified\n\n"           \
+#define SNAPSHOT_USAGE                                                                                         \
+        "Usage: nook snapshot COMMAND [ARGS...]\n\n"                                                           \
+        "A snapshot is the disk state of a stopped sticky sandbox: its writable root layer (files,\n"          \
+        "modes, owners, xattrs, deleted image files) over the image it was booted from, and with\n"            \
+        "--with-workspace its workspace.  Disk state only: never memory, processes, sockets or\n"              \
+        "devices; a sandbox made from one cold-boots.  Ephemeral sandboxes discard their layer at stop,\n"     \
+        "so only sandboxes created with --sticky can be snapshotted.\n\n"                                      \
+        "Commands:\n"                                                                                          \
+        "  create [--with-workspace] SANDBOX [NAME]   snapshot a stopped sticky sandbox\n"                     \
+        "  ls [-q] [--format T] [--no-trunc]          list snapshots ('{{.Name}} {{.Digest}}')\n"              \
+        "  inspect SNAP                               details as JSON (what it holds, who uses it)\n"          \
+        "  rm SNAP...                                 remove (refused while a sandbox boots from it)\n"        \
+        "  export [-q] SNAP FILE                      write one file (tar + zstd; '-': stdout)\n"              \
+        "  import [-q] FILE [NAME]                    read it back ('-': stdin); every digest is verified\n\n" \
         "Boot from one: nook create NAME --snapshot SNAP\n"
 
 static bool streq_help(const char *s) {
@@ -258,13 +259,24 @@ static int snap_export(int argc, char **argv) {
         nook_error err = { 0 };
         progress_state ps = { .what = "exporting" };
         bool show = !quiet && !arg_json && isatty(STDERR_FILENO);
+        const char *file = argv[i + 1];
+        cli_stdio_file f = {};
+        if (strcmp(file, "-") == 0) { /* the file on stdout */
+                int s = cli_stdio_file_for_stdout(&f, "snapshot export");
+                if (s != 0)
+                        return s;
+                file = f.path;
+        }
         if (open_or_fail(&n, &err) < 0 ||
-                nook_snapshot_export(n, argv[i], argv[i + 1], show ? on_progress : NULL, &ps, &err) < 0) {
+                nook_snapshot_export(n, argv[i], file, show ? on_progress : NULL, &ps, &err) < 0) {
                 nook_close(n);
+                cli_stdio_file_done(&f);
                 return cli_fail(&err);
         }
         nook_close(n);
-        return 0;
+        int r = f.dir[0] ? cli_stdio_file_to_stdout(&f, "snapshot export") : 0;
+        cli_stdio_file_done(&f);
+        return r;
 }
 
 static int snap_import(int argc, char **argv) {
@@ -279,13 +291,22 @@ static int snap_import(int argc, char **argv) {
         char *json = NULL;
         progress_state ps = { .what = "importing" };
         bool show = !quiet && !arg_json && isatty(STDERR_FILENO);
-        if (open_or_fail(&n, &err) < 0 ||
-                nook_snapshot_import(n, argv[i], argc - i == 2 ? argv[i + 1] : NULL,
-                        show ? on_progress : NULL, &ps, &json, &err) < 0) {
-                nook_close(n);
-                return cli_fail(&err);
+        const char *file = argv[i];
+        cli_stdio_file f = {};
+        if (strcmp(file, "-") == 0) { /* the file on stdin */
+                int s = cli_stdio_file_from_stdin(&f, "snapshot import");
+                if (s != 0)
+                        return s;
+                file = f.path;
         }
+        int r = open_or_fail(&n, &err);
+        if (r >= 0)
+                r = nook_snapshot_import(n, file, argc - i == 2 ? argv[i + 1] : NULL,
+                        show ? on_progress : NULL, &ps, &json, &err);
         nook_close(n);
+        cli_stdio_file_done(&f);
+        if (r < 0)
+                return cli_fail(&err);
         return print_result(json, print_imported);
 }
 

@@ -9,7 +9,7 @@
 
 require_bin "$NOOK" "$NOOK_SUPERVISOR"
 img_require
-plan 73
+plan 77
 
 img_start_registry plain
 export NOOK_INSECURE_REGISTRIES="$REG_plain"
@@ -103,6 +103,14 @@ skopeo copy --quiet --dest-tls-verify=false "docker-archive:$E/docker-archive" "
 is "$?" 0 "skopeo copy from the docker-archive export to the registry"
 run_nook image pull --quiet "$REG_plain/test/copied:1"
 is "$out" "$regdigest" "pulled back from the registry: same digest"
+# '-': the tar on stdout and from stdin (docker save | docker load); no temporary file is left
+"$NOOK" image export "$ref" --format docker-archive -o - >"$E/stdout.tar" 2>"$E/stdout.err"
+is "$?:$(cat "$E/stdout.err")" "0:" "export -o - writes the tar to stdout, nothing else"
+"$NOOK" image import --quiet --name localhost/fmt/fromstdin:1 - <"$E/stdout.tar" >"$E/stdin.out" 2>&1
+is "$?:$(cat "$E/stdin.out")" "0:$regdigest" "import - reads it from stdin: the same digest"
+run_nook image export "$ref" --format oci -o -
+like "$status:$err" "^2:.*--format oci is a directory" "export --format oci -o - is a usage error"
+is "$(find "${TMPDIR:-/var/tmp}" -maxdepth 1 -name 'nook-stdio.*' -user "$(id -u)" 2>/dev/null)" "" "no temporary folder is left"
 run_nook image export "$ref" --format docker-archive -o "$E/again.tar"
 like "$(tar -tf "$E/again.tar" | sort | tr '\n' ' ')" "blobs/sha256/.* index.json manifest.json oci-layout" \
         "docker-archive holds an OCI layout and manifest.json"

@@ -13,7 +13,7 @@ require_bin "$NOOK"
 command -v jq >/dev/null || plan skip_all "jq is needed to read nook's JSON"
 command -v zstd >/dev/null || plan skip_all "zstd is needed to take export files apart"
 command -v busybox >/dev/null || plan skip_all "busybox is needed for the test root filesystem"
-plan 54
+plan 57
 
 ROOT=0
 nook_rootful && ROOT=1
@@ -171,6 +171,10 @@ if zstd -dc "$X" | grep -qa "$SECRET"; then
 else
         ok "the secret is not in the export"
 fi
+"$NOOK" snapshot export snap1 - >"$D/stdout.nsnap"
+is "$?" 0 "export to '-' writes the file to stdout"
+cmp -s "$X" "$D/stdout.nsnap"
+is "$?" 0 "the same bytes as the export to a file"
 NOOK_HOME=$H2 run_nook snapshot import "$X"
 is "$status" 0 "import on a fresh NOOK_HOME"
 is "$(awk '{print $2}' <<<"$out")" "$DIGEST" "the round trip gives the same digest"
@@ -179,6 +183,10 @@ sx_h2() { NOOK_HOME=$H2 run_nook exec "$1" --sh "$2"; }
 sx_h2 c1 'cat /etc/added /workspace/w.txt; test -e /etc/issue || echo gone'
 is "$out" $'added\nfrom-workspace\ngone' "a sandbox boots from the imported snapshot"
 NOOK_HOME=$H2 run_nook rm c1
+# from stdin ('-'): the same snapshot again, once the first import is removed
+NOOK_HOME=$H2 "$NOOK" snapshot rm snap1 >/dev/null
+NOOK_HOME=$H2 "$NOOK" snapshot import -q - snap1 <"$D/stdout.nsnap" >"$D/stdin.out" 2>&1
+is "$?:$(awk '{print $2}' "$D/stdin.out")" "0:$DIGEST" "import '-' reads the file from stdin: the same digest"
 
 H3=$(mktemp -d /var/tmp/nook-test-snap3.XXXXXXXX)
 chmod 0700 "$H3"

@@ -356,7 +356,7 @@ static int exec_status(const nook_exec_result *res) {
                         "nook: the command was killed by the OOM killer: the sandbox hit its memory limit\n");
         if (strcmp(res->reason, "stopped") == 0)
                 fprintf(stderr,
-                        "nook: the sandbox stopped while the command ran; 'nook inspect' shows its stopReason\n");
+                        "nook: the sandbox stopped (or was removed) while the command ran; 'nook inspect' shows why, while it exists\n");
         return res->signal ? 128 + res->signal : res->exit_code;
 }
 

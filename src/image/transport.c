@@ -988,8 +988,10 @@ int image_export(
                 return nook_err_wrap(err, "exporting '%s'", ref);
         if (!(tmp = strprintf("%s.nook-tmp-XXXXXX", target)))
                 return nook_err_oom(err);
+        /* named by the user's path: the temporary one beside it is ours */
         if (f == IMAGE_FORMAT_OCI ? !mkdtemp(tmp) : (r = mkostemp(tmp, O_CLOEXEC)) < 0)
-                return nook_err_errno(err, NOOK_E_IO, "Cannot create '%s'", tmp);
+                return nook_err_errno(
+                        err, NOOK_E_IO, "Cannot write '%s' (a temporary file beside it first)", target);
         if (f != IMAGE_FORMAT_OCI)
                 safe_close(r);
         if ((r = write_tmp(s, &d, f, tmp, err)) >= 0)

@@ -146,7 +146,7 @@ static int check_bind_source(const char *real, const char *home, bool allow_sens
                                         continue;
                                 if (streq(real, "/home") || !strchr(rest + 1, '/'))
                                         return nook_err_set(err, NOOK_E_REFUSED,
-                                                "Refusing to mount '%s': it holds home folders with credentials; set allowSensitive if you mean it",
+                                                "Refusing to mount '%s': it holds home folders with credentials; set allowSensitive (--allow-sensitive-volume) if you mean it",
                                                 real);
                                 const char *slash = strchr(rest + 1, '/');
                                 p = strprintf("%.*s/%s", (int)(slash - real), real, home_dirs[i]);
@@ -156,7 +156,7 @@ static int check_bind_source(const char *real, const char *home, bool allow_sens
                                 return nook_err_oom(err);
                         if (path_within(real, p) || path_within(p, real))
                                 return nook_err_set(err, NOOK_E_REFUSED,
-                                        "Refusing to mount '%s': it is or holds the credential folder '%s'; set allowSensitive if you mean it",
+                                        "Refusing to mount '%s': it is or holds the credential folder '%s'; set allowSensitive (--allow-sensitive-volume) if you mean it",
                                         real, p);
                 }
         }

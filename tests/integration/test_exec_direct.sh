@@ -130,7 +130,7 @@ sup=$(field di .supervisorPid)
 init=$(init_of "${sup:-0}")
 kill_mid_exec di 6175 "$T/i" "${init:-0}"
 is "$(cat "$T/irc")" 137 "init killed while an exec runs: the client ends (137)"
-like "$(cat "$T/ierr")" "the sandbox stopped while the command ran" "with a clear error on stderr"
+like "$(cat "$T/ierr")" "the sandbox stopped .or was removed. while the command ran" "with a clear error on stderr"
 wait_state di stopped 10
 is "$(field di .state)/$(field di .stopReason)" "stopped/init_died" "the sandbox is stopped, init_died"
 check "no command of its is left" wait_for 10 eval '[[ -z "$(pgrep -f "sleep 6175")" ]]'
@@ -155,7 +155,7 @@ wait_for 30 grep -q up "$T/sout"
 run_nook stop dst
 wait
 is "$(cat "$T/src")" 143 "a stop while an exec runs: the command ends by its SIGTERM (143)"
-like "$(cat "$T/serr")" "the sandbox stopped while the command ran" "and the client says the sandbox stopped"
+like "$(cat "$T/serr")" "the sandbox stopped .or was removed. while the command ran" "and the client says the sandbox stopped"
 run_nook start dst
 (
         timeout 120 "$NOOK" exec dst -- sh -c "echo up; exec sleep 6178" >"$T/fout" 2>"$T/ferr" </dev/null
@@ -166,7 +166,7 @@ wait_for 30 grep -q up "$T/fout"
 pkill -TERM -f "^$NOOK exec dst -- sh -c echo up; exec sleep 6178" || true
 wait "$ex"
 is "$(cat "$T/frc")" 143 "a SIGTERM the client forwards: 143"
-unlike "$(cat "$T/ferr")" "stopped while the command ran" "is the command's own end, not a stop"
+unlike "$(cat "$T/ferr")" "stopped .or was removed. while the command ran" "is the command's own end, not a stop"
 
 # an exec through init (a terminal's always is): init's stop reaps its helper as always and
 # forwards the command's status, so the client gets 143 from the SIGTERM, not the 137 that the
@@ -180,7 +180,7 @@ if command -v script >/dev/null; then
         wait "$tx" 2>/dev/null
         tout=$(tr -d '\r' <"$T/tout")
         like "$tout" "rc=143" "a stop while an exec through init runs: its status is the SIGTERM's (143, not 137)"
-        like "$tout" "the sandbox stopped while the command ran" "and the client says the sandbox stopped"
+        like "$tout" "the sandbox stopped .or was removed. while the command ran" "and the client says the sandbox stopped"
 else
         skip "script (bsdutils) is not installed" 2
 fi

@@ -189,7 +189,8 @@ export interface SnapshotInfo {
   workspaceSize: number | null;
   path: string;
   /** The sandboxes whose spec boots from it (filled by inspectSnapshot). */
-  usedBy?: Array<{ sandbox: string; [key: string]: unknown }> | null;
+  /** Who boots from it (ls and inspect). */
+  usedBy?: Array<{ sandbox: string; [key: string]: unknown }>;
   note?: string;
   [key: string]: unknown;
 }

@@ -208,7 +208,8 @@ static json_t *snap_to_json(nook *n, const char *name, json_t *meta, bool with_u
         nook_error ignore;
         if (with_users && digest)
                 (void)used_by(n, digest, &users, &ignore);
-        return json_pack("{s:s, s:s?, s:O?, s:O?, s:O?, s:b, s:s, s:O?, s:O?, s:O?, s:O?, s:s?, s:o?, s:s}",
+        /* usedBy: only where it was looked up (list and inspect), never a null that reads as "none" */
+        return json_pack("{s:s, s:s?, s:O?, s:O?, s:O?, s:b, s:s, s:O?, s:O?, s:O?, s:O?, s:s?, s:o*, s:s}",
                 "name", name, "digest", digest, "base", json_object_get(content, "base"), "baseDigest",
                 json_object_get(meta, "baseDigest"), "parent", json_object_get(content, "parent"),
                 "withWorkspace", ws, "holds", ws ? "root filesystem and workspace" : "root filesystem",
@@ -529,7 +530,7 @@ int nook_snapshot_list(nook *n, char **ret_json, nook_error *err) {
                 nook_error ignore;
                 if (sb_snapshot_load(n, recs[i].digest, NULL, &m, &ignore) < 0)
                         m = json_pack("{s:s, s:{}}", "digest", recs[i].digest, "content");
-                json_array_append_new(a, snap_to_json(n, recs[i].name, m, /* with_users= */ false));
+                json_array_append_new(a, snap_to_json(n, recs[i].name, m, /* with_users= */ true));
                 json_decref(m);
         }
         snapshot_rec_array_free(recs, nrec);

@@ -13,7 +13,7 @@ require_bin "$NOOK"
 command -v jq >/dev/null || plan skip_all "jq is needed to read nook's JSON"
 command -v zstd >/dev/null || plan skip_all "zstd is needed to take export files apart"
 command -v busybox >/dev/null || plan skip_all "busybox is needed for the test root filesystem"
-plan 57
+plan 58
 
 ROOT=0
 nook_rootful && ROOT=1
@@ -159,6 +159,8 @@ expect_fail 1 "rm of a snapshot in use" snapshot rm snap1
 like "$err" "in use by sandbox 'b[12]'" "the refusal names the sandbox"
 run_nook snapshot inspect snap1
 is "$(jq -r '[.usedBy[].sandbox] | sort | join(",")' <<<"$out")" "b1,b2" "inspect lists who uses it"
+run_nook snapshot ls --json
+is "$(jq -r '.[] | select(.name == "snap1") | [.usedBy[].sandbox] | sort | join(",")' <<<"$out")" "b1,b2" "so does ls --json (it said null)"
 
 # ---- export / import ---------------------------------------------------------------------------------
 X="$D/snap1.nsnap"

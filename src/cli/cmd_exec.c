@@ -346,17 +346,25 @@ static int exec_opts_fill(nook_exec_opts *o, exec_args *a, char **argv) {
         return 0;
 }
 
+/* How the command ended, said on stderr (as JSON with --json: cli_fail) when it was not by
+ * itself; the exit status is the command's either way. */
+static void exec_note(nook_errc code, const char *msg) {
+        nook_error e = { .code = code };
+        (void)snprintf(e.msg, sizeof(e.msg), "%s", msg);
+        (void)cli_fail(&e);
+}
+
 static int exec_status(const nook_exec_result *res) {
         if (strcmp(res->reason, "timeout") == 0) {
-                fprintf(stderr, "nook: the command timed out and was killed with its process tree\n");
+                exec_note(NOOK_E_TIMEOUT, "the command timed out and was killed with its process tree");
                 return CLI_EXIT_TIMEOUT;
         }
         if (strcmp(res->reason, "oom") == 0)
-                fprintf(stderr,
-                        "nook: the command was killed by the OOM killer: the sandbox hit its memory limit\n");
+                exec_note(NOOK_E_STATE,
+                        "the command was killed by the OOM killer: the sandbox hit its memory limit");
         if (strcmp(res->reason, "stopped") == 0)
-                fprintf(stderr,
-                        "nook: the sandbox stopped (or was removed) while the command ran; 'nook inspect' shows why, while it exists\n");
+                exec_note(NOOK_E_STATE,
+                        "the sandbox stopped (or was removed) while the command ran; 'nook inspect' shows why, while it exists");
         return res->signal ? 128 + res->signal : res->exit_code;
 }
 

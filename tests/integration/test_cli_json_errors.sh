@@ -6,7 +6,7 @@
 . "$(dirname "$0")/lib.sh"
 
 require_bin "$NOOK"
-plan 9
+plan 10
 
 # json_error DESC CODE REGEX ARGS...: nook ARGS fails, stderr is one JSON error with CODE.
 json_error() {
@@ -30,3 +30,9 @@ run_nook exec nosuch -- sh -c 'echo --json'
 like "$status|$err" "^125\|nook: No sandbox 'nosuch'$" "--json after -- is the command's: plain text"
 run_nook ls --json
 is "$status|$out" "0|[]" "ls --json still lists as JSON"
+# how an exec ended, when not by itself, is a JSON error too; the status stays the command's (124)
+"$NOOK" create je1 >/dev/null
+run_nook --json exec --timeout 300ms je1 -- sleep 5
+is "$status|$(jq -r '"\(.error.code)|\(.error.message)"' <<<"$err" 2>/dev/null)" \
+        "124|timeout|the command timed out and was killed with its process tree" "--json exec: a timeout as a JSON error, exit 124"
+"$NOOK" rm je1 >/dev/null

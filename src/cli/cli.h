@@ -71,6 +71,9 @@ int cli_for_each_name_opt(const char *cmd, int argc, char **argv, cli_name_op op
         const char *done, bool missing_ok);
 int cli_for_each_name(
         const char *cmd, int argc, char **argv, cli_name_op op, void *userdata, const char *done);
+/* A whole "nook CMD NAME..." without options of its own: cli_help_only, then cli_for_each_name. */
+int cli_names_command(
+        const char *cmd, int argc, char **argv, const char *help, cli_name_op op, const char *done);
 /* Prints o (consumed; NULL: nothing) as one line of compact JSON on stdout. */
 void cli_print_json_line(json_t *o);
 /* Splits "NAME:PATH"; returns false when there is no ':' or NAME is empty. */

@@ -19,21 +19,17 @@ static int op_resume(nook *n, const char *name, void *u, nook_error *err) {
 }
 
 int cmd_pause(int argc, char **argv) {
-        int r = cli_help_only("pause", argc, argv,
+        return cli_names_command("pause", argc, argv,
                 "Usage: nook pause NAME...\n\nFreeze every process of running sandboxes (cgroup freezer). While paused,\n"
                 "exec is refused, the idle timer stands still and the maximum duration keeps\n"
-                "counting; stop and rm work. Undo with 'nook resume'.\n");
-        if (r != 0)
-                return r > 0 ? 0 : -r;
-        return cli_for_each_name("pause", argc, argv, op_pause, NULL, "paused");
+                "counting; stop and rm work. Undo with 'nook resume'.\n",
+                op_pause, "paused");
 }
 
 int cmd_resume(int argc, char **argv) {
-        int r = cli_help_only("resume", argc, argv,
-                "Usage: nook resume NAME...\n\nThaw paused sandboxes; their processes continue where they were.\n");
-        if (r != 0)
-                return r > 0 ? 0 : -r;
-        return cli_for_each_name("resume", argc, argv, op_resume, NULL, "running");
+        return cli_names_command("resume", argc, argv,
+                "Usage: nook resume NAME...\n\nThaw paused sandboxes; their processes continue where they were.\n",
+                op_resume, "running");
 }
 
 static void branch_help(void) {

@@ -104,12 +104,18 @@ int cli_help_only(const char *cmd, int argc, char **argv, const char *help) {
         return 0;
 }
 
-int cmd_start(int argc, char **argv) {
-        int r = cli_help_only("start", argc, argv,
-                "Usage: nook start NAME...\n\nStart stopped sandboxes again from their stored spec.\n");
+int cli_names_command(
+        const char *cmd, int argc, char **argv, const char *help, cli_name_op op, const char *done) {
+        int r = cli_help_only(cmd, argc, argv, help);
         if (r != 0)
                 return r > 0 ? 0 : -r;
-        return cli_for_each_name("start", argc, argv, op_start, NULL, "running");
+        return cli_for_each_name(cmd, argc, argv, op, NULL, done);
+}
+
+int cmd_start(int argc, char **argv) {
+        return cli_names_command("start", argc, argv,
+                "Usage: nook start NAME...\n\nStart stopped sandboxes again from their stored spec.\n",
+                op_start, "running");
 }
 
 static int op_stop(nook *n, const char *name, void *u, nook_error *err) {

@@ -14,6 +14,7 @@
 
 #include "nook.h"
 #include "cli/cli.h"
+#include "cli/stdio_file.h"
 #include "cli/table.h"
 
 static const char ws_help[] =
@@ -49,24 +50,14 @@ static int stream_out(nook_ws *w, const char *path, int out, nook_error *err) {
         int r = nook_ws_open_read(w, path, &fd, err);
         if (r < 0)
                 return r;
-        char buf[65536];
-        ssize_t k;
-        while ((k = read(fd, buf, sizeof(buf))) > 0) {
-                for (ssize_t off = 0; off < k;) {
-                        ssize_t m = write(out, buf + off, (size_t)(k - off));
-                        if (m < 0 && errno == EINTR)
-                                continue;
-                        if (m < 0) {
-                                close(fd);
-                                err->code = NOOK_E_IO;
-                                snprintf(err->msg, sizeof(err->msg), "Cannot write the output: %s",
-                                        strerror(errno));
-                                return -NOOK_E_IO;
-                        }
-                        off += m;
-                }
-        }
+        r = cli_copy_fd(fd, out);
         close(fd);
+        if (r < 0) {
+                err->code = NOOK_E_IO;
+                snprintf(err->msg, sizeof(err->msg), "Cannot copy '%s' to the output: %s", path,
+                        strerror(-r));
+                return -NOOK_E_IO;
+        }
         return 0;
 }
 

@@ -14,7 +14,7 @@
 #include "nook.h"
 #include "cli/stdio_file.h"
 
-static int copy_fd(int from, int to) {
+int cli_copy_fd(int from, int to) {
         char buf[64 * 1024];
         for (;;) {
                 ssize_t n = read(from, buf, sizeof(buf));
@@ -55,7 +55,7 @@ int cli_stdio_file_from_stdin(cli_stdio_file *f, const char *what) {
         int r = make_dir(f);
         int fd = r < 0 ? -1 : open(f->path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
         if (fd >= 0) {
-                r = copy_fd(STDIN_FILENO, fd);
+                r = cli_copy_fd(STDIN_FILENO, fd);
                 if (close(fd) < 0 && r == 0)
                         r = -errno;
         } else if (r == 0)
@@ -85,7 +85,7 @@ int cli_stdio_file_for_stdout(cli_stdio_file *f, const char *what) {
 
 int cli_stdio_file_to_stdout(cli_stdio_file *f, const char *what) {
         int fd = open(f->path, O_RDONLY | O_CLOEXEC);
-        int r = fd < 0 ? -errno : copy_fd(fd, STDOUT_FILENO);
+        int r = fd < 0 ? -errno : cli_copy_fd(fd, STDOUT_FILENO);
         if (fd >= 0)
                 (void)close(fd);
         if (r < 0) {

@@ -18,5 +18,7 @@ int cli_stdio_file_from_stdin(cli_stdio_file *f, const char *what);
 int cli_stdio_file_for_stdout(cli_stdio_file *f, const char *what);
 /* Then copies it there.  0, or an exit status after a message. */
 int cli_stdio_file_to_stdout(cli_stdio_file *f, const char *what);
+/* Copies from to EOF into to (EINTR retried): 0, or -errno of the read or write that failed. */
+int cli_copy_fd(int from, int to);
 /* Removes the file and its folder (safe to call twice). */
 void cli_stdio_file_done(cli_stdio_file *f);

@@ -402,6 +402,18 @@ typedef struct run_create {
         bool created; /* out */
 } run_create;
 
+/* run --keep, its command over: the supervisor stops the sandbox itself (stop_sandbox_when_done,
+ * reason "command_exited", the command's status recorded); wait for that rather than race it
+ * with a stop of our own.  A command that never started (status 125) or a stop that does not
+ * come is stopped here.  Returns status, or the failure's exit status. */
+static int keep_stopped(nook *n, const char *name, int status) {
+        nook_error err = { 0 };
+        int code;
+        if (status != CLI_EXIT_EXEC_FAILED && nook_sandbox_wait(n, name, 15000, &code, &err) >= 0)
+                return status;
+        return nook_sandbox_stop(n, name, 10000, &err) < 0 ? cli_fail(&err) : status;
+}
+
 /* What ends `nook run`'s sandbox when its command ends: nothing (exec), its removal (run), its
  * stop with the command's status recorded (run --keep: `nook wait` prints it). */
 typedef enum { RUN_END_NONE, RUN_END_REMOVE, RUN_END_STOP } run_end;
@@ -696,7 +708,7 @@ int cmd_run(int argc, char **argv) {
                         ra.keep ? RUN_END_STOP : RUN_END_REMOVE, &rc);
                 free(text);
                 if (rc.created && ra.keep)
-                        r = nook_sandbox_stop(n, name, 10000, &err) < 0 ? cli_fail(&err) : r;
+                        r = keep_stopped(n, name, r);
                 else if (rc.created && nook_sandbox_remove(n, name, &err) < 0)
                         cli_fail(&err);
                 nook_close(n);
@@ -726,7 +738,7 @@ int cmd_run(int argc, char **argv) {
         if (a.detach && r == 0)
                 ; /* it runs on; the sandbox stops when the command ends */
         else if (ra.keep)
-                r = nook_sandbox_stop(n, name, 10000, &err) < 0 ? cli_fail(&err) : r;
+                r = keep_stopped(n, name, r);
         else if (nook_sandbox_remove(n, name, &err) < 0)
                 cli_fail(&err);
         nook_close(n);

@@ -351,8 +351,8 @@ run_nook start oa1
 run_nook pause oa1 --help
 like "$status:$out" "^0:Usage: nook pause" "pause NAME --help prints the help"
 is "$("$NOOK" inspect -f '{{.State}}' oa1)" "running" "and pauses nothing"
-run_nook update oa1 --pids-max 50
-is "$status:$out" "0:oa1" "update NAME --pids-max 50"
+run_nook update oa1 --memory 12x
+like "$status:$err" "^1:.*memory.*12x" "update NAME --memory 12x: the option after the name is parsed as update's"
 "$NOOK" run -d --name oa2 -- sh -c 'echo one; echo two' >/dev/null
 "$NOOK" wait oa2 >/dev/null
 run_nook logs oa2 --tail 1

@@ -195,6 +195,7 @@ describe("options", () => {
   test("a typo or a wrong type is refused, naming the option, and changes nothing", async () => {
     const main = await sandboxes.create(uniqueName("opt"), {});
     await main.writeFile("app.js", "v1\n");
+    await main.stop(); // a branch of a stopped sandbox needs no freezer (the user stages have none)
     const br = await sandboxes.branch(main.name, uniqueName("optb"));
     await br.writeFile("app.js", "v2\n");
     await refused(br.merge({ dryrun: true }), /merge: unknown option 'dryrun'; did you mean 'dryRun'\?/);
@@ -207,6 +208,7 @@ describe("options", () => {
     await refused(br.diff({ patch: 1 }), /diff: option 'patch' must be a boolean, not 1/);
     await refused(br.diff("patch"), /diff: the options must be an object, not string/);
     await refused(br.snapshot("x", { withworkspace: true }), /snapshot: unknown option 'withworkspace'; did you mean 'withWorkspace'\?/);
+    await br.start();
     await refused(br.stop({ timeout: 100 }), /stop: unknown option 'timeout'; did you mean 'timeoutMs'\?/);
     await refused(sandboxes.stop(br.name, { timeoutMs: "100" }), /stop: option 'timeoutMs' must be a non-negative number, not "100"/);
     assert.equal((await br.exec("true")).exitCode, 0, "a refused stop stopped the sandbox");

@@ -38,6 +38,7 @@ typedef struct watch_loop {
         bool thread_started;
         napi_threadsafe_function tsfn;
         bool referenced;
+        bool dead; /* its environment's cleanup ran: calls still queued on the tsfn are dropped */
         watch **live; /* JS thread only */
         size_t n_live, cap_live;
         uint64_t next_id;
@@ -89,7 +90,7 @@ static watch *find_live(watch_loop *l, uint64_t id, size_t *ret_index) {
 static void watch_call_js(napi_env env, napi_value js_cb, void *context, void *data) {
         watch_loop *l = context;
         uintptr_t msg = (uintptr_t)data;
-        if (!env)
+        if (!env || l->dead)
                 return; /* the environment is going away */
         watch *w = find_live(l, (uint64_t)msg >> ID_SHIFT, NULL);
         if (w)
@@ -107,7 +108,21 @@ static void set_referenced(watch_loop *l) {
         l->referenced = want;
 }
 
-/* At the environment's end: the thread stops and is joined before the loop is freed. */
+static void watch_loop_free(watch_loop *l) {
+        free(l->live);
+        free(l);
+}
+
+/* The thread-safe function's finalizer: no call of watch_call_js can come after it, so the loop,
+ * its context, goes now. */
+static void watch_tsfn_finalize(napi_env env, void *data, void *hint) {
+        watch_loop_free(data);
+}
+
+/* At the environment's end: the thread stops and is joined, the watches go, and the thread-safe
+ * function is released (abort: what the thread queued is dropped, watch_call_js sees `dead`).
+ * The loop itself is freed by the tsfn's finalizer, after the last queued call: the thread may
+ * have posted events (a worker's pipes closing) that the runtime still delivers. */
 static void watch_loop_cleanup(void *data) {
         watch_loop *l = data;
         if (l->thread_started) {
@@ -119,10 +134,15 @@ static void watch_loop_cleanup(void *data) {
                 (void)close(l->epfd);
         if (l->stopfd >= 0)
                 (void)close(l->stopfd);
+        l->epfd = l->stopfd = -1;
         for (size_t i = 0; i < l->n_live; i++)
                 free(l->live[i]);
-        free(l->live);
-        free(l);
+        l->n_live = 0;
+        l->dead = true;
+        if (l->tsfn)
+                (void)napi_release_threadsafe_function(l->tsfn, napi_tsfn_abort);
+        else
+                watch_loop_free(l);
 }
 
 static int start_thread(watch_loop *l) {
@@ -153,8 +173,8 @@ static int watch_loop_new(napi_env env, watch_loop **ret) {
                 r = -errno;
         if (r == 0 &&
                 (napi_create_string_utf8(env, "nook.watch", NAPI_AUTO_LENGTH, &name) != napi_ok ||
-                        napi_create_threadsafe_function(env, NULL, NULL, name, 0, 1, NULL, NULL, l,
-                                watch_call_js, &l->tsfn) != napi_ok))
+                        napi_create_threadsafe_function(env, NULL, NULL, name, 0, 1, l, watch_tsfn_finalize,
+                                l, watch_call_js, &l->tsfn) != napi_ok))
                 r = -ENOMEM;
         if (r == 0 && napi_unref_threadsafe_function(env, l->tsfn) != napi_ok)
                 r = -EINVAL;

@@ -59,19 +59,11 @@ void cli_error_line(const char *prefix, const char *msg, const char *suffix);
  * {"name": NAME, "state": STATE} ("running", "stopped", "paused", "removed"). */
 void cli_print_done(const char *name, const char *state);
 
-/* "nook CMD NAME..." with no option but --help, anywhere among the names: 1 when the help was
- * printed, a usage error's exit status negated, 0 to go on (optind is 1 then). */
-int cli_help_only(const char *cmd, int argc, char **argv, const char *help);
-/* "nook CMD NAME...": op on each name from argv[optind] on, one nook handle; the last failure's
- * exit status.  done: the state each name is in after op, printed (cli_print_done), or NULL to
- * print nothing; missing_ok: a name that does not exist is said on stderr but fails nothing
- * (docker's rm -f). */
+/* An action on one sandbox of "nook CMD NAME..." (cmd_sandbox.c runs it on each name). */
 typedef int (*cli_name_op)(nook *n, const char *name, void *userdata, nook_error *err);
-int cli_for_each_name_opt(const char *cmd, int argc, char **argv, cli_name_op op, void *userdata,
-        const char *done, bool missing_ok);
-int cli_for_each_name(
-        const char *cmd, int argc, char **argv, cli_name_op op, void *userdata, const char *done);
-/* A whole "nook CMD NAME..." without options of its own: cli_help_only, then cli_for_each_name. */
+/* A whole "nook CMD NAME..." without options of its own but --help (anywhere among the names, as
+ * docker takes them): op on each name, done the state each is in after it (cli_print_done).
+ * Returns the last failure's exit status. */
 int cli_names_command(
         const char *cmd, int argc, char **argv, const char *help, cli_name_op op, const char *done);
 /* Prints o (consumed; NULL: nothing) as one line of compact JSON on stdout. */

@@ -211,13 +211,11 @@ static int image_import(int argc, char **argv) {
         o.progress = show_progress(quiet) ? on_progress : NULL;
         o.userdata = &ps;
         add_call call = { .import = &o };
-        if (strcmp(argv[optind], "-") != 0)
-                return add_image(argv[optind], &call);
-        /* "-": an archive on stdin (docker load) */
-        cli_stdio_file f;
-        int r = cli_stdio_file_from_stdin(&f, "image import");
+        const char *source = argv[optind];
+        cli_stdio_file f; /* "-": the archive on stdin (docker load) */
+        int r = cli_stdio_file_take(&f, &source, /* for_stdout= */ false, "image import");
         if (r == 0)
-                r = add_image(f.path, &call);
+                r = add_image(source, &call);
         cli_stdio_file_done(&f);
         return r;
 }
@@ -259,16 +257,13 @@ static int image_export(int argc, char **argv) {
         if (to_stdout && o.format && strcmp(o.format, "oci") == 0)
                 return cli_usage_error(
                         "image export", "--format oci is a directory: '-' takes a tar format");
-        cli_stdio_file f = {};
-        if (to_stdout) {
-                int s = cli_stdio_file_for_stdout(&f, "image export");
-                if (s != 0)
-                        return s;
-                out = f.path;
-        }
+        cli_stdio_file f; /* "-": the archive on stdout (docker save) */
+        int r = cli_stdio_file_take(&f, &out, /* for_stdout= */ true, "image export");
+        if (r != 0)
+                return r;
         nook *n = NULL;
         nook_error err = {};
-        int r = cli_open(&n, &err);
+        r = cli_open(&n, &err);
         if (r >= 0)
                 r = nook_image_export(n, argv[optind], out, &o, &err);
         nook_close(n);
@@ -276,11 +271,8 @@ static int image_export(int argc, char **argv) {
                 cli_stdio_file_done(&f);
                 return cli_fail(&err);
         }
-        if (to_stdout) {
-                r = cli_stdio_file_to_stdout(&f, "image export");
-                cli_stdio_file_done(&f);
-                return r;
-        }
+        if (to_stdout)
+                return cli_stdio_file_finish(&f, "image export");
         if (!arg_json)
                 printf("exported %s to %s\n", argv[optind], out);
         return 0;

@@ -58,8 +58,11 @@ int cmd_create(int argc, char **argv) {
         return 0;
 }
 
-/* For commands of the shape "nook VERB NAME..." (cli.h) */
-int cli_for_each_name_opt(const char *cmd, int argc, char **argv, cli_name_op op, void *userdata,
+/* For commands of the shape "nook VERB NAME...": op on each name from argv[optind] on, one nook
+ * handle; the last failure's exit status.  done: the state each name is in after op, printed
+ * (cli_print_done), or NULL to print nothing; missing_ok: a name that does not exist is said on
+ * stderr but fails nothing (docker's rm -f). */
+static int for_each_name_opt(const char *cmd, int argc, char **argv, cli_name_op op, void *userdata,
         const char *done, bool missing_ok) {
         nook *n = NULL;
         nook_error err = { 0 };
@@ -80,18 +83,19 @@ int cli_for_each_name_opt(const char *cmd, int argc, char **argv, cli_name_op op
         return status;
 }
 
-int cli_for_each_name(
+static int for_each_name(
         const char *cmd, int argc, char **argv, cli_name_op op, void *userdata, const char *done) {
-        return cli_for_each_name_opt(cmd, argc, argv, op, userdata, done, false);
+        return for_each_name_opt(cmd, argc, argv, op, userdata, done, false);
 }
 
 static int op_start(nook *n, const char *name, void *u, nook_error *err) {
         return nook_sandbox_start(n, name, err);
 }
 
-/* cli.h.  Options anywhere among the names, as docker takes them ("nook pause w1 --help"): getopt
- * permutes them first, so nothing is done before a bad one is refused. */
-int cli_help_only(const char *cmd, int argc, char **argv, const char *help) {
+/* "nook CMD NAME..." with no option but --help, anywhere among the names, as docker takes them
+ * ("nook pause w1 --help"): getopt permutes them first, so nothing is done before a bad one is
+ * refused.  1 when the help was printed, a usage error's exit status negated, 0 to go on. */
+static int help_only(const char *cmd, int argc, char **argv, const char *help) {
         static const struct option opts[] = { { "help", no_argument, NULL, 'h' }, {} };
         int c;
         optind = 0; /* glibc: re-initialised, so that it permutes (main's own getopt did not) */
@@ -106,10 +110,10 @@ int cli_help_only(const char *cmd, int argc, char **argv, const char *help) {
 
 int cli_names_command(
         const char *cmd, int argc, char **argv, const char *help, cli_name_op op, const char *done) {
-        int r = cli_help_only(cmd, argc, argv, help);
+        int r = help_only(cmd, argc, argv, help);
         if (r != 0)
                 return r > 0 ? 0 : -r;
-        return cli_for_each_name(cmd, argc, argv, op, NULL, done);
+        return for_each_name(cmd, argc, argv, op, NULL, done);
 }
 
 int cmd_start(int argc, char **argv) {
@@ -151,7 +155,7 @@ int cmd_stop(int argc, char **argv) {
                 &timeout_ms);
         if (r != 0)
                 return r > 0 ? 0 : -r;
-        return cli_for_each_name("stop", argc, argv, op_stop, &timeout_ms, "stopped");
+        return for_each_name("stop", argc, argv, op_stop, &timeout_ms, "stopped");
 }
 
 static int op_wait(nook *n, const char *name, void *u, nook_error *err) {
@@ -183,7 +187,7 @@ int cmd_wait(int argc, char **argv) {
                 &timeout_ms);
         if (r != 0)
                 return r > 0 ? 0 : -r;
-        return cli_for_each_name("wait", argc, argv, op_wait, &timeout_ms, NULL);
+        return for_each_name("wait", argc, argv, op_wait, &timeout_ms, NULL);
 }
 
 static int op_rm(nook *n, const char *name, void *u, nook_error *err) {
@@ -207,7 +211,7 @@ int cmd_rm(int argc, char **argv) {
                         return cli_usage_error("rm", "unknown option");
                 force = true;
         }
-        return cli_for_each_name_opt("rm", argc, argv, op_rm, NULL, "removed", force);
+        return for_each_name_opt("rm", argc, argv, op_rm, NULL, "removed", force);
 }
 
 int cmd_update(int argc, char **argv) {

@@ -260,13 +260,10 @@ static int snap_export(int argc, char **argv) {
         progress_state ps = { .what = "exporting" };
         bool show = !quiet && !arg_json && isatty(STDERR_FILENO);
         const char *file = argv[i + 1];
-        cli_stdio_file f = {};
-        if (strcmp(file, "-") == 0) { /* the file on stdout */
-                int s = cli_stdio_file_for_stdout(&f, "snapshot export");
-                if (s != 0)
-                        return s;
-                file = f.path;
-        }
+        cli_stdio_file f; /* "-": the file on stdout */
+        int r = cli_stdio_file_take(&f, &file, /* for_stdout= */ true, "snapshot export");
+        if (r != 0)
+                return r;
         if (open_or_fail(&n, &err) < 0 ||
                 nook_snapshot_export(n, argv[i], file, show ? on_progress : NULL, &ps, &err) < 0) {
                 nook_close(n);
@@ -274,9 +271,7 @@ static int snap_export(int argc, char **argv) {
                 return cli_fail(&err);
         }
         nook_close(n);
-        int r = f.dir[0] ? cli_stdio_file_to_stdout(&f, "snapshot export") : 0;
-        cli_stdio_file_done(&f);
-        return r;
+        return cli_stdio_file_finish(&f, "snapshot export");
 }
 
 static int snap_import(int argc, char **argv) {
@@ -292,14 +287,11 @@ static int snap_import(int argc, char **argv) {
         progress_state ps = { .what = "importing" };
         bool show = !quiet && !arg_json && isatty(STDERR_FILENO);
         const char *file = argv[i];
-        cli_stdio_file f = {};
-        if (strcmp(file, "-") == 0) { /* the file on stdin */
-                int s = cli_stdio_file_from_stdin(&f, "snapshot import");
-                if (s != 0)
-                        return s;
-                file = f.path;
-        }
-        int r = open_or_fail(&n, &err);
+        cli_stdio_file f; /* "-": the file on stdin */
+        int r = cli_stdio_file_take(&f, &file, /* for_stdout= */ false, "snapshot import");
+        if (r != 0)
+                return r;
+        r = open_or_fail(&n, &err);
         if (r >= 0)
                 r = nook_snapshot_import(n, file, argc - i == 2 ? argv[i + 1] : NULL,
                         show ? on_progress : NULL, &ps, &json, &err);

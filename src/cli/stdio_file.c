@@ -47,8 +47,7 @@ static int make_dir(cli_stdio_file *f) {
         return 0;
 }
 
-int cli_stdio_file_from_stdin(cli_stdio_file *f, const char *what) {
-        *f = (cli_stdio_file){};
+static int from_stdin(cli_stdio_file *f, const char *what) {
         if (isatty(STDIN_FILENO))
                 return cli_usage_error(
                         what, "'-' reads the archive from stdin, which is a terminal: pipe it in");
@@ -69,8 +68,7 @@ int cli_stdio_file_from_stdin(cli_stdio_file *f, const char *what) {
         return 0;
 }
 
-int cli_stdio_file_for_stdout(cli_stdio_file *f, const char *what) {
-        *f = (cli_stdio_file){};
+static int for_stdout(cli_stdio_file *f, const char *what) {
         if (isatty(STDOUT_FILENO))
                 return cli_usage_error(what,
                         "'-' writes the archive to stdout, which is a terminal: redirect it, or give a FILE");
@@ -83,16 +81,29 @@ int cli_stdio_file_for_stdout(cli_stdio_file *f, const char *what) {
         return 0;
 }
 
-int cli_stdio_file_to_stdout(cli_stdio_file *f, const char *what) {
-        int fd = open(f->path, O_RDONLY | O_CLOEXEC);
-        int r = fd < 0 ? -errno : cli_copy_fd(fd, STDOUT_FILENO);
-        if (fd >= 0)
-                (void)close(fd);
-        if (r < 0) {
-                fprintf(stderr, "nook: %s: cannot write the archive to stdout: %s\n", what, strerror(-r));
-                return 1;
+int cli_stdio_file_take(cli_stdio_file *f, const char **file, bool out, const char *what) {
+        *f = (cli_stdio_file){ .out = out };
+        if (strcmp(*file, "-") != 0)
+                return 0;
+        int r = out ? for_stdout(f, what) : from_stdin(f, what);
+        if (r == 0)
+                *file = f->path;
+        return r;
+}
+
+int cli_stdio_file_finish(cli_stdio_file *f, const char *what) {
+        int r = 0;
+        if (f->dir[0] && f->out) {
+                int fd = open(f->path, O_RDONLY | O_CLOEXEC);
+                r = fd < 0 ? -errno : cli_copy_fd(fd, STDOUT_FILENO);
+                if (fd >= 0)
+                        (void)close(fd);
+                if (r < 0)
+                        fprintf(stderr, "nook: %s: cannot write the archive to stdout: %s\n", what,
+                                strerror(-r));
         }
-        return 0;
+        cli_stdio_file_done(f);
+        return r < 0 ? 1 : 0;
 }
 
 void cli_stdio_file_done(cli_stdio_file *f) {

@@ -421,8 +421,6 @@ int sb_snapshot_commit(
         return 0;
 }
 
-/* Under the sandbox's lock (held in *lock until the caller has removed *tmp): the source's spec,
- * a private folder, the packed layers, then the record. */
 #define SNAPSHOT_DEFAULT_NAME_TRIES 100
 
 /* No name given: "<sandbox>-<epoch seconds>", then "-2", "-3"... for more in the same second.
@@ -455,7 +453,9 @@ static int snapshot_default_name(nook *n, const char *sandbox, char **ret, nook_
                 sandbox, now, sandbox, now, SNAPSHOT_DEFAULT_NAME_TRIES);
 }
 
-/* name NULL: the default (snapshot_default_name). */
+/* Under the sandbox's lock (held in *lock until the caller has removed *tmp): the name (NULL:
+ * snapshot_default_name's), the source's spec, a private folder, the packed layers, then the
+ * record. */
 static int snapshot_make(nook *n, const char *sandbox, const char *name, unsigned flags, int *lock,
         char **tmp, int *tmp_lock, char **ret_json, nook_error *err) {
         _cleanup_(sb_spec_done) sb_spec spec = {};

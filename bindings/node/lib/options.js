@@ -23,7 +23,6 @@ const TYPES = {
   // a count of milliseconds or bytes
   "non-negative number": (v) => typeof v === "number" && v >= 0 && Number.isFinite(v),
   "positive integer": (v) => Number.isInteger(v) && v > 0,
-  function: (v) => typeof v === "function",
 };
 
 function describe(v) {
@@ -57,4 +56,4 @@ function checkOptions(options, spec, what) {
   return options;
 }
 
-module.exports = { checkOptions, HINTS };
+module.exports = { checkOptions };

@@ -183,7 +183,7 @@ static int watch_loop_new(napi_env env, watch_loop **ret) {
         if (r == 0 && napi_add_env_cleanup_hook(env, watch_loop_cleanup, l) != napi_ok)
                 r = -EINVAL;
         if (r < 0) {
-                watch_loop_cleanup(l); /* the tsfn, if made, is released by the environment */
+                watch_loop_cleanup(l); /* releases the tsfn, if made (its finalizer frees l) */
                 return r;
         }
         *ret = l;

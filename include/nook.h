@@ -123,7 +123,9 @@ NOOK_PUBLIC int nook_ws_host_path(nook_ws *w, const char *path, char **ret, nook
  * change on (one descriptor). */
 NOOK_PUBLIC int nook_ws_write(nook_ws *w, const char *path, const void *data, size_t len, nook_error *err);
 NOOK_PUBLIC int nook_ws_write_fd(nook_ws *w, const char *path, int fd, nook_error *err);
-/* Reads a regular file (max 0 = 1 GiB); *ret_data is NUL-terminated for convenience. */
+/* Reads a regular file (max 0 = 1 GiB); *ret_data is NUL-terminated for convenience.  This and
+ * nook_ws_open_read leave the file's access time as it was (O_NOATIME where the kernel allows it:
+ * the caller owns the file or holds CAP_FOWNER): the workspace's times tell what the sandbox did. */
 NOOK_PUBLIC int nook_ws_read(
         nook_ws *w, const char *path, size_t max, void **ret_data, size_t *ret_len, nook_error *err);
 NOOK_PUBLIC int nook_ws_open_read(nook_ws *w, const char *path, int *ret_fd, nook_error *err);

@@ -280,7 +280,8 @@ export declare class Box {
   readonly workspaceDir: string;
   writeFile(path: string, data: string | Buffer | Uint8Array | ArrayBuffer): Promise<void>;
   readFile(path: string): Promise<Buffer>;
-  /** maxBytes: a larger file is refused (SandboxError "invalid"), never cut short. */
+  /** maxBytes: a larger file is refused (SandboxError "invalid"), never cut short.  Leaves the
+   * file's access time as it was (where the host lets its caller: it owns the file, or is root). */
   readFile(path: string, options: BufferEncoding | { encoding: BufferEncoding; maxBytes?: number }): Promise<string>;
   readFile(path: string, options: { maxBytes?: number }): Promise<Buffer>;
   mkdir(path: string): Promise<void>;

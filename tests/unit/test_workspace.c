@@ -7,6 +7,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -15,6 +16,7 @@
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "nook.h"
@@ -830,6 +832,70 @@ static void atomic_writes(fx *f) {
         cr_assert_eq(ws_list(f->w, "shared", &de, &n, &err), 0, "%s", err.msg);
         cr_expect_eq(n, 1, "no temp file left behind");
         ws_dirents_free(de, n);
+}
+
+/* nook's reads leave a file's access time as it was (ws_open_regular's decision).  The times set
+ * here are older than the file's mtime, so relatime (and strictatime) would stamp a plain read. */
+static void atime_kept(fx *f) {
+        nook_error err = {};
+        char hp[PATH_MAX];
+        struct stat st;
+        void *data = NULL;
+        size_t len = 0;
+        int fd = -1;
+        const struct timespec old[2] = { { .tv_sec = 1000000000 }, { .tv_nsec = UTIME_OMIT } };
+
+        cr_assert_eq(ws_write(f->w, "d/read.txt", "abc", 3, 0644, &err), 0, "%s", err.msg);
+        host_path_of(f, "d/read.txt", hp);
+        cr_assert_eq(utimensat(AT_FDCWD, hp, old, 0), 0, "%m");
+        cr_assert_eq(ws_read(f->w, "d/read.txt", 0, &data, &len, &err), 0, "%s", err.msg);
+        cr_expect_eq(len, 3);
+        free(data);
+        cr_assert_eq(ws_open_read(f->w, "/workspace/d/read.txt", &fd, &err), 0, "%s", err.msg);
+        char buf[8];
+        cr_expect_eq(read(fd, buf, sizeof(buf)), 3);
+        close(fd);
+        cr_assert_eq(stat(hp, &st), 0);
+        cr_expect_eq(st.st_atim.tv_sec, 1000000000, "atime moved to %lld [%s]", (long long)st.st_atim.tv_sec,
+                f->fallback ? "fallback" : "openat2");
+        /* the control: a plain read of the same file does stamp it here */
+        int pfd = open(hp, O_RDONLY | O_CLOEXEC);
+        cr_assert_geq(pfd, 0);
+        cr_expect_eq(read(pfd, buf, sizeof(buf)), 3);
+        close(pfd);
+        cr_assert_eq(stat(hp, &st), 0);
+        cr_expect_neq(st.st_atim.tv_sec, 1000000000, "the filesystem updates atime on a plain read");
+
+        /* A file someone else owns: O_NOATIME is refused (EPERM) to a caller that is neither its
+         * owner nor holds CAP_FOWNER, and the read goes on without it.  Needs root to make such a
+         * file and to become another user (in a child: the suite's fini stays root). */
+        if (!iso_rootful())
+                return;
+        cr_assert_eq(ws_write(f->w, "d/theirs.txt", "theirs", 6, 0644, &err), 0, "%s", err.msg);
+        host_path_of(f, "d/theirs.txt", hp);
+        cr_assert_eq(chown(hp, 4242, 4242), 0, "%m");
+        pid_t pid = fork();
+        cr_assert_geq(pid, 0);
+        if (pid == 0) {
+                nook_error cerr = {};
+                void *cdata = NULL;
+                size_t clen = 0;
+                if (setgroups(0, NULL) < 0 || setgid(65534) < 0 || setuid(65534) < 0)
+                        _exit(10);
+                if (ws_read(f->w, "d/theirs.txt", 0, &cdata, &clen, &cerr) < 0)
+                        _exit(11);
+                _exit(clen == 6 && memcmp(cdata, "theirs", 6) == 0 ? 0 : 12);
+        }
+        int status = 0;
+        cr_assert_eq(waitpid(pid, &status, 0), pid);
+        cr_expect(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+                "another user's read of a file it does not own: status %#x (10 setuid, 11 read failed, 12 "
+                "wrong data) [%s]",
+                status, f->fallback ? "fallback" : "openat2");
+}
+
+Test(workspace, reads_leave_atime) {
+        BOTH_MODES("atime", atime_kept);
 }
 
 Test(workspace, atomic_writes_under_concurrency) {

@@ -447,9 +447,13 @@ NOOK_PUBLIC int nook_snapshot_list(nook *n, char **ret_json, nook_error *err);
 NOOK_PUBLIC int nook_snapshot_inspect(nook *n, const char *snap, char **ret_json, nook_error *err);
 /* Refused (NOOK_E_BUSY) naming the sandbox whose spec boots from it, or the snapshot taken on it. */
 NOOK_PUBLIC int nook_snapshot_remove(nook *n, const char *snap, nook_error *err);
-/* One file: a zstd-compressed tar of snapshot.json and the layer tars.  progress may be NULL. */
-NOOK_PUBLIC int nook_snapshot_export(nook *n, const char *snap, const char *path, nook_progress_fn progress,
-        void *userdata, nook_error *err);
+/* One file: a zstd-compressed tar of snapshot.json and the layer tars.  Written beside path and
+ * renamed into place; an existing path is NOOK_E_EXISTS unless flags has
+ * NOOK_SNAPSHOT_EXPORT_FORCE (then a file or a symlink there is replaced, the link never followed;
+ * a directory never is).  progress may be NULL. */
+#define NOOK_SNAPSHOT_EXPORT_FORCE (1u << 0)
+NOOK_PUBLIC int nook_snapshot_export(nook *n, const char *snap, const char *path, unsigned flags,
+        nook_progress_fn progress, void *userdata, nook_error *err);
 /* Verifies every digest and unpacks with the image layer rules; a corrupted, truncated or hostile
  * file is refused (NOOK_E_REFUSED) and leaves nothing behind.  name NULL: the name in the file. */
 NOOK_PUBLIC int nook_snapshot_import(nook *n, const char *path, const char *name, nook_progress_fn progress,

@@ -26,7 +26,8 @@
         "  ls [-q] [--format T] [--no-trunc]          list snapshots ('{{.Name}} {{.Digest}}')\n"              \
         "  inspect SNAP                               details as JSON (what it holds, who uses it)\n"          \
         "  rm SNAP...                                 remove (refused while a sandbox boots from it)\n"        \
-        "  export [-q] SNAP FILE                      write one file (tar + zstd; '-': stdout)\n"              \
+        "  export [-q] [--force] SNAP FILE            write one file (tar + zstd; '-': stdout); an\n"          \
+        "                                             existing FILE only with --force\n"                       \
         "  import [-q] FILE [NAME]                    read it back ('-': stdin); every digest is verified\n\n" \
         "Boot from one: nook create NAME --snapshot SNAP\n"
 
@@ -85,15 +86,17 @@ static int print_pretty(json_t *j) {
         return 0;
 }
 
-/* Common option loop: -h, --json, -q and, for create, --with-workspace.  Returns the index of
- * the first operand, or -1 with *ret_status set. */
-static int parse(const char *sub, int argc, char **argv, bool *quiet, bool *with_ws, int *ret_status) {
+/* Common option loop: -h, --json, -q, for create --with-workspace, for export --force.  Returns
+ * the index of the first operand, or -1 with *ret_status set. */
+static int parse_opts(
+        const char *sub, int argc, char **argv, bool *quiet, bool *with_ws, bool *force, int *ret_status) {
         static const struct option opts[] = { { "help", no_argument, NULL, 'h' },
                 { "json", no_argument, NULL, 'j' }, { "quiet", no_argument, NULL, 'q' },
                 { "format", required_argument, NULL, 'F' }, { "no-trunc", no_argument, NULL, 'T' },
-                { "with-workspace", no_argument, NULL, 'w' }, {} };
+                { "with-workspace", no_argument, NULL, 'w' }, { "force", no_argument, NULL, 'f' }, {} };
         int c;
-        while ((c = getopt_long(argc, argv, "+hjq", opts, NULL)) >= 0) {
+        while ((c = getopt_long(argc, argv, "hjq", opts, NULL)) >=
+                0) { /* permutes: options after names too */
                 if (c == 'h') {
                         fputs(SNAPSHOT_USAGE, stdout);
                         *ret_status = 0;
@@ -108,12 +111,18 @@ static int parse(const char *sub, int argc, char **argv, bool *quiet, bool *with
                         *quiet = true;
                 else if (c == 'w' && with_ws)
                         *with_ws = true;
+                else if (c == 'f' && force)
+                        *force = true;
                 else {
                         *ret_status = cli_usage_error(sub, "unknown option");
                         return -1;
                 }
         }
         return optind;
+}
+
+static int parse(const char *sub, int argc, char **argv, bool *quiet, bool *with_ws, int *ret_status) {
+        return parse_opts(sub, argc, argv, quiet, with_ws, NULL, ret_status);
 }
 
 static int open_or_fail(nook **n, nook_error *err) {
@@ -249,8 +258,8 @@ static int snap_rm(int argc, char **argv) {
 }
 
 static int snap_export(int argc, char **argv) {
-        bool quiet = false;
-        int status = 0, i = parse("snapshot export", argc, argv, &quiet, NULL, &status);
+        bool quiet = false, force = false;
+        int status = 0, i = parse_opts("snapshot export", argc, argv, &quiet, NULL, &force, &status);
         if (i < 0)
                 return status;
         if (argc - i != 2)
@@ -265,7 +274,8 @@ static int snap_export(int argc, char **argv) {
         if (r != 0)
                 return r;
         if (open_or_fail(&n, &err) < 0 ||
-                nook_snapshot_export(n, argv[i], file, show ? on_progress : NULL, &ps, &err) < 0) {
+                nook_snapshot_export(n, argv[i], file, force ? NOOK_SNAPSHOT_EXPORT_FORCE : 0,
+                        show ? on_progress : NULL, &ps, &err) < 0) {
                 nook_close(n);
                 cli_stdio_file_done(&f);
                 return cli_fail(&err);

@@ -147,16 +147,49 @@ static json_t *portable_meta(json_t *meta) {
         return o;
 }
 
-int nook_snapshot_export(
-        nook *n, const char *snap, const char *path, nook_progress_fn fn, void *userdata, nook_error *err) {
+/* Where the export goes: a new name, or with force a file or symlink there (never a directory). */
+static int export_target_check(const char *path, bool force, nook_error *err) {
+        struct stat st;
+        if (lstat(path, &st) < 0)
+                return errno == ENOENT ? 0 : nook_err_errno(err, NOOK_E_IO, "Cannot look at '%s'", path);
+        if (S_ISDIR(st.st_mode))
+                return nook_err_set(err, NOOK_E_EXISTS,
+                        "'%s' is a directory; a snapshot export is one file: give a file name", path);
+        if (!force)
+                return nook_err_set(err, NOOK_E_EXISTS,
+                        "'%s' exists: use --force to replace it (NOOK_SNAPSHOT_EXPORT_FORCE in the API)",
+                        path);
+        return 0;
+}
+
+/* The finished temporary into place: never over an existing name unless force; rename replaces
+ * a symlink there, never writes through it. */
+static int export_place(const char *tmp, const char *path, bool force, nook_error *err) {
+        if (force ? rename(tmp, path) == 0 : renameat2(AT_FDCWD, tmp, AT_FDCWD, path, RENAME_NOREPLACE) == 0)
+                return 0;
+        int e = errno, r;
+        if ((e == EEXIST || e == EISDIR) && (r = export_target_check(path, force, err)) < 0)
+                return r; /* a name that appeared while the export was written */
+        return nook_err_errnum(err, NOOK_E_IO, e, "Cannot rename '%s' to '%s'", tmp, path);
+}
+
+int nook_snapshot_export(nook *n, const char *snap, const char *path, unsigned flags, nook_progress_fn fn,
+        void *userdata, nook_error *err) {
         _cleanup_free_ char *name = NULL, *dir = NULL, *tmp = NULL;
         json_t *meta = NULL, *pm = NULL;
         progress p = { .fn = fn, .userdata = userdata };
+        bool force = flags & NOOK_SNAPSHOT_EXPORT_FORCE;
         int r;
         if (isempty(path))
                 return nook_err_set(err, NOOK_E_INVALID, "Export needs a file name");
+        if (flags & ~NOOK_SNAPSHOT_EXPORT_FORCE)
+                return nook_err_set(err, NOOK_E_INVALID, "Unknown snapshot export flags %#x", flags);
         if ((r = sb_snapshot_load(n, snap, &name, &meta, err)) < 0)
                 return r;
+        if ((r = export_target_check(path, force, err)) < 0) {
+                json_decref(meta);
+                return r;
+        }
         const char *digest = json_string_value(json_object_get(meta, "digest"));
         if (!digest || !image_digest_valid(digest) ||
                 !(dir = strprintf("%s/snapshots/%s", n->home, image_digest_hex(digest))) ||
@@ -178,8 +211,8 @@ int nook_snapshot_export(
         if (r >= 0 && fsync(fd) < 0)
                 r = nook_err_errno(err, NOOK_E_IO, "Cannot write '%s'", tmp);
         safe_close(fd);
-        if (r >= 0 && rename(tmp, path) < 0)
-                r = nook_err_errno(err, NOOK_E_IO, "Cannot rename '%s' to '%s'", tmp, path);
+        if (r >= 0)
+                r = export_place(tmp, path, force, err);
         if (r < 0) {
                 (void)unlink(tmp);
                 return nook_err_wrap(err, "exporting snapshot '%s'", name);

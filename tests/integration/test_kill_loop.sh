@@ -156,7 +156,7 @@ while ((round < ROUNDS && (round < MIN || SECONDS - start < SOFT) && SECONDS - s
         stop) "$NOOK" stop --timeout 1s k1 >/dev/null 2>&1 & ;;
         rm) "$NOOK" rm k1 >/dev/null 2>&1 & ;;
         snapcreate) "$NOOK" snapshot create st "s$round" >/dev/null 2>&1 & ;;
-        snapexport) "$NOOK" snapshot export snap0 "$W/exp.tar" >/dev/null 2>&1 & ;;
+        snapexport) "$NOOK" snapshot export --force snap0 "$W/exp.tar" >/dev/null 2>&1 & ;;
         snapimport) "$NOOK" snapshot import "$W/snap0.tar" "i$round" >/dev/null 2>&1 & ;;
         imgimport) "$NOOK" image import --quiet --name "localhost/kl/i:$round" "$W/oci.tar" >/dev/null 2>&1 & ;;
         esac

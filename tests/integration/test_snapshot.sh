@@ -13,7 +13,7 @@ require_bin "$NOOK"
 command -v jq >/dev/null || plan skip_all "jq is needed to read nook's JSON"
 command -v zstd >/dev/null || plan skip_all "zstd is needed to take export files apart"
 command -v busybox >/dev/null || plan skip_all "busybox is needed for the test root filesystem"
-plan 58
+plan 67
 
 ROOT=0
 nook_rootful && ROOT=1
@@ -177,6 +177,27 @@ fi
 is "$?" 0 "export to '-' writes the file to stdout"
 cmp -s "$X" "$D/stdout.nsnap"
 is "$?" 0 "the same bytes as the export to a file"
+# an existing FILE is kept unless --force (as nook image export); a directory never is replaced
+echo keep >"$D/existing"
+run_nook snapshot export snap1 "$D/existing"
+is "$status:$(cat "$D/existing")" "1:keep" "export over an existing file is refused and leaves it"
+like "$err" "exists: use --force to replace it" "the refusal says what to do"
+mkdir "$D/adir"
+run_nook snapshot export --force snap1 "$D/adir"
+is "$status" 1 "export --force onto a directory is refused"
+like "$err" "is a directory" "and says so"
+ln -s "$D/linked-target" "$D/alink"
+echo target >"$D/linked-target"
+run_nook snapshot export snap1 --force "$D/alink"
+is "$status:$(cat "$D/linked-target")" "0:target" "export --force replaces a symlink, never writes through it"
+cmp -s "$X" "$D/alink"
+is "$?" 0 "the link's name now holds the export"
+run_nook snapshot export --force snap1 "$D/existing"
+cmp -s "$X" "$D/existing"
+is "$status:$?" "0:0" "export --force replaces an existing file"
+run_nook snapshot export nosuch "$D/existing"
+like "$err" "nosuch" "an unknown snapshot is named before the file's existence"
+is "$(find "$D" -name '*.nook-tmp-*' | wc -l)" 0 "no temporary left beside the targets"
 NOOK_HOME=$H2 run_nook snapshot import "$X"
 is "$status" 0 "import on a fresh NOOK_HOME"
 is "$(awk '{print $2}' <<<"$out")" "$DIGEST" "the round trip gives the same digest"

@@ -73,7 +73,8 @@ static void help(FILE *f) {
                 "\nOptions:\n"
                 "  --home DIR   state folder (default $NOOK_HOME, /var/lib/nook as root,\n"
                 "               ~/.local/share/nook otherwise)\n"
-                "  --json       machine-readable output; errors too, as JSON on stderr\n"
+                "  --json       machine-readable output; errors too, as JSON on stderr (also\n"
+                "               among a command's options: 'nook rm NAME --json')\n"
                 "  --allow-shared-home  accept a state folder other users can enter\n"
                 "               (NOOK_ALLOW_SHARED_HOME=1; sandboxes then share one host id range)\n"
                 "  -h, --help   this help; 'nook COMMAND --help' for a command's\n"
@@ -299,13 +300,24 @@ static void note_bad_option(char *const *argv, const char *shortopts, const stru
 }
 
 #undef getopt_long
+/* --json is nook's own option, before the command (`nook --json rm x`) or among the command's
+ * options (`nook rm x --json`, as `ls` and `inspect` take it): a command whose table lacks it
+ * gets it here.  Never after a command's program (`nook exec x tool --json` is the tool's): those
+ * commands stop at their first operand. */
 int cli_getopt_long(
         int argc, char *const *argv, const char *shortopts, const struct option *longopts, int *longind) {
         opterr = 0; /* one message, ours (cli_usage_error), not getopt's and then ours */
-        int c = getopt_long(argc, argv, shortopts, longopts, longind);
-        if (c == '?' || c == ':')
-                note_bad_option(argv, shortopts, longopts);
-        return c;
+        for (;;) {
+                int c = getopt_long(argc, argv, shortopts, longopts, longind);
+                if (c == '?' && optopt == 0 && optind > 0 && optind <= argc &&
+                        strcmp(argv[optind - 1], "--json") == 0) {
+                        arg_json = true;
+                        continue;
+                }
+                if (c == '?' || c == ':')
+                        note_bad_option(argv, shortopts, longopts);
+                return c;
+        }
 }
 
 int cli_open(nook **ret, nook_error *err) {

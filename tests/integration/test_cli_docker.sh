@@ -10,7 +10,7 @@
 
 require_bin "$NOOK" "$NOOK_SUPERVISOR"
 command -v jq >/dev/null || plan skip_all "jq is needed to read nook's JSON"
-plan 147
+plan 151
 
 # ---- help, version, did you mean ---------------------------------------------------------------
 run_nook help
@@ -359,3 +359,12 @@ run_nook logs oa2 --tail 1
 is "$status:$out" "0:two" "logs NAME --tail 1"
 run_nook rm oa1 oa2 nope-oa -f
 is "$status:$out" "0:oa1"$'\n'"oa2" "rm NAMES -f: the -f applies to every name"
+# --json among a command's options, as ls and inspect take it (it was "unknown option" on these)
+run_nook create oa3 --json
+is "$status:$out" '0:{"name":"oa3","state":"running"}' "create NAME --json"
+run_nook stop oa3 --json
+is "$status:$out" '0:{"name":"oa3","state":"stopped"}' "stop NAME --json"
+run_nook rm oa3 --json
+is "$status:$out" '0:{"name":"oa3","state":"removed"}' "rm NAME --json"
+run_nook run --rm -- sh -c 'echo "$@"' - x --json
+is "$status:$out" "0:x --json" "but a --json after run's command is the command's"

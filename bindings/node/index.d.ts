@@ -135,6 +135,8 @@ export interface DiffChange {
   oldTarget?: string;
   patch?: string;
   pathEscaped?: boolean;
+  /** target (a symlink's) is not UTF-8: bytes >= 0x80 and "%" are %XX in it. */
+  targetEscaped?: boolean;
   whiteout?: boolean;
   opaque?: boolean;
 }
@@ -217,8 +219,8 @@ export interface SandboxInfo {
   branchOf: string | null;
   /** When the branch was made: RFC 3339 UTC with milliseconds; null when not a branch. */
   branchPoint: string | null;
-  /** A stopped sandbox whose `nook run -d` command ended (by itself or by stop): its exit
-   * status, 128 + the signal when killed; absent otherwise. */
+  /** A stopped sandbox whose `nook run -d` or `nook run --keep` command ended (by itself or by
+   * stop): its exit status, 128 + the signal when killed; absent otherwise. */
   exitCode?: number;
 }
 

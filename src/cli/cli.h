@@ -68,6 +68,10 @@ int cli_names_command(
         const char *cmd, int argc, char **argv, const char *help, cli_name_op op, const char *done);
 /* Prints o (consumed; NULL: nothing) as one line of compact JSON on stdout. */
 void cli_print_json_line(json_t *o);
+/* For the commands that read their arguments by hand (ws, cat, volume): takes each "--json" out of
+ * argv[from..] and sets arg_json, as cli_getopt_long does for the others; a "--" ends that (and
+ * goes too), so 'nook ws rm w -- --json' names a file.  Returns the new argc. */
+int cli_take_json(int argc, char **argv, int from);
 /* Splits "NAME:PATH"; returns false when there is no ':' or NAME is empty. */
 bool cli_split_target(const char *arg, char **ret_name, const char **ret_path);
 

@@ -162,7 +162,7 @@ int cmd_merge(int argc, char **argv) {
                 return cli_fail_oom();
         while ((c = getopt_long(argc, argv, "hjns:", opts, NULL)) >= 0) {
                 if (c == 'h') {
-                        printf("Usage: nook merge [--into TARGET] [--strategy refuse|ours|theirs] [--dry-run] [--json] BRANCH\n\n"
+                        printf("Usage: nook merge [--into TARGET] [-s|--strategy refuse|ours|theirs] [--dry-run] [--json] BRANCH\n\n"
                                "Apply BRANCH's workspace changes since its baseline (its branch point) onto TARGET's\n"
                                "workspace, running or not. A path changed on both sides is a conflict:\n"
                                "  refuse (default)  change nothing, list every conflict, exit 1 (error code \"conflict\")\n"
@@ -173,7 +173,7 @@ int cmd_merge(int argc, char **argv) {
                                "(or finished) by the next diff or merge of TARGET.\n\n"
                                "Options:\n"
                                "  --into TARGET     the sandbox to merge into (default: a branch's source)\n"
-                               "  --strategy S      refuse, ours or theirs\n"
+                               "  -s, --strategy S  refuse, ours or theirs\n"
                                "  -n, --dry-run     list what would change and the conflicts; change nothing\n"
                                "  --json            the report as JSON: {\"branch\", \"into\", \"strategy\", \"dryRun\",\n"
                                "                    \"merged\", \"applied\", \"conflicts\"}\n");

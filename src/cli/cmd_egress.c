@@ -14,8 +14,8 @@ static int cmd_egress_log(int argc, char **argv) {
                 { "json", no_argument, NULL, 4100 }, { "help", no_argument, NULL, 'h' }, {} };
         nook_egress_log_opts o = { .json = arg_json };
         int c;
-        optind = 1;
-        while ((c = getopt_long(argc, argv, "+hf", opts, NULL)) >= 0) {
+        optind = 0; /* glibc: re-initialised, so that it permutes (egress log NAME --json) */
+        while ((c = getopt_long(argc, argv, "hf", opts, NULL)) >= 0) {
                 switch (c) {
                 case 'h':
                         printf(EGRESS_USAGE

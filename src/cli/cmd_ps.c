@@ -268,7 +268,7 @@ int cmd_inspect(int argc, char **argv) {
         const char **names = NULL;
         size_t n_names = 0;
         int r = names_args("inspect", argc, argv,
-                "Usage: nook inspect [--json] [--format TEMPLATE] NAME...\n\n"
+                "Usage: nook inspect [--json] [-f|--format TEMPLATE] NAME...\n\n"
                 "Prints each sandbox as JSON: state, stopReason, spec, times, workspace. One NAME prints\n"
                 "an object, several an array (in their order). --format renders TEMPLATE per sandbox,\n"
                 "e.g. '{{.State}}', '{{.Spec.Image}}', '{{json .Labels}}'.\n",
@@ -504,8 +504,8 @@ int cmd_stats(int argc, char **argv) {
         bool no_stream = false;
         int r = names_args("stats", argc, argv,
                 "Usage: nook stats [--no-stream] [--json | --format TEMPLATE] [--no-trunc] [NAME...]\n\n"
-                "CPU, memory (current, limit and peak), processes and OOM kills of running sandboxes:\n"
-                "the named ones, or all running ones. On a terminal the table is refreshed every second\n"
+                "CPU, memory (current, limit and peak), processes and OOM kills of running and paused\n"
+                "sandboxes: the named ones, or all of them. On a terminal the table is refreshed every second\n"
                 "until ^C (as 'docker stats'); --no-stream, --json, --format or an output that is not a\n"
                 "terminal print one sample. CPU % is measured over half a second (100% = one CPU).\n"
                 "One NAME with --json prints an object, otherwise an array.\n",

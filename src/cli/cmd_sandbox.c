@@ -150,8 +150,9 @@ static int timeout_opts(const char *cmd, int argc, char **argv, const char *help
 int cmd_stop(int argc, char **argv) {
         uint64_t timeout_ms = 10000;
         int r = timeout_opts("stop", argc, argv,
-                "Usage: nook stop [--timeout DUR] NAME...\n\nStop sandboxes: SIGTERM, then SIGKILL after the timeout (default 10s).\n"
-                "The workspace is kept; an ephemeral sandbox's writable layer is discarded.\n",
+                "Usage: nook stop [-t|--timeout DUR] NAME...\n\nStop sandboxes: SIGTERM, then SIGKILL after the timeout (default 10s).\n"
+                "The workspace is kept; an ephemeral sandbox's writable layer is discarded.\n\n"
+                "  -t, --timeout DUR  time between SIGTERM and SIGKILL (e.g. 1s; a plain number is seconds)\n",
                 &timeout_ms);
         if (r != 0)
                 return r > 0 ? 0 : -r;
@@ -177,13 +178,13 @@ static int op_wait(nook *n, const char *name, void *u, nook_error *err) {
 int cmd_wait(int argc, char **argv) {
         uint64_t timeout_ms = 0;
         int r = timeout_opts("wait", argc, argv,
-                "Usage: nook wait [--timeout DUR] NAME...\n\n"
+                "Usage: nook wait [-t|--timeout DUR] NAME...\n\n"
                 "Wait until each sandbox has stopped (as 'docker wait'), and print, one line each,\n"
                 "how the command of a 'nook run -d' or 'nook run --keep' ended: its exit status, or\n"
                 "128 + the signal that killed it (137 when a stop's SIGKILL did); '-' for a sandbox\n"
                 "without such a command (made by create, or started again).\n"
                 "The same status is 'exitCode' in 'nook inspect'.\n\n"
-                "  --timeout DUR  give up after DUR (e.g. 30s), with an error (exit 1)\n",
+                "  -t, --timeout DUR  give up after DUR (e.g. 30s), with an error (exit 1)\n",
                 &timeout_ms);
         if (r != 0)
                 return r > 0 ? 0 : -r;
@@ -222,9 +223,10 @@ int cmd_update(int argc, char **argv) {
         int c;
         while ((c = getopt_long(argc, argv, "hm:", opts, NULL)) >= 0) {
                 if (c == 'h') {
-                        printf("Usage: nook update [--cpus N] [--memory SIZE] [--pids-max N] NAME\n\n"
+                        printf("Usage: nook update [--cpus N] [-m|--memory SIZE] [--pids-max N] NAME\n\n"
                                "Change a running sandbox's limits, within the --max-cpus/--max-memory it was created with;\n"
-                               "without those, within the limits given at create (none given: no ceiling).\n");
+                               "without those, within the limits given at create (none given: no ceiling).\n"
+                               "With --json it prints {\"name\": NAME, \"update\": the limits set, as spec fields}.\n");
                         json_decref(upd);
                         return 0;
                 }
@@ -240,17 +242,23 @@ int cmd_update(int argc, char **argv) {
                         "update", "expected at least one of --cpus, --memory, --pids-max and one NAME");
         }
         char *text = json_dumps(upd, JSON_COMPACT);
-        json_decref(upd);
         nook *n = NULL;
         nook_error err = { 0 };
-        int r = cli_open(&n, &err);
+        int r = text ? cli_open(&n, &err) : -1;
         if (r >= 0)
                 r = nook_sandbox_update(n, argv[optind], text, &err);
         free(text);
         nook_close(n);
-        if (r < 0)
-                return cli_fail(&err);
-        puts(argv[optind]);
+        if (r < 0) {
+                json_decref(upd);
+                return text ? cli_fail(&err) : cli_fail_oom();
+        }
+        if (arg_json)
+                cli_print_json_line(json_pack("{s:s, s:o}", "name", argv[optind], "update", upd));
+        else {
+                json_decref(upd);
+                puts(argv[optind]);
+        }
         return 0;
 }
 
@@ -259,12 +267,14 @@ int cmd_prune(int argc, char **argv) {
         for (int i = 1; i < argc; i++) {
                 if (strcmp(argv[i], "--all") == 0)
                         all = true;
+                else if (strcmp(argv[i], "--json") == 0)
+                        arg_json = true;
                 else if (strcmp(argv[i], "-f") == 0 || strcmp(argv[i], "--force") == 0)
                         ; /* docker's "no prompt": nook never prompts */
                 else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
-                        printf("Usage: nook prune [--all] [-f]\n\nRemove every stopped sandbox with its workspace, as 'nook rm' does.\n"
+                        printf("Usage: nook prune [--all] [-f] [--json]\n\nRemove every stopped sandbox with its workspace, as 'nook rm' does.\n"
                                "Sticky sandboxes are kept unless --all. There is no prompt: -f, --force are\n"
-                               "accepted for docker's 'container prune -f'.\n");
+                               "accepted for docker's 'container prune -f'. --json prints the removed names as an array.\n");
                         return 0;
                 } else
                         return cli_usage_error("prune", "unknown argument '%s'", argv[i]);

@@ -140,6 +140,7 @@ static int ws_write_source(const char *src, int *ret_fd, nook_error *err) {
 }
 
 int cmd_ws(int argc, char **argv) {
+        argc = cli_take_json(argc, argv, 1);
         if (argc < 2 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0) {
                 fputs(ws_help, argc < 2 ? stderr : stdout);
                 return argc < 2 ? CLI_EXIT_USAGE : 0;
@@ -298,6 +299,7 @@ int cmd_cp(int argc, char **argv) {
 }
 
 int cmd_cat(int argc, char **argv) {
+        argc = cli_take_json(argc, argv, 1);
         bool help = argc == 2 && (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0);
         if (argc == 2 && !help && argv[1][0] == '-')
                 return cli_usage_error("cat", "unknown option '%s'", argv[1]);
@@ -327,6 +329,7 @@ int cmd_cat(int argc, char **argv) {
 }
 
 int cmd_volume(int argc, char **argv) {
+        argc = cli_take_json(argc, argv, 1);
         if (argc < 2 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0) {
                 fputs("Usage: nook volume create NAME | ls | rm NAME...\n\n"
                       "Named volumes live under the state folder, outlive sandboxes and can be shared:\n"
@@ -349,6 +352,8 @@ int cmd_volume(int argc, char **argv) {
                 char *p = NULL;
                 if (nook_volume_create(n, argv[2], &p, &err) < 0)
                         status = cli_fail(&err);
+                else if (arg_json)
+                        cli_print_json_line(json_pack("{s:s, s:s}", "name", argv[2], "path", p));
                 else
                         puts(argv[2]);
                 nook_free(p);
@@ -371,7 +376,7 @@ int cmd_volume(int argc, char **argv) {
                         if (nook_volume_remove(n, argv[i], &err) < 0)
                                 status = cli_fail(&err);
                         else
-                                puts(argv[i]);
+                                cli_print_done(argv[i], "removed");
                 }
         } else
                 status = cli_usage_error("volume", "expected: create NAME | ls | rm NAME...");

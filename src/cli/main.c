@@ -320,6 +320,23 @@ int cli_getopt_long(
         }
 }
 
+int cli_take_json(int argc, char **argv, int from) {
+        int out = from;
+        for (int i = from; i < argc; i++) {
+                if (strcmp(argv[i], "--") == 0) {
+                        while (++i < argc)
+                                argv[out++] = argv[i];
+                        break;
+                }
+                if (strcmp(argv[i], "--json") == 0)
+                        arg_json = true;
+                else
+                        argv[out++] = argv[i];
+        }
+        argv[out] = NULL;
+        return out;
+}
+
 int cli_open(nook **ret, nook_error *err) {
         return nook_open(arg_home, ret, err);
 }

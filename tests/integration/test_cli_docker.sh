@@ -10,7 +10,7 @@
 
 require_bin "$NOOK" "$NOOK_SUPERVISOR"
 command -v jq >/dev/null || plan skip_all "jq is needed to read nook's JSON"
-plan 151
+plan 159
 
 # ---- help, version, did you mean ---------------------------------------------------------------
 run_nook help
@@ -368,3 +368,24 @@ run_nook rm oa3 --json
 is "$status:$out" '0:{"name":"oa3","state":"removed"}' "rm NAME --json"
 run_nook run --rm -- sh -c 'echo "$@"' - x --json
 is "$status:$out" "0:x --json" "but a --json after run's command is the command's"
+# ... and on the commands that read their arguments by hand (they took it for an operand)
+"$NOOK" create oa4 >/dev/null
+echo hi | "$NOOK" ws write oa4 /a.txt
+echo odd | "$NOOK" ws write oa4 -- --json
+run_nook ws ls oa4 --json
+is "$status:$(jq -r '[.[].name] | sort | join(",")' <<<"$out")" "0:--json,a.txt" "ws ls NAME --json: JSON; '-- --json' named a file"
+run_nook cat oa4:/a.txt --json
+is "$status:$out" "0:hi" "cat NAME:PATH --json"
+run_nook ws rm oa4 -- --json
+is "$status:$("$NOOK" ws ls oa4 | wc -l)" "0:1" "ws rm NAME -- --json removes the file named --json"
+run_nook update oa4 --pids-max 100 --json
+is "$status:$out" '0:{"name":"oa4","update":{"pidsMax":100}}' "update NAME --json: the limits set"
+run_nook volume create oav --json
+is "$status:$(jq -r .name <<<"$out")" "0:oav" "volume create NAME --json"
+run_nook volume ls --json
+is "$status:$(jq -r '.[].name' <<<"$out")" "0:oav" "volume ls --json"
+run_nook volume rm oav --json
+is "$status:$out" '0:{"name":"oav","state":"removed"}' "volume rm NAME --json (it also tried to remove a volume '--json')"
+"$NOOK" stop oa4 >/dev/null
+run_nook prune --json
+is "$status:$out" '0:["oa4"]' "prune --json"

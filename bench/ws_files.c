@@ -92,7 +92,8 @@ static double plain_write_one(const char *dir, int i) {
                 snprintf(t, sizeof(t), "%s/src/.f%03d.txt.tmp", dir, i);
                 double t0 = now_us();
                 int fd = open(t, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-                if (fd < 0 || write(fd, payload, FILE_SIZE) != FILE_SIZE || close(fd) < 0 || rename(t, p) < 0)
+                if (fd < 0 || write(fd, payload, FILE_SIZE) != FILE_SIZE || close(fd) < 0 ||
+                        rename(t, p) < 0)
                         die("plain atomic write");
                 return now_us() - t0;
         }
@@ -246,15 +247,17 @@ static void run(const ws_setup *st, int rounds) {
         double mww = median(ww, rounds), mwr = median(wr, rounds);
         /* after median() sorted them: [0] is the best round, the least disturbed by other load */
         double bw = ww[0] / pw[0], br = wr[0] / pr[0];
-        printf("%s%s%s: %d files x %d B, %d rounds, medians\n", getenv("NOOK_BENCH_AA") ? "A/A control, " : "",
-                plain_atomic ? "against plain atomic writes (temp + rename), " : "", st->label, N_FILES, FILE_SIZE,
-                rounds);
+        printf("%s%s%s: %d files x %d B, %d rounds, medians\n",
+                getenv("NOOK_BENCH_AA") ? "A/A control, " : "",
+                plain_atomic ? "against plain atomic writes (temp + rename), " : "", st->label, N_FILES,
+                FILE_SIZE, rounds);
         printf("  write: plain %8.0f us  ws %8.0f us  (%.1f vs %.1f us/file)\n", mpw, mww, mpw / N_FILES,
                 mww / N_FILES);
         printf("  read:  plain %8.0f us  ws %8.0f us  (%.1f vs %.1f us/file)\n", mpr, mwr, mpr / N_FILES,
                 mwr / N_FILES);
         if (plain_atomic)
-                printf("  write ratio %.2fx against the host's own atomic write (no budget: the budget is against plain writes)\n", mww / mpw);
+                printf("  write ratio %.2fx against the host's own atomic write (no budget: the budget is against plain writes)\n",
+                        mww / mpw);
         else
                 printf("  write ratio %.2fx (target <= 1.1x)\n", mww / mpw);
         printf("  read ratio  %.2fx (target <= 1.05x)\n", mwr / mpr);
@@ -314,7 +317,8 @@ int main(int argc, char **argv) {
         } else
                 snprintf(base, sizeof(base), "%s", argv[2]);
         memset(payload, 'x', sizeof(payload));
-        plain_atomic = getenv("NOOK_BENCH_PLAIN_ATOMIC") && strcmp(getenv("NOOK_BENCH_PLAIN_ATOMIC"), "1") == 0;
+        plain_atomic =
+                getenv("NOOK_BENCH_PLAIN_ATOMIC") && strcmp(getenv("NOOK_BENCH_PLAIN_ATOMIC"), "1") == 0;
 
         static ws_setup rootless = { .label = "rootless (files stay ours)" };
         rootless.uid = geteuid();

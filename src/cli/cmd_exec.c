@@ -35,7 +35,8 @@
         "  -t, --tty                give the command a terminal (implies -i; stdin must be one)\n"          \
         "\nSignals: SIGINT, SIGTERM and SIGHUP are passed on to the command; a second ^C within\n"          \
         "a second kills it with its whole process tree.\n"
-#define EXEC_HELP_W "  -w, --workdir DIR        working directory (default: the sandbox's --workdir, else /workspace)\n"
+#define EXEC_HELP_W                                                                                         \
+        "  -w, --workdir DIR        working directory (default: the sandbox's --workdir, else /workspace)\n"
 #define EXEC_HELP_U "  -u, --user USER          user name, uid or uid:gid\n"
 #define EXEC_HELP_W_RUN                                                                                     \
         "  -w, --cwd DIR            this command's working directory (default: --workdir's)\n"

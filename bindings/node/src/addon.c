@@ -584,6 +584,10 @@ static napi_value js_version(napi_env env, napi_callback_info info) {
 /* ---- module -------------------------------------------------------------------------------- */
 
 static napi_value init(napi_env env, napi_value exports) {
+        if (addon_env_init(env) < 0) {
+                throw_napi_failure(env, "napi_set_instance_data");
+                return NULL;
+        }
         static const struct {
                 const char *name;
                 napi_callback cb;

@@ -21,6 +21,18 @@
                 }                                                                                           \
         } while (0)
 
+/* What one environment (the main thread, each worker, each load of the addon) keeps: never in a
+ * static, which every environment of the process would share (a SandboxError class of another
+ * environment's heap is not this one's; Bun aborts on the foreign reference). */
+typedef struct addon_env {
+        napi_ref error_class; /* lib/errors.js's SandboxError, or NULL */
+        struct watch_loop *loop; /* watch.c's loop, made on the first watch */
+} addon_env;
+
+/* Made by the module's init (the environment's instance data); NULL if that failed. */
+int addon_env_init(napi_env env);
+addon_env *addon_env_get(napi_env env);
+
 void throw_napi_failure(napi_env env, const char *what);
 void secure_free(char *s);
 void strv_free_secure(char **l);

@@ -9,7 +9,28 @@
 #include "nook.h"
 #include "addon.h"
 
-static napi_ref error_class;
+static void addon_env_finalize(napi_env env, void *data, void *hint) {
+        (void)env;
+        (void)hint;
+        /* error_class goes with the environment; the loop frees itself (watch.c) */
+        free(data);
+}
+
+int addon_env_init(napi_env env) {
+        addon_env *e = calloc(1, sizeof(*e));
+        if (!e)
+                return -1;
+        if (napi_set_instance_data(env, e, addon_env_finalize, NULL) != napi_ok) {
+                free(e);
+                return -1;
+        }
+        return 0;
+}
+
+addon_env *addon_env_get(napi_env env) {
+        void *data = NULL;
+        return napi_get_instance_data(env, &data) == napi_ok ? data : NULL;
+}
 
 void throw_napi_failure(napi_env env, const char *what) {
         const napi_extended_error_info *info = NULL;
@@ -45,7 +66,9 @@ napi_value make_error(napi_env env, const nook_error *err) {
                 napi_create_string_utf8(env, code_s ? code_s : "internal", NAPI_AUTO_LENGTH, &code) !=
                         napi_ok)
                 return NULL;
-        if (error_class && napi_get_reference_value(env, error_class, &ctor) == napi_ok && ctor) {
+        addon_env *ae = addon_env_get(env);
+        if (ae && ae->error_class && napi_get_reference_value(env, ae->error_class, &ctor) == napi_ok &&
+                ctor) {
                 args[0] = msg;
                 args[1] = code;
                 if (napi_new_instance(env, ctor, 2, args, &obj) != napi_ok)
@@ -176,9 +199,14 @@ napi_value js_set_error_class(napi_env env, napi_callback_info info) {
         napi_value argv[1];
         if (!get_args(env, info, 1, argv))
                 return NULL;
-        if (error_class)
-                (void)napi_delete_reference(env, error_class);
-        error_class = NULL;
-        NAPI_OK(env, napi_create_reference(env, argv[0], 1, &error_class));
+        addon_env *e = addon_env_get(env);
+        if (!e) {
+                throw_napi_failure(env, "napi_get_instance_data");
+                return NULL;
+        }
+        if (e->error_class)
+                (void)napi_delete_reference(env, e->error_class);
+        e->error_class = NULL;
+        NAPI_OK(env, napi_create_reference(env, argv[0], 1, &e->error_class));
         return make_undefined(env);
 }

@@ -191,18 +191,19 @@ static int watch_loop_new(napi_env env, watch_loop **ret) {
 }
 
 static int watch_loop_get(napi_env env, watch_loop **ret) {
-        void *data = NULL;
-        if (napi_get_instance_data(env, &data) == napi_ok && data) {
-                *ret = data;
+        addon_env *e = addon_env_get(env);
+        if (!e)
+                return -EINVAL;
+        if (e->loop) {
+                *ret = e->loop;
                 return 0;
         }
         watch_loop *l = NULL;
         int r = watch_loop_new(env, &l);
         if (r < 0)
                 return r;
-        /* the cleanup hook frees it; no finalizer here */
-        if (napi_set_instance_data(env, l, NULL, NULL) != napi_ok)
-                return -EINVAL;
+        /* the cleanup hook releases it (its tsfn's finalizer frees it); addon_env only points */
+        e->loop = l;
         *ret = l;
         return 0;
 }

@@ -204,8 +204,11 @@ NOOK_PUBLIC int nook_sandbox_create(
         nook *n, const char *name, const char *spec_json, unsigned flags, nook_error *err);
 /* Starts a stopped sandbox again from its stored spec. */
 NOOK_PUBLIC int nook_sandbox_start(nook *n, const char *name, nook_error *err);
-/* Stops: processes get SIGTERM, then SIGKILL after timeout_ms.  The workspace stays.  Stopping a
- * stopped sandbox succeeds. */
+/* Stops: processes get SIGTERM, then SIGKILL after timeout_ms: 0 kills at once (docker stop -t 0),
+ * NOOK_STOP_TIMEOUT_DEFAULT waits 10 s, more than an hour is NOOK_E_INVALID.  The workspace
+ * stays.  Stopping a stopped sandbox succeeds. */
+#define NOOK_STOP_TIMEOUT_DEFAULT UINT64_MAX
+#define NOOK_STOP_TIMEOUT_MAX_MS 3600000u
 NOOK_PUBLIC int nook_sandbox_stop(nook *n, const char *name, uint64_t timeout_ms, nook_error *err);
 /* Deletes the sandbox, its writable layer, its workspace and its record: unconditionally. */
 NOOK_PUBLIC int nook_sandbox_remove(nook *n, const char *name, nook_error *err);

@@ -299,6 +299,7 @@ export declare class Box {
    * there is none instead). */
   egressLog(): Promise<EgressLogEntry[]>;
   start(): Promise<void>;
+  /** timeoutMs: between SIGTERM and SIGKILL; default 10 s, 0 kills at once, at most 1 h. */
   stop(options?: { timeoutMs?: number }): Promise<void>;
   /** Disk state of a stopped sticky sandbox (else SandboxError state); name undefined/null:
    * "<sandbox>-<epoch seconds>" (then "-2", "-3"... within one second).  withWorkspace: include the workspace. */
@@ -329,6 +330,7 @@ export declare class Sandboxes {
   get(name: string): Promise<Box>;
   list(): Promise<SandboxInfo[]>;
   start(name: string): Promise<void>;
+  /** timeoutMs: between SIGTERM and SIGKILL; default 10 s, 0 kills at once, at most 1 h. */
   stop(name: string, options?: { timeoutMs?: number }): Promise<void>;
   /** Everything gone, running or not (SandboxError "not_found" for a name with no sandbox). */
   remove(name: string): Promise<void>;

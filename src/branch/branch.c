@@ -296,6 +296,7 @@ static void job_undo(branch_job *j) {
 static int job_stop_all(branch_job *j, nook_error *err) {
         for (size_t i = 0; i < j->count; i++) {
                 j->locks[i] = safe_close(j->locks[i]);
+                /* at once: a branch just made runs nothing but its init */
                 int r = nook_sandbox_stop(j->n, j->names[i], 0, err);
                 if (r < 0)
                         return r;

@@ -152,7 +152,8 @@ int cmd_stop(int argc, char **argv) {
         int r = timeout_opts("stop", argc, argv,
                 "Usage: nook stop [-t|--timeout DUR] NAME...\n\nStop sandboxes: SIGTERM, then SIGKILL after the timeout (default 10s).\n"
                 "The workspace is kept; an ephemeral sandbox's writable layer is discarded.\n\n"
-                "  -t, --timeout DUR  time between SIGTERM and SIGKILL (e.g. 1s; a plain number is seconds)\n",
+                "  -t, --timeout DUR  time between SIGTERM and SIGKILL (e.g. 1s; a plain number is seconds;\n"
+                "                     0 kills at once, as docker stop -t 0; at most 1h)\n",
                 &timeout_ms);
         if (r != 0)
                 return r > 0 ? 0 : -r;

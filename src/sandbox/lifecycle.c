@@ -823,6 +823,12 @@ int nook_sandbox_stop(nook *n, const char *name, uint64_t timeout_ms, nook_error
         _cleanup_close_ int lock = -1;
         sandbox_rec rec = { 0 };
         store *st;
+        if (timeout_ms == NOOK_STOP_TIMEOUT_DEFAULT)
+                timeout_ms = DEFAULT_STOP_MS;
+        else if (timeout_ms > NOOK_STOP_TIMEOUT_MAX_MS)
+                return nook_err_set(err, NOOK_E_INVALID,
+                        "A stop's timeout of %llu ms is more than an hour; give at most 1h (0: kill at once)",
+                        (unsigned long long)timeout_ms);
         int r = open_locked(n, name, &lock, &st, &rec, err);
         if (r < 0)
                 return r;
@@ -830,7 +836,7 @@ int nook_sandbox_stop(nook *n, const char *name, uint64_t timeout_ms, nook_error
         uint64_t start = rec.supervisor_start;
         r = sb_reconcile(n, &rec, err);
         if (r >= 0 && !streq(rec.state, "stopped"))
-                r = stop_locked(n, &rec, timeout_ms ? timeout_ms : DEFAULT_STOP_MS, false, NULL, err);
+                r = stop_locked(n, &rec, timeout_ms, false, NULL, err);
         /* A stop whose record could not be saved (a full disk) has still stopped the sandbox, and
          * that is what is reported: the record follows the processes at the next reconcile. */
         if (r < 0 && streq(rec.state, "stopped") && !proc_alive(pid, start) &&

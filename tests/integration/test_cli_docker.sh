@@ -10,7 +10,7 @@
 
 require_bin "$NOOK" "$NOOK_SUPERVISOR"
 command -v jq >/dev/null || plan skip_all "jq is needed to read nook's JSON"
-plan 159
+plan 162
 
 # ---- help, version, did you mean ---------------------------------------------------------------
 run_nook help
@@ -386,6 +386,15 @@ run_nook volume ls --json
 is "$status:$(jq -r '.[].name' <<<"$out")" "0:oav" "volume ls --json"
 run_nook volume rm oav --json
 is "$status:$out" '0:{"name":"oav","state":"removed"}' "volume rm NAME --json (it also tried to remove a volume '--json')"
+# stop -t 0 kills at once, as docker's (it waited the default 10 s); more than an hour is refused
+"$NOOK" run -d --name oa5 -- sh -c 'trap "" TERM; while :; do sleep 1; done' >/dev/null
+t0=$SECONDS
+run_nook stop -t 0 oa5
+is "$status:$((SECONDS - t0 < 6))" "0:1" "stop -t 0 of a command that ignores SIGTERM does not wait the 10 s default"
+run_nook stop -t 2h oa4
+like "$status:$err" "^1:.*more than an hour" "stop -t 2h is refused (it became 10 s)"
+is "$("$NOOK" inspect -f '{{.State}}' oa4)" "running" "and stops nothing"
+"$NOOK" rm oa5 >/dev/null
 "$NOOK" stop oa4 >/dev/null
 run_nook prune --json
 is "$status:$out" '0:["oa4"]' "prune --json"

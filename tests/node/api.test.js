@@ -212,6 +212,16 @@ describe("options", () => {
     await refused(br.stop({ timeout: 100 }), /stop: unknown option 'timeout'; did you mean 'timeoutMs'\?/);
     await refused(sandboxes.stop(br.name, { timeoutMs: "100" }), /stop: option 'timeoutMs' must be a non-negative number, not "100"/);
     assert.equal((await br.exec("true")).exitCode, 0, "a refused stop stopped the sandbox");
+    await assert.rejects(br.stop({ timeoutMs: 2 * 3600 * 1000 }), (e) => e.code === "invalid" && /more than an hour/.test(e.message));
+    assert.equal((await br.exec("true")).exitCode, 0, "a stop refused for its timeout stopped the sandbox");
+    // timeoutMs 0 kills at once (it meant the 10 s default): a command that ignores SIGTERM
+    const stubborn = br.exec("trap '' TERM; while :; do sleep 1; done").catch((e) => e);
+    await new Promise((r) => setTimeout(r, 200));
+    const t0 = Date.now();
+    await br.stop({ timeoutMs: 0 });
+    assert.ok(Date.now() - t0 < 6000, `stop({ timeoutMs: 0 }) took ${Date.now() - t0} ms`);
+    await stubborn;
+    await br.start();
     await refused(sandboxes.branch(main.name, uniqueName("x"), { Count: 3 }), /branch: unknown option 'Count'; did you mean 'count'\?/);
     await refused(sandboxes.create(uniqueName("x"), {}, { replce: true }), /create: unknown option 'replce' \(known: replace\)/);
     await refused(sandboxes.create(uniqueName("x"), { pidsMax: 10n }), /Invalid spec: it cannot be written as JSON/);

@@ -60,7 +60,7 @@ class Sandboxes {
 
   async stop(name, options) {
     const o = checkOptions(options, { timeoutMs: "non-negative number" }, "stop");
-    await addon.stop(this.home, name, Math.ceil(o.timeoutMs ?? 0));
+    await addon.stop(this.home, name, o.timeoutMs === undefined ? undefined : Math.ceil(o.timeoutMs));
   }
 
   /** Deletes the sandbox, its workspace and its state, unconditionally. */

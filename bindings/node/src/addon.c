@@ -321,6 +321,8 @@ static napi_value lifecycle_op(napi_env env, napi_callback_info info, op_kind ki
                 return NULL;
         }
         size_t num_at = has_text ? 3 : 2;
+        if (kind == OP_STOP)
+                o->num = NOOK_STOP_TIMEOUT_DEFAULT; /* no timeout given: libnook's default */
         if (argc > num_at) {
                 napi_valuetype t;
                 double d = 0;
@@ -328,8 +330,10 @@ static napi_value lifecycle_op(napi_env env, napi_callback_info info, op_kind ki
                         op_free(env, o);
                         return NULL;
                 }
-                if (t == napi_number && napi_get_value_double(env, argv[num_at], &d) == napi_ok && d > 0)
-                        o->num = (uint64_t)d;
+                if (t == napi_number && napi_get_value_double(env, argv[num_at], &d) == napi_ok &&
+                        (d > 0 || (d == 0 && kind == OP_STOP)))
+                        o->num = d < (double)NOOK_STOP_TIMEOUT_DEFAULT ? (uint64_t)d
+                                                                       : NOOK_STOP_TIMEOUT_DEFAULT - 1;
         }
         return op_queue(env, o, what);
 }

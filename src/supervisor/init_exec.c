@@ -437,7 +437,7 @@ static void helper_report(int sock, const helper_rec *rec) {
  * socket) that the command started (or why it could not), its wait status as soon as it exits,
  * then keeps reaping whatever the command left running.  client_fd (a direct exec; else -1): the
  * client's connection, told first (client_tell) except of an end the supervisor words: a
- * command killed by SIGKILL (its reason may be "oom") or one killed on request ("timeout",
+ * command killed by SIGKILL or exiting 137 (its reason may be "oom") or one killed on request ("timeout",
  * "cancelled", a vanished client).  A kill request (SIGUSR1) after the exit was reported is
  * ignored: what the command left running keeps running, as when it arrives after the
  * supervisor heard of the exit (a client that hung up on "exited" before the supervisor read
@@ -485,8 +485,7 @@ _Noreturn static void helper_main(exec_req *req, int fds[3], int status_fd, int 
                 reap_children(cmd, &cmd_status, &cmd_done);
                 if (cmd_done && status_fd >= 0) {
                         rec = (helper_rec){ .kind = HELPER_EXITED, .status = cmd_status };
-                        bool sigkill = WIFSIGNALED(cmd_status) && WTERMSIG(cmd_status) == SIGKILL;
-                        if (!kill_asked && !sigkill)
+                        if (!kill_asked && !proto_end_maybe_oom(cmd_status))
                                 rec.told = client_tell_exited(client_fd, req->id, cmd_status,
                                         proto_end_reason(stopping, cmd_status), NULL);
                         client_fd = safe_close(client_fd);

@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/wait.h>
 
 #include "nook.h"
@@ -55,6 +56,11 @@ int proto_recv(int sock, json_t **ret, int *ret_fds, size_t *ret_n_fds) {
 json_t *proto_error_msg(const nook_error *e) {
         return json_pack("{s:s, s:s, s:s, s:i}", "op", "error", "code", nook_errc_to_string(e->code),
                 "message", e->msg, "errno", e->sys_errno);
+}
+
+bool proto_end_maybe_oom(int status) {
+        return (WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) ||
+                (WIFEXITED(status) && WEXITSTATUS(status) == 128 + SIGKILL);
 }
 
 const char *proto_end_reason(bool stopping, int status) {

@@ -64,6 +64,10 @@ json_t *proto_exited_msg(uint64_t id, json_int_t status, const char *reason, con
  * else "exited" (a command that trapped the SIGTERM and exited keeps it).  One rule for the
  * helper's own reports (init_exec.c) and the supervisor's (sup.c). */
 const char *proto_end_reason(bool stopping, int status);
+/* An end the OOM killer may have caused: the command was SIGKILLed, or it exited 137, as a shell
+ * (`exec("node app.js")`, `sh -c`) reports a child the kernel SIGKILLed.  The supervisor words
+ * those ends: "oom" when the cgroup counted an OOM kill meanwhile. */
+bool proto_end_maybe_oom(int status);
 /* Fills err from an {"op":"error"} message. Returns -code. */
 int proto_error_from_msg(json_t *msg, nook_error *err);
 const char *proto_op(json_t *msg);

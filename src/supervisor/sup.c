@@ -692,9 +692,8 @@ static void exec_exited(sup *s, uint64_t id, json_int_t st, const char *error, b
         client *c = id > 0 ? client_by_exec(s, id) : NULL;
         if (c) {
                 c->exec_running = false;
-                /* killed by SIGKILL while the cgroup counted a new OOM kill: say so */
-                if (!c->reason && WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL &&
-                        oom_kills(s) > c->oom_kills_at_start)
+                /* killed by SIGKILL (or a shell's 137) while the cgroup counted a new OOM kill */
+                if (!c->reason && proto_end_maybe_oom((int)st) && oom_kills(s) > c->oom_kills_at_start)
                         c->reason = "oom";
                 /* a signal's end while the sandbox stops is "stopped" (proto_end_reason), as the
                  * caller is told when init is gone first (finish) */

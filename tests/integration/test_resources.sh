@@ -9,7 +9,7 @@
 . "$(dirname "$0")/lib.sh"
 
 require_bin "$NOOK" "$NOOK_PROBE"
-plan 69
+plan 72
 
 PY=/usr/bin/python3
 [[ -x $PY ]] || PY=python3
@@ -153,6 +153,12 @@ like "$out" '"uid":0' "after the fork bomb a new exec still works"
 run_nook exec "$SB" -- /workspace/probe alloc 200
 is "$status" 137 "a 200 MiB allocation under 64m exits 137"
 like "$err" "OOM|oom|out of memory" "stderr says the OOM killer did it"
+# the same under a shell, which reports its child's SIGKILL as exit 137 (Node's exec("cmd") form)
+run_nook exec "$SB" -- sh -c '/workspace/probe alloc 200; exit $?'
+is "$status" 137 "under sh -c: exit 137"
+like "$err" "OOM|oom|out of memory" "under sh -c too, stderr says the OOM killer did it (it said nothing)"
+run_nook exec "$SB" -- sh -c 'exit 137'
+is "$status:$err" "137:" "a plain exit 137 without an OOM kill is just an exit status"
 run_nook exec "$SB" -- /workspace/probe exit 7
 is "$status" 7 "the sandbox survives the OOM kill (next exec runs)"
 run_nook inspect "$SB"

@@ -289,7 +289,10 @@ export declare class Box {
   mkdir(path: string): Promise<void>;
   /** Synchronous, never reads the file. */
   exists(path: string): boolean;
-  /** Absolute host path under the workspace rule; throws SandboxError refused. */
+  /** The host path of a workspace path; throws SandboxError refused for one that leaves the
+   * workspace ("..", a symlink out).  Every file call takes workspace paths: "/src/x",
+   * "src/x" and "/workspace/src/x" are the same file, and "/etc/x" is "/workspace/etc/x" (never
+   * the root filesystem's /etc: use exec for that). */
   hostPath(path: string): string;
   /** A string runs with /bin/sh -lc; an array is argv. */
   exec(command: string | string[], options?: ExecOptions): Promise<ExecResult>;

@@ -160,9 +160,24 @@ test("the addon's exec calls refuse arguments that are not theirs", async () => 
   assert.equal(addon.execWrite(handle, Buffer.from("after EOF")), -1); // dropped: stdin is closed
   const [kind, res] = await done;
   assert.deepEqual([kind, res.exitCode], ["exit", 0]);
+  // one kind of handle for another is refused (the handles are type-tagged), never dereferenced:
+  // a workspace handle read as an exec, an exec handle as a workspace
+  const ws = box._ws;
+  assert.throws(() => addon.execWrite(ws, Buffer.from("x")), invalid, "a workspace handle as an exec");
+  assert.throws(() => addon.execCancel(ws), invalid);
+  assert.throws(() => addon.wsRead(handle, "x", 0), invalid, "an exec handle as a workspace");
+  assert.throws(() => addon.wsExists(handle, "x"), invalid);
   addon.execClose(handle);
   addon.execClose(handle); // twice is fine
   addon.execCancel(handle); // after the end: nothing to do
+});
+
+test("Box and ExecProcess come from the library only, whatever their constructors are given", () => {
+  const { Box, ExecProcess } = nook;
+  const invalid = { code: "invalid" };
+  assert.throws(() => new Box(sandboxes, box.name, {}), invalid, "new Box with a made-up handle");
+  assert.throws(() => new Box(sandboxes, box.name, box._ws), invalid, "new Box even with a real handle");
+  assert.throws(() => new ExecProcess({ done: Promise.resolve() }), invalid);
 });
 
 // Every environment (the main thread, each worker) keeps its own SandboxError class and watch

@@ -4,7 +4,9 @@
 //   1. $NOOK_NODE_ADDON, the path of the .node file (development: a Meson build's addon);
 //   2. <package>/build/nook_node.node, built by scripts/install.js when the package is installed;
 //   3. the Meson build directories of the source tree: <repo>/build-node, <repo>/build
-//      (bindings/node/nook_node.node inside them), as made by `meson setup build-node`.
+//      (bindings/node/nook_node.node inside them), as made by `meson setup build-node`; only
+//      when the package is that tree's bindings/node (<repo>/include/nook.h is there), never
+//      for an installed package, whose "<repo>" would be the project that installed it.
 const fs = require("node:fs");
 const path = require("node:path");
 const { SandboxError } = require("./errors.js");
@@ -15,7 +17,8 @@ function candidates() {
   const out = [];
   if (process.env.NOOK_NODE_ADDON) out.push(path.resolve(process.env.NOOK_NODE_ADDON));
   out.push(path.join(pkg, "build", "nook_node.node"));
-  for (const dir of ["build-node", "build"]) out.push(path.join(repo, dir, "bindings", "node", "nook_node.node"));
+  if (fs.existsSync(path.join(repo, "include", "nook.h")) && fs.existsSync(path.join(repo, "bindings", "node", "lib", "binding.js")))
+    for (const dir of ["build-node", "build"]) out.push(path.join(repo, dir, "bindings", "node", "nook_node.node"));
   return out;
 }
 

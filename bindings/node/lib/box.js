@@ -334,9 +334,21 @@ function startExec(box, cmd, opts) {
   return { handle, stdout: io.stdout, stderr: io.stderr, stdin: io.stdin, done, cancel, fail, failure: () => failure, close: io.close };
 }
 
+// Only this module makes Boxes and ExecProcesses (makeBox, spawn): a constructor called from
+// anywhere else, whatever it is given, is refused before it holds anything.
+let minting = false;
+function mint(make) {
+  minting = true;
+  try {
+    return make();
+  } finally {
+    minting = false;
+  }
+}
+
 class ExecProcess {
   constructor(run) {
-    if (typeof run?.done?.then !== "function")
+    if (!minting || typeof run?.done?.then !== "function")
       throw new SandboxError("An ExecProcess comes from box.spawn()", "invalid");
     this._run = run;
     this.stdout = new PassThrough();
@@ -394,7 +406,7 @@ function checkPath(path, what) {
 
 class Box {
   constructor(sandboxes, name, ws) {
-    if (typeof sandboxes?.home !== "string" || typeof name !== "string" || ws === undefined)
+    if (!minting || typeof sandboxes?.home !== "string" || typeof name !== "string" || ws === undefined)
       throw new SandboxError("A Box comes from a Sandboxes object: create(), get() or branch()", "invalid");
     this._sandboxes = sandboxes;
     this._ws = ws;
@@ -506,7 +518,8 @@ class Box {
   /** Streaming exec: { stdout, stderr (Readable), stdin (Writable | null), wait(), kill() }. */
   spawn(cmd, opts = {}) {
     checkExecOptions(opts, SPAWN_OPTIONS, "spawn");
-    return new ExecProcess(startExec(this, cmd, opts));
+    const run = startExec(this, cmd, opts);
+    return mint(() => new ExecProcess(run));
   }
 
   /** The egress gateway's audit log so far: one object per request (time, sandbox, method, host,
@@ -595,4 +608,9 @@ class Box {
   }
 }
 
-module.exports = { Box, ExecProcess };
+/** The one way to a Box (sandboxes.js: create, get, branch). */
+function makeBox(sandboxes, name, ws) {
+  return mint(() => new Box(sandboxes, name, ws));
+}
+
+module.exports = { Box, ExecProcess, makeBox };

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 "use strict";
 const addon = require("./binding.js");
-const { Box } = require("./box.js");
+const { makeBox } = require("./box.js");
 const { SandboxError } = require("./errors.js");
 const { checkOptions } = require("./options.js");
 
@@ -40,13 +40,13 @@ class Sandboxes {
   async create(name, spec, options) {
     const o = checkOptions(options, { replace: "boolean" }, "create");
     await addon.create(this.home, name, specJson(spec), o.replace ? addon.CREATE_REPLACE : 0);
-    return new Box(this, name, await addon.wsOpen(this.home, name));
+    return makeBox(this, name, await addon.wsOpen(this.home, name));
   }
 
   /** A Box for an existing sandbox (running or stopped), or SandboxError not_found. */
   async get(name) {
     await addon.inspect(this.home, name);
-    return new Box(this, name, await addon.wsOpen(this.home, name));
+    return makeBox(this, name, await addon.wsOpen(this.home, name));
   }
 
   /** Every sandbox, as libnook describes it (name, state, spec, labels, times, workspace). */
@@ -78,7 +78,7 @@ class Sandboxes {
     const count = checkOptions(options, { count: "positive integer" }, "branch").count; // libnook: at most 100
     const names = JSON.parse(await addon.branch(this.home, src, name, count ?? 0));
     const boxes = [];
-    for (const n of names) boxes.push(new Box(this, n, await addon.wsOpen(this.home, n)));
+    for (const n of names) boxes.push(makeBox(this, n, await addon.wsOpen(this.home, n)));
     return count === undefined ? boxes[0] : boxes;
   }
 

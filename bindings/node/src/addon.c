@@ -39,7 +39,10 @@ static void ws_finalize(napi_env env, void *data, void *hint) {
 
 static napi_value get_ws(napi_env env, napi_value v, nook_ws **ret) {
         void *p = NULL;
-        NAPI_OK(env, napi_get_value_external(env, v, &p));
+        if (!handle_get(env, v, &addon_tag_ws, &p)) {
+                (void)throw_invalid(env, "Expected a workspace handle");
+                return NULL;
+        }
         if (!p) {
                 (void)throw_invalid(env, "This workspace handle is closed");
                 return NULL;
@@ -208,7 +211,7 @@ static napi_value op_result(napi_env env, op *o) {
         case OP_WS_OPEN: {
                 NAPI_OK(env, napi_create_external(env, o->out_ws, ws_finalize, NULL, &v));
                 o->out_ws = NULL; /* the external owns it now */
-                return v;
+                return handle_tag(env, v, &addon_tag_ws) ? v : NULL;
         }
         case OP_WS_READ: /* small: one copy is cheaper than a finalizer (large: op_complete) */
                 NAPI_OK(env, napi_create_buffer_copy(env, o->out_len, o->out_data, NULL, &v));

@@ -33,6 +33,15 @@ typedef struct addon_env {
 int addon_env_init(napi_env env);
 addon_env *addon_env_get(napi_env env);
 
+/* The kinds of handle the addon gives JS (externals), tagged when made and checked when used, so
+ * that one kind passed for another (or any other object) is refused, never dereferenced. */
+extern const napi_type_tag addon_tag_ws, addon_tag_exec;
+/* Tags a new handle; false with an exception pending on failure. */
+bool handle_tag(napi_env env, napi_value v, const napi_type_tag *tag);
+/* The pointer inside a handle of that kind (NULL: closed); false, without an exception, when v
+ * is not such a handle. */
+bool handle_get(napi_env env, napi_value v, const napi_type_tag *tag, void **ret);
+
 void throw_napi_failure(napi_env env, const char *what);
 void secure_free(char *s);
 void strv_free_secure(char **l);

@@ -517,6 +517,10 @@ napi_value js_exec_start(napi_env env, napi_callback_info info) {
                 return NULL;
         }
         /* from here the external holds the first reference; the async work takes a second */
+        if (!handle_tag(env, handle, &addon_tag_exec)) {
+                exec_close(c);
+                return NULL;
+        }
         if (napi_create_string_utf8(env, "nook.exec", NAPI_AUTO_LENGTH, &name) != napi_ok ||
                 napi_create_async_work(env, NULL, name, exec_execute, exec_started, c, &c->work) !=
                         napi_ok) {
@@ -540,7 +544,7 @@ static exec_ctx *get_ctx(napi_env env, napi_callback_info info, size_t want, nap
         void *p = NULL;
         if (!get_args(env, info, want, argv))
                 return NULL;
-        if (napi_get_value_external(env, argv[0], &p) != napi_ok || !p) {
+        if (!handle_get(env, argv[0], &addon_tag_exec, &p) || !p) {
                 (void)throw_invalid(env, "Expected an exec handle");
                 return NULL;
         }

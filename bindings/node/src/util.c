@@ -32,6 +32,26 @@ addon_env *addon_env_get(napi_env env) {
         return napi_get_instance_data(env, &data) == napi_ok ? data : NULL;
 }
 
+const napi_type_tag addon_tag_ws = { 0x6e6f6f6b2d77732dULL, 0x8d3f6a2c51e04b97ULL };
+const napi_type_tag addon_tag_exec = { 0x6e6f6f6b2d657865ULL, 0x2b7c94e1d6a35f08ULL };
+
+bool handle_tag(napi_env env, napi_value v, const napi_type_tag *tag) {
+        if (napi_type_tag_object(env, v, tag) == napi_ok)
+                return true;
+        throw_napi_failure(env, "napi_type_tag_object");
+        return false;
+}
+
+bool handle_get(napi_env env, napi_value v, const napi_type_tag *tag, void **ret) {
+        napi_valuetype t;
+        bool ok = false;
+        *ret = NULL;
+        if (napi_typeof(env, v, &t) != napi_ok || t != napi_external ||
+                napi_check_object_type_tag(env, v, tag, &ok) != napi_ok || !ok)
+                return false;
+        return napi_get_value_external(env, v, ret) == napi_ok;
+}
+
 void throw_napi_failure(napi_env env, const char *what) {
         const napi_extended_error_info *info = NULL;
         bool pending = false;

@@ -59,6 +59,9 @@ check "the tarball holds libnook's sources, the supervisor's, the N-API headers 
                 grep -qx package/native/node-api/node_api.h '$tmp/files' && grep -qx package/scripts/install.js '$tmp/files' &&
                 grep -qx package/native/meson.build '$tmp/files' && grep -qx package/src/addon.c '$tmp/files'"
 check "npm pack leaves no staging directory in the tree" test ! -e "$pkg/native"
+check "the tarball carries the license (Apache-2.0) at its root" \
+        sh -c "grep -qx package/LICENSE '$tmp/files' && tar xzOf '$tgz' package/LICENSE | grep -q 'Apache License'"
+check "and npm pack leaves no copy of it in the tree" test ! -e "$pkg/LICENSE"
 
 # ---- install into an empty directory -----------------------------------------------------------
 app="$tmp/app"

@@ -6,3 +6,4 @@ const fs = require("node:fs");
 const path = require("node:path");
 
 fs.rmSync(path.join(__dirname, "..", "native"), { recursive: true, force: true });
+fs.rmSync(path.join(__dirname, "..", "LICENSE"), { force: true }); // a copy of the tree's, by prepack

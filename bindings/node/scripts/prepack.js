@@ -60,6 +60,8 @@ for (const dir of mesonSubdirs()) {
     fs.writeFileSync(path.join(out, dir, "meson.build"), "# the npm package builds its addon with scripts/install.js\n");
   } else copy(dir);
 }
+// the license, at the package's root where npm and its users look for it
+fs.copyFileSync(path.join(repo, "LICENSE"), path.join(pkg, "LICENSE"));
 const headers = nodeHeaders();
 const napi = path.join(out, "node-api");
 fs.mkdirSync(napi);

@@ -226,6 +226,11 @@ describe("options", () => {
     await refused(sandboxes.create(uniqueName("x"), {}, { replce: true }), /create: unknown option 'replce' \(known: replace\)/);
     await refused(sandboxes.create(uniqueName("x"), { pidsMax: 10n }), /Invalid spec: it cannot be written as JSON/);
     assert.throws(() => new Sandboxes({ hom: HOME }), /new Sandboxes: unknown option 'hom' \(known: home\)/);
+    assert.throws(() => new Sandboxes({ home: 5 }), /new Sandboxes: the home must be a string, not 5/);
+    await refused(sandboxes.get(5), /get: the name must be a string, not 5/);
+    await refused(sandboxes.create({ name: "x" }), /create: the name must be a string, not \{"name":"x"\}/);
+    await refused(sandboxes.branch(main.name, null), /branch: the name must be a string, not null/);
+    assert.throws(() => sandboxes.workspaceDir(undefined), /workspaceDir: the name must be a string, not undefined/);
     await refused(br.readFile("app.js", { maxBytes: "3" }), /readFile: option 'maxBytes' must be a positive integer, not "3"/);
     await refused(br.readFile("app.js", { maxBytes: 0 }), /readFile: option 'maxBytes' must be a positive integer, not 0/);
     await refused(br.readFile("app.js", "utf-9"), /readFile: unknown encoding "utf-9"/);

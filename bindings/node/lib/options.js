@@ -56,4 +56,11 @@ function checkOptions(options, spec, what) {
   return options;
 }
 
-module.exports = { checkOptions };
+/** A name argument (a sandbox's, a snapshot's) must be a string: say which call and which one. */
+function checkName(value, what, which = "name") {
+  if (typeof value !== "string")
+    throw new SandboxError(`${what}: the ${which} must be a string, not ${describe(value)}`, "invalid");
+  return value;
+}
+
+module.exports = { checkOptions, checkName };

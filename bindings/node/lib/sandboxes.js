@@ -3,7 +3,7 @@
 const addon = require("./binding.js");
 const { makeBox } = require("./box.js");
 const { SandboxError } = require("./errors.js");
-const { checkOptions } = require("./options.js");
+const { checkOptions, checkName } = require("./options.js");
 
 // Spec keys are nook's own (see nook.h): image, env, labels, persistence, maxDurationSecs,
 // idleTimeoutSecs, security, network, workdir, user.  They go to libnook as JSON unchanged, so
@@ -33,11 +33,13 @@ class Sandboxes {
   /** State under options.home, else $NOOK_HOME, else nook's default root (created, mode 0700). */
   constructor(options) {
     const o = checkOptions(options, { home: null }, "new Sandboxes");
+    if (o.home !== undefined && o.home !== null) checkName(o.home, "new Sandboxes", "home");
     this.home = addon.home(o.home ?? null);
   }
 
   /** Creates and starts a sandbox; { replace: true } stops a running one of that name first. */
   async create(name, spec, options) {
+    checkName(name, "create");
     const o = checkOptions(options, { replace: "boolean" }, "create");
     await addon.create(this.home, name, specJson(spec), o.replace ? addon.CREATE_REPLACE : 0);
     return makeBox(this, name, await addon.wsOpen(this.home, name));
@@ -45,6 +47,7 @@ class Sandboxes {
 
   /** A Box for an existing sandbox (running or stopped), or SandboxError not_found. */
   async get(name) {
+    checkName(name, "get");
     await addon.inspect(this.home, name);
     return makeBox(this, name, await addon.wsOpen(this.home, name));
   }
@@ -55,16 +58,19 @@ class Sandboxes {
   }
 
   async start(name) {
+    checkName(name, "start");
     await addon.start(this.home, name);
   }
 
   async stop(name, options) {
+    checkName(name, "stop");
     const o = checkOptions(options, { timeoutMs: "non-negative number" }, "stop");
     await addon.stop(this.home, name, o.timeoutMs === undefined ? undefined : Math.ceil(o.timeoutMs));
   }
 
   /** Deletes the sandbox, its workspace and its state, unconditionally. */
   async remove(name) {
+    checkName(name, "remove");
     await addon.remove(this.home, name);
   }
 
@@ -75,6 +81,8 @@ class Sandboxes {
    * none).  A branch of a running src runs; of a stopped one stays stopped.
    */
   async branch(src, name, options) {
+    checkName(src, "branch", "source name");
+    checkName(name, "branch");
     const count = checkOptions(options, { count: "positive integer" }, "branch").count; // libnook: at most 100
     const names = JSON.parse(await addon.branch(this.home, src, name, count ?? 0));
     const boxes = [];
@@ -89,16 +97,19 @@ class Sandboxes {
 
   /** One snapshot by name or digest (with usedBy), or SandboxError not_found. */
   async inspectSnapshot(name) {
+    checkName(name, "inspectSnapshot");
     return JSON.parse(await addon.snapshotInspect(this.home, name));
   }
 
   /** Deletes a snapshot; refused (busy) while a sandbox boots from it or a snapshot builds on it. */
   async removeSnapshot(name) {
+    checkName(name, "removeSnapshot");
     await addon.snapshotRemove(this.home, name);
   }
 
   /** The host path of name's workspace, even before create().  Synchronous; creates nothing. */
   workspaceDir(name) {
+    checkName(name, "workspaceDir");
     return addon.wsDir(this.home, name);
   }
 }

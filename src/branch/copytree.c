@@ -49,7 +49,7 @@ static uid_t shift(const copytree_opts *o, uid_t id) {
         return id;
 }
 
-static int copy_data(walk *w, int in, int out, off_t size, const char *path, nook_error *err) {
+static int copy_data(walk *w, int in, int out, const char *path, nook_error *err) {
         if (w->can_clone) {
                 if (ioctl(out, FICLONE, in) == 0) {
                         w->stats->reflinked++;
@@ -59,37 +59,9 @@ static int copy_data(walk *w, int in, int out, off_t size, const char *path, noo
                         return nook_err_errno(err, NOOK_E_IO, "Cannot clone '%s'", path);
                 w->can_clone = false; /* the filesystem does not reflink: not again for this tree */
         }
-        off_t left = size;
-        while (w->can_cfr && left > 0) {
-                ssize_t k = copy_file_range(in, NULL, out, NULL, (size_t)left, 0);
-                if (k < 0 && (errno == ENOSYS || errno == EXDEV || errno == EINVAL || errno == EOPNOTSUPP) &&
-                        left == size) {
-                        w->can_cfr = false; /* COMPAT: filesystems without copy_file_range */
-                        break;
-                }
-                if (k < 0 && errno == EINTR)
-                        continue;
-                if (k < 0)
-                        return nook_err_errno(err, NOOK_E_IO, "Cannot copy '%s'", path);
-                if (k == 0)
-                        return 0; /* it shrank: the copy is what there was */
-                left -= k;
-        }
-        if (w->can_cfr)
-                return 0;
-        char buf[65536];
-        for (;;) {
-                ssize_t k = read(in, buf, sizeof(buf));
-                if (k < 0 && errno == EINTR)
-                        continue;
-                if (k < 0)
-                        return nook_err_errno(err, NOOK_E_IO, "Cannot read '%s'", path);
-                if (k == 0)
-                        return 0;
-                int r = fd_write_all(out, buf, (size_t)k);
-                if (r < 0)
-                        return nook_err_errnum(err, NOOK_E_IO, -r, "Cannot write the copy of '%s'", path);
-        }
+        /* holes stay holes: a guest's sparse file costs the copy what it holds (fd_copy_sparse) */
+        int r = fd_copy_sparse(in, out, &w->can_cfr);
+        return r < 0 ? nook_err_errnum(err, NOOK_E_IO, -r, "Cannot copy '%s'", path) : 0;
 }
 
 static int copy_xattrs(const char *src, const char *dst, const char *shown, nook_error *err) {
@@ -179,7 +151,7 @@ static int copy_file(walk *w, int sdfd, int ddfd, const char *name, const struct
                 return nook_err_errno(err, NOOK_E_IO, "Cannot create the copy of '%s'", src);
         w->stats->files++;
         w->stats->bytes += (uint64_t)st->st_size;
-        return copy_data(w, in, out, st->st_size, src, err);
+        return copy_data(w, in, out, src, err);
 }
 
 static int copy_dir(walk *w, int sdfd, int ddfd, const char *src, const char *dst, const char *rel,

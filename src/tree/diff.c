@@ -206,11 +206,22 @@ static int spawn_diff(
         return 0;
 }
 
+/* Whether fd (-1: none) is a file diffutils should not be given: GNU diff reads both sides whole
+ * into memory, so a guest's 30 GB sparse file with a text start would take the host's memory. */
+static bool too_large_for_patch(int fd) {
+        struct stat st;
+        return fd >= 0 && fstat(fd, &st) == 0 && (uint64_t)st.st_size > PATCH_MAX;
+}
+
 int diff_unified(int old_fd, int new_fd, const char *path, char **ret, nook_error *err) {
         int p[2];
         pid_t pid = 0;
         _cleanup_free_ char *out = NULL;
         size_t len = 0;
+        if (too_large_for_patch(old_fd) || too_large_for_patch(new_fd)) {
+                *ret = strdup("(a side is larger than 16 MiB: no patch shown)\n");
+                return *ret ? 0 : nook_err_oom(err);
+        }
         /* fds 3 and 4 in the child must not be the inputs' own numbers swapped: dup them high. */
         _cleanup_close_ int o = old_fd >= 0 ? fcntl(old_fd, F_DUPFD_CLOEXEC, 10) : -1;
         _cleanup_close_ int n = new_fd >= 0 ? fcntl(new_fd, F_DUPFD_CLOEXEC, 10) : -1;

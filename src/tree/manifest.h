@@ -62,7 +62,8 @@ int manifest_capture(int dirfd, bool hash, size_t max_entries, manifest **ret, n
 /* The entry for path, or NULL (binary search; m is sorted). */
 const mf_entry *manifest_find(const manifest *m, const char *path);
 
-/* SHA-256 of the regular file fd (read to EOF). */
+/* SHA-256 of the regular file fd, its holes never read (a sparse file hashes its data extents:
+ * manifest.c). */
 int mf_hash_fd(int fd, uint8_t ret[MF_HASH_LEN], nook_error *err);
 /* Opens path below dirfd without following any symlink on the way (every component is opened
  * O_NOFOLLOW; the meaning of RESOLVE_NO_SYMLINKS, on every kernel).  flags are for the last

@@ -293,29 +293,9 @@ static int chmod_nofollow(int pfd, const char *name, uint32_t mode) {
         return chmod(proc, mode) < 0 ? -errno : 0;
 }
 
+/* Holes stay holes (a branch's sparse file must not become gigabytes of zeros in the target). */
 static int copy_content(int src, int dst) {
-        for (;;) {
-                ssize_t k = copy_file_range(src, NULL, dst, NULL, (size_t)1 << 30, 0);
-                if (k == 0)
-                        return 0;
-                if (k > 0)
-                        continue;
-                if (errno != EXDEV && errno != EINVAL && errno != ENOSYS && errno != EOPNOTSUPP)
-                        return -errno;
-                break;
-        }
-        char buf[1 << 16];
-        for (;;) {
-                ssize_t k = read(src, buf, sizeof(buf));
-                if (k < 0 && errno == EINTR)
-                        continue;
-                if (k < 0)
-                        return -errno;
-                if (k == 0)
-                        return 0;
-                if (fd_write_all(dst, buf, (size_t)k) < 0)
-                        return -errno;
-        }
+        return fd_copy_sparse(src, dst, NULL);
 }
 
 /* The branch's file e, copied to pfd/tmp with its mode and mtime. */

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -26,6 +27,89 @@ int fd_write_all(int fd, const void *buf, size_t len) {
                 len -= (size_t)n;
         }
         return 0;
+}
+
+static off_t off_min(off_t a, off_t b) {
+        return a < b ? a : b;
+}
+
+/* [off, off + len) of in to the same offset of out. */
+static int copy_range(int in, int out, off_t off, off_t len, bool *cfr) {
+        off_t oin = off, oout = off;
+        while (len > 0 && *cfr) {
+                ssize_t k = copy_file_range(in, &oin, out, &oout, (size_t)off_min(len, (off_t)1 << 30), 0);
+                if (k < 0 && errno == EINTR)
+                        continue;
+                if (k < 0 && (errno == ENOSYS || errno == EXDEV || errno == EINVAL || errno == EOPNOTSUPP)) {
+                        *cfr = false; /* COMPAT: a filesystem without it; pread/pwrite from here */
+                        break;
+                }
+                if (k < 0)
+                        return -errno;
+                if (k == 0)
+                        return 0; /* it shrank under us */
+                len -= k;
+        }
+        char buf[65536];
+        while (len > 0) {
+                ssize_t k = pread(in, buf, (size_t)off_min(len, (off_t)sizeof(buf)), oin);
+                if (k < 0 && errno == EINTR)
+                        continue;
+                if (k < 0)
+                        return -errno;
+                if (k == 0)
+                        return 0;
+                for (ssize_t done = 0; done < k;) {
+                        ssize_t w = pwrite(out, buf + done, (size_t)(k - done), oout);
+                        if (w < 0 && errno == EINTR)
+                                continue;
+                        if (w < 0)
+                                return -errno;
+                        done += w;
+                        oout += w;
+                }
+                oin += k;
+                len -= k;
+        }
+        return 0;
+}
+
+int fd_copy_sparse(int in, int out, bool *cfr) {
+        bool cfr_local = true;
+        if (!cfr)
+                cfr = &cfr_local;
+        struct stat st;
+        if (fstat(in, &st) < 0)
+                return -errno;
+        off_t pos = 0, end = st.st_size;
+        while (pos < end) {
+                off_t data = lseek(in, pos, SEEK_DATA);
+                if (data < 0 && errno == ENXIO)
+                        break; /* a hole to the end */
+                if (data < 0 && (errno == EINVAL || errno == EOPNOTSUPP)) {
+                        data = pos; /* COMPAT: no SEEK_DATA here: everything is data */
+                        int r = copy_range(in, out, data, end - data, cfr);
+                        if (r < 0)
+                                return r;
+                        break;
+                }
+                if (data < 0)
+                        return -errno;
+                off_t hole = lseek(in, data, SEEK_HOLE);
+                if (hole < 0)
+                        return -errno;
+                if (hole > end)
+                        hole = end; /* it grew: up to the size we started from, then its end */
+                int r = copy_range(in, out, data, hole - data, cfr);
+                if (r < 0)
+                        return r;
+                pos = hole;
+        }
+        /* the size as it is now: holes at the end stay holes, a file that grew is cut where we
+         * read it (what we copied is what there was) */
+        if (fstat(in, &st) < 0)
+                return -errno;
+        return ftruncate(out, off_min(st.st_size, end)) < 0 ? -errno : 0;
 }
 
 ssize_t fd_read_all(int fd, void *buf, size_t len) {

@@ -10,6 +10,12 @@
 
 /* Writes all of buf, retrying on EINTR and short writes.  Returns 0 or -errno. */
 int fd_write_all(int fd, const void *buf, size_t len);
+/* Copies the file in (from offset 0) into out, a new empty regular file, keeping its holes: only
+ * the data SEEK_DATA/SEEK_HOLE find is written (copy_file_range, else pread/pwrite), and out is
+ * then truncated to in's size.  A guest's 8 GiB sparse file costs what it holds, not 8 GiB of
+ * zeros.  *cfr (may be NULL): whether copy_file_range may be tried, cleared where the filesystem
+ * refuses it.  A file that changes meanwhile is copied as it is seen.  0 or -errno. */
+int fd_copy_sparse(int in, int out, bool *cfr);
 /* Reads until len bytes or EOF.  Returns the number of bytes read or -errno. */
 ssize_t fd_read_all(int fd, void *buf, size_t len);
 /* Reads a whole fd into a NUL-terminated malloc'd buffer, refusing more than max bytes. */

@@ -14,7 +14,7 @@
 require_bin "$NOOK"
 command -v jq >/dev/null || plan skip_all "jq is needed to read nook's JSON"
 command -v busybox >/dev/null || plan skip_all "busybox is needed for the test root filesystem"
-plan 81
+plan 83
 
 ROOT=0
 nook_rootful && ROOT=1
@@ -233,8 +233,19 @@ fi
 
 # ---- branch of a stopped sandbox ----------------------------------------------------------------
 run_nook stop src
+# a sparse file (1 GiB, 4 KiB of data in its middle): the copy keeps its holes, so a guest's
+# `truncate -s 15T` cannot make a branch fill the host's disk with zeros
+SPARSE="$("$NOOK" ws path src)/sparse.img"
+truncate -s 1G "$SPARSE"
+printf 'middle' | dd of="$SPARSE" bs=1 seek=$((512 * 1024 * 1024)) conv=notrunc status=none
 run_nook branch src s
 is "$status" 0 "branch a stopped sandbox"
+SCOPY="$("$NOOK" ws path s)/sparse.img"
+is "$(stat -c %s "$SCOPY"):$(dd if="$SCOPY" bs=1 skip=$((512 * 1024 * 1024)) count=6 status=none)" \
+        "1073741824:middle" "the branch's copy of a sparse file has its size and its data"
+blocks=$(stat -c %b "$SCOPY")
+if ((blocks * 512 <= 8 * 1024 * 1024)); then ok "and its holes: $((blocks / 2)) KiB on disk, not 1 GiB"; else not_ok "the copy keeps the holes" "$((blocks / 2)) KiB on disk"; fi
+rm -f "$SPARSE"
 is "$(state_of s)" stopped "a branch of a stopped sandbox stays stopped"
 run_nook start s
 sx s 'cat /workspace/f /etc/issue; stat -c "%u:%g" /etc/own /workspace/own'

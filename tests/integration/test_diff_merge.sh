@@ -12,7 +12,7 @@
 
 require_bin "$NOOK" "$NOOK_SUPERVISOR"
 command -v python3 >/dev/null || plan skip_all "python3 is needed to read the JSON"
-plan 126
+plan 128
 
 D=$(mktemp -d /var/tmp/nook-dm-test.XXXXXX)
 chmod 0755 "$D"
@@ -100,6 +100,19 @@ like "$out" $'--- /dev/null\n\\+\\+\\+ b/new\n@@ -0,0 \\+1 @@\n\\+added' "-p: an
 like "$out" $'--- a/text\n\\+\\+\\+ b/text\n\\(old content unavailable' "-p: a modified file without a known old copy says so"
 run_nook diff -p --json w
 like "$out" '"patch":"--- /dev/null\\n\+\+\+ b/new\\n@@ -0,0 \+1 @@\\n\+added\\n"' "-p --json: the patch is a field"
+
+# a guest's huge sparse file: hashed by what it holds (its holes are never read), and no patch
+# (GNU diff would read 2 TB into memory); both took hours or the host's memory
+WSW=$("$NOOK" ws path w)
+truncate -s 2T "$WSW/huge-sparse"
+printf 'text at the start\n' | dd of="$WSW/huge-sparse" conv=notrunc status=none
+run_nook_t() { local t=$1; shift; out=$(timeout "$t" "$NOOK" "$@" 2>/tmp/nook-dm-err.$$); status=$?; err=$(cat /tmp/nook-dm-err.$$); rm -f /tmp/nook-dm-err.$$; }
+run_nook_t 60 diff --json w
+is "$status:$(jq -r '.changes[] | select(.path == "huge-sparse") | .kind' <<<"$out")" "0:added" "diff of a 2 TB sparse file ends, and lists it"
+run_nook_t 60 diff -p --json w
+is "$status:$(jq -r '.changes[] | select(.path == "huge-sparse") | .patch' <<<"$out")" \
+        "0:(a side is larger than 16 MiB: no patch shown)" "diff -p gives no patch for it (diffutils would read it whole)"
+rm -f "$WSW/huge-sparse"
 
 # the writable root layer
 g w 'rm -f /etc/hostname; echo z > /etc/nook-dm-new' >/dev/null

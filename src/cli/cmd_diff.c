@@ -4,6 +4,7 @@
 #include <getopt.h>
 #include <jansson.h>
 #include <stdio.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -61,7 +62,12 @@ static void print_change(json_t *c, bool patch) {
                 printf("  (opaque)");
         putchar('\n');
         const char *p = json_string_value(json_object_get(c, "patch"));
-        if (patch && p && *p)
+        /* The guest wrote it (names in the headers, the lines): on a terminal its control
+         * characters are shown as \xNN, so a file cannot set the title or clear the screen;
+         * into a pipe the patch goes exact, for patch(1) or git apply. */
+        if (patch && p && *p && isatty(STDOUT_FILENO))
+                cli_print_safe(stdout, p);
+        else if (patch && p && *p)
                 fputs(p, stdout);
 }
 

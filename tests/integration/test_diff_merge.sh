@@ -12,7 +12,7 @@
 
 require_bin "$NOOK" "$NOOK_SUPERVISOR"
 command -v python3 >/dev/null || plan skip_all "python3 is needed to read the JSON"
-plan 128
+plan 130
 
 D=$(mktemp -d /var/tmp/nook-dm-test.XXXXXX)
 chmod 0755 "$D"
@@ -113,6 +113,14 @@ run_nook_t 60 diff -p --json w
 is "$status:$(jq -r '.changes[] | select(.path == "huge-sparse") | .patch' <<<"$out")" \
         "0:(a side is larger than 16 MiB: no patch shown)" "diff -p gives no patch for it (diffutils would read it whole)"
 rm -f "$WSW/huge-sparse"
+# a guest's escape sequences in a patch reach a terminal as \xNN (they set the title, cleared the
+# screen); into a pipe the patch stays exact
+printf 'title \033]0;OWNED\007 clear \033[2J\n' >"$WSW/esc.txt"
+tty_out=$(script -qec "$NOOK diff -p w" /dev/null </dev/null | tr -d '\r')
+like "$tty_out" 'title \\x1b\]0;OWNED\\x07 clear \\x1b\[2J' "diff -p on a terminal shows a patch's control characters as \\xNN"
+run_nook diff -p w
+if [[ $out == *$'\033]0;OWNED\007'* ]]; then ok "into a pipe the patch is exact"; else not_ok "into a pipe the patch is exact"; fi
+rm -f "$WSW/esc.txt"
 
 # the writable root layer
 g w 'rm -f /etc/hostname; echo z > /etc/nook-dm-new' >/dev/null

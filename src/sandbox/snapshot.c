@@ -72,6 +72,9 @@ int sb_snapshot_tmpdir(nook *n, const char *what, char **ret, int *ret_lock, noo
                 free(dir);
                 return nook_err_errno(err, NOOK_E_IO, "Cannot create '%s'", tmp);
         }
+        /* what a killed snapshot create or import left (gigabytes, it may be): each folder no
+         * live owner holds goes now, not at the next prune */
+        (void)tmp_sweep(tmp, path_rm_rf_at);
         r = tmpdir_owned_new(dir, ret_lock, err);
         if (r < 0) {
                 free(dir);

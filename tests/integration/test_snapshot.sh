@@ -13,7 +13,7 @@ require_bin "$NOOK"
 command -v jq >/dev/null || plan skip_all "jq is needed to read nook's JSON"
 command -v zstd >/dev/null || plan skip_all "zstd is needed to take export files apart"
 command -v busybox >/dev/null || plan skip_all "busybox is needed for the test root filesystem"
-plan 67
+plan 68
 
 ROOT=0
 nook_rootful && ROOT=1
@@ -89,7 +89,11 @@ run_nook snapshot create --with-workspace src snap1
 is "$status" 0 "snapshot of the stopped sticky sandbox"
 DIGEST=$(awk '{print $2}' <<<"$out")
 like "$DIGEST" "^sha256:[0-9a-f]{64}$" "it has a content digest"
+# a snapshot create killed part way leaves its folder in snapshots/.tmp (no live owner holds its
+# lock): the next create removes it, not only a prune
+mkdir -p "$NOOK_HOME/snapshots/.tmp/create-killed1/rootfs" && head -c 1048576 /dev/zero >"$NOOK_HOME/snapshots/.tmp/create-killed1/rootfs.tar"
 run_nook snapshot create --with-workspace src snap-again
+check "the next snapshot create removed a killed one's temporary folder" test ! -e "$NOOK_HOME/snapshots/.tmp/create-killed1"
 is "$status" 1 "the same content under another name is refused"
 like "$err" "snap1.*stored once" "the refusal names the snapshot that holds it"
 # Two snapshots without a name, at once (the same second): the default names are picked under

@@ -437,6 +437,7 @@ typedef struct cp_walk {
         const ws *w; /* the source side's handle (kernel filesystem check); NULL: the host */
         const char *label; /* "w:" or "" */
         cp_sink *k;
+        bool top_dir; /* the first node must be a directory ("dir/.": its contents are copied) */
 } cp_walk;
 
 static int cp_walk_node(
@@ -480,6 +481,14 @@ static int cp_walk_node(
                         "Cannot read '%s%s'", c->label, shown);
         e.perm = st.st_mode & 01777;
         e.mtime = st.st_mtim;
+        /* a "dir/." source: the check before the walk found a directory, and a guest that swapped
+         * in a symlink or a file since must not make the destination one (a host path pointing
+         * where the guest chose) */
+        if (c->top_dir && !S_ISDIR(st.st_mode))
+                return nook_err_set(err, NOOK_E_BUSY,
+                        "'%s%s' is no longer a directory (it changed while it was copied); try again",
+                        c->label, shown);
+        c->top_dir = false;
         if (S_ISLNK(st.st_mode)) {
                 char target[PATH_MAX];
                 ssize_t n = readlinkat(pfd, name, target, sizeof(target) - 1);
@@ -759,7 +768,7 @@ static const char *cp_src_name(const cp_side *s, const cp_loc *l) {
 /* out: the source's name in the copy, or "" to put a directory's entries at the top (a "dir/."
  * source copied into an existing directory, or into a tar). */
 static int cp_tree_source(const cp_side *s, const cp_loc *l, const char *out, cp_sink *k, nook_error *err) {
-        cp_walk c = { .w = s->w, .label = s->label, .k = k };
+        cp_walk c = { .w = s->w, .label = s->label, .k = k, .top_dir = l->contents };
         struct stat st;
         if (l->contents) {
                 if (fstatat(l->dfd, l->name, &st, AT_SYMLINK_NOFOLLOW) < 0)

@@ -10,7 +10,7 @@
 
 require_bin "$NOOK" "$NOOK_SUPERVISOR"
 command -v python3 >/dev/null || plan skip_all "python3 is needed to build hostile tar archives"
-plan 109
+plan 111
 
 D=$(mktemp -d /var/tmp/nook-cp-test.XXXXXX)
 chmod 0755 "$D"
@@ -257,6 +257,23 @@ isnt "$status" 0 "a root filesystem path of a stopped sandbox is an error"
 like "$err" "not running" "the message says it is not running"
 run_nook cp "$D/src/a" w:/workspace/stopped
 is "$status" 0 "the workspace of a stopped sandbox still takes files" || diag "$err"
+# ---- "d/." while the guest swaps d for a symlink: the destination is never made a symlink ------
+"$NOOK" start w >/dev/null
+"$NOOK" exec w -- sh -c 'mkdir -p /workspace/swap/d && echo in >/workspace/swap/d/f && ln -s /etc /workspace/swap/l' >/dev/null
+# renameat2(RENAME_EXCHANGE) in a loop: "d" is always there, a directory or a symlink to /etc
+"$NOOK" exec -d w -- python3 -c 'import ctypes, os
+libc = ctypes.CDLL(None)
+os.chdir("/workspace/swap")
+while True:
+    libc.renameat2(-100, b"d", -100, b"l", 2)' >/dev/null
+links=0 copies=0
+for i in $(seq 300); do
+        "$NOOK" cp "w:/workspace/swap/d/." "$D/swapout$i" >/dev/null 2>&1 && copies=$((copies + 1))
+        [[ -L "$D/swapout$i" ]] && links=$((links + 1))
+        rm -rf "$D/swapout$i"
+done
+is "$links" 0 "300 copies of 'd/.' raced by a guest swapping d for a symlink: no destination became a symlink ($copies copied)"
+if ((copies > 0)); then ok "and some copied (the race ran: $copies of 300)"; else not_ok "some copies went through" "0 of 300: the guest's swap loop did not run?"; fi
 run_nook rm w
 
 # ---- a stopped sticky sandbox: its kept root layer, reached by starting it for the copy --------

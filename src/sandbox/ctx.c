@@ -16,6 +16,7 @@
 #include "isolate/userns.h"
 #include "store/idrange.h"
 #include "sandbox/ctx.h"
+#include "sandbox/idclaim.h"
 #include "util/error.h"
 #include "util/fd.h"
 #include "util/macro.h"
@@ -134,8 +135,16 @@ int ctx_sandbox_root(
                 return r;
         nook_error ignore;
         bool had = store_idrange_get(st, name, &base, &ignore) >= 0;
-        r = acquire ? store_idrange_acquire(st, name, &pool, &base, err)
-                    : store_idrange_get(st, name, &base, err);
+        if (acquire) {
+                /* the slot is also claimed host-wide, against other state folders (idclaim.h) */
+                idclaims c;
+                idclaims_open(&c, n->home, name);
+                r = store_idrange_acquire(st, name, &pool, idclaims_usable, &c, &base, err);
+                if (r < 0)
+                        idclaims_undo(&c);
+                idclaims_close(&c);
+        } else
+                r = store_idrange_get(st, name, &base, err);
         if (r >= 0 && acquire && !had && (r = shift_kept_upper(n, name, base, err)) < 0)
                 return nook_err_wrap(err, "moving sandbox '%s' to its own id range", name);
         if (r == -NOOK_E_NOT_FOUND) {

@@ -23,6 +23,8 @@
 #include "sandbox/baseline.h"
 #include "sandbox/ctx.h"
 #include "sandbox/egress.h"
+#include "sandbox/idclaim.h"
+#include "store/idrange.h"
 #include "sandbox/image.h"
 #include "sandbox/lifecycle.h"
 #include "sandbox/pause.h"
@@ -938,8 +940,13 @@ int nook_sandbox_remove(nook *n, const char *name, nook_error *err) {
                 r = path_rm_rf(sdir, err);
         if (r >= 0)
                 r = remove_workspace(n, wsdir, err);
+        uint32_t id_base = 0;
+        nook_error ignore;
+        bool has_ids = has_rec && n->idmap && store_idrange_get(st, name, &id_base, &ignore) >= 0;
         if (r >= 0 && has_rec)
                 r = store_sandbox_delete(st, name, err);
+        if (r >= 0 && has_ids)
+                idclaims_release(n->home, name, id_base); /* its range goes with the record */
         if (overlap)
                 supervisor_wait_gone(&rec);
         sandbox_rec_done(&rec);

@@ -21,8 +21,10 @@ static int get_locked(store *st, const char *sandbox, uint32_t *ret_base, nook_e
         return 1;
 }
 
-/* The lowest slot no row holds: the ranges come back in order, so the first gap is it. */
-static int find_free(store *st, const idrange_pool *pool, uint32_t *ret_base, nook_error *err) {
+/* The lowest slot no row holds that usable accepts: the ranges come back in order, so each gap
+ * is a candidate. */
+static int find_free(store *st, const idrange_pool *pool, idrange_usable_fn usable, void *userdata,
+        uint32_t *ret_base, nook_error *err) {
         _cleanup_stmt_ sqlite3_stmt *s = NULL;
         int r = store_prepare(st, "SELECT base FROM id_ranges WHERE base >= ?1 ORDER BY base", &s, err);
         if (r < 0)
@@ -30,16 +32,20 @@ static int find_free(store *st, const idrange_pool *pool, uint32_t *ret_base, no
         (void)sqlite3_bind_int64(s, 1, pool->first);
         uint64_t want = pool->first;
         uint64_t end = (uint64_t)pool->first + (uint64_t)pool->size * pool->count;
-        int rc;
-        while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-                uint64_t b = (uint64_t)sqlite3_column_int64(s, 0);
-                if (b > want)
+        int rc = sqlite3_step(s);
+        uint64_t row = rc == SQLITE_ROW ? (uint64_t)sqlite3_column_int64(s, 0) : UINT64_MAX;
+        for (; want + pool->size <= end; want += pool->size) {
+                while (rc == SQLITE_ROW && row < want) {
+                        rc = sqlite3_step(s);
+                        row = rc == SQLITE_ROW ? (uint64_t)sqlite3_column_int64(s, 0) : UINT64_MAX;
+                }
+                if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+                        return store_fail(st, rc, err, "Cannot read the id range pool");
+                if (row == want)
+                        continue; /* this store's */
+                if (!usable || usable((uint32_t)want, false, userdata))
                         break;
-                if (b == want)
-                        want += pool->size;
         }
-        if (rc != SQLITE_ROW && rc != SQLITE_DONE)
-                return store_fail(st, rc, err, "Cannot read the id range pool");
         if (want + pool->size > end)
                 return nook_err_set(err, NOOK_E_BUSY,
                         "Every host id range of the pool (%u ranges of %u ids from %u) is held by a sandbox; remove sandboxes you no longer need ('nook rm')",
@@ -48,8 +54,8 @@ static int find_free(store *st, const idrange_pool *pool, uint32_t *ret_base, no
         return 0;
 }
 
-int store_idrange_acquire(
-        store *st, const char *sandbox, const idrange_pool *pool, uint32_t *ret_base, nook_error *err) {
+int store_idrange_acquire(store *st, const char *sandbox, const idrange_pool *pool, idrange_usable_fn usable,
+        void *userdata, uint32_t *ret_base, nook_error *err) {
         _cleanup_stmt_ sqlite3_stmt *s = NULL;
         uint32_t base = 0;
         int r = store_begin(st, err);
@@ -59,8 +65,10 @@ int store_idrange_acquire(
         r = get_locked(st, sandbox, &base, err);
         if (r < 0)
                 return r;
+        if (r > 0 && usable)
+                (void)usable(base, true, userdata);
         if (r == 0) {
-                if ((r = find_free(st, pool, &base, err)) < 0)
+                if ((r = find_free(st, pool, usable, userdata, &base, err)) < 0)
                         return r;
                 r = store_prepare(st,
                         "INSERT INTO id_ranges (base, size, sandbox, created_at) VALUES (?1, ?2, ?3, ?4)",

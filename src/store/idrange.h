@@ -15,10 +15,16 @@ typedef struct idrange_pool {
         uint32_t count; /* slots */
 } idrange_pool;
 
-/* The range the sandbox holds, or the lowest free slot, recorded for it.  The sandbox record
- * must exist.  NOOK_E_BUSY naming the pool when every slot is taken. */
-int store_idrange_acquire(
-        store *st, const char *sandbox, const idrange_pool *pool, uint32_t *ret_base, nook_error *err);
+/* Whether a slot no row of this store holds may be taken (the host-wide claims of other state
+ * folders: sandbox/idclaim.h); taking it there is the callback's job.  Also called for the range
+ * a sandbox already holds (taken: true), so that its claim is made where it is missing. */
+typedef bool (*idrange_usable_fn)(uint32_t base, bool taken, void *userdata);
+
+/* The range the sandbox holds, or the lowest free slot that usable (may be NULL) accepts,
+ * recorded for it.  The sandbox record must exist.  NOOK_E_BUSY naming the pool when every slot
+ * is taken. */
+int store_idrange_acquire(store *st, const char *sandbox, const idrange_pool *pool, idrange_usable_fn usable,
+        void *userdata, uint32_t *ret_base, nook_error *err);
 /* The range the sandbox holds; NOOK_E_NOT_FOUND when it holds none. */
 int store_idrange_get(store *st, const char *sandbox, uint32_t *ret_base, nook_error *err);
 /* Ranges held, for `nook doctor` and tests. */

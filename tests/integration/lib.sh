@@ -15,6 +15,7 @@
 #   - $NOOK, $NOOK_SUPERVISOR, $NOOK_PROBE: the binaries under $NOOK_BUILD_DIR (set by meson).
 #   - A fresh NOOK_HOME (mktemp -d under /var/tmp, mode 0700), exported, removed on exit.
 #   - NOOK_RUNTIME_DIR="$NOOK_HOME.run": the runtime folders' root of this file alone.
+#   - NOOK_IDCLAIMS="$NOOK_HOME.idclaims": the id-range claims of this file alone.
 #   - At exit, one more test: nothing leaked (mounts under NOOK_HOME, processes naming it,
 #     new nook-* cgroups, runtime folders of removed sandboxes), then the TAP plan line. Exit status 0 only if every test passed.
 #
@@ -437,6 +438,10 @@ export NOOK_HOME
 NOOK_RUNTIME_DIR="$NOOK_HOME.run"
 mkdir -m 1777 "$NOOK_RUNTIME_DIR" || bail_out "mkdir $NOOK_RUNTIME_DIR failed"
 export NOOK_RUNTIME_DIR
+# The host-wide claims on the id-range pool (src/sandbox/idclaim.h): this file's own too, so
+# that tests running at once never see each other's state folders' claims.
+NOOK_IDCLAIMS="$NOOK_HOME.idclaims"
+export NOOK_IDCLAIMS
 _nook_cgroups_before=$(_nook_cgroups)
 trap _tap_finish EXIT
 trap 'exit 130' INT TERM

@@ -9,7 +9,7 @@
 . "$(dirname "$0")/lib.sh"
 
 require_bin "$NOOK" "$NOOK_PROBE"
-plan 43
+plan 47
 
 IDM=0
 nook_idmapped && IDM=1
@@ -80,6 +80,30 @@ if [[ $IDM == 1 ]]; then
 else
         skip_expected "no per-sandbox ranges in this stage (rootless or no idmapped mounts)"
         skip_expected "no per-sandbox ranges in this stage (rootless or no idmapped mounts)"
+fi
+
+# ---- one identity across state folders: the pool's slots are claimed host-wide ------------------
+# (NOOK_IDCLAIMS, lib.sh: this file's own claims file, shared by the homes below)
+if [[ $IDM == 1 ]]; then
+        H2=$(mktemp -d /var/tmp/nook-test-id2.XXXXXXXX)
+        chmod 0700 "$H2"
+        NOOK_HOME=$H2 run_nook create idx
+        is "$status" 0 "create idx in a second state folder" || diag "$err"
+        ux=$(NOOK_HOME=$H2 host_uid idx)
+        diag "host uids: idb=$ub idc=$uc idx (other home)=$ux"
+        if [[ -n $ux && $ux != "$ub" && $ux != "$uc" ]]; then ok "a sandbox of another state folder gets a range no sandbox here holds ($ux)"; else not_ok "another state folder's sandbox has its own range" "idx=$ux idb=$ub idc=$uc"; fi
+        NOOK_HOME=$H2 run_nook rm idx
+        run_nook rm idc
+        NOOK_HOME=$H2 run_nook create idy
+        is "$(NOOK_HOME=$H2 host_uid idy)" "$uc" "a range freed by rm in one state folder is taken by the other ($uc)"
+        # a state folder deleted with its sandbox still recorded: its claim is stale, and taken over
+        NOOK_HOME=$H2 "$NOOK" stop idy >/dev/null
+        rm -rf "$H2"
+        run_nook create idc
+        is "$(host_uid idc)" "$uc" "the claim of a deleted state folder is taken over ($uc)"
+        rm -rf "$H2"
+else
+        for i in 1 2 3; do skip_expected "no per-sandbox ranges in this stage (rootless or no idmapped mounts)"; done
 fi
 
 # ---- a sticky layer from before the pool moves to the sandbox's new range ----------------------

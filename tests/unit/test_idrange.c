@@ -40,7 +40,7 @@ static void add_sandbox(const char *name) {
 static uint32_t acquire(const char *name) {
         nook_error err = {};
         uint32_t b = 0;
-        cr_assert_eq(store_idrange_acquire(st, name, &pool, &b, &err), 0, "%s", err.msg);
+        cr_assert_eq(store_idrange_acquire(st, name, &pool, NULL, NULL, &b, &err), 0, "%s", err.msg);
         return b;
 }
 
@@ -79,7 +79,7 @@ Test(idrange, full_pool_is_refused) {
                 add_sandbox(names[i]);
         for (size_t i = 0; i < 3; i++)
                 (void)acquire(names[i]);
-        cr_assert_eq(store_idrange_acquire(st, "d", &pool, &b, &err), -NOOK_E_BUSY);
+        cr_assert_eq(store_idrange_acquire(st, "d", &pool, NULL, NULL, &b, &err), -NOOK_E_BUSY);
         cr_assert(strstr(err.msg, "nook rm") != NULL, "the message says what to do: %s", err.msg);
         cr_assert_eq(store_idrange_get(st, "d", &b, &err), -NOOK_E_NOT_FOUND, "nothing recorded");
 }
@@ -87,7 +87,7 @@ Test(idrange, full_pool_is_refused) {
 Test(idrange, needs_a_sandbox_record) {
         nook_error err = {};
         uint32_t b = 0;
-        cr_assert_lt(store_idrange_acquire(st, "ghost", &pool, &b, &err), 0,
+        cr_assert_lt(store_idrange_acquire(st, "ghost", &pool, NULL, NULL, &b, &err), 0,
                 "a range for a name without a record is refused (foreign key)");
         int64_t n = -1;
         cr_assert_eq(store_idrange_count(st, &n, &err), 0);
@@ -104,4 +104,35 @@ Test(idrange, rows_below_the_pool_are_ignored) {
         nook_error err = {};
         cr_assert_eq(store_sandbox_delete(st, "a", &err), 0);
         cr_assert_eq(acquire("c"), 1000000);
+}
+
+/* The host-wide claims' callback (sandbox/idclaim.c) passes over slots another state folder
+ * holds, and is told of a range a sandbox already holds. */
+typedef struct usable_log {
+        uint32_t refuse; /* a base the callback refuses */
+        uint32_t seen_taken; /* the last base it was told is held already */
+        int calls;
+} usable_log;
+
+static bool usable_cb(uint32_t base, bool taken, void *userdata) {
+        usable_log *l = userdata;
+        l->calls++;
+        if (taken)
+                l->seen_taken = base;
+        return taken || base != l->refuse;
+}
+
+Test(idrange, a_slot_claimed_elsewhere_is_passed_over) {
+        nook_error err = {};
+        uint32_t b = 0;
+        usable_log l = { .refuse = 1000000 };
+        add_sandbox("a");
+        add_sandbox("b");
+        cr_assert_eq(store_idrange_acquire(st, "a", &pool, usable_cb, &l, &b, &err), 0, "%s", err.msg);
+        cr_assert_eq(b, 1000100, "the lowest slot the callback accepts, not the lowest free one");
+        cr_assert_eq(store_idrange_acquire(st, "a", &pool, usable_cb, &l, &b, &err), 0, "%s", err.msg);
+        cr_assert_eq(l.seen_taken, 1000100, "a held range is reported as taken, to be claimed");
+        l.refuse = 0;
+        cr_assert_eq(store_idrange_acquire(st, "b", &pool, usable_cb, &l, &b, &err), 0, "%s", err.msg);
+        cr_assert_eq(b, 1000000, "once accepted, the lowest free slot again");
 }

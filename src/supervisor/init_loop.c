@@ -343,10 +343,18 @@ static void init_handle_msg(int sock, json_t *msg, int *fds, size_t n_fds) {
                 pid_t helper = kill_target(msg);
                 int sig = (int)json_integer_value(json_object_get(msg, "signal"));
                 /* by sigqueue: the helper tells a client's signal (SI_QUEUE) from the stop's
-                 * kill(-1, SIGTERM) (SI_USER), after which its command "stopped" (init_exec.c) */
-                if (helper > 0 && sig > 0 && sig < 65)
+                 * kill(-1, SIGTERM) (SI_USER), after which its command "stopped" (init_exec.c).
+                 * A kill wakes a helper the guest stopped (SIGCONT) to act on it; "hard": the
+                 * supervisor's last resort for one that still did not, SIGKILL itself. */
+                bool hard = json_is_true(json_object_get(msg, "hard"));
+                if (helper > 0 && sig == SIGKILL && hard)
+                        (void)kill(helper, SIGKILL);
+                else if (helper > 0 && sig > 0 && sig < 65) {
                         (void)sigqueue(
                                 helper, sig == SIGKILL ? SIGUSR1 : sig, (union sigval){ .sival_int = 0 });
+                        if (sig == SIGKILL)
+                                (void)kill(helper, SIGCONT);
+                }
         } else if (streq(op, "stop"))
                 init_stop(sock, (uint64_t)json_integer_value(json_object_get(msg, "timeoutMs")));
         proto_close_fds(fds, n_fds);

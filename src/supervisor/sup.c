@@ -58,6 +58,8 @@ typedef struct client {
         uint64_t deadline; /* exec timeout (monotonic ms), 0 = none */
         const char *reason; /* why the exec ended early: "timeout", "cancelled" */
         uint64_t oom_kills_at_start; /* the cgroup's OOM kill count when the exec began */
+        uint64_t hard_kill_at; /* exec_kill's grace: its helper is SIGKILLed then if still there */
+        bool hard_killed; /* and after that, the exec is ended here (exec_abandon) */
 } client;
 
 /* An exec sent straight to a spare helper (handle_exec): its "started" and "exited" come back on
@@ -329,6 +331,31 @@ static void init_kill(sup *s, uint64_t id, int sig) {
         if (m)
                 (void)proto_send(s->init_sock, m, NULL, 0);
         json_decref(m);
+}
+
+/* How long a helper asked to kill its command's tree may take before it is SIGKILLed itself: a
+ * guest can SIGSTOP the helpers (its root owns them), and a stopped helper never acts on the
+ * request, which left a timed-out or cancelled exec's client waiting for good.  The command's
+ * processes then stay behind in the sandbox (init reaps them), the client is answered. */
+#define HARD_KILL_GRACE_MS 2000
+
+/* Ends an exec on our side (timeout, cancel): its helper kills the command's tree. */
+static void exec_kill(sup *s, client *c) {
+        init_kill(s, c->exec_id, SIGKILL);
+        c->hard_kill_at = now_ms() + HARD_KILL_GRACE_MS;
+}
+
+static void exec_kill_hard(sup *s, client *c) {
+        direct_exec *d = direct_by_id(s, c->exec_id);
+        json_t *m = d ? json_pack("{s:s, s:i, s:i, s:b}", "op", "kill", "pid", (int)d->pid, "signal",
+                                SIGKILL, "hard", true)
+                      : json_pack("{s:s, s:I, s:i, s:b}", "op", "kill", "id", (json_int_t)c->exec_id,
+                                "signal", SIGKILL, "hard", true);
+        if (m)
+                (void)proto_send(s->init_sock, m, NULL, 0);
+        json_decref(m);
+        c->hard_killed = true;
+        c->hard_kill_at = now_ms() + HARD_KILL_GRACE_MS / 2;
 }
 
 static void begin_stop(sup *s, const char *reason, uint64_t grace_ms) {
@@ -618,7 +645,7 @@ static void handle_client(sup *s, size_t i, short revents) {
                 handle_exec(s, c, msg, fds, n_fds);
         else if (streq(op, "cancel") && c->exec_running) {
                 c->reason = "cancelled";
-                init_kill(s, c->exec_id, SIGKILL);
+                exec_kill(s, c);
         } else if (streq(op, "signal") && c->exec_running) {
                 json_int_t sig = json_integer_value(json_object_get(msg, "signal"));
                 if (sig > 0 && sig < 65)
@@ -829,11 +856,28 @@ static uint64_t next_deadline(sup *s) {
         if (c->idle_timeout_ms && !busy && !s->paused && s->last_activity_ms + c->idle_timeout_ms < d)
                 d = s->last_activity_ms + c->idle_timeout_ms;
         /* an exec already being killed (reason set) waits for init's report, not for a timer */
-        for (size_t i = 0; i < s->n_clients; i++)
-                if (s->clients[i].exec_running && s->clients[i].deadline && !s->clients[i].reason &&
-                        s->clients[i].deadline < d)
-                        d = s->clients[i].deadline;
+        for (size_t i = 0; i < s->n_clients; i++) {
+                const client *cl = &s->clients[i];
+                if (cl->exec_running && cl->deadline && !cl->reason && cl->deadline < d)
+                        d = cl->deadline;
+                if (cl->exec_running && cl->hard_kill_at && cl->hard_kill_at < d)
+                        d = cl->hard_kill_at;
+        }
         return d;
+}
+
+/* The last resort for an exec whose helper a SIGKILL did not end either (a command child the
+ * guest stopped between fork and exec still holds the helper's socket, so no hang-up comes): it
+ * is ended here, SIGKILLed in the client's eyes, and its direct record dropped. */
+static void exec_abandon(sup *s, client *c) {
+        c->hard_kill_at = 0;
+        for (size_t i = 0; i < s->n_direct; i++)
+                if (s->direct[i].id == c->exec_id) {
+                        safe_close(s->direct[i].fd);
+                        s->direct[i] = s->direct[--s->n_direct];
+                        break;
+                }
+        exec_exited(s, c->exec_id, SIGKILL, NULL, false, false);
 }
 
 static void check_deadlines(sup *s) {
@@ -859,7 +903,13 @@ static void check_deadlines(sup *s) {
                 client *cl = &s->clients[i];
                 if (cl->exec_running && cl->deadline && now >= cl->deadline && !cl->reason) {
                         cl->reason = "timeout";
-                        init_kill(s, cl->exec_id, SIGKILL);
+                        exec_kill(s, cl);
+                }
+                if (cl->exec_running && cl->hard_kill_at && now >= cl->hard_kill_at) {
+                        if (!cl->hard_killed)
+                                exec_kill_hard(s, cl);
+                        else
+                                exec_abandon(s, cl);
                 }
         }
 }

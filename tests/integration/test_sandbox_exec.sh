@@ -7,7 +7,7 @@
 
 require_bin "$NOOK" "$NOOK_SUPERVISOR" "$NOOK_PROBE"
 command -v jq >/dev/null || plan skip_all "jq is needed to read nook's JSON"
-plan 56
+plan 58
 
 field() { "$NOOK" inspect "$1" 2>/dev/null | jq -r "$2 // empty" 2>/dev/null; }
 
@@ -234,6 +234,28 @@ run_nook exec wd2 -- true
 is "$status" 126 "a --workdir that cannot be made (read-only /usr): the exec fails (126)"
 like "$err" "cannot change to directory '/usr/no-such-dir'" "and says which directory"
 run_nook rm wd2
+
+# ---- a guest that SIGSTOPs nook's exec helpers (its root owns them) --------------------------
+# A stopped helper never acted on the timeout's kill request: the client waited for good.  Now
+# it is woken (SIGCONT), else SIGKILLed, else the exec is ended by the supervisor: --timeout holds.
+if command -v pgrep >/dev/null; then
+        run_nook create stopper
+        "$NOOK" exec -d stopper -- sh -c 'while :; do for p in $(pgrep nook-init); do [ "$p" != 1 ] && [ "$p" != "$PPID" ] && kill -STOP "$p"; done; done' >/dev/null
+        sleep 0.5
+        hung=0 codes=""
+        for i in 1 2 3 4 5 6; do
+                timeout -s KILL 10 "$NOOK" exec --timeout 1s stopper -- echo alive >/dev/null 2>&1
+                rc=$?
+                [[ $rc == 137 ]] && hung=$((hung + 1))
+                codes+="$rc "
+        done
+        is "$hung" 0 "exec --timeout 1s while the guest stops every helper: never hangs (exit codes: $codes)"
+        run_nook rm stopper
+        is "$status" 0 "rm of a sandbox whose helpers are stopped"
+else
+        skip "pgrep (procps) is missing"
+        skip "pgrep (procps) is missing"
+fi
 
 run_nook rm ex
 is "$status" 0 "rm ex"

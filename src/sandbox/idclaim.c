@@ -75,12 +75,13 @@ static bool record_fits(const char *home, const char *sandbox) {
 static int record_write(int fd, uint32_t slot, const char *home, const char *sandbox) {
         unsigned char b[RECORD_SIZE] = { 0 };
         if (home) {
+                /* a binary record: lengths, then the bytes, no NUL (record_read adds them) */
                 size_t hl = strlen(home), nl = strlen(sandbox);
-                memcpy(b, MAGIC, 4);
+                memcpy(b, MAGIC, 4); // NOLINT(bugprone-not-null-terminated-result)
                 b[4] = (unsigned char)(hl >> 8), b[5] = (unsigned char)hl;
                 b[6] = (unsigned char)(nl >> 8), b[7] = (unsigned char)nl;
-                memcpy(b + 8, home, hl);
-                memcpy(b + 8 + hl, sandbox, nl);
+                memcpy(b + 8, home, hl); // NOLINT(bugprone-not-null-terminated-result)
+                memcpy(b + 8 + hl, sandbox, nl); // NOLINT(bugprone-not-null-terminated-result)
         }
         ssize_t k = pwrite(fd, b, sizeof(b), (off_t)slot * RECORD_SIZE);
         return k == (ssize_t)sizeof(b) ? 0 : -1;

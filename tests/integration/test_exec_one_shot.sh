@@ -92,6 +92,9 @@ run_nook create rm1
 S=$(sock_of rm1)
 is "$(raw_exec "$S" stopped '{"op":"exec","argv":["true"],"removeSandbox":true}')" "started exited:0 stopped" \
         "removeSandbox from a client that never asks for the removal: stopped all the same"
+# the client hears "stopped" just before the supervisor exits; the record says so once it is gone
+# (under ASan that window is long enough for an inspect to land in it)
+wait_for 10 eval '[[ $(field rm1 .state) == stopped ]]' || true
 is "$(field rm1 .state)/$(field rm1 .stopReason)" "stopped/user" "and recorded as a stop (kept)"
 run_nook rm rm1
 for v in '"yes"' 1 null false; do

@@ -4,9 +4,9 @@
 #include <getopt.h>
 #include <jansson.h>
 #include <stdio.h>
-#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 

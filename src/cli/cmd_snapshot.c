@@ -95,8 +95,8 @@ static int parse_opts(
                 { "format", required_argument, NULL, 'F' }, { "no-trunc", no_argument, NULL, 'T' },
                 { "with-workspace", no_argument, NULL, 'w' }, { "force", no_argument, NULL, 'f' }, {} };
         int c;
-        while ((c = getopt_long(argc, argv, "hjq", opts, NULL)) >=
-                0) { /* permutes: options after names too */
+        /* no "+": it permutes, so options may follow the operands */
+        while ((c = getopt_long(argc, argv, "hjq", opts, NULL)) >= 0) {
                 if (c == 'h') {
                         fputs(SNAPSHOT_USAGE, stdout);
                         *ret_status = 0;

@@ -87,6 +87,14 @@ static int record_write(int fd, uint32_t slot, const char *home, const char *san
         return k == (ssize_t)sizeof(b) ? 0 : -1;
 }
 
+/* The pool's slot (ISO_IDPOOL_*) that base starts; false for a base that starts none. */
+static bool slot_of(uint32_t base, uint32_t *ret) {
+        if (base < ISO_IDPOOL_FIRST || (base - ISO_IDPOOL_FIRST) % ISO_ID_RANGE)
+                return false;
+        *ret = (base - ISO_IDPOOL_FIRST) / ISO_ID_RANGE;
+        return true;
+}
+
 static bool exists(const char *dir, const char *sub, const char *name) {
         struct stat st;
         _cleanup_free_ char *p = name ? strprintf("%s/%s/%s", dir, sub, name) : strprintf("%s/%s", dir, sub);
@@ -96,10 +104,7 @@ static bool exists(const char *dir, const char *sub, const char *name) {
 /* A claim whose state folder is gone, or holds nothing of that name any more (no record
  * directory, no workspace): its owner cannot be using the slot. */
 static bool record_stale(const record *r) {
-        struct stat st;
-        if (lstat(r->home, &st) < 0 && errno == ENOENT)
-                return true;
-        if (!exists(r->home, "nook.db", NULL))
+        if (!exists(r->home, "nook.db", NULL)) /* also when the state folder itself is gone */
                 return true;
         return !exists(r->home, "sandboxes", r->name) && !exists(r->home, "workspaces", r->name);
 }
@@ -108,8 +113,6 @@ void idclaims_open(idclaims *c, const char *home, const char *sandbox) {
         c->fd = record_fits(home, sandbox) ? claims_lock(true) : -1;
         c->home = home;
         c->sandbox = sandbox;
-        c->first = ISO_IDPOOL_FIRST;
-        c->size = ISO_ID_RANGE;
         c->taken_new = -1;
 }
 
@@ -119,9 +122,9 @@ void idclaims_close(idclaims *c) {
 
 bool idclaims_usable(uint32_t base, bool taken, void *userdata) {
         idclaims *c = userdata;
-        if (c->fd < 0 || base < c->first || (base - c->first) % c->size)
+        uint32_t slot;
+        if (c->fd < 0 || !slot_of(base, &slot))
                 return true;
-        uint32_t slot = (base - c->first) / c->size;
         record r;
         int k = record_read(c->fd, slot, &r);
         bool ours = k > 0 && streq(r.home, c->home) && streq(r.name, c->sandbox);
@@ -145,10 +148,10 @@ void idclaims_undo(idclaims *c) {
 }
 
 void idclaims_release(const char *home, const char *sandbox, uint32_t base) {
-        if (base < ISO_IDPOOL_FIRST || (base - ISO_IDPOOL_FIRST) % ISO_ID_RANGE)
+        uint32_t slot;
+        if (!slot_of(base, &slot))
                 return;
         _cleanup_close_ int fd = claims_lock(false);
-        uint32_t slot = (base - ISO_IDPOOL_FIRST) / ISO_ID_RANGE;
         record r;
         if (fd >= 0 && record_read(fd, slot, &r) > 0 && streq(r.home, home) && streq(r.name, sandbox))
                 (void)record_write(fd, slot, NULL, NULL);

@@ -18,7 +18,6 @@ typedef struct idclaims {
         int fd; /* the claims file, locked; -1: no claims here (not root, or it cannot be opened) */
         const char *home;
         const char *sandbox;
-        uint32_t first, size; /* the pool: slot i is base first + i * size */
         int64_t taken_new; /* a slot this call claimed that was free or stale before, or -1 */
 } idclaims;
 

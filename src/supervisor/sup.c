@@ -323,14 +323,21 @@ static direct_exec *direct_by_id(sup *s, uint64_t id) {
 }
 
 /* A signal for an exec's helper goes through init (the helper is its child, in its pid
- * namespace): by the helper's pid for a direct exec, else by the exec's id. */
-static void init_kill(sup *s, uint64_t id, int sig) {
+ * namespace): by the helper's pid for a direct exec, else by the exec's id.  hard: SIGKILL the
+ * helper itself (exec_kill_hard), not the command's tree through it. */
+static void init_kill_how(sup *s, uint64_t id, int sig, bool hard) {
         direct_exec *d = direct_by_id(s, id);
-        json_t *m = d ? json_pack("{s:s, s:i, s:i}", "op", "kill", "pid", (int)d->pid, "signal", sig)
-                      : json_pack("{s:s, s:I, s:i}", "op", "kill", "id", (json_int_t)id, "signal", sig);
+        json_t *m = d ? json_pack("{s:s, s:i, s:i, s:b}", "op", "kill", "pid", (int)d->pid, "signal", sig,
+                                "hard", hard)
+                      : json_pack("{s:s, s:I, s:i, s:b}", "op", "kill", "id", (json_int_t)id, "signal", sig,
+                                "hard", hard);
         if (m)
                 (void)proto_send(s->init_sock, m, NULL, 0);
         json_decref(m);
+}
+
+static void init_kill(sup *s, uint64_t id, int sig) {
+        init_kill_how(s, id, sig, false);
 }
 
 /* How long a helper asked to kill its command's tree may take before it is SIGKILLed itself: a
@@ -346,14 +353,7 @@ static void exec_kill(sup *s, client *c) {
 }
 
 static void exec_kill_hard(sup *s, client *c) {
-        direct_exec *d = direct_by_id(s, c->exec_id);
-        json_t *m = d ? json_pack("{s:s, s:i, s:i, s:b}", "op", "kill", "pid", (int)d->pid, "signal",
-                                SIGKILL, "hard", true)
-                      : json_pack("{s:s, s:I, s:i, s:b}", "op", "kill", "id", (json_int_t)c->exec_id,
-                                "signal", SIGKILL, "hard", true);
-        if (m)
-                (void)proto_send(s->init_sock, m, NULL, 0);
-        json_decref(m);
+        init_kill_how(s, c->exec_id, SIGKILL, true);
         c->hard_killed = true;
         c->hard_kill_at = now_ms() + HARD_KILL_GRACE_MS / 2;
 }

@@ -50,6 +50,9 @@ static int copy_range(int in, int out, off_t off, off_t len, bool *cfr) {
                         return 0; /* it shrank under us */
                 len -= k;
         }
+        /* out's own offset is ours (copy_file_range above moved only oin/oout) */
+        if (len > 0 && lseek(out, oout, SEEK_SET) < 0)
+                return -errno;
         char buf[65536];
         while (len > 0) {
                 ssize_t k = pread(in, buf, (size_t)off_min(len, (off_t)sizeof(buf)), oin);
@@ -59,15 +62,9 @@ static int copy_range(int in, int out, off_t off, off_t len, bool *cfr) {
                         return -errno;
                 if (k == 0)
                         return 0;
-                for (ssize_t done = 0; done < k;) {
-                        ssize_t w = pwrite(out, buf + done, (size_t)(k - done), oout);
-                        if (w < 0 && errno == EINTR)
-                                continue;
-                        if (w < 0)
-                                return -errno;
-                        done += w;
-                        oout += w;
-                }
+                int r = fd_write_all(out, buf, (size_t)k);
+                if (r < 0)
+                        return r;
                 oin += k;
                 len -= k;
         }
@@ -87,8 +84,8 @@ int fd_copy_sparse(int in, int out, bool *cfr) {
                 if (data < 0 && errno == ENXIO)
                         break; /* a hole to the end */
                 if (data < 0 && (errno == EINVAL || errno == EOPNOTSUPP)) {
-                        data = pos; /* COMPAT: no SEEK_DATA here: everything is data */
-                        int r = copy_range(in, out, data, end - data, cfr);
+                        /* COMPAT: no SEEK_DATA here: everything from pos on is data */
+                        int r = copy_range(in, out, pos, end - pos, cfr);
                         if (r < 0)
                                 return r;
                         break;

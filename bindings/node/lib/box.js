@@ -540,8 +540,7 @@ class Box {
 
   /** Stops the sandbox; the workspace stays. */
   async stop(options) {
-    const o = checkOptions(options, { timeoutMs: "non-negative number" }, "stop");
-    await addon.stop(this._sandboxes.home, this.name, o.timeoutMs === undefined ? undefined : Math.ceil(o.timeoutMs));
+    await this._sandboxes.stop(this.name, options);
   }
 
   /**

@@ -7,7 +7,15 @@
  * The tree is read through fds from dir_fd without following symlinks.  A file or directory
  * that its owner cannot read (mode 0000 inside a rootless sandbox, where we own everything but
  * have no CAP_DAC_OVERRIDE) is opened by adding the owner's read bit for the moment of the open
- * and restoring the mode at once. */
+ * and restoring the mode at once.
+ *
+ * A sparse file (fewer blocks than its size needs) is written as a GNU sparse 1.0 pax entry
+ * holding its data extents only, as SEEK_DATA/SEEK_HOLE find them: a guest's `truncate -s 8G`
+ * costs a snapshot what the file holds, and the unpacker writes the data back at its offsets,
+ * holes and all.  Its bytes then follow the filesystem's hole layout, so the same content copied
+ * onto another filesystem may pack differently.  A file of more than PACK_MAX_EXTENTS extents
+ * has its smallest holes packed as zeros (the smallest hole kept doubles until the map fits),
+ * which bounds the map's memory, not the zeros read for a file fragmented on purpose. */
 #include <archive.h>
 #include <archive_entry.h>
 #include <dirent.h>
@@ -34,6 +42,9 @@
 #define PACK_BUF (128 * 1024)
 #define PACK_MAX_DEPTH 128
 #define XATTR_LIST_MAX_LEN 65536
+#define PACK_MAX_EXTENTS 65536
+#define PACK_MIN_HOLE_STEP (64 * 1024)
+#define PACK_ZEROS (1024 * 1024)
 
 typedef struct hardlink {
         dev_t dev;
@@ -50,6 +61,7 @@ typedef struct packer {
         uint64_t size;
         hardlink *links;
         size_t n_links;
+        char *zeros; /* PACK_ZEROS zero bytes, for the holes of sparse files */
         char buf[PACK_BUF];
 } packer;
 
@@ -172,6 +184,119 @@ static int write_file_data(packer *p, int fd, const char *path, nook_error *err)
         }
 }
 
+typedef struct extent {
+        off_t start, end;
+} extent;
+
+typedef struct extent_map {
+        extent *v;
+        size_t n, max;
+        off_t min_hole; /* holes shorter than this are packed as data (0: every hole is kept) */
+} extent_map;
+
+static void extent_map_done(extent_map *m) {
+        free(m->v);
+}
+
+/* Merges the extents whose hole between them is shorter than m->min_hole. */
+static void extent_map_compact(extent_map *m) {
+        size_t k = 0;
+        for (size_t i = 1; i < m->n; i++)
+                if (m->v[i].start - m->v[k].end < m->min_hole)
+                        m->v[k].end = m->v[i].end;
+                else
+                        m->v[++k] = m->v[i];
+        m->n = m->n ? k + 1 : 0;
+}
+
+static void extent_map_add(extent_map *m, off_t start, off_t end) {
+        if (m->n > 0 && start - m->v[m->n - 1].end < m->min_hole) {
+                m->v[m->n - 1].end = end;
+                return;
+        }
+        while (m->n == m->max) {
+                /* never past INT64_MAX: two holes of 2^62 or more do not fit in one file */
+                m->min_hole = !m->min_hole            ? PACK_MIN_HOLE_STEP
+                        : m->min_hole > INT64_MAX / 2 ? INT64_MAX
+                                                      : m->min_hole * 2;
+                extent_map_compact(m);
+                if (start - m->v[m->n - 1].end < m->min_hole) {
+                        m->v[m->n - 1].end = end;
+                        return;
+                }
+        }
+        m->v[m->n++] = (extent){ start, end };
+}
+
+/* The data extents of a sparse regular file's first size bytes; m->n == 0 for a file that is
+ * one hole.  1: sparse, 0: pack it densely (no hole found, or no SEEK_DATA here). */
+static int extent_map_read(int fd, const struct stat *st, extent_map *m, const char *path, nook_error *err) {
+        if (st->st_size == 0 || (uint64_t)st->st_blocks * 512 >= (uint64_t)st->st_size)
+                return 0; /* as many blocks as bytes: no hole worth a map (the common case, no lseek) */
+        m->max = PACK_MAX_EXTENTS;
+#ifdef NOOK_TEST_HOOKS
+        /* NOOK_TEST_PACK_MAX_EXTENTS=N (2..): a smaller map, so tests reach the compaction */
+        const char *t = secure_getenv("NOOK_TEST_PACK_MAX_EXTENTS");
+        if (t && strtoul(t, NULL, 10) >= 2 && strtoul(t, NULL, 10) < PACK_MAX_EXTENTS)
+                m->max = strtoul(t, NULL, 10);
+#endif
+        if (!(m->v = malloc(m->max * sizeof(*m->v))))
+                return nook_err_oom(err);
+        off_t pos = 0, data, end;
+        int r;
+        while ((r = fd_next_data(fd, pos, st->st_size, &data, &end)) > 0) {
+                extent_map_add(m, data, end);
+                pos = end;
+        }
+        if (r < 0)
+                return nook_err_errnum(
+                        err, NOOK_E_IO, r, "Cannot find the data of sparse file '%.300s'", path);
+        return !(m->n == 1 && m->v[0].start == 0 && m->v[0].end == st->st_size);
+}
+
+/* Feeds len bytes of a hole: the pax writer counts them and writes none. */
+static int write_hole(packer *p, off_t len, const char *path, nook_error *err) {
+        if (len > 0 && !p->zeros && !(p->zeros = calloc(1, PACK_ZEROS)))
+                return nook_err_oom(err); /* calloc maps it: untouched, it costs no memory */
+        while (len > 0) {
+                size_t n = len > PACK_ZEROS ? PACK_ZEROS : (size_t)len;
+                if (archive_write_data(p->a, p->zeros, n) < 0)
+                        return archive_fail(p, path, err);
+                len -= (off_t)n;
+        }
+        return 0;
+}
+
+/* The data of a sparse entry: each extent's bytes, the holes between as zeros the writer skips.
+ * A file that shrank meanwhile reads as zeros past its end, so the entry keeps its map. */
+static int write_sparse_data(
+        packer *p, int fd, const extent_map *m, off_t size, const char *path, nook_error *err) {
+        off_t pos = 0;
+        int r;
+        for (size_t i = 0; i < m->n; i++) {
+                if ((r = write_hole(p, m->v[i].start - pos, path, err)) < 0)
+                        return r;
+                for (pos = m->v[i].start; pos < m->v[i].end;) {
+                        off_t left = m->v[i].end - pos;
+                        size_t want = left < (off_t)sizeof(p->buf) ? (size_t)left : sizeof(p->buf);
+                        ssize_t n = pread(fd, p->buf, want, pos);
+                        if (n < 0 && errno == EINTR)
+                                continue;
+                        if (n < 0)
+                                return nook_err_errno(err, NOOK_E_IO, "Cannot read '%.300s'", path);
+                        if (n == 0)
+                                break;
+                        if (archive_write_data(p->a, p->buf, (size_t)n) < 0)
+                                return archive_fail(p, path, err);
+                        pos += n;
+                }
+                if (pos < m->v[i].end && (r = write_hole(p, m->v[i].end - pos, path, err)) < 0)
+                        return r;
+                pos = m->v[i].end;
+        }
+        return write_hole(p, size - pos, path, err);
+}
+
 static int link_lookup(
         packer *p, const struct stat *st, const char *path, const char **ret, nook_error *err) {
         *ret = NULL;
@@ -210,9 +335,18 @@ static int pack_regular(packer *p, struct archive_entry *e, int dfd, const char 
         archive_entry_set_size(e, st->st_size);
         if ((r = add_xattrs(p, e, fd, path, err)) < 0)
                 return r;
+        _cleanup_(extent_map_done) extent_map m = {};
+        int sparse = extent_map_read(fd, st, &m, path, err);
+        if (sparse < 0)
+                return sparse;
+        for (size_t i = 0; sparse && i < m.n; i++)
+                archive_entry_sparse_add_entry(e, m.v[i].start, m.v[i].end - m.v[i].start);
+        if (sparse && m.n == 0)
+                archive_entry_sparse_add_entry(e, st->st_size, 0); /* one hole: a map of nothing */
         if (archive_write_header(p->a, e) != ARCHIVE_OK)
                 return archive_fail(p, path, err);
-        return write_file_data(p, fd, path, err);
+        return sparse ? write_sparse_data(p, fd, &m, st->st_size, path, err)
+                      : write_file_data(p, fd, path, err);
 }
 
 static int pack_dir(packer *p, struct archive_entry *e, int dfd, const char *name, const char *path,
@@ -321,6 +455,7 @@ static void packer_free(packer *p) {
         for (size_t i = 0; i < p->n_links; i++)
                 free(p->links[i].path);
         free(p->links);
+        free(p->zeros);
         free(p);
 }
 

@@ -15,6 +15,9 @@
  * ".wh..wh..opq" the xattr user.overlay.opaque=y on its directory (what overlayfs reads when
  * mounted with "userxattr" in a user namespace, as the supervisor does) plus
  * trusted.overlay.opaque=y when we are root (the no-userxattr fallback).
+ * A file's data is written at the offsets the archive gives (a sparse entry keeps its holes), and
+ * a block of zeros (UNPACK_ZERO_BLOCK, aligned in the file) is not written at all: it stays a
+ * hole, so a layer or snapshot of a file full of zeros costs no disk either (as cp --sparse).
  * Directories are created 0700 and get their own mode, owner and times after the last entry,
  * deepest first, so a read-only directory in the image does not stop its own unpacking.
  * The uncompressed stream is hashed on the way through: the diff_id is checked by the caller. */
@@ -45,6 +48,7 @@
 #define WH_OPAQUE ".wh..wh..opq"
 #define BUF_SIZE (128 * 1024)
 #define MAX_DEPTH 128
+#define UNPACK_ZERO_BLOCK 4096
 
 typedef struct dir_meta {
         char *path; /* normalised, relative; "" for the root */
@@ -244,26 +248,48 @@ static void set_xattrs(int fd, struct archive_entry *e) {
                         (void)fsetxattr(fd, name, value, size, 0);
 }
 
-/* Copies the entry's data at its offsets (sparse files keep their holes). */
-static int write_data(unpacker *u, struct archive *a, int fd, const char *name, nook_error *err) {
+static bool all_zero(const char *p, size_t n) {
+        return n == 0 || (p[0] == 0 && memcmp(p, p + 1, n - 1) == 0);
+}
+
+static int pwrite_all(int fd, const char *p, size_t size, off_t off) {
+        while (size > 0) {
+                ssize_t n = pwrite(fd, p, size, off);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0)
+                        return -errno;
+                p += n;
+                size -= (size_t)n;
+                off += n;
+        }
+        return 0;
+}
+
+/* Copies the entry's data at its offsets, leaving holes for sparse entries and for zero blocks;
+ * *ret_end: where the data ends (the caller sizes the file). */
+static int write_data(struct archive *a, int fd, const char *name, off_t *ret_end, nook_error *err) {
         const void *buf;
         size_t size;
         la_int64_t off;
         int rc;
+        *ret_end = 0;
         while ((rc = archive_read_data_block(a, &buf, &size, &off)) == ARCHIVE_OK) {
                 const char *p = buf;
                 while (size > 0) {
-                        ssize_t n = pwrite(fd, p, size, (off_t)off);
-                        if (n < 0) {
-                                if (errno == EINTR)
-                                        continue;
+                        /* up to the next block boundary in the file, so a zero block is a whole one */
+                        size_t n = UNPACK_ZERO_BLOCK - (size_t)(off % UNPACK_ZERO_BLOCK);
+                        if (n > size)
+                                n = size;
+                        if (!all_zero(p, n) && pwrite_all(fd, p, n, (off_t)off) < 0)
                                 return nook_err_errno(
                                         err, NOOK_E_IO, "Cannot write '%.300s' of the layer", name);
-                        }
                         p += n;
-                        size -= (size_t)n;
-                        off += n;
+                        size -= n;
+                        off += (la_int64_t)n;
                 }
+                if ((off_t)off > *ret_end)
+                        *ret_end = (off_t)off;
         }
         if (rc != ARCHIVE_EOF)
                 return nook_err_set(err, NOOK_E_INVALID, "Cannot read the data of layer entry '%.300s': %s",
@@ -277,10 +303,13 @@ static int make_file(unpacker *u, struct archive *a, struct archive_entry *e, in
                 openat(dfd, base, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
         if (fd < 0)
                 return nook_err_errno(err, NOOK_E_IO, "Cannot create '%.300s' in the layer", path);
-        int r = write_data(u, a, fd, path, err);
+        off_t end;
+        int r = write_data(a, fd, path, &end, err);
         if (r < 0)
                 return r;
-        if (archive_entry_size_is_set(e) && ftruncate(fd, (off_t)archive_entry_size(e)) < 0)
+        /* the size the entry says, else where its data ended (zero blocks at the end were skipped) */
+        off_t size = archive_entry_size_is_set(e) ? (off_t)archive_entry_size(e) : end;
+        if (ftruncate(fd, size) < 0)
                 return nook_err_errno(err, NOOK_E_IO, "Cannot size '%.300s' in the layer", path);
         set_xattrs(fd, e);
         /* chown before chmod: chown clears setuid and setgid */

@@ -228,13 +228,14 @@ int mf_hash_fd(int fd, uint8_t ret[MF_HASH_LEN], nook_error *err) {
                 static const char tag[] = "nook-sparse-v1";
                 nettle.update(&c, sizeof(tag) - 1, (const uint8_t *)tag);
                 r = 0;
-                for (off_t pos = 0; r >= 0 && pos < st.st_size;) {
-                        off_t data = lseek(fd, pos, SEEK_DATA);
-                        if (data < 0 || data >= st.st_size)
-                                break; /* ENXIO: a hole to the end */
-                        off_t h = lseek(fd, data, SEEK_HOLE);
-                        if (h < 0 || h > st.st_size)
-                                h = st.st_size;
+                off_t pos = 0, data, h;
+                int more;
+                while (r >= 0 && (more = fd_next_data(fd, pos, st.st_size, &data, &h)) != 0) {
+                        if (more < 0) {
+                                r = nook_err_errnum(
+                                        err, NOOK_E_IO, more, "Cannot find the data of a sparse file");
+                                break;
+                        }
                         nettle.update(&c, 1, (const uint8_t *)"D");
                         hash_u64(&c, (uint64_t)data);
                         hash_u64(&c, (uint64_t)(h - data));

@@ -71,6 +71,29 @@ static int copy_range(int in, int out, off_t off, off_t len, bool *cfr) {
         return 0;
 }
 
+int fd_next_data(int fd, off_t pos, off_t end, off_t *ret_data, off_t *ret_end) {
+        if (pos >= end)
+                return 0;
+        off_t data = lseek(fd, pos, SEEK_DATA);
+        if (data < 0 && errno == ENXIO)
+                return 0; /* a hole to the end */
+        if (data < 0 && (errno == EINVAL || errno == EOPNOTSUPP)) {
+                *ret_data = pos;
+                *ret_end = end;
+                return 1;
+        }
+        if (data < 0)
+                return -errno;
+        if (data >= end)
+                return 0;
+        off_t hole = lseek(fd, data, SEEK_HOLE);
+        if (hole < 0)
+                return -errno;
+        *ret_data = data;
+        *ret_end = off_min(hole, end); /* it grew: up to the size we started from */
+        return 1;
+}
+
 int fd_copy_sparse(int in, int out, bool *cfr) {
         bool cfr_local = true;
         if (!cfr)
@@ -78,30 +101,15 @@ int fd_copy_sparse(int in, int out, bool *cfr) {
         struct stat st;
         if (fstat(in, &st) < 0)
                 return -errno;
-        off_t pos = 0, end = st.st_size;
-        while (pos < end) {
-                off_t data = lseek(in, pos, SEEK_DATA);
-                if (data < 0 && errno == ENXIO)
-                        break; /* a hole to the end */
-                if (data < 0 && (errno == EINVAL || errno == EOPNOTSUPP)) {
-                        /* COMPAT: no SEEK_DATA here: everything from pos on is data */
-                        int r = copy_range(in, out, pos, end - pos, cfr);
-                        if (r < 0)
-                                return r;
-                        break;
-                }
-                if (data < 0)
-                        return -errno;
-                off_t hole = lseek(in, data, SEEK_HOLE);
-                if (hole < 0)
-                        return -errno;
-                if (hole > end)
-                        hole = end; /* it grew: up to the size we started from, then its end */
-                int r = copy_range(in, out, data, hole - data, cfr);
-                if (r < 0)
+        off_t pos = 0, end = st.st_size, data, data_end;
+        int r;
+        while ((r = fd_next_data(in, pos, end, &data, &data_end)) > 0) {
+                if ((r = copy_range(in, out, data, data_end - data, cfr)) < 0)
                         return r;
-                pos = hole;
+                pos = data_end;
         }
+        if (r < 0)
+                return r;
         /* the size as it is now: holes at the end stay holes, a file that grew is cut where we
          * read it (what we copied is what there was) */
         if (fstat(in, &st) < 0)

@@ -16,6 +16,10 @@ int fd_write_all(int fd, const void *buf, size_t len);
  * zeros.  *cfr (may be NULL): whether copy_file_range may be tried, cleared where the filesystem
  * refuses it.  A file that changes meanwhile is copied as it is seen.  0 or -errno. */
 int fd_copy_sparse(int in, int out, bool *cfr);
+/* The next data extent of fd at or after pos and below end (SEEK_DATA/SEEK_HOLE): 1 with it in
+ * [*ret_data, *ret_end), 0 when only a hole is left, -errno.  COMPAT: where the filesystem has
+ * no SEEK_DATA, all of [pos, end) is data. */
+int fd_next_data(int fd, off_t pos, off_t end, off_t *ret_data, off_t *ret_end);
 /* Reads until len bytes or EOF.  Returns the number of bytes read or -errno. */
 ssize_t fd_read_all(int fd, void *buf, size_t len);
 /* Reads a whole fd into a NUL-terminated malloc'd buffer, refusing more than max bytes. */

@@ -13,7 +13,7 @@ require_bin "$NOOK"
 command -v jq >/dev/null || plan skip_all "jq is needed to read nook's JSON"
 command -v zstd >/dev/null || plan skip_all "zstd is needed to take export files apart"
 command -v busybox >/dev/null || plan skip_all "busybox is needed for the test root filesystem"
-plan 68
+plan 83
 
 ROOT=0
 nook_rootful && ROOT=1
@@ -275,6 +275,64 @@ make_hostile symlink
 refused_import "$D/hostile.nsnap" "a layer entry through a symlink"
 check "nothing escaped to /tmp" test ! -e /tmp/nook-snap-escape
 rm -rf "$H3"
+
+# ---- sparse files: a snapshot costs what they hold ---------------------------------------------------
+# The guest's `truncate -s` files and the workspace's are packed by their data extents (GNU sparse
+# pax entries) and unpacked with their holes; a dense file of zeros is unpacked as a hole too.
+# NOOK_TEST_PACK_MAX_EXTENTS=4 makes the fragmented file overflow the extent map: its smallest
+# holes are packed as zeros, its largest stay holes, and its bytes are the same.
+MIB=1048576
+run_nook create sp --sticky --image "$R"
+sx sp 'busybox truncate -s 512M /big && echo abc | busybox dd of=/big bs=1 seek=1000000 conv=notrunc 2>/dev/null &&
+        busybox truncate -s 256M /hole && busybox dd if=/dev/zero of=/zeros bs=1M count=8 2>/dev/null && echo x >>/zeros'
+is "$status" 0 "the guest makes a sparse file, an all-hole file and a file of zeros"
+SPW=$("$NOOK" ws path sp)
+python3 - "$SPW" <<'PY'
+import os, sys
+w = sys.argv[1]
+with open(os.path.join(w, "wsbig"), "wb") as f:
+    f.truncate(1 << 30)
+    f.seek(700_000_000)
+    f.write(b"hello")
+# ten data extents; holes of 4 KiB, 1 MiB and 50+ MiB between them
+with open(os.path.join(w, "frag"), "wb") as f:
+    for i, off in enumerate([0, 8 << 10, 16 << 10, 1 << 20, (1 << 20) + (8 << 10), 200 << 20,
+                             (200 << 20) + (4 << 10), 250 << 20, 300 << 20, (300 << 20) + (12 << 10)]):
+        f.seek(off)
+        f.write(bytes([65 + i]) * 4096)
+    f.truncate(320 << 20)
+PY
+run_nook stop sp
+NOOK_TEST_PACK_MAX_EXTENTS=4 run_nook snapshot create --with-workspace sp spsnap
+is "$status" 0 "snapshot of the sandbox with sparse files ($err)"
+SPD="$NOOK_HOME/snapshots/$("$NOOK" snapshot inspect spsnap | jq -r .digest | sed 's/^sha256://')"
+rt=$(stat -c %s "$SPD/rootfs.tar") wt=$(stat -c %s "$SPD/workspace.tar")
+check "the layer's tar holds the data, not the 768 MiB of holes ($rt bytes)" test "$rt" -lt $((16 * MIB))
+check "the workspace's tar holds the data, not 1.3 GiB of holes ($wt bytes)" test "$wt" -lt $((8 * MIB))
+is "$(tar -tvf "$SPD/rootfs.tar" 2>&1 | awk '$6 == "big" || $6 == "hole" {print $6, $3}' | tr '\n' ' ')" \
+        "big 536870912 hole 268435456 " "GNU tar reads the sparse entries with their real sizes"
+ub=$(du -sk "$SPD/rootfs" | cut -f1)
+check "the snapshot's unpacked layer keeps the holes and leaves out the zeros (${ub} KiB)" test "$ub" -lt 1024
+run_nook create sp2 --snapshot spsnap
+is "$status" 0 "a sandbox from the snapshot with sparse files"
+SPW2=$("$NOOK" ws path sp2)
+for f in big hole zeros; do
+        check "/$f is restored byte for byte" cmp -s "$NOOK_HOME/sandboxes/sp/upper/$f" "$SPD/rootfs/$f"
+done
+for f in wsbig frag; do
+        check "workspace $f is restored byte for byte" cmp -s "$SPW/$f" "$SPW2/$f"
+done
+blocks=0
+for f in "$SPD/rootfs/big" "$SPD/rootfs/hole" "$SPD/rootfs/zeros" "$SPW2/wsbig"; do
+        blocks=$((blocks + $(stat -c %b "$f")))
+done
+check "the restored files are holes, not zeros ($blocks blocks)" test "$blocks" -lt 2048
+fb=$(stat -c %b "$SPW2/frag")
+check "the fragmented file is restored with holes ($fb blocks of 320 MiB)" test "$fb" -lt $((64 * 2048))
+sx sp2 'busybox head -c 1000003 /big | busybox tail -c 3'
+is "$out" "abc" "the guest reads its data back from the restored sparse file"
+run_nook rm sp sp2
+run_nook snapshot rm spsnap
 
 # ---- removal -------------------------------------------------------------------------------------
 run_nook rm b1 b2

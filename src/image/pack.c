@@ -103,7 +103,7 @@ static int open_readable(int dfd, const char *name, const struct stat *st, int f
         }
         fd = openat(dfd, name, flags | O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
         int e = errno;
-        (void)fchmodat(dfd, name, st->st_mode & 07777, 0);
+        (void)!fchmodat(dfd, name, st->st_mode & 07777, 0);
         errno = e;
         return fd;
 }

@@ -372,7 +372,7 @@ static int make_whiteout(
                         "Cannot create the overlay whiteout for '%.300s' (a 0/0 character device; unprivileged users need Linux >= 5.8)",
                         name);
         if (!u->o->rootless)
-                (void)fchownat(dfd, target, u->o->id_base, u->o->id_base, AT_SYMLINK_NOFOLLOW);
+                (void)!fchownat(dfd, target, u->o->id_base, u->o->id_base, AT_SYMLINK_NOFOLLOW);
         return 0;
 }
 
@@ -456,7 +456,7 @@ static int make_entry(unpacker *u, struct archive *a, struct archive_entry *e, n
                         return 0; /* devices are skipped: a rootless sandbox could not use them */
                 if (mknodat(dfd, base, type | entry_mode(u, e), archive_entry_rdev(e)) < 0)
                         return nook_err_errno(err, NOOK_E_IO, "Cannot create device node '%.300s'", path);
-                (void)fchmodat(dfd, base, entry_mode(u, e), 0);
+                (void)!fchmodat(dfd, base, entry_mode(u, e), 0);
                 return set_owner_times(u, dfd, base, e, err);
         default:
                 return 0; /* sockets and unknown types carry nothing worth keeping */
@@ -511,7 +511,7 @@ static int default_dirs(unpacker *u, int dfd, nook_error *err) {
                         continue;
                 r = default_dirs(u, sub, err);
                 if (!u->o->rootless)
-                        (void)fchown(sub, u->o->id_base, u->o->id_base);
+                        (void)!fchown(sub, u->o->id_base, u->o->id_base);
                 (void)fchmod(sub, 0755);
         }
         closedir(dir);

@@ -86,7 +86,7 @@ static int shift_tree(int dfd, uid_t from, uid_t to, unsigned depth, nook_error 
                         r = nook_err_errno(err, NOOK_E_IO,
                                 "Cannot move '%s' of a writable layer to its id range", de->d_name);
                 else if (S_ISREG(st.st_mode) && (st.st_mode & (S_ISUID | S_ISGID)))
-                        (void)fchmodat(dfd, de->d_name, st.st_mode & 07777, 0);
+                        (void)!fchmodat(dfd, de->d_name, st.st_mode & 07777, 0);
                 if (r >= 0 && S_ISDIR(st.st_mode)) {
                         _cleanup_close_ int sub =
                                 openat(dfd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);

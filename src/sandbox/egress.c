@@ -99,7 +99,7 @@ static int mkdir_at_owned(int dfd, const char *name, uid_t uid, gid_t gid, int *
         int fd = openat(dfd, name, O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
         if (fd < 0)
                 return nook_err_errno(err, NOOK_E_IO, "Cannot open '%s' in the writable layer", name);
-        (void)fchownat(fd, "", uid, gid, AT_EMPTY_PATH);
+        (void)!fchownat(fd, "", uid, gid, AT_EMPTY_PATH);
         *ret_fd = fd;
         return 0;
 }
@@ -153,7 +153,7 @@ static int write_bundle(const sb_image *img, bool host_image, bool beside, const
         if (len && data[len - 1] != '\n' && (r = fd_write_all(fd, "\n", 1)) < 0)
                 return nook_err_errnum(
                         err, NOOK_E_IO, -r, "Cannot write the CA bundle in the writable layer");
-        (void)fchown(fd, uid, gid);
+        (void)!fchown(fd, uid, gid);
         *ret_path = strprintf("%s%s", upper, beside ? GUEST_BUNDLE_BESIDE : GUEST_BUNDLE);
         return *ret_path ? 0 : nook_err_oom(err);
 }

@@ -82,7 +82,7 @@ static int write_file_at(
         int r = fd_write_all(fd, content, strlen(content));
         if (r < 0)
                 return nook_err_errnum(err, NOOK_E_IO, -r, "Cannot write '%s' in the host image", rel);
-        (void)fchown(fd, uid, gid);
+        (void)!fchown(fd, uid, gid);
         return 0;
 }
 
@@ -111,7 +111,7 @@ static int mirror_entry(
         if (S_ISDIR(st.st_mode) ? mkdirat(dfd, rel, 0755) < 0 && errno != EEXIST
                                 : mknodat(dfd, rel, S_IFREG | 0644, 0) < 0 && errno != EEXIST)
                 return nook_err_errno(err, NOOK_E_IO, "Cannot create '%s' in the host image", rel);
-        (void)fchownat(dfd, rel, uid, gid, AT_SYMLINK_NOFOLLOW);
+        (void)!fchownat(dfd, rel, uid, gid, AT_SYMLINK_NOFOLLOW);
         if (strv_push(binds, host_path) < 0)
                 return nook_err_oom(err);
         return 0;
@@ -127,10 +127,10 @@ static int build_skeleton(const char *dir, uid_t uid, gid_t gid, nook_error *err
                 if (mkdirat(dfd, skel_dirs[i].path, skel_dirs[i].mode) < 0 && errno != EEXIST)
                         return nook_err_errno(
                                 err, NOOK_E_IO, "Cannot create '%s' in the host image", skel_dirs[i].path);
-                (void)fchmodat(dfd, skel_dirs[i].path, skel_dirs[i].mode, 0);
-                (void)fchownat(dfd, skel_dirs[i].path, uid, gid, AT_SYMLINK_NOFOLLOW);
+                (void)!fchmodat(dfd, skel_dirs[i].path, skel_dirs[i].mode, 0);
+                (void)!fchownat(dfd, skel_dirs[i].path, uid, gid, AT_SYMLINK_NOFOLLOW);
         }
-        (void)fchown(dfd, uid, gid);
+        (void)!fchown(dfd, uid, gid);
         for (size_t i = 0; i < ELEMENTSOF(etc_files); i++) {
                 r = write_file_at(dfd, etc_files[i].path, etc_files[i].content, uid, gid, err);
                 if (r < 0)

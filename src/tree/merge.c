@@ -314,7 +314,7 @@ static int stage_file(merge_ctx *m, int pfd, const char *tmp, const mf_entry *e,
         int r = copy_content(src, dst);
         if (r < 0)
                 return nook_err_errnum(err, NOOK_E_IO, -r, "Cannot copy '%s' into the target", e->path);
-        (void)fchown(dst, st.st_uid, st.st_gid); /* kept where we may (root); else ours */
+        (void)!fchown(dst, st.st_uid, st.st_gid); /* kept where we may (root); else ours */
         if (fchmod(dst, e->mode) < 0)
                 return nook_err_errno(err, NOOK_E_IO, "Cannot set the mode of '%s' in the target", e->path);
         (void)futimens(dst, (struct timespec[2]){ st.st_atim, st.st_mtim });

@@ -19,7 +19,7 @@ builddir=${FUZZ_BUILD_DIR:-build-fuzz}
 passed=0
 failed=0
 
-setup_args=(-Dfuzz=true -Dtests=true -Dbuildtype=debugoptimized -Db_sanitize=address,undefined
+setup_args=(-Dfuzz=true -Dtests=true -Dtest_hooks=true -Dwerror=true -Dbuildtype=debugoptimized -Db_sanitize=address,undefined
         -Db_lundef=false)
 if [[ -f "$builddir/build.ninja" ]]; then
         CC=clang meson setup --reconfigure "$builddir" "${setup_args[@]}" >/dev/null

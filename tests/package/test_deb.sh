@@ -206,6 +206,13 @@ out=$(complete_words nook exec deb)
 out=$(complete_words nook image "")
 grep -qx pull <<<"$out" && ok "bash: nook image <TAB> lists its subcommands" || not_ok "bash: nook image <TAB> lists its subcommands" "$out"
 
+# another root state folder's sandbox, claimed in the host-wide /var/lib/nook-idclaims: purge
+# must keep that claim (deleting the file would hand its range to the next new sandbox)
+h2="$tmp/home2"
+mkdir -m 0700 "$h2"
+check "a sandbox in another root state folder (--home)" timeout 60 nook --home "$h2" create debother
+check "stop it (a stopped sandbox keeps its range)" timeout 60 nook --home "$h2" stop debother
+
 # ---- 3. remove, purge ----------------------------------------------------------------------
 dpkg -L nook | sort >"$tmp/files"
 if DEBIAN_FRONTEND=noninteractive timeout 120 apt-get remove -y nook >"$tmp/remove.log" 2>&1; then
@@ -232,6 +239,11 @@ else
         not_ok "apt-get purge nook" "$(tail -10 "$tmp/purge.log")"
 fi
 [[ ! -e /var/lib/nook ]] && ok "purge removes /var/lib/nook" || not_ok "purge removes /var/lib/nook" "$(ls -la /var/lib/nook)"
+grep -qaF "$h2" /var/lib/nook-idclaims 2>/dev/null && ok "purge keeps the id claims another state folder holds" ||
+        not_ok "purge keeps the id claims another state folder holds" "$(ls -la /var/lib/nook-idclaims 2>&1)"
+h2rt=$(readlink "$h2/run")
+[[ $h2rt == /*/nook*/* ]] && rm -rf "$h2rt" # its runtime folder; the claim is stale once $h2 is gone
+rm -rf "$h2"
 # (no link: /var/lib/nook/run was a plain folder, no tmpfs was usable, and went with it)
 [[ -z $rt || ! -e $rt ]] && ok "purge removes the runtime folder /var/lib/nook/run linked to ($rt)" ||
         not_ok "purge removes the runtime folder /var/lib/nook/run linked to" "link '$rt': $(ls -la "$rt" 2>&1)"

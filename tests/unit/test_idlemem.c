@@ -27,7 +27,8 @@ static void setup(void) {
 static void teardown(void) {
         char cmd[PATH_MAX + 16];
         snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-        (void)system(cmd);
+        if (system(cmd) != 0)
+                (void)fprintf(stderr, "test_idlemem: %s failed\n", cmd);
 }
 
 /* A FILE_SIZE file of a known pattern at path; mapped read-only (writable and private when

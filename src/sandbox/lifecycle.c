@@ -495,13 +495,15 @@ static void values_freep(char **p) {
 /* NOOK_TEST_CREATE_KILL_AT=spawned|recorded|prepared|handed: the creating process SIGKILLs
  * itself there (after the supervisor's spawn; after the "creating" record; with the folders
  * made, before the supervisor has its config; after the "running" record, while the sandbox is
- * set up), so tests see what reconcile makes of each point. */
-static void test_kill_at(const char *point) {
+ * set up); NOOK_TEST_REMOVE_KILL_AT=stopped: the removing one, once the sandbox stopped and
+ * before its folders and record go.  So tests see what reconcile makes of each point. */
+static void test_kill_at(const char *var, const char *point) {
 #ifdef NOOK_TEST_HOOKS
-        const char *k = secure_getenv("NOOK_TEST_CREATE_KILL_AT");
+        const char *k = secure_getenv(var);
         if (k && streq(k, point))
                 (void)raise(SIGKILL);
 #else
+        (void)var;
         (void)point;
 #endif
 }
@@ -563,7 +565,7 @@ static int create_locked_client(nook *n, const char *name, const sb_spec *spec, 
                         n, sdir, rundir, flags & NOOK_CREATE_TIED, values != NULL, client_fd, &sup, err);
         if (r < 0)
                 return r;
-        test_kill_at("spawned");
+        test_kill_at("NOOK_TEST_CREATE_KILL_AT", "spawned");
         r = ctx_store(n, &st, err);
         if (r < 0)
                 return r;
@@ -619,6 +621,7 @@ static int create_locked_client(nook *n, const char *name, const sb_spec *spec, 
                 ? kept_empty
                 : sb_baseline_guess_empty(kept_empty, !keep_upper && !provisions,
                           !ws_existed && !spec->snapshot && !provisions);
+        rec.one_shot = (flags & NOOK_CREATE_ONE_SHOT) != 0;
         if (created)
                 rec.created_at = created;
         /* The record and the sandbox's own host id range (docs/design/security.md): one write
@@ -628,7 +631,7 @@ static int create_locked_client(nook *n, const char *name, const sb_spec *spec, 
         r = rec_save_with_ids(n, st, &rec, existed, &ruid, &rgid, err);
         if (r < 0)
                 return r;
-        test_kill_at("recorded");
+        test_kill_at("NOOK_TEST_CREATE_KILL_AT", "recorded");
         _cleanup_free_ char *config = NULL;
         r = sb_run_dir_make(rundir, err);
         if (r >= 0)
@@ -638,7 +641,7 @@ static int create_locked_client(nook *n, const char *name, const sb_spec *spec, 
                 r = baseline_capture(n, name, sdir, wsdir, kept_empty, !keep_upper, spec->sticky,
                         &rec.empty_baselines, err);
         if (r >= 0)
-                test_kill_at("prepared");
+                test_kill_at("NOOK_TEST_CREATE_KILL_AT", "prepared");
         bool handed = r >= 0; /* the supervisor has its config: it may have made its cgroups, its log */
         if (r >= 0)
                 r = supervisor_send_config(&sup, config, values, err);
@@ -659,7 +662,7 @@ static int create_locked_client(nook *n, const char *name, const sb_spec *spec, 
         if (r >= 0)
                 r = store_sandbox_update_state(st, &rec, err); /* its labels went in with the first save */
         if (r >= 0) {
-                test_kill_at("handed");
+                test_kill_at("NOOK_TEST_CREATE_KILL_AT", "handed");
                 r = supervisor_await_ready(&sup, err);
         }
         if (r >= 0 && sup.lifeline >= 0)
@@ -932,6 +935,7 @@ int nook_sandbox_remove(nook *n, const char *name, nook_error *err) {
                         (void)sb_wait_gone(rec.supervisor_pid, rec.supervisor_start, 5000);
                 }
         }
+        test_kill_at("NOOK_TEST_REMOVE_KILL_AT", "stopped");
         if (!overlap)
                 sb_cgroup_remove(
                         n, name); /* also one a killed supervisor left before this record said stopped */
@@ -959,10 +963,18 @@ int nook_sandbox_remove(nook *n, const char *name, nook_error *err) {
 /* ---- inspect / list ------------------------------------------------------------------------------ */
 
 /* A tied sandbox (NOOK_CREATE_TIED) whose creator died was stopped by its supervisor with the
- * reason "client_gone": what is left of it (record, state, workspace) goes now.  Returns true if
+ * reason "client_gone": what is left of it (record, state, workspace) goes now.  So does a
+ * one-shot sandbox (`nook run`'s) whose creator was killed during its create
+ * ("create_interrupted") or during its removal (its supervisor writes no exit record for a
+ * sandbox being removed: "supervisor_died"): nobody comes back for it.  Returns true if
  * it was removed.  Called without the name's lock held. */
 static bool remove_if_orphaned(nook *n, const sandbox_rec *rec) {
-        if (!streq(rec->state, "stopped") || !rec->stop_reason || !streq(rec->stop_reason, "client_gone"))
+        if (!streq(rec->state, "stopped") || !rec->stop_reason)
+                return false;
+        bool orphan = streq(rec->stop_reason, "client_gone") ||
+                (rec->one_shot &&
+                        (streq(rec->stop_reason, "supervisor_died") || streq(rec->stop_reason, "create_interrupted")));
+        if (!orphan)
                 return false;
         nook_error ignore;
         return nook_sandbox_remove(n, rec->name, &ignore) >= 0;

@@ -545,7 +545,7 @@ int store_integrity_check(store *st, nook_error *err) {
 
 #define SANDBOX_COLUMNS                                                                                     \
         "name, state, image, spec_json, sticky, created_at, started_at, stopped_at, supervisor_pid, "       \
-        "supervisor_start, stop_reason, image_digest, branch_of, branch_point, empty_baselines"
+        "supervisor_start, stop_reason, image_digest, branch_of, branch_point, empty_baselines, one_shot"
 
 void sandbox_rec_done(sandbox_rec *r) {
         if (!r)
@@ -568,7 +568,7 @@ void sandbox_rec_array_free(sandbox_rec *a, size_t n) {
         free(a);
 }
 
-/* Binds every column but name to ?2..?15, in SANDBOX_COLUMNS order; ?1 is the name. */
+/* Binds every column but name to ?2..?16, in SANDBOX_COLUMNS order; ?1 is the name. */
 static void sandbox_bind(sqlite3_stmt *s, const sandbox_rec *r) {
         (void)sqlite3_bind_text(s, 1, r->name, -1, SQLITE_STATIC);
         (void)sqlite3_bind_text(s, 2, r->state, -1, SQLITE_STATIC);
@@ -586,6 +586,7 @@ static void sandbox_bind(sqlite3_stmt *s, const sandbox_rec *r) {
         (void)sqlite3_bind_text(s, 13, r->branch_of, -1, SQLITE_STATIC);
         (void)sqlite3_bind_text(s, 14, r->branch_point, -1, SQLITE_STATIC);
         (void)sqlite3_bind_int(s, 15, (int)r->empty_baselines);
+        (void)sqlite3_bind_int(s, 16, r->one_shot ? 1 : 0);
 }
 
 static int column_strdup(sqlite3_stmt *s, int col, char **ret) {
@@ -626,6 +627,7 @@ static int sandbox_from_row(sqlite3_stmt *s, sandbox_rec *ret, nook_error *err) 
         r.supervisor_pid = (pid_t)sqlite3_column_int64(s, 8);
         r.supervisor_start = (uint64_t)sqlite3_column_int64(s, 9);
         r.empty_baselines = (unsigned)sqlite3_column_int(s, 14);
+        r.one_shot = sqlite3_column_int(s, 15) != 0;
         *ret = r;
         r = (sandbox_rec){};
         return 0;
@@ -703,7 +705,7 @@ int store_sandbox_insert(store *st, const sandbox_rec *rec, nook_error *err) {
         _cleanup_tx_ store *tx = st;
         r = store_prepare(st,
                 "INSERT INTO sandboxes (" SANDBOX_COLUMNS
-                ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
+                ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
                 &s, err);
         if (r < 0)
                 return r;
@@ -766,7 +768,7 @@ int store_sandbox_get(store *st, const char *name, sandbox_rec *ret, nook_error 
         "UPDATE sandboxes SET state = ?2, image = ?3, spec_json = ?4, sticky = ?5, created_at = ?6, "       \
         "started_at = ?7, stopped_at = ?8, supervisor_pid = ?9, supervisor_start = ?10, "                   \
         "stop_reason = ?11, image_digest = ?12, branch_of = ?13, branch_point = ?14, "                      \
-        "empty_baselines = ?15 WHERE name = ?1"
+        "empty_baselines = ?15, one_shot = ?16 WHERE name = ?1"
 
 int store_sandbox_update_state(store *st, const sandbox_rec *rec, nook_error *err) {
         _cleanup_stmt_ sqlite3_stmt *s = NULL;

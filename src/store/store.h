@@ -55,6 +55,7 @@ typedef struct sandbox_rec {
         char *branch_of; /* the sandbox this one was branched from, or NULL (005_sandbox_branch.sql) */
         char *branch_point; /* when: RFC 3339 UTC with milliseconds, or NULL */
         unsigned empty_baselines; /* SANDBOX_EMPTY_*: baselines that are empty, and so no file */
+        bool one_shot; /* NOOK_CREATE_ONE_SHOT: removed when its one command ends (007_sandbox_one_shot.sql) */
 } sandbox_rec;
 
 /* The bits of sandbox_rec.empty_baselines (006_sandbox_empty_baselines.sql). */

@@ -10,7 +10,7 @@
 
 require_bin "$NOOK" "$NOOK_PROBE"
 command -v sqlite3 >/dev/null || bail_out "missing sqlite3 (scripts/deps.sh installs it)"
-plan 45
+plan 53
 
 sql() { sqlite3 "$NOOK_HOME/nook.db" "$@"; }
 field() { "$NOOK" inspect "$1" 2>/dev/null | python3 -c "import json,sys; print(json.load(sys.stdin).get('$2'))"; }
@@ -201,6 +201,26 @@ print(" ".join(r["name"] + ":" + r["state"] for r in json.loads(sys.argv[1]) if 
         is "$(field kp state)/$(field kp supervisorPid)" "running/$(sup_of kp)" "ls and inspect agree with it"
         run_nook rm kp
         is "$status/$(sup_of kp)/$(cg_count kp)" "0//0" "rm removes it, cgroups and all"
+        # `nook run` (a one-shot sandbox) killed during its create, or during the removal at its
+        # command's end: nobody comes back for it, so the next ls removes what is left (record,
+        # workspace, runtime folder), as for a run whose client died while its command ran.
+        for kill in CREATE_KILL_AT=recorded CREATE_KILL_AT=prepared REMOVE_KILL_AT=stopped; do
+                env "NOOK_TEST_$kill" "$NOOK" run --name kr -- true >/dev/null 2>&1
+                rc=$?
+                run_nook ls -q
+                is "$rc/$(grep -cx kr <<<"$out")" "137/0" "nook run killed at $kill: the next ls shows no trace of it"
+                is "$(entries "$NOOK_HOME/workspaces" | grep -cx kr)/$([[ -e $NOOK_HOME/run/kr ]] && echo run)/$(sql "select count(*) from sandboxes where name='kr'")/$(cg_count kr)" \
+                        "0//0/0" "nook run killed at $kill: no workspace, runtime folder, record or cgroup left"
+                "$NOOK" rm kr >/dev/null 2>&1
+        done
+        # a sandbox that is not one-shot keeps its record when its create is killed (above), and
+        # so does one whose remove was killed: `nook rm` again finishes it
+        run_nook create kr
+        NOOK_TEST_REMOVE_KILL_AT=stopped run_nook rm kr
+        run_nook ls -q
+        is "$status/$(grep -cx kr <<<"$out")" "0/1" "a plain create whose rm was killed is still listed"
+        run_nook rm kr
+        is "$status/$(sql "select count(*) from sandboxes where name='kr'")" "0/0" "and the next rm finishes it"
 else
-        for i in $(seq 17); do skip "NOOK_TEST_CREATE_KILL_AT needs a build with test hooks (status $status: $err)"; done
+        for i in $(seq 25); do skip "NOOK_TEST_CREATE_KILL_AT needs a build with test hooks (status $status: $err)"; done
 fi

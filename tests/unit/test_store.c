@@ -213,7 +213,7 @@ Test(store, migration_2_adds_image_digest_to_a_version_1_database) {
                         "DROP INDEX sandboxes_by_image_digest; ALTER TABLE sandboxes DROP COLUMN "
                         "image_digest; ALTER TABLE image_layers DROP COLUMN blob; DROP TABLE id_ranges; "
                         "ALTER TABLE sandboxes DROP COLUMN branch_of; ALTER TABLE sandboxes DROP COLUMN branch_point; "
-                        "ALTER TABLE sandboxes DROP COLUMN empty_baselines; "
+                        "ALTER TABLE sandboxes DROP COLUMN empty_baselines; ALTER TABLE sandboxes DROP COLUMN one_shot; "
                         "DELETE FROM schema_version WHERE version >= 2",
                         NULL, NULL, NULL),
                 SQLITE_OK, "%s", sqlite3_errmsg(db));

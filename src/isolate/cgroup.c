@@ -189,11 +189,32 @@ static char *leaf_name(const char *home, const char *name) {
         return strprintf("nook-%s-%08x", name, hash_home(home));
 }
 
-static int v1_dir(const char *self, int ctl, const char *leaf, char **ret) {
+/* How v1_dir picks a sandbox's folder in a hierarchy. */
+typedef enum {
+        V1_FOR_CREATE, /* the shared place where we may write its root, else beneath our own */
+        V1_FOR_OPEN, /* the shared place where the folder is there, else beneath our own */
+} v1_want;
+
+/* A sandbox's folder in v1 hierarchy ctl.  Its place is <hierarchy>/nook/<leaf>, the same for
+ * every caller, as v2's <root>/nook/<leaf>: a later command run from another cgroup (another
+ * login session, a service, a CI job's own cgroup) finds it to read stats, pause it or remove it,
+ * where a place beneath the creator's own cgroup was found by no one else, and its cgroups
+ * outlived the sandbox.  Beneath our own place only where the hierarchy's root is not ours to
+ * write (a delegated subtree), and for a sandbox an older nook made there. */
+static int v1_dir(const char *self, int ctl, const char *leaf, v1_want want, char **ret) {
         char own[PATH_MAX], mnt[64];
         (void)snprintf(mnt, sizeof(mnt), "/sys/fs/cgroup/%s", v1_names[ctl]);
-        if (access(mnt, F_OK) < 0 || is_cgroup2(mnt) ||
-                v1_own_path_in(self, v1_names[ctl], own, sizeof(own)) < 0)
+        if (access(mnt, F_OK) < 0 || is_cgroup2(mnt))
+                return -ENOENT;
+        _cleanup_free_ char *shared = strprintf("%s/nook/%s", mnt, leaf);
+        if (!shared)
+                return -ENOMEM;
+        bool use_shared = want == V1_FOR_CREATE ? access(mnt, W_OK) == 0 : access(shared, F_OK) == 0;
+        if (use_shared) {
+                *ret = TAKE_PTR(shared);
+                return 0;
+        }
+        if (v1_own_path_in(self, v1_names[ctl], own, sizeof(own)) < 0)
                 return -ENOENT;
         *ret = strprintf("%s%s/%s", mnt, streq(own, "/") ? "" : own, leaf);
         return *ret ? 0 : -ENOMEM;
@@ -216,7 +237,7 @@ static bool available(const cg_host *h, char *reason, size_t len) {
                 return false;
         }
         (void)snprintf(p, sizeof(p), "/sys/fs/cgroup/memory%s", own);
-        if (access(p, W_OK) < 0) {
+        if (access("/sys/fs/cgroup/memory", W_OK) < 0 && access(p, W_OK) < 0) {
                 (void)snprintf(reason, len,
                         "the cgroup v1 hierarchies are not writable by this user (not delegated)");
                 return false;
@@ -293,8 +314,8 @@ static int apply_limits(iso_cgroup *cg, const iso_limits *l, bool fresh, nook_er
         return 0;
 }
 
-static int cg_paths(
-        const cg_host *h, const char *home, const char *name, iso_cgroup **ret, nook_error *err) {
+static int cg_paths(const cg_host *h, const char *home, const char *name, v1_want want, iso_cgroup **ret,
+        nook_error *err) {
         _cleanup_free_ char *leaf = leaf_name(home, name);
         iso_cgroup *cg = calloc(1, sizeof(*cg));
         if (!leaf || !cg) {
@@ -311,7 +332,7 @@ static int cg_paths(
                 }
         } else
                 for (int i = 0; i < _V1_SANDBOX_MAX; i++)
-                        (void)v1_dir(h->self, i, leaf, &cg->v1[i]);
+                        (void)v1_dir(h->self, i, leaf, want, &cg->v1[i]);
         *ret = cg;
         return 0;
 }
@@ -326,7 +347,7 @@ int iso_cgroup_create(
                         "Cannot enforce resource limits: %s; run 'nook doctor'", reason);
         iso_cgroup *cg = NULL;
         bool left = false; /* a cgroup of this name was there already */
-        int r = cg_paths(&h, home, name, &cg, err);
+        int r = cg_paths(&h, home, name, V1_FOR_CREATE, &cg, err);
         if (r < 0)
                 return r;
         if (cg->v2) {
@@ -347,7 +368,14 @@ int iso_cgroup_create(
                 }
         } else
                 for (int i = 0; i < _V1_MAX && r >= 0; i++) {
-                        if (!cg->v1[i] || mkdir(cg->v1[i], 0755) == 0)
+                        if (!cg->v1[i])
+                                continue;
+                        char *slash = strrchr(cg->v1[i], '/');
+                        *slash = 0; /* its parent: <hierarchy>/nook, made once */
+                        if (endswith(cg->v1[i], "/nook"))
+                                (void)mkdir(cg->v1[i], 0755);
+                        *slash = '/';
+                        if (mkdir(cg->v1[i], 0755) == 0)
                                 continue;
                         if (errno == EEXIST) {
                                 left = true;
@@ -381,7 +409,7 @@ int iso_cgroup_open(const char *home, const char *name, iso_cgroup **ret, nook_e
         iso_cgroup *cg = NULL;
         cg_host h;
         cg_host_probe(&h);
-        int r = cg_paths(&h, home, name, &cg, err);
+        int r = cg_paths(&h, home, name, V1_FOR_OPEN, &cg, err);
         if (r < 0)
                 return r;
         const char *probe = cg->v2 ? cg->path : cg->v1[V1_MEMORY] ? cg->v1[V1_MEMORY] : cg->v1[V1_PIDS];

@@ -9,7 +9,7 @@
 . "$(dirname "$0")/lib.sh"
 
 require_bin "$NOOK" "$NOOK_PROBE"
-plan 72
+plan 74
 
 PY=/usr/bin/python3
 [[ -x $PY ]] || PY=python3
@@ -90,7 +90,7 @@ else
 fi
 
 if [[ $can_limit == 0 ]]; then
-        for i in $(seq 1 66); do
+        for i in $(seq 1 68); do
                 skip_expected "resource limits need root or a delegated cgroup (uid $(id -u), none delegated here)"
         done
         exit 0
@@ -242,14 +242,19 @@ if [[ $cg_v2 == 1 ]]; then
         echo 67108864 >"/sys/fs/cgroup/nook/nook-res5-$tag/memory.max"
         echo 7 >"/sys/fs/cgroup/nook/nook-res5-$tag/pids.max"
 else
-        for c in memory pids; do
-                own=$(awk -F: -v c=$c '{ n = split($2, a, ","); for (i = 1; i <= n; i++) if (a[i] == c) print $3 }' /proc/self/cgroup)
-                mkdir -p "/sys/fs/cgroup/$c${own%/}/nook-res5-$tag"
-        done
-        own=$(awk -F: '{ n = split($2, a, ","); for (i = 1; i <= n; i++) if (a[i] == "memory") print $3 }' /proc/self/cgroup)
-        echo 67108864 >"/sys/fs/cgroup/memory${own%/}/nook-res5-$tag/memory.limit_in_bytes"
-        own=$(awk -F: '{ n = split($2, a, ","); for (i = 1; i <= n; i++) if (a[i] == "pids") print $3 }' /proc/self/cgroup)
-        echo 7 >"/sys/fs/cgroup/pids${own%/}/nook-res5-$tag/pids.max"
+        # where nook puts them: <hierarchy>/nook/ when we may write the hierarchy's root, else
+        # beneath our own cgroup (a delegated subtree)
+        v1_place() {
+                if [[ -w /sys/fs/cgroup/$1 ]]; then
+                        echo "/sys/fs/cgroup/$1/nook/nook-res5-$tag"
+                else
+                        own=$(awk -F: -v c="$1" '{ n = split($2, a, ","); for (i = 1; i <= n; i++) if (a[i] == c) print $3 }' /proc/self/cgroup)
+                        echo "/sys/fs/cgroup/$1${own%/}/nook-res5-$tag"
+                fi
+        }
+        mkdir -p "$(v1_place memory)" "$(v1_place pids)"
+        echo 67108864 >"$(v1_place memory)/memory.limit_in_bytes"
+        echo 7 >"$(v1_place pids)/pids.max"
 fi
 is "$(cgval res5 pids.max)" "7" "a left cgroup of res5 holds pids.max 7"
 run_nook create res5
@@ -270,6 +275,26 @@ expect_fail 1 "--memory below 4 MiB" create --memory 1m res3
 like "$err" "memory" "the --memory 1m error names memory"
 run_nook ls -q
 unlike "$out" "res3" "refused creates left no record"
+
+# ---- a command from another cgroup finds the sandbox's -----------------------------------------
+# A login session, a service or a CI job each sit in a cgroup of their own: a command run from
+# another one than the creator's must find the sandbox's cgroups to read its stats and, after its
+# supervisor died, to remove them (they were placed beneath the creator's own cgroup, and leaked).
+if [[ $cg_v2 == 0 ]] && nook_rootful && [[ -w /sys/fs/cgroup/memory ]]; then
+        other=/sys/fs/cgroup/memory/nook-test-other-$$
+        mkdir "$other"
+        in_other() { (echo "$BASHPID" >"$other/cgroup.procs" && exec "$NOOK" "$@"); }
+        run_nook create res6
+        out=$(in_other --json stats res6 2>&1)
+        is "$?/$(jnum pids "$out" | grep -cE '^[1-9]')" "0/1" "stats from another memory cgroup reads the sandbox's ($out)"
+        kill -9 "$("$NOOK" inspect res6 | jq -r .supervisorPid)"
+        in_other ls >/dev/null 2>&1
+        in_other rm -f res6 >/dev/null 2>&1
+        is "$?/$(cgdirs res6)" "0/" "its supervisor killed, rm from another cgroup removes every cgroup of it"
+        rmdir "$other"
+else
+        for i in 1 2; do skip_expected "another v1 memory cgroup needs root on a v1 or hybrid host"; done
+fi
 
 # ---- rm removes the cgroups ---------------------------------------------------------------------
 run_nook rm "$SB" res2 res4

@@ -45,6 +45,7 @@
 #include "util/path.h"
 #include "util/proc.h"
 #include "util/str.h"
+#include "util/testhook.h"
 #include "util/tmpdir.h"
 
 #define READY_TIMEOUT_MS 60000
@@ -492,21 +493,12 @@ static void values_freep(char **p) {
         }
 }
 
-/* NOOK_TEST_CREATE_KILL_AT=spawned|recorded|prepared|handed: the creating process SIGKILLs
- * itself there (after the supervisor's spawn; after the "creating" record; with the folders
- * made, before the supervisor has its config; after the "running" record, while the sandbox is
- * set up); NOOK_TEST_REMOVE_KILL_AT=stopped: the removing one, once the sandbox stopped and
- * before its folders and record go.  So tests see what reconcile makes of each point. */
-static void test_kill_at(const char *var, const char *point) {
-#ifdef NOOK_TEST_HOOKS
-        const char *k = secure_getenv(var);
-        if (k && streq(k, point))
-                (void)raise(SIGKILL);
-#else
-        (void)var;
-        (void)point;
-#endif
-}
+/* Kill points (util/testhook.h): NOOK_TEST_CREATE_KILL_AT=spawned|recorded|prepared|handed kills
+ * the creating process after the supervisor's spawn; after the "creating" record; with the folders
+ * made, before the supervisor has its config; after the "running" record, while the sandbox is set
+ * up (and =restored: snapshot.c, a snapshot's workspace unpacked, not yet in place);
+ * NOOK_TEST_REMOVE_KILL_AT=stopped the removing one, once the sandbox stopped and before its
+ * folders and record go. */
 
 /* Saves the "creating" record (a new one, or over the existing) and acquires the sandbox's host
  * id range in the same transaction. */
@@ -973,7 +965,8 @@ static bool remove_if_orphaned(nook *n, const sandbox_rec *rec) {
                 return false;
         bool orphan = streq(rec->stop_reason, "client_gone") ||
                 (rec->one_shot &&
-                        (streq(rec->stop_reason, "supervisor_died") || streq(rec->stop_reason, "create_interrupted")));
+                        (streq(rec->stop_reason, "supervisor_died") ||
+                                streq(rec->stop_reason, "create_interrupted")));
         if (!orphan)
                 return false;
         nook_error ignore;

@@ -35,6 +35,7 @@
 #include "util/path.h"
 #include "util/proc.h"
 #include "util/str.h"
+#include "util/testhook.h"
 #include "util/tmpdir.h"
 
 #define MAX_CHAIN 16
@@ -677,13 +678,42 @@ static int restore_workspace(nook *n, const char *digest, const char *wsdir, noo
         if (fd < 0)
                 return nook_err_errno(err, NOOK_E_IO, "Cannot open '%s'", tar);
         char diff[IMAGE_DIGEST_LEN + 1];
+        /* Unpacked in a folder of the trash (swept when its owner is gone) and renamed over the
+         * empty workspace once whole: a create killed part way leaves the workspace empty, and
+         * the next create or start of the name never boots a half-restored one. */
+        struct stat ws_st;
+        if (stat(wsdir, &ws_st) < 0)
+                return nook_err_errno(err, NOOK_E_IO, "Cannot inspect '%s'", wsdir);
+        _cleanup_free_ char *trash = strprintf("%s/trash", n->home),
+                            *t = strprintf("%s/trash/restore-XXXXXX", n->home), *stage = NULL;
+        _cleanup_close_ int lock = -1;
+        if (!trash || !t)
+                return nook_err_oom(err);
+        if (mkdir(trash, 0700) < 0 && errno != EEXIST)
+                return nook_err_errno(err, NOOK_E_IO, "Cannot create '%s'", trash);
+        (void)tmp_sweep(trash, path_rm_rf_at); /* a killed restore's, a killed rm's */
+        int r = tmpdir_owned_new(t, &lock, err);
+        if (r < 0)
+                return r;
+        if (!(stage = strprintf("%s/ws", t)))
+                return nook_err_oom(err);
+        _cleanup_close_ int dfd = -1;
+        if (mkdir(stage, 0700) < 0 ||
+                (dfd = open(stage, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
+                r = nook_err_errno(err, NOOK_E_IO, "Cannot create '%s'", stage);
         /* the workspace's files belong to its owner (n->ws_uid), as the guest's writes there do */
         unpack_opts u = { .rootless = !iso_rootful(), .id_base = n->ws_uid };
-        _cleanup_close_ int dfd = open(wsdir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (dfd < 0)
-                return nook_err_errno(err, NOOK_E_IO, "Cannot open '%s'", wsdir);
-        int r = IMG(image_unpack_fd)(fd, dfd, &u, diff, err);
-        return r < 0 ? nook_err_wrap(err, "restoring the workspace of the snapshot") : 0;
+        if (r >= 0 && (r = IMG(image_unpack_fd)(fd, dfd, &u, diff, err)) < 0)
+                (void)nook_err_wrap(err, "restoring the workspace of the snapshot");
+        if (r >= 0 &&
+                (fchown(dfd, ws_st.st_uid, ws_st.st_gid) < 0 || fchmod(dfd, ws_st.st_mode & 07777) < 0))
+                r = nook_err_errno(err, NOOK_E_IO, "Cannot give '%s' the workspace's owner", stage);
+        test_kill_at("NOOK_TEST_CREATE_KILL_AT", "restored");
+        if (r >= 0 && rename(stage, wsdir) < 0)
+                r = nook_err_errno(err, NOOK_E_IO, "Cannot move the restored workspace to '%s'", wsdir);
+        nook_error ignore;
+        (void)path_rm_rf(t, &ignore);
+        return r;
 }
 
 int sb_snapshot_image(nook *n, const sb_spec *spec, const char *wsdir, sb_image *ret, nook_error *err) {

@@ -184,7 +184,9 @@ NOOK_PUBLIC int nook_cp_out(
  * dies (even by SIGKILL), the supervisor sees the lifeline it was given close, kills the sandbox's
  * processes and removes its cgroup; nook_sandbox_list/inspect then remove what is left (record,
  * state, workspace).  Used by `nook run`.  The handle holds one descriptor per tied create
- * until nook_close. */
+ * until nook_close.  A detached exec with stop_sandbox_when_done (`nook run -d`) takes the
+ * sandbox over when the supervisor accepts it: from then on it lives as long as that command,
+ * not as the handle, so a creator killed before that point leaves nothing running. */
 #define NOOK_CREATE_TIED (1u << 1)
 /* Takes no baselines (docs/design/diff-merge.md): nook_diff and nook_merge are refused for this
  * sandbox, saying so.  For a sandbox removed when its one command ends (`nook run` without
@@ -293,7 +295,8 @@ typedef struct nook_exec_opts {
         bool tty; /* a pseudo-terminal instead of the three fds */
         unsigned short rows, cols; /* its initial window size */
         /* The sandbox stops when this command ends (`nook run -d`, `nook run --keep`), and its
-         * status is the exit record's commandExit (nook_sandbox_wait, "exitCode" in inspect). */
+         * status is the exit record's commandExit (nook_sandbox_wait, "exitCode" in inspect).
+         * With detach, in a NOOK_CREATE_TIED sandbox: its tie to the creating handle ends here. */
         bool stop_sandbox_when_done;
         /* Without detach: when this command ends while its client is connected, the supervisor
          * begins stopping the sandbox at once, before the removal's request (`nook run`).  Free

@@ -684,10 +684,12 @@ int cmd_run(int argc, char **argv) {
                 fprintf(stderr, "nook: cannot set up signal forwarding: %s\n", strerror(errno));
                 return CLI_EXIT_EXEC_FAILED;
         }
-        /* Tied: if this process dies, even by SIGKILL, the supervisor removes the sandbox. */
+        /* Tied: if this process dies, even by SIGKILL, the supervisor removes the sandbox; with
+         * -d only until its command is accepted (NOOK_CREATE_TIED), so a run -d killed before
+         * that leaves no sandbox running without a command. */
         /* A name in use is refused, as docker run does: a run over a stopped sandbox took its
          * workspace, and removed it with the sandbox at the end. */
-        unsigned flags = NOOK_CREATE_EXCLUSIVE | (a.detach ? 0 : NOOK_CREATE_TIED);
+        unsigned flags = NOOK_CREATE_EXCLUSIVE | NOOK_CREATE_TIED;
         /* removed when the command ends: nobody diffs or merges it (two files less per run), and
          * no spare exec helper waits for a second command */
         if (!a.detach && !ra.keep)

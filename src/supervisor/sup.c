@@ -531,8 +531,14 @@ static void handle_exec(sup *s, client *c, json_t *req, int *fds, size_t n_fds) 
         c->no_started = !tty && !detach && json_is_false(json_object_get(req, "reportStarted"));
         c->remove_when_done = !detach && json_is_true(json_object_get(req, "removeSandbox"));
         /* run -d, run --keep: the sandbox stops when this command ends, with its status */
-        if (json_is_true(json_object_get(req, "stopSandbox")))
+        if (json_is_true(json_object_get(req, "stopSandbox"))) {
                 s->main_exec_id = id;
+                /* run -d: from here on the sandbox lives as long as this command, not as its
+                 * creator (tied until now, so a creator killed before it got here left nothing
+                 * running: NOOK_CREATE_TIED) */
+                if (detach)
+                        s->lifeline_fd = safe_close(s->lifeline_fd);
+        }
         c->deadline = t > 0 ? now_ms() + (uint64_t)t : 0;
         s->last_activity_ms = now_ms();
 }

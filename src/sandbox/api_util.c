@@ -92,8 +92,10 @@ nook *nook_close(nook *n) {
                 return NULL;
         n->st = store_free(n->st);
         /* A tied sandbox's supervisor sees its lifeline close and stops it. */
-        for (size_t i = 0; i < n->n_lifelines; i++)
-                (void)close(n->lifelines[i]);
+        for (size_t i = 0; i < n->n_lifelines; i++) {
+                (void)close(n->lifelines[i].fd);
+                free(n->lifelines[i].name);
+        }
         free(n->lifelines);
         /* a removal nobody waited for: the supervisor sees its client gone (sup.c, finish) */
         for (size_t i = 0; i < n->n_stop_conns; i++) {

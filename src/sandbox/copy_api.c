@@ -12,6 +12,7 @@
 #include "nook.h"
 #include "sandbox/copy.h"
 #include "sandbox/ctx.h"
+#include "sandbox/lifecycle.h"
 #include "sandbox/state.h"
 #include "store/store.h"
 #include "supervisor/proto.h"
@@ -110,6 +111,8 @@ static int cp_guest_done(cp_guest *g, int r, nook_error *err) {
         g->started = false;
         nook_error e2 = { 0 };
         int s = nook_sandbox_stop(g->n, g->name, /* timeout_ms= */ 10000, &e2);
+        /* stopped (or its supervisor sees the tie go and stops it): no descriptor stays */
+        sb_lifeline_drop(g->n, g->name);
         if (s < 0 && r >= 0) {
                 *err = e2;
                 return nook_err_wrap(err, "stopping sticky sandbox '%s' again after the copy", g->name);
@@ -119,13 +122,14 @@ static int cp_guest_done(cp_guest *g, int r, nook_error *err) {
 
 /* A stopped sticky sandbox keeps its root layer: the copy starts it for its duration (its init
  * runs, no command does), so the root is seen exactly as the guest sees it, overlay and uid
- * mapping included. */
+ * mapping included.  Tied to this handle (SB_CREATE_TIED_STOP): a copier killed part way leaves
+ * it stopped, as it found it, not running. */
 static int cp_root_fd_any(cp_guest *g, int *ret, nook_error *err) {
         int r = cp_root_fd(g->n, g->name, ret, err);
         if (r != -NOOK_E_STATE || !g->sticky)
                 return r;
         nook_error e2 = { 0 };
-        r = nook_sandbox_start(g->n, g->name, &e2);
+        r = sb_start(g->n, g->name, SB_CREATE_TIED_STOP, &e2);
         if (r < 0) {
                 *err = e2;
                 return nook_err_wrap(

@@ -19,7 +19,11 @@ struct nook {
         gid_t img_gid;
         bool idmap; /* each sandbox has its own id range; workspace and volumes are idmapped */
         const char *idmap_why; /* when !idmap: why not (static) */
-        int *lifelines; /* write ends of the pipes tied sandboxes' supervisors watch (NOOK_CREATE_TIED) */
+        /* the write ends of the pipes tied sandboxes' supervisors watch (NOOK_CREATE_TIED), by name */
+        struct ctx_lifeline {
+                char *name;
+                int fd;
+        } * lifelines;
         size_t n_lifelines;
         pid_t spawning; /* a supervisor this handle's create started, still waiting for its config:
                          * not an orphan to reconcile (lifecycle.c:supervisor_spawn) */

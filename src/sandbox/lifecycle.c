@@ -158,8 +158,8 @@ static int spawn_fds(posix_spawn_file_actions_t *fa, const int child[5], int hi[
 
 /* Starts nook-supervisor by exec (posix_spawn: safe from a threaded caller such as Node) with a
  * clean environment, in its own session.  Its config and secrets come later (supervisor_send_config). */
-static int supervisor_spawn(nook *n, const char *state_dir, const char *run_dir, bool tied, bool secrets,
-        int client_fd, sup_start *s, nook_error *err) {
+static int supervisor_spawn(nook *n, const char *state_dir, const char *run_dir, bool tied, bool tie_stops,
+        bool secrets, int client_fd, sup_start *s, nook_error *err) {
         _cleanup_free_ char *bin = find_supervisor();
         _cleanup_close_pair_ int cfg[2] = { -1, -1 }, sec[2] = { -1, -1 }, rdy[2] = { -1, -1 },
                                  life[2] = { -1, -1 };
@@ -187,7 +187,7 @@ static int supervisor_spawn(nook *n, const char *state_dir, const char *run_dir,
                 (char *)"--config-fd", (char *)"6", (char *)"--ready-fd", (char *)"3" };
         size_t na = 9;
         if (tied) {
-                argv[na++] = (char *)"--lifeline-fd";
+                argv[na++] = (char *)(tie_stops ? "--stop-lifeline-fd" : "--lifeline-fd");
                 argv[na++] = (char *)"4";
         }
         if (secrets) {
@@ -461,16 +461,29 @@ static int rec_branch(sandbox_rec *rec, const sb_create_extra *x, nook_error *er
         return r;
 }
 
-/* The handle keeps a tied sandbox's lifeline until nook_close (or the process's end). */
-static int lifeline_keep(nook *n, int fd, nook_error *err) {
-        int *l = reallocarray(n->lifelines, n->n_lifelines + 1, sizeof(int));
-        if (!l) {
+/* The handle keeps a tied sandbox's lifeline until nook_close (or the process's end), or until
+ * sb_lifeline_drop. */
+static int lifeline_keep(nook *n, const char *name, int fd, nook_error *err) {
+        struct ctx_lifeline *l = reallocarray(n->lifelines, n->n_lifelines + 1, sizeof(*l));
+        char *nm = strdup(name);
+        if (l)
+                n->lifelines = l;
+        if (!l || !nm) {
+                free(nm);
                 safe_close(fd);
                 return nook_err_oom(err);
         }
-        l[n->n_lifelines++] = fd;
-        n->lifelines = l;
+        l[n->n_lifelines++] = (struct ctx_lifeline){ .name = nm, .fd = fd };
         return 0;
+}
+
+void sb_lifeline_drop(nook *n, const char *name) {
+        for (size_t i = n->n_lifelines; i-- > 0;)
+                if (streq(n->lifelines[i].name, name)) {
+                        safe_close(n->lifelines[i].fd);
+                        free(n->lifelines[i].name);
+                        n->lifelines[i] = n->lifelines[--n->n_lifelines];
+                }
 }
 
 /* The baseline diff and merge compare with (docs/design/diff-merge.md): taken once the
@@ -553,8 +566,8 @@ static int create_locked_client(nook *n, const char *name, const sb_spec *spec, 
         _cleanup_(sup_start_done) sup_start sup = SUP_START_INIT;
         r = sb_run_dir(n, name, &rundir, err);
         if (r >= 0)
-                r = supervisor_spawn(
-                        n, sdir, rundir, flags & NOOK_CREATE_TIED, values != NULL, client_fd, &sup, err);
+                r = supervisor_spawn(n, sdir, rundir, flags & (NOOK_CREATE_TIED | SB_CREATE_TIED_STOP),
+                        flags & SB_CREATE_TIED_STOP, values != NULL, client_fd, &sup, err);
         if (r < 0)
                 return r;
         test_kill_at("NOOK_TEST_CREATE_KILL_AT", "spawned");
@@ -658,7 +671,7 @@ static int create_locked_client(nook *n, const char *name, const sb_spec *spec, 
                 r = supervisor_await_ready(&sup, err);
         }
         if (r >= 0 && sup.lifeline >= 0)
-                r = lifeline_keep(n, TAKE_FD(sup.lifeline), err);
+                r = lifeline_keep(n, name, TAKE_FD(sup.lifeline), err);
         if (r < 0) {
                 /* Nothing half-made stays: the supervisor, the state folder, the runtime folder, a
                  * workspace we made, the record.  But when the supervisor failed without a reason
@@ -735,6 +748,10 @@ static int open_locked(
 }
 
 int nook_sandbox_start(nook *n, const char *name, nook_error *err) {
+        return sb_start(n, name, 0, err);
+}
+
+int sb_start(nook *n, const char *name, unsigned flags, nook_error *err) {
         _cleanup_close_ int lock = -1;
         sandbox_rec rec = { 0 };
         sb_spec spec = { 0 };
@@ -746,7 +763,7 @@ int nook_sandbox_start(nook *n, const char *name, nook_error *err) {
                 if (streq(rec.state, "running"))
                         r = 0; /* already running: nothing to do */
                 else if ((r = sb_spec_parse(rec.spec_json, &spec, err)) >= 0)
-                        r = create_locked(n, name, &spec, 0, err);
+                        r = create_locked(n, name, &spec, flags, err);
         }
         sb_spec_done(&spec);
         sandbox_rec_done(&rec);
@@ -949,6 +966,7 @@ int nook_sandbox_remove(nook *n, const char *name, nook_error *err) {
         if (r < 0)
                 return nook_err_wrap(err, "removing sandbox '%s'", name);
         sb_lock_drop(n, name); /* still held: one lock file per name ever used would pile up */
+        sb_lifeline_drop(n, name); /* its supervisor is gone: the tie's descriptor goes too */
         return 0;
 }
 

@@ -19,6 +19,18 @@ typedef struct sb_create_extra {
  * create does with a workspace (its baseline, its provisioning) sees the branch point. */
 int sb_create_locked(nook *n, const char *name, const sb_spec *spec, unsigned flags,
         const sb_create_extra *x, nook_error *err);
+/* Internal create flag: tied to this handle as NOOK_CREATE_TIED, but when the handle goes the
+ * sandbox stops ("starter_gone") and is kept: a stopped sticky sandbox that a copy starts to reach
+ * its root filesystem goes back to stopped if the copier is killed.  The copy drops the tie
+ * (sb_lifeline_drop) once it stopped the sandbox itself. */
+#define SB_CREATE_TIED_STOP (1u << 30)
+
+/* nook_sandbox_start with create flags (SB_CREATE_TIED_STOP). */
+int sb_start(nook *n, const char *name, unsigned flags, nook_error *err);
+/* Closes the lifelines this handle holds for name's tied sandbox (it stopped, or was removed):
+ * a long-lived handle keeps no descriptor per tied create. */
+void sb_lifeline_drop(nook *n, const char *name);
+
 /* nook_sandbox_create with client_fd (taken; -1: none): the supervisor's end of a connection on
  * which an exec request is already queued; the supervisor serves it as soon as the sandbox is
  * ready, before it says so (nook_sandbox_create_exec). */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* nook-supervisor: started by libnook with exec (never a bare fork in a threaded caller),
- *   nook-supervisor --state DIR [--run RUNDIR] --config-fd C --ready-fd N [--lifeline-fd M] [--secrets-fd S]
+ *   nook-supervisor --state DIR [--run RUNDIR] --config-fd C --ready-fd N [--lifeline-fd M | --stop-lifeline-fd M] [--secrets-fd S]
  *                   [--client-fd K]
  * in its own session (POSIX_SPAWN_SETSID).  It does not fork again to detach: it stays the
  * starting process's child, which reaps it once it is gone (libnook keeps a list), or is
@@ -38,7 +38,7 @@ static int parse_fd(const char *s) {
 
 static int usage(void) {
         fprintf(stderr,
-                "usage: nook-supervisor --state DIR [--run RUNDIR] --config-fd C --ready-fd N [--lifeline-fd M] [--secrets-fd S] [--client-fd K]\n"
+                "usage: nook-supervisor --state DIR [--run RUNDIR] --config-fd C --ready-fd N [--lifeline-fd M | --stop-lifeline-fd M] [--secrets-fd S] [--client-fd K]\n"
                 "Started by nook; not meant to be run by hand.\n");
         return 2;
 }
@@ -78,6 +78,7 @@ static int report_bad_config(int ready_fd, const nook_error *err) {
 int main(int argc, char **argv) {
         const char *state_dir = NULL, *run_dir = NULL;
         int ready_fd = -1, lifeline_fd = -1, secrets_fd = -1, config_fd = -1, client_fd = -1;
+        bool lifeline_stops = false;
         nook_error err = { 0 };
 
         for (int i = 1; i + 1 < argc; i += 2) {
@@ -89,8 +90,9 @@ int main(int argc, char **argv) {
                         config_fd = parse_fd(argv[i + 1]);
                 else if (streq(argv[i], "--ready-fd"))
                         ready_fd = parse_fd(argv[i + 1]);
-                else if (streq(argv[i], "--lifeline-fd")) {
+                else if (streq(argv[i], "--lifeline-fd") || streq(argv[i], "--stop-lifeline-fd")) {
                         lifeline_fd = parse_fd(argv[i + 1]);
+                        lifeline_stops = streq(argv[i], "--stop-lifeline-fd");
                         if (lifeline_fd < 0)
                                 return usage();
                 } else if (streq(argv[i], "--client-fd")) {
@@ -161,7 +163,7 @@ int main(int argc, char **argv) {
         (void)prctl(PR_SET_NAME, "nook-supervisor");
         if (cr < 0)
                 return report_bad_config(ready_fd, &err);
-        int r = sup_run(&cfg, state_dir, run_dir, ready_fd, lifeline_fd, client_fd, values);
+        int r = sup_run(&cfg, state_dir, run_dir, ready_fd, lifeline_fd, lifeline_stops, client_fd, values);
         if (values)
                 explicit_bzero(values, strlen(values));
         sup_config_done(&cfg);

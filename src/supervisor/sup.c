@@ -95,6 +95,7 @@ typedef struct sup {
         iso_cgroup *cg; /* NULL: no cgroup (rootless without delegation and no limits) */
         iso_seccomp_prog seccomp; /* compiled (or read from the cache) before init is cloned */
         int lifeline_fd; /* NOOK_CREATE_TIED: hangs up when the creating client is gone; else -1 */
+        bool lifeline_stops; /* its hang-up stops the sandbox ("starter_gone"), not for removal */
         uint64_t main_exec_id; /* run -d: the sandbox stops when this exec ends; 0 = none */
         int main_exit; /* how that exec ended (exit_record.command_exit); -1: not yet */
         outlog out; /* detached commands' stdout/stderr (output.log) */
@@ -1028,9 +1029,11 @@ static int sup_loop(sup *s) {
                                 pfd[i_dir + i].fd == s->direct[i].fd)
                                 handle_direct(s, i);
                 if (s->lifeline_fd >= 0 && pfd[i_life].revents) {
-                        /* the client that created this tied sandbox is gone: so is the sandbox */
+                        /* the client that created this tied sandbox is gone: so is the sandbox
+                         * (or, started for a copy, it stops as it was before the copy) */
                         s->lifeline_fd = safe_close(s->lifeline_fd);
-                        begin_stop(s, "client_gone", CLIENT_GONE_GRACE_MS);
+                        begin_stop(
+                                s, s->lifeline_stops ? "starter_gone" : "client_gone", CLIENT_GONE_GRACE_MS);
                 }
                 check_deadlines(s);
         }
@@ -1161,7 +1164,7 @@ static void adopt_client(sup *s, int fd) {
 }
 
 int sup_run(const sup_config *c, const char *state_dir, const char *run_dir, int ready_fd, int lifeline_fd,
-        int client_fd, const char *values) {
+        bool lifeline_stops, int client_fd, const char *values) {
         nook_error err = { 0 };
         /* Static and set field by field, not a zeroed local: its tables (clients, direct execs,
          * ~70 KiB) would be written whole, and stay resident in us and in init's copy for the
@@ -1173,6 +1176,7 @@ int sup_run(const sup_config *c, const char *state_dir, const char *run_dir, int
         s.run_dir = run_dir;
         s.init_sock = s.root_fd = s.mntns_fd = s.listen_fd = s.sig_fd = s.spare_fd = -1;
         s.lifeline_fd = lifeline_fd;
+        s.lifeline_stops = lifeline_stops;
         s.main_exit = -1;
         s.egress = SUP_EGRESS_INIT;
         outlog_init(&s.out, state_dir);

@@ -10,7 +10,7 @@
 
 require_bin "$NOOK" "$NOOK_SUPERVISOR"
 command -v python3 >/dev/null || plan skip_all "python3 is needed to build hostile tar archives"
-plan 111
+plan 112
 
 D=$(mktemp -d /var/tmp/nook-cp-test.XXXXXX)
 chmod 0755 "$D"
@@ -286,6 +286,27 @@ is "$("$NOOK" inspect k 2>/dev/null | python3 -c 'import json,sys; print(json.lo
         "stopped" "the sandbox is stopped again after the copy"
 run_nook cp k:/etc/stk/sub/b "$D/fromsticky"
 is "$(cat "$D/fromsticky" 2>&1)" "bravo" "cp out of the root filesystem of a stopped sticky sandbox"
+# a copier killed part way (here blocked on a full pipe) leaves the sandbox stopped, as it was:
+# its start was tied to the copy
+head -c 4194304 /dev/urandom >"$D/big4m"
+run_nook cp "$D/big4m" k:/big4m
+("$NOOK" cp k:/big4m - | sleep 30) &
+spid=$!
+for ((i = 0; i < 200; i++)); do
+        cpid=$(pgrep -P "$spid" -f -- "cp k:/big4m -" | head -1)
+        [[ -n $cpid && $("$NOOK" inspect k 2>/dev/null | jq -r .state) == running ]] && break
+        sleep 0.05
+done
+sleep 0.3
+kill -9 "$cpid" 2>/dev/null
+for ((i = 0; i < 300; i++)); do
+        [[ $("$NOOK" inspect k 2>/dev/null | jq -r .state) == stopped ]] && break
+        sleep 0.05
+done
+is "$("$NOOK" inspect k 2>/dev/null | jq -r '.state + " " + .stopReason')" "stopped starter_gone" \
+        "a cp killed mid-copy leaves the stopped sticky sandbox stopped again (not running)"
+pkill -P "$spid" 2>/dev/null
+wait "$spid" 2>/dev/null
 run_nook start k
 is "$("$NOOK" exec k -- cat /etc/stk/a 2>&1)" "alpha" "the copy is in the sticky sandbox's kept root layer"
 run_nook rm k

@@ -3,12 +3,14 @@
  * changes either, and no API write reaches SRC's workspace meanwhile):
  *   1. check everything: names valid, none taken, SRC a sandbox, count 1..100
  *   2. SRC running: pause it (the cgroup freezer), so its tree is one instant (no torn file)
- *   3. copy SRC's writable layer (upper) into each new state folder, its ids moved from SRC's
- *      range to the canonical one (create moves them on into the branch's own range, as for any
- *      kept layer: ctx.c shift_kept_upper), and SRC's workspace into each new workspace
+ *   3. copy SRC's writable layer (upper), its ids moved from SRC's range to the canonical one
+ *      (create moves them on into the branch's own range, as for any kept layer: ctx.c
+ *      shift_kept_upper), and SRC's workspace, for each new name into a staging folder of the
+ *      trash (an owned temporary: a copy killed part way is swept, never found under the name)
  *   4. resume SRC, whatever failed (a cleanup attribute)
- *   5. create each branch through the ordinary create path (sb_create_locked), its workspace
- *      already populated, so whatever create records of it (diff's baseline) is the branch point
+ *   5. for each branch, rename its staged folders into place and create it through the ordinary
+ *      create path (sb_create_locked), its workspace already populated, so whatever create records
+ *      of it (diff's baseline) is the branch point
  *   6. any failure: every branch made so far is removed (all or nothing)
  * Ownership: a workspace holds host-canonical ids (the idmapped mount shows them to every
  * sandbox as its own), so it is copied as it is; an upper dir holds the sandbox's own range. */
@@ -40,6 +42,8 @@
 #include "util/name.h"
 #include "util/path.h"
 #include "util/str.h"
+#include "util/testhook.h"
+#include "util/tmpdir.h"
 
 #define BRANCH_MAX_COUNT 100
 
@@ -64,9 +68,10 @@ typedef struct branch_job {
         int src_lock;
         int hold; /* the control connection holding SRC's pause during the copy, or -1 */
         bool running;
-        bool copied; /* every new name has its copies (step 3 done) */
         size_t made; /* branches created so far */
         char point[40];
+        char *stage; /* <home>/trash/branch-XXXXXX: the copies until each is renamed into place */
+        int stage_lock; /* held while we work there (util/tmpdir.h) */
 } branch_job;
 
 static void job_done(branch_job *j) {
@@ -77,6 +82,12 @@ static void job_done(branch_job *j) {
         safe_close(j->src_lock);
         safe_close(j->hold);
         sandbox_rec_done(&j->rec);
+        if (j->stage) {
+                nook_error ignore;
+                (void)path_rm_rf(j->stage, &ignore); /* what was not placed: a failed branch's */
+                free(j->stage);
+        }
+        safe_close(j->stage_lock);
 }
 
 /* Step 1 for the new names: "name" or name-1 .. name-N, each valid and free. */
@@ -163,30 +174,23 @@ static int job_source(branch_job *j, nook_error *err) {
         return 0;
 }
 
-/* Step 3 for one branch: SRC's upper (when it has one) and workspace into the new folders. */
-static int copy_one(branch_job *j, const char *nm, uid_t src_base, nook_error *err) {
-        _cleanup_free_ char *ssdir = NULL, *swsdir = NULL, *sdir = NULL, *wsdir = NULL;
-        _cleanup_free_ char *supper = NULL, *upper = NULL, *sdirs = NULL, *wsdirs = NULL;
-        int r;
-        r = ctx_dirs(j->n, j->src, &ssdir, &swsdir, err);
-        if (r < 0)
-                return r;
-        r = ctx_dirs(j->n, nm, &sdir, &wsdir, err);
+/* Where branch i's copies are staged: <stage>/<i>/sd (its state folder) and <stage>/<i>/ws. */
+static char *stage_path(const branch_job *j, size_t i, const char *what) {
+        return strprintf("%s/%zu%s%s", j->stage, i, what ? "/" : "", what ? what : "");
+}
+
+/* Step 3 for branch i: SRC's upper (when it has one) and workspace into its staging folder. */
+static int copy_one(branch_job *j, size_t i, uid_t src_base, nook_error *err) {
+        _cleanup_free_ char *ssdir = NULL, *swsdir = NULL, *supper = NULL;
+        _cleanup_free_ char *dir = stage_path(j, i, NULL), *sdir = stage_path(j, i, "sd"),
+                            *wsdir = stage_path(j, i, "ws"), *upper = stage_path(j, i, "sd/upper");
+        int r = ctx_dirs(j->n, j->src, &ssdir, &swsdir, err);
         if (r < 0)
                 return r;
         supper = sb_upper_path(j->n, j->src, ssdir); /* an ephemeral one may be in its runtime folder */
-        upper = strprintf("%s/upper", sdir);
-        sdirs = strprintf("%s/sandboxes", j->n->home);
-        wsdirs = strprintf("%s/workspaces", j->n->home);
-        if (!supper || !upper || !sdirs || !wsdirs)
+        if (!supper || !dir || !sdir || !wsdir || !upper)
                 return nook_err_oom(err);
-        r = path_mkdir_p(sdirs, 0700, err);
-        if (r < 0)
-                return r;
-        r = path_mkdir_p(wsdirs, 0711, err);
-        if (r < 0)
-                return r;
-        if (mkdir(sdir, 0700) < 0)
+        if (mkdir(dir, 0700) < 0 || mkdir(sdir, 0700) < 0)
                 return nook_err_errno(err, NOOK_E_IO, "Cannot create '%s'", sdir);
         /* to the canonical range: create moves a kept layer found there into the branch's own */
         copytree_opts up = { .from = src_base, .to = j->n->img_uid, .range = ISO_ID_RANGE };
@@ -200,7 +204,26 @@ static int copy_one(branch_job *j, const char *nm, uid_t src_base, nook_error *e
         return 0;
 }
 
-/* Removes what copy_one made for a name that never got a record. */
+/* Step 5 for branch i: its staged folders renamed to the new name's (job_claim saw them free). */
+static int place_one(branch_job *j, size_t i, nook_error *err) {
+        _cleanup_free_ char *sdir = NULL, *wsdir = NULL, *sdirs = strprintf("%s/sandboxes", j->n->home),
+                            *wsdirs = strprintf("%s/workspaces", j->n->home), *ssd = stage_path(j, i, "sd"),
+                            *sws = stage_path(j, i, "ws");
+        int r = ctx_dirs(j->n, j->names[i], &sdir, &wsdir, err);
+        if (r < 0)
+                return r;
+        if (!sdirs || !wsdirs || !ssd || !sws)
+                return nook_err_oom(err);
+        if ((r = path_mkdir_p(sdirs, 0700, err)) < 0 || (r = path_mkdir_p(wsdirs, 0711, err)) < 0)
+                return r;
+        if (rename(ssd, sdir) < 0)
+                return nook_err_errno(err, NOOK_E_IO, "Cannot move the branch's state folder to '%s'", sdir);
+        if (access(sws, F_OK) == 0 && rename(sws, wsdir) < 0)
+                return nook_err_errno(err, NOOK_E_IO, "Cannot move the branch's workspace to '%s'", wsdir);
+        return 0;
+}
+
+/* Removes what place_one put under a name that never got a record. */
 static void uncopy_one(branch_job *j, const char *nm) {
         _cleanup_free_ char *sdir = NULL, *wsdir = NULL;
         nook_error ignore;
@@ -210,11 +233,28 @@ static void uncopy_one(branch_job *j, const char *nm) {
                 (void)path_rm_rf(wsdir, &ignore);
 }
 
+/* The staging folder: in the trash, swept there once no live owner holds it. */
+static int stage_new(branch_job *j, nook_error *err) {
+        _cleanup_free_ char *trash = strprintf("%s/trash", j->n->home);
+        if (!trash || !(j->stage = strprintf("%s/branch-XXXXXX", trash)))
+                return nook_err_oom(err);
+        if (mkdir(trash, 0700) < 0 && errno != EEXIST)
+                return nook_err_errno(err, NOOK_E_IO, "Cannot create '%s'", trash);
+        int r = tmpdir_owned_new(j->stage, &j->stage_lock, err);
+        if (r < 0) {
+                free(j->stage);
+                j->stage = NULL;
+        }
+        return r;
+}
+
 /* Steps 2-4: the copies of one instant of SRC. */
 static int job_copy(branch_job *j, nook_error *err) {
         uid_t src_base = j->n->img_uid;
         gid_t src_gid;
         int r = ctx_sandbox_root(j->n, j->src, /* acquire= */ false, &src_base, &src_gid, err);
+        if (r >= 0)
+                r = stage_new(j, err);
         if (r < 0)
                 return r;
         /* Held on a connection: if this process dies mid-copy, SRC's supervisor thaws it. */
@@ -229,7 +269,7 @@ static int job_copy(branch_job *j, nook_error *err) {
         }
         (void)branch_point_now(j->point, sizeof(j->point));
         for (size_t i = 0; i < j->count && r >= 0; i++)
-                r = copy_one(j, j->names[i], src_base, err);
+                r = copy_one(j, i, src_base, err);
         if (j->hold >= 0) {
                 nook_error e2;
                 int r2 = sb_pause_release(j->hold, j->src, &e2);
@@ -239,11 +279,7 @@ static int job_copy(branch_job *j, nook_error *err) {
                         r = r2;
                 }
         }
-        if (r < 0)
-                for (size_t i = 0; i < j->count; i++)
-                        uncopy_one(j, j->names[i]);
-        j->copied = r >= 0;
-        return r;
+        return r; /* a failure's copies go with the staging folder (job_done) */
 }
 
 /* Step 5: SRC's spec for the branches.  Published host ports stay SRC's (two sandboxes cannot
@@ -271,7 +307,9 @@ static int job_create(branch_job *j, nook_error *err) {
                 .branch_point = j->point };
         for (; j->made < j->count && r >= 0; j->made++) {
                 /* branch_created(j->names[j->made]): the workspace holds the branch point now */
-                r = sb_create_locked(j->n, j->names[j->made], &spec, 0, &x, err);
+                r = place_one(j, j->made, err);
+                if (r >= 0)
+                        r = sb_create_locked(j->n, j->names[j->made], &spec, 0, &x, err);
                 if (r < 0)
                         uncopy_one(j, j->names[j->made]);
         }
@@ -286,8 +324,6 @@ static void job_undo(branch_job *j) {
                 j->locks[i] = safe_close(j->locks[i]);
                 if (i < j->made)
                         (void)nook_sandbox_remove(j->n, j->names[i], &ignore);
-                else if (j->copied)
-                        uncopy_one(j, j->names[i]);
         }
 }
 
@@ -315,7 +351,8 @@ static char *names_json(branch_job *j) {
 
 int nook_branch(nook *n, const char *src, const char *name, unsigned count, unsigned flags, char **ret_json,
         nook_error *err) {
-        _cleanup_(job_done) branch_job j = { .n = n, .src = src, .src_lock = -1, .hold = -1 };
+        _cleanup_(job_done)
+                branch_job j = { .n = n, .src = src, .src_lock = -1, .hold = -1, .stage_lock = -1 };
         int r;
         if (flags & NOOK_BRANCH_MEMORY) {
                 /* the same cause nook checkpoint and nook doctor name (docs/design/checkpoint.md) */
@@ -336,6 +373,7 @@ int nook_branch(nook *n, const char *src, const char *name, unsigned count, unsi
                 r = job_claim(&j, err);
         if (r >= 0)
                 r = job_copy(&j, err);
+        test_kill_at("NOOK_TEST_BRANCH_KILL_AT", "copied"); /* the copies staged, none in place */
         if (r >= 0) {
                 j.src_lock = safe_close(j.src_lock); /* SRC is free again: the copies are made */
                 r = job_create(&j, err);

@@ -14,7 +14,7 @@
 require_bin "$NOOK"
 command -v jq >/dev/null || plan skip_all "jq is needed to read nook's JSON"
 command -v busybox >/dev/null || plan skip_all "busybox is needed for the test root filesystem"
-plan 83
+plan 86
 
 ROOT=0
 nook_rootful && ROOT=1
@@ -255,6 +255,22 @@ is "$status" 1 "--memory is refused"
 like "$err" "Cannot branch with memory: .*see 'nook doctor'" "naming the cause and nook doctor"
 why=$("$NOOK" doctor --json 2>/dev/null | jq -r '.checks[] | select(.name == "memory checkpoints") | .detail')
 like "$err" "$(printf '%s' "${why:0:40}" | sed 's/[][\\.*^$()+?{}|]/\\&/g')" "the same cause as nook doctor's memory checkpoints row"
+
+# killed with its copies made and none in place yet: the name stays free (no record, no folder),
+# the copies are in the trash and go at the next sweep, and the same branch works again
+NOOK_TEST_BRANCH_KILL_AT=copied run_nook branch src kb --count 2
+if [[ $status == 137 ]]; then
+        check "a branch killed before its copies were in place leaves no folder under the names" \
+                test ! -e "$NOOK_HOME/workspaces/kb-1" -a ! -e "$NOOK_HOME/sandboxes/kb-1" -a ! -e "$NOOK_HOME/workspaces/kb-2"
+        run_nook ls -q
+        is "$(grep -c '^kb' <<<"$out")/$(ls -A "$NOOK_HOME/trash" 2>/dev/null | grep -c branch)" "0/0" \
+                "ls lists none of them and sweeps the staged copies from the trash"
+        run_nook branch src kb --count 2
+        is "$status" 0 "the same branch then works ($err)"
+        run_nook rm kb-1 kb-2
+else
+        for i in 1 2 3; do skip "NOOK_TEST_BRANCH_KILL_AT needs a build with test hooks (status $status)"; done
+fi
 
 # ---- hostile input --------------------------------------------------------------------------------
 before=$("$NOOK" ls -q | sort | tr '\n' ' ')

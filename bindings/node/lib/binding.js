@@ -26,7 +26,17 @@ function load() {
   const tried = candidates();
   for (const file of tried) {
     if (!fs.existsSync(file)) continue;
-    const addon = require(file);
+    let addon;
+    try {
+      addon = require(file);
+    } catch (e) {
+      // found but not loadable: most often the libnook it was linked against went away (the nook
+      // Debian package removed after this package was installed against it)
+      throw new SandboxError(
+        `Cannot load nook-sandbox's native addon ${file}: ${e.message}. If the nook package (libnook) it was built against was removed or changed, rebuild it with 'npm rebuild nook-sandbox' (it then builds libnook from the sources it carries).`,
+        "missing_feature",
+      );
+    }
     addon.setErrorClass(SandboxError);
     return addon;
   }

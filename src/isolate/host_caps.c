@@ -344,6 +344,7 @@ int host_caps_probe(host_caps *ret, nook_error *err) {
         c.idmapped_mounts = probe_idmapped_mounts(c.rootless);
         c.seccomp = probe_seccomp();
         c.slirp4netns = find_binary("slirp4netns");
+        c.tun = access("/dev/net/tun", R_OK | W_OK) == 0;
         c.nftables = find_binary("nft");
         c.kvm = access("/dev/kvm", R_OK | W_OK) == 0;
 
@@ -435,8 +436,15 @@ static size_t rows_optional(const host_caps *c, host_cap_row *rows, size_t max, 
                 c->rootless ? "needs root" : "Linux >= 5.12 lets workspaces keep host ownership", "%s",
                 c->idmapped_mounts ? "mount_setattr(MOUNT_ATTR_IDMAP) available"
                                    : (c->rootless ? "unavailable rootless" : "absent"));
-        ROW("slirp4netns", c->slirp4netns, false, "install 'slirp4netns' for --network public", "%s",
-                c->slirp4netns ? "found" : "not found: networking is off only");
+        ROW("slirp4netns", c->slirp4netns && c->tun, false,
+                !c->slirp4netns
+                        ? "install 'slirp4netns' for --network public"
+                        : "let this user read and write /dev/net/tun (Debian's default is mode 0666)",
+                "%s",
+                !c->slirp4netns ? "not found: networking is off only"
+                        : c->tun
+                        ? "found, /dev/net/tun usable"
+                        : "found, but /dev/net/tun is not readable and writable here: networking is off only");
         ROW("nftables", c->nftables, false, "install 'nftables' for network policies", "%s",
                 c->nftables ? "nft found" : "nft not found: no network policy");
         ROW("kvm", c->kvm, false, "not needed by nook today", "%s",

@@ -24,6 +24,7 @@ typedef struct host_caps {
         bool idmapped_mounts; /* mount_setattr(MOUNT_ATTR_IDMAP), Linux 5.12, and we are root */
         bool seccomp; /* seccomp filters with SECCOMP_RET_ERRNO */
         bool slirp4netns; /* the slirp4netns binary */
+        bool tun; /* /dev/net/tun readable and writable by us (slirp4netns opens it as us) */
         bool nftables; /* the nft binary */
         bool kvm; /* /dev/kvm is readable and writable */
         char kernel[64]; /* uname -r */

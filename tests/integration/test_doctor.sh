@@ -7,12 +7,12 @@
 . "$(dirname "$0")/lib.sh"
 
 require_bin "$NOOK"
-plan 21
+plan 22
 
 PY=/usr/bin/python3
 [[ -x $PY ]] || PY=python3
 
-# check_json TEXT WANT_ROOTLESS WHO: 9 tests on a doctor --json report.
+# check_json TEXT WANT_ROOTLESS WHO: 10 tests on a doctor --json report.
 check_json() {
         local j=$1 want_rootless=$2 who=$3 r
         r=$($PY - "$want_rootless" <<PYEOF 2>&1
@@ -36,6 +36,7 @@ print("dupes:" + ",".join(sorted(set(n for n in names if names.count(n) > 1))))
 ck = {c["name"]: c for c in d["checks"]}
 print("v2:%s" % str(ck["cgroup v2"]["ok"]).lower())
 print("deleg:%s" % str(ck["cgroup delegation"]["ok"]).lower())
+print("slirp:%s" % str(ck["slirp4netns"]["ok"]).lower())
 PYEOF
         )
         local lines
@@ -63,6 +64,11 @@ PYEOF
         fi
         nook_rootful && deleg=true
         is "${lines[8]:-}" "deleg:$deleg" "$who: the delegation check matches what this uid can write"
+        # networking: slirp4netns opens /dev/net/tun as us, so the check needs both (mode 0600 here
+        # for an unprivileged user said "ok", and every --network public create then failed)
+        local slirp=false
+        command -v slirp4netns >/dev/null && [[ -r /dev/net/tun && -w /dev/net/tun ]] && slirp=true
+        is "${lines[9]:-}" "slirp:$slirp" "$who: the slirp4netns check says whether this uid can use /dev/net/tun"
 }
 
 run_nook doctor

@@ -12,6 +12,7 @@
 #include "image/module.h"
 #include "util/dynlib.h"
 #include "util/macro.h"
+#include "util/path.h"
 #include "util/str.h"
 
 #define MODULE_NAME "libnook-image.so"
@@ -30,7 +31,7 @@ static char *module_path(void) {
                 if (!copy)
                         return NULL;
                 const char *d = dirname(copy);
-                if (streq(d, NOOK_LIBDIR))
+                if (path_same(d, NOOK_LIBDIR))
                         return strdup(NOOK_LIBDIR "/nook/" MODULE_NAME);
                 const char *cands[] = { MODULE_NAME, "src/image/" MODULE_NAME, "../src/image/" MODULE_NAME,
                         "nook/" MODULE_NAME };

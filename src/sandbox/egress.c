@@ -19,6 +19,7 @@
 #include "util/error.h"
 #include "util/fd.h"
 #include "util/macro.h"
+#include "util/path.h"
 #include "util/str.h"
 
 #define BUNDLE_MAX ((size_t)8 * 1024 * 1024)
@@ -38,7 +39,7 @@ char *sb_libexec_find(const char *program, const char *build_dir, const char *en
                 if (!copy)
                         return NULL;
                 const char *d = dirname(copy);
-                if (streq(d, NOOK_LIBDIR))
+                if (path_same(d, NOOK_LIBDIR))
                         return strprintf("%s/%s", NOOK_LIBEXECDIR, program);
                 _cleanup_free_ char *c1 = strprintf("src/%s/%s", build_dir, program),
                                     *c2 = strprintf("../%s/%s", build_dir, program),

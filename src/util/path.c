@@ -63,6 +63,13 @@ static int mkdir_parents(const char *path, mode_t mode, nook_error *err) {
         }
 }
 
+bool path_same(const char *a, const char *b) {
+        struct stat sa, sb;
+        if (streq(a, b))
+                return true;
+        return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
 int path_mkdir_p(const char *path, mode_t mode, nook_error *err) {
         /* The common case first: the parent exists (one mkdir, not one per component: a create
          * calls this for folders that exist since the first one). */

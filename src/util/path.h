@@ -12,6 +12,10 @@
 int path_home_default(char **ret, nook_error *err);
 /* mkdir -p with mode for every created component; existing directories are left alone. */
 int path_mkdir_p(const char *path, mode_t mode, nook_error *err);
+/* Whether a and b name the same file or folder (device and inode, not spelling): on a merged-/usr
+ * system the loader may name /usr/lib/x86_64-linux-gnu as /lib/x86_64-linux-gnu.  false when
+ * either cannot be looked at. */
+bool path_same(const char *a, const char *b);
 /* Removes name under dirfd: a file, a symlink, or a whole tree.  Never follows a symlink, never
  * descends into a mount point (another filesystem or a bind mount: BUSY, naming it).  Folders a
  * sandbox left read-only or at mode 0 go too; a tree of any depth goes with a bounded stack and

@@ -732,3 +732,22 @@ Test(util, proc_status_code) {
         cr_assert_eq(waitpid(p, &st, 0), p);
         cr_expect_eq(proc_status_code(st), 128 + SIGTERM);
 }
+
+/* path_same: by device and inode, so a folder named through a symlink (merged /usr's /lib) is
+ * the same folder; another folder, or one that is not there, is not. */
+Test(util, path_same_compares_identity_not_spelling) {
+        char dir[] = "/tmp/nook-unit-same-XXXXXX", link[PATH_MAX], other[PATH_MAX], gone[PATH_MAX];
+        cr_assert_not_null(mkdtemp(dir));
+        snprintf(link, sizeof(link), "%s/link", dir);
+        snprintf(other, sizeof(other), "%s/other", dir);
+        snprintf(gone, sizeof(gone), "%s/gone", dir);
+        cr_assert_eq(symlink(dir, link), 0);
+        cr_assert_eq(mkdir(other, 0700), 0);
+        cr_assert(path_same(dir, dir));
+        cr_assert(path_same(link, dir), "a symlink to the folder is the folder");
+        cr_assert_not(path_same(other, dir));
+        cr_assert_not(path_same(gone, dir), "a path that is not there is never the same");
+        unlink(link);
+        rmdir(other);
+        rmdir(dir);
+}

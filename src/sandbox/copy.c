@@ -3,8 +3,9 @@
  * a source (a tree walked with O_NOFOLLOW at every name, or a tar read with libarchive) into a
  * sink (a tree built inside a fresh staging directory, or a tar written with libarchive).
  *
- * A tree sink builds everything inside ".nook-cp-<pid>-<n>", a directory it makes next to the
- * destination, opening each name of an entry's path with O_NOFOLLOW from the staging directory's
+ * A tree sink builds everything inside ".nook-cp-<pid>-<n>", a directory it makes in the
+ * destination side's stage_dir when that is on the destination's filesystem (a workspace's is
+ * <home>/trash), else next to the destination, opening each name of an entry's path with O_NOFOLLOW from the staging directory's
  * fd: a tar entry that goes through a symlink it created earlier is refused, and nothing is
  * written through a link.  Only when the whole stream was copied is the result renamed into place
  * (merging into directories that are already there, after a dry run that finds every conflict
@@ -877,22 +878,41 @@ static int cp_pick_target(const cp_side *d, const char *src_name, bool src_dir, 
         return 0;
 }
 
-static int cp_make_stage(
-        const cp_side *d, int dfd, char *ret_name, size_t size, int *ret_fd, nook_error *err) {
+/* The folder the staging directory goes in: d->stage_dir when it is on dfd's filesystem (a
+ * rename from it into the target is then possible), else dfd itself (*ret_parent -1). */
+static int cp_stage_parent_dir(const cp_side *d, int dfd, int *ret_parent) {
+        struct stat a, b;
+        *ret_parent = -1;
+        if (!d->stage_dir)
+                return dfd;
+        int fd = open(d->stage_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0 || fstat(fd, &a) < 0 || fstat(dfd, &b) < 0 || a.st_dev != b.st_dev) {
+                safe_close(fd);
+                return dfd;
+        }
+        *ret_parent = fd;
+        return fd;
+}
+
+/* The staging directory (its name in ret_name, its fd locked in *ret_fd), in the folder
+ * cp_stage_parent_dir picks; *ret_parent: that folder's fd when it is not dfd, else -1. */
+static int cp_make_stage(const cp_side *d, int dfd, char *ret_name, size_t size, int *ret_parent,
+        int *ret_fd, nook_error *err) {
         static uint64_t counter;
-        /* A killed cp's stage next to this target: its owner lock died with it (ours is taken
-         * below and held until the stage is placed or removed). */
-        (void)tmp_sweep_at(dfd, CP_STAGE_PREFIX, path_rm_rf_at);
+        int pfd = cp_stage_parent_dir(d, dfd, ret_parent);
+        /* A killed cp's stage in this folder: its owner lock died with it (ours is taken below and
+         * held until the stage is placed or removed). */
+        (void)tmp_sweep_at(pfd, CP_STAGE_PREFIX, path_rm_rf_at);
         for (int i = 0; i < 64; i++) {
                 uint64_t c = __atomic_fetch_add(&counter, 1, __ATOMIC_RELAXED);
                 (void)snprintf(ret_name, size, CP_STAGE_PREFIX "%d-%" PRIu64, (int)getpid(), c);
-                if (mkdirat(dfd, ret_name, 0700) < 0) {
+                if (mkdirat(pfd, ret_name, 0700) < 0) {
                         if (errno == EEXIST)
                                 continue;
                         return nook_err_errno(err, NOOK_E_IO,
                                 "Cannot create a staging directory next to '%s%s'", d->label, d->path);
                 }
-                int fd = openat(dfd, ret_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                int fd = openat(pfd, ret_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
                 if (fd < 0)
                         return nook_err_errno(err, NOOK_E_IO, "Cannot open the staging directory");
                 /* A concurrent cp's sweep may have taken it between mkdirat and flock, and removed
@@ -956,11 +976,12 @@ static int cp_to_tree(const cp_side *src, const cp_side *dst, nook_error *err) {
                 k.chown = false;
         cp_become(&k, true);
         char stage[64];
-        r = cp_make_stage(dst, t.dfd, stage, sizeof(stage), &k.stage_fd, err);
+        _cleanup_close_ int stage_parent = -1;
+        r = cp_make_stage(dst, t.dfd, stage, sizeof(stage), &stage_parent, &k.stage_fd, err);
         if (r >= 0) {
                 r = cp_stage_and_place(src, &sl, dst, &t, &k, err);
                 nook_error e2 = { 0 };
-                (void)path_rm_rf_at(t.dfd, stage, &e2);
+                (void)path_rm_rf_at(stage_parent >= 0 ? stage_parent : t.dfd, stage, &e2);
         }
         cp_become(&k, false);
         return r;

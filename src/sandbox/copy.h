@@ -14,6 +14,10 @@ typedef struct cp_side {
         const char *path; /* the path on that side; NULL: a tar stream on fd */
         int fd; /* the tar stream (read for a source, written for a destination) */
         const char *label; /* how messages name this side: "w:" or "" for the host */
+        /* A destination's: a folder for the staging directory when it is on the destination's
+         * filesystem (a workspace's: <home>/trash), so a killed copy's stage is never found in
+         * the workspace (nor in its diff, nor carried by a merge); NULL: next to the target. */
+        const char *stage_dir;
 } cp_side;
 
 /* Copies src to dst:

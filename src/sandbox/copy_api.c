@@ -175,6 +175,20 @@ static int cp_open_guest(cp_guest *g, const char *path, nook_error *err) {
         return ws_open_root(fd, ruid, rgid, ret, err);
 }
 
+/* Where a copy into a workspace stages: the state folder's trash (swept of a killed copy's
+ * stage by the next list), not the workspace, where a killed copy's stage showed in its diff and
+ * went along with a merge.  NULL (next to the target) for the root filesystem. */
+static char *cp_stage_dir(const cp_guest *g) {
+        if (!g->w || ws_is_root(g->w))
+                return NULL;
+        char *t = strprintf("%s/trash", g->n->home);
+        if (t && mkdir(t, 0700) < 0 && errno != EEXIST) {
+                free(t);
+                return NULL;
+        }
+        return t;
+}
+
 static int cp_guest_label(const char *name, char **ret, nook_error *err) {
         *ret = strprintf("%s:", name);
         return *ret ? 0 : nook_err_oom(err);
@@ -191,8 +205,9 @@ int nook_cp_in(nook *n, const char *name, const char *host_src, int fd, const ch
         if (r >= 0)
                 r = cp_open_guest(&g, dst, err);
         if (r >= 0) {
+                _cleanup_free_ char *stage_dir = cp_stage_dir(&g);
                 cp_side src = { .path = host_src, .fd = fd, .label = "" };
-                cp_side to = { .w = g.w, .path = dst, .fd = -1, .label = label };
+                cp_side to = { .w = g.w, .path = dst, .fd = -1, .label = label, .stage_dir = stage_dir };
                 r = cp_copy(&src, &to, err);
         }
         r = cp_guest_done(&g, r, err);

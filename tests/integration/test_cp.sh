@@ -10,7 +10,7 @@
 
 require_bin "$NOOK" "$NOOK_SUPERVISOR"
 command -v python3 >/dev/null || plan skip_all "python3 is needed to build hostile tar archives"
-plan 112
+plan 114
 
 D=$(mktemp -d /var/tmp/nook-cp-test.XXXXXX)
 chmod 0755 "$D"
@@ -274,6 +274,23 @@ for i in $(seq 300); do
 done
 is "$links" 0 "300 copies of 'd/.' raced by a guest swapping d for a symlink: no destination became a symlink ($copies copied)"
 if ((copies > 0)); then ok "and some copied (the race ran: $copies of 300)"; else not_ok "some copies went through" "0 of 300: the guest's swap loop did not run?"; fi
+# a copy into the workspace killed part way (its tar stream stalls mid-file): its staging folder is
+# in the state folder's trash, never in the workspace (a diff listed it, a merge carried it), and
+# the next ls sweeps it
+head -c 3000000 /dev/urandom >"$D/big3m"
+mkdir -p "$ws/stalled"
+(tar -C "$D" -cf - big3m | head -c 1000000; sleep 30) | "$NOOK" cp - w:/workspace/stalled &
+for ((i = 0; i < 100; i++)); do
+        cpid=$(pgrep -f -- "cp - w:/workspace/stalled" | head -1)
+        [[ -n $cpid && -n $(ls -A "$NOOK_HOME/trash" 2>/dev/null | grep '^\.nook-cp-') ]] && break
+        sleep 0.05
+done
+kill -9 "$cpid" 2>/dev/null
+wait $! 2>/dev/null
+is "$(find "$ws" -name '.nook-cp-*' | wc -l)/$(ls -A "$NOOK_HOME/trash" 2>/dev/null | grep -c '^\.nook-cp-')" "0/1" \
+        "a cp into the workspace killed mid-stream leaves its stage in the trash, not in the workspace"
+run_nook ls -q
+is "$(ls -A "$NOOK_HOME/trash" 2>/dev/null | grep -c '^\.nook-cp-')" "0" "the next ls sweeps it"
 run_nook rm w
 
 # ---- a stopped sticky sandbox: its kept root layer, reached by starting it for the copy --------

@@ -215,7 +215,8 @@ NOOK_PUBLIC int nook_sandbox_stop(nook *n, const char *name, uint64_t timeout_ms
 /* Deletes the sandbox, its writable layer, its workspace and its record: unconditionally. */
 NOOK_PUBLIC int nook_sandbox_remove(nook *n, const char *name, nook_error *err);
 /* Removes every stopped sandbox like nook_sandbox_remove (workspace included); sticky ones only
- * with include_sticky.  ret_json: the names removed. */
+ * with include_sticky.  ret_json: the names removed.  Also removes this user's runtime folders
+ * (sockets, logs, ephemeral layers, on a tmpfs) whose state folder was deleted by hand. */
 NOOK_PUBLIC int nook_sandbox_prune(nook *n, bool include_sticky, char **ret_json, nook_error *err);
 /* A JSON object describing the sandbox (state, why it stopped, spec, times, workspace). */
 NOOK_PUBLIC int nook_sandbox_inspect(nook *n, const char *name, char **ret_json, nook_error *err);

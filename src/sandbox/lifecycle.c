@@ -1147,6 +1147,7 @@ int nook_sandbox_prune(nook *n, bool include_sticky, char **ret_json, nook_error
         if (r < 0)
                 return r;
         sb_sweep_tmp(n);
+        (void)sb_run_sweep_orphans(n); /* those of state folders deleted by hand */
         json_t *removed = json_array();
         for (size_t i = 0; i < nrec && r >= 0; i++) {
                 nook_error e2;

@@ -9,6 +9,7 @@
  * <key> is a 64-bit FNV-1a of the home's path (two homes of one user never share a folder).
  * Every folder is 0700 and must be its owner's (lstat, never through a symlink); a name in a
  * world-writable place that another user took first is passed over for the next. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -25,12 +26,16 @@
 #include "sandbox/ctx.h"
 #include "sandbox/rundir.h"
 #include "util/error.h"
+#include "util/fd.h"
 #include "util/macro.h"
 #include "util/name.h"
 #include "util/path.h"
 #include "util/str.h"
 
 #define RUN_LINK "run"
+/* In each runtime folder nook makes: the path of its state folder, so that a prune can tell the
+ * folders of state folders deleted by hand (rm -rf ~/.local/share/nook) from live ones. */
+#define HOME_MARK ".home"
 #define DENIED                                                                                              \
         "Cannot use the runtime folder '%s': permission denied (the state belongs to another user: run nook as that user, or use a home of your own with --home or NOOK_HOME)"
 
@@ -109,6 +114,16 @@ static int choose_root(uid_t uid, char **ret, nook_error *err) {
         return 0;
 }
 
+/* Records home in runtime folder rt (HOME_MARK); best effort: without it the folder is never
+ * taken for an orphan. */
+static void mark_home(const char *rt, const char *home) {
+        _cleanup_free_ char *p = strprintf("%s/" HOME_MARK, rt);
+        _cleanup_close_ int fd =
+                p ? open(p, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600) : -1;
+        if (fd >= 0)
+                (void)fd_write_all(fd, home, strlen(home));
+}
+
 /* Makes the home's runtime folder and points link at it (replace: over a link whose folder is
  * gone for good); with no tmpfs folder to use, link becomes a plain folder.  The caller reads
  * link again: of two processes racing here, the first link made wins. */
@@ -132,6 +147,7 @@ static int make_link(const char *home, const char *link, bool replace, nook_erro
         r = private_mkdir(rt, geteuid(), err);
         if (r < 0)
                 return r;
+        mark_home(rt, home);
         if (symlink(rt, link) < 0 && errno != EEXIST)
                 return nook_err_errno(err, NOOK_E_IO,
                         "Cannot create the link '%s' to the runtime folder (the state folder must be writable by its owner)",
@@ -148,7 +164,8 @@ static bool target_plausible(const char *t) {
 
 /* Follows <home>/run to target.  1: the folder is gone and cannot be made there again (its
  * parent's parent is gone too: /run/user/UID after a logout): the link is to be replaced. */
-static int follow_link(const char *link, const char *target, uid_t owner, char **ret, nook_error *err) {
+static int follow_link(
+        const char *home, const char *link, const char *target, uid_t owner, char **ret, nook_error *err) {
         if (!target_plausible(target))
                 return nook_err_set(err, NOOK_E_REFUSED,
                         "'%s' points to '%s', which is not a runtime folder nook made; remove the link (nook makes a new one)",
@@ -178,6 +195,7 @@ static int follow_link(const char *link, const char *target, uid_t owner, char *
                 int r = private_mkdir(target, owner, err);
                 if (r < 0)
                         return nook_err_wrap(err, "making the runtime folder '%s' again", target);
+                mark_home(target, home);
         }
         *ret = strdup(target);
         return *ret ? 0 : nook_err_oom(err);
@@ -196,7 +214,7 @@ int sb_run_root_home(const char *home, char **ret, nook_error *err) {
                 ssize_t k = readlink(link, buf, sizeof(buf) - 1);
                 if (k > 0) {
                         buf[k] = 0;
-                        int r = follow_link(link, buf, hst.st_uid, ret, err);
+                        int r = follow_link(home, link, buf, hst.st_uid, ret, err);
                         if (r <= 0)
                                 return r;
                         replace = true;
@@ -334,4 +352,52 @@ char *sb_upper_path(nook *n, const char *name, const char *sdir) {
                 free(p);
         }
         return strprintf("%s/upper", sdir);
+}
+
+/* Whether runtime folder dir (a child of our runtime root) belongs to a state folder that is
+ * gone: its HOME_MARK names a path that is not there, or whose link points elsewhere now.  A
+ * folder without the mark (an older nook's) is never taken for an orphan. */
+static bool run_folder_orphaned(const char *dir) {
+        char home[PATH_MAX], real[PATH_MAX];
+        _cleanup_free_ char *mark = strprintf("%s/" HOME_MARK, dir);
+        _cleanup_close_ int fd = mark ? open(mark, O_RDONLY | O_NOFOLLOW | O_CLOEXEC) : -1;
+        ssize_t k = fd >= 0 ? fd_read_all(fd, home, sizeof(home) - 1) : -1;
+        if (k <= 0)
+                return false;
+        home[k] = 0;
+        struct stat st;
+        if (stat(home, &st) < 0)
+                return errno == ENOENT;
+        return !sb_run_root_peek(home, real, sizeof(real)) || !path_same(real, dir);
+}
+
+int sb_run_sweep_orphans(nook *n) {
+        const char *root;
+        nook_error ignore;
+        if (sb_run_root(n, &root, &ignore) < 0)
+                return 0;
+        _cleanup_free_ char *parent = strdup(root);
+        char *slash = parent ? strrchr(parent, '/') : NULL;
+        if (!slash || slash == parent)
+                return 0;
+        *slash = 0;
+        _cleanup_free_ char *link = strprintf("%s/" RUN_LINK, n->home);
+        if (!link || streq(root, link))
+                return 0; /* a plain folder in the home: no shared root to look in */
+        DIR *d = opendir(parent);
+        if (!d)
+                return 0;
+        int removed = 0;
+        struct dirent *de;
+        while ((de = readdir(d))) {
+                if (strlen(de->d_name) != 16 || strspn(de->d_name, "0123456789abcdef") != 16)
+                        continue;
+                _cleanup_free_ char *dir = strprintf("%s/%s", parent, de->d_name);
+                if (!dir || streq(dir, root) || !private_dir(dir, geteuid()) || !run_folder_orphaned(dir))
+                        continue;
+                if (path_rm_rf(dir, &ignore) >= 0)
+                        removed++;
+        }
+        closedir(d);
+        return removed;
 }

@@ -18,6 +18,9 @@
 /* The home's runtime folder, made if missing (cached on the handle: a readlink and an lstat
  * for the first call). */
 int sb_run_root(nook *n, const char **ret, nook_error *err);
+/* Removes the runtime folders beside ours whose state folder is gone (deleted by hand) or points
+ * elsewhere now; only folders of ours that say which state folder they serve.  Returns how many. */
+int sb_run_sweep_orphans(nook *n);
 /* The same for a holder that keeps no handle (a workspace handle's lock); malloc'ed. */
 int sb_run_root_home(const char *home, char **ret, nook_error *err);
 /* Where the home's runtime folder is (buf, size >= PATH_MAX), making nothing: the real path

@@ -8,7 +8,7 @@
 . "$(dirname "$0")/lib.sh"
 
 require_bin "$NOOK"
-plan 58
+plan 60
 
 field() { "$NOOK" inspect "$1" 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin).get(sys.argv[1]) or "")' "$2"; }
 gone() {
@@ -90,7 +90,7 @@ is "$status" 0 "a link into a folder that is gone for good: start works" || diag
 like "$(readlink "$NOOK_HOME/run")" "^$root/[0-9a-f]{16}\$" "on a new link into NOOK_RUNTIME_DIR"
 check "nothing was made at the old place" test ! -e "$NOOK_HOME.gone"
 run_nook run -- true
-is "$status/$(ls -A "$rt" | grep -v -e '^a$' -e '^.locks$' | tr '\n' ' ')/$(ls -A "$rt/.locks")" "0//a.lock" \
+is "$status/$(ls -A "$rt" | grep -v -e '^a$' -e '^.locks$' -e '^.home$' | tr '\n' ' ')/$(ls -A "$rt/.locks")" "0//a.lock" \
         "nook run leaves nothing in the runtime folder (the name locks are there: a's, which is not removed yet)"
 
 # ---- hostile links: refused, nothing changed -----------------------------------------------------
@@ -185,5 +185,19 @@ else
         skip_expected "root (also in a user namespace) writes in a 0500 folder of its own"
 fi
 run_nook rm a
-is "$status/$(ls -A "$rt" | tr '\n' ' ')/$(ls -A "$rt/.locks")" "0/.locks /" \
+is "$status/$(ls -A "$rt" | tr '\n' ' ')/$(ls -A "$rt/.locks")" "0/.home .locks /" \
         "rm removes the sandbox's runtime folder and its lock"
+
+# a state folder deleted by hand leaves its runtime folder (on a tmpfs): the next prune of
+# another state folder of this user removes it, and leaves live ones and unmarked ones alone
+gone="$NOOK_HOME.deleted"
+mkdir -m 0700 "$gone"
+NOOK_HOME=$gone "$NOOK" run -- true >/dev/null 2>&1
+gone_rt=$(readlink "$gone/run")
+is "$(cat "$gone_rt/.home" 2>&1)" "$gone" "a runtime folder says which state folder it serves"
+mkdir -m 0700 "$root/0123456789abcdef" # an older nook's: no mark
+rm -rf "$gone"
+run_nook prune
+is "$status/$([[ -e $gone_rt ]] && echo left)/$([[ -d $rt ]] && echo ours)/$([[ -d $root/0123456789abcdef ]] && echo unmarked)" \
+        "0//ours/unmarked" "prune removes the runtime folder of a deleted state folder, not ours, not an unmarked one"
+rmdir "$root/0123456789abcdef"

@@ -22,6 +22,7 @@
 #include "nook.h"
 #include "cli/cli.h"
 #include "cli/spec_opts.h"
+#include "cli/stdio_relay.h"
 
 /* exec's options; run names -w --cwd (--workdir is the spec's stored default there) */
 #define EXEC_HELP_ENV                                                                                       \
@@ -241,22 +242,29 @@ static int pending_signal(void) {
         return sig_pipe[0] >= 0 && read(sig_pipe[0], &b, 1) == 1 ? b : 0;
 }
 
-/* Waits for the command's end, forwarding signals meanwhile. */
+/* Waits for the command's end, forwarding signals and relaying the stdio the guest may not hold
+ * (stdio_relay.h) meanwhile. */
 static int wait_forwarding(nook_exec *e, nook_exec_result *res, nook_error *err) {
         int r = nook_exec_wait_started(e, err);
         while (r >= 0) {
                 /* ended already (a command that could not start ends without starting) */
                 r = nook_exec_process(e, res, err);
                 if (r != 0)
-                        return r < 0 ? r : 0;
-                struct pollfd p[2] = { { .fd = nook_exec_fd(e), .events = POLLIN },
+                        break;
+                struct pollfd p[2 + STDIO_RELAY_MAX] = { { .fd = nook_exec_fd(e), .events = POLLIN },
                         { .fd = sig_pipe[0], .events = POLLIN } };
+                size_t n_relay = stdio_relay_pollfds(p + 2);
                 forward_signals(e);
-                int k = poll(p, 2, -1);
-                if ((k < 0 && errno != EINTR) || (k > 0 && p[0].revents)) /* a failed poll: just wait */
-                        return nook_exec_wait(e, res, err);
+                int k = poll(p, 2 + n_relay, -1);
+                if (k > 0)
+                        stdio_relay_dispatch(p + 2, n_relay);
+                if ((k < 0 && errno != EINTR) || (k > 0 && p[0].revents)) { /* a failed poll: just wait */
+                        r = nook_exec_wait(e, res, err);
+                        break;
+                }
         }
-        return r;
+        stdio_relay_finish();
+        return r < 0 ? r : 0;
 }
 
 static volatile sig_atomic_t winch;
@@ -443,9 +451,21 @@ static int run_exec(nook *n, const char *name, exec_args *a, char **argv, run_en
                         o.cols = ws.ws_col;
                 }
         }
+        if (!a->tty && ((o.stdin_fd = stdio_guest_fd(o.stdin_fd, true)) < 0 && a->interactive)) {
+                fprintf(stderr, "nook: cannot make a pipe for the command's input: %s\n", strerror(errno));
+                return CLI_EXIT_EXEC_FAILED;
+        }
+        if (!a->tty &&
+                ((o.stdout_fd = stdio_guest_fd(1, false)) < 0 ||
+                        (o.stderr_fd = stdio_guest_fd(2, false)) < 0)) {
+                fprintf(stderr, "nook: cannot make a pipe for the command's output: %s\n", strerror(errno));
+                stdio_relay_finish();
+                return CLI_EXIT_EXEC_FAILED;
+        }
         int r;
         if (rc) {
                 r = nook_sandbox_create_exec(n, name, rc->spec_json, rc->flags, &o, &e, &err);
+                stdio_relay_sent();
                 rc->created = r >= 0;
                 int sig = r >= 0 ? pending_signal() : 0;
                 if (sig) {
@@ -459,9 +479,12 @@ static int run_exec(nook *n, const char *name, exec_args *a, char **argv, run_en
         } else {
                 command_started = 1;
                 r = nook_exec_start(n, name, &o, &e, &err);
+                stdio_relay_sent();
         }
         if (r >= 0)
                 r = a->tty ? tty_relay(e, &res, &err) : wait_forwarding(e, &res, &err);
+        else
+                stdio_relay_finish();
         /* With a terminal the reason went to the pty, which never reached us: say it here */
         const char *why = r >= 0 && a->tty ? nook_exec_start_error(e) : NULL;
         if (why) {

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -440,6 +441,15 @@ int cmd_version(int argc, char **argv) {
         return r;
 }
 
+/* A closed stdin, stdout or stderr becomes /dev/null: else the first descriptor we open takes
+ * its number (the signal pipe, a sandbox's socket), and exec hands it to the command as its
+ * stdio. */
+static void stdio_fill(void) {
+        for (int fd = 0; fd < 3; fd++)
+                if (fcntl(fd, F_GETFD) < 0 && errno == EBADF)
+                        (void)open("/dev/null", O_RDWR); /* the lowest free number: fd */
+}
+
 int main(int argc, char **argv) {
         static const struct option opts[] = {
                 { "home", required_argument, NULL, 'H' },
@@ -450,6 +460,7 @@ int main(int argc, char **argv) {
                 {},
         };
         int c;
+        stdio_fill();
         opterr = 0;
         scan_json_errors(argc, argv);
         /* "+": stop at the command name; each command parses its own options */

@@ -8,7 +8,7 @@
 
 require_bin "$NOOK" "$NOOK_SUPERVISOR"
 command -v jq >/dev/null || plan skip_all "jq is needed to read nook's JSON"
-plan 107
+plan 114
 
 field() { "$NOOK" inspect "$1" 2>/dev/null | jq -r "$2 // empty" 2>/dev/null; }
 names() { "$NOOK" ls --json 2>/dev/null | jq -r '.[].name' 2>/dev/null | sort | tr '\n' ' '; }
@@ -88,6 +88,29 @@ kill -9 "$client"
 wait "$client" 2>/dev/null
 check "kill -9 of an attached exec's client kills its command" wait_for 5 eval "! running '^sleep 302$'"
 is "$(field ex .state)" "running" "the sandbox itself stays (it was created, not run)"
+
+# ---- the stdio the command may hold ------------------------------------------------------------
+# Pipes are handed to the command; a terminal or a file never is (it is relayed through a pipe
+# while the command runs): a guest holding our terminal read what we typed after it returned,
+# one holding a file we append to truncated it, and a background process wrote into it later.
+F="$(mktemp /var/tmp/nook-test-stdio.XXXXXX)"
+printf 'OLD\n' >"$F"
+"$NOOK" exec ex -- perl -e 'truncate(STDOUT, 0); print "new\n"' >>"$F"
+is "$(cat "$F")" $'OLD\nnew' "a file we append to: the command cannot truncate it (it holds a pipe)"
+"$NOOK" exec ex -- sh -c '(sleep 1; echo LATE) & echo now' >"$F"
+sleep 1.5
+is "$(cat "$F")" "now" "a background process writing after the command's end does not reach our file"
+"$NOOK" exec ex -- head -c 20000000 /dev/zero >"$F"
+is "$(stat -c %s "$F")" 20000000 "20 MB through the relay, to a file: every byte"
+out=$(script -qec "'$NOOK' exec ex -- sh -c 'readlink /proc/\$\$/fd/1 /proc/\$\$/fd/2; true'" /dev/null | tr -d '\r')
+like "$out" $'^pipe:\\[[0-9]+\\]\npipe:\\[[0-9]+\\]$' "on a terminal the command's stdout and stderr are pipes, not our terminal"
+out=$(printf 'typed\n' | script -qec "'$NOOK' exec -i ex -- sh -c 'readlink /proc/\$\$/fd/0; head -1'" /dev/null | tr -d '\r')
+like "$out" $'pipe:\\[[0-9]+\\]\ntyped$' "exec -i from a terminal: the command reads our input through a pipe"
+out=$("$NOOK" exec ex -- sh -c 'readlink /proc/$$/fd/1; true' | cat)
+like "$out" '^pipe:' "a pipe of ours is handed over as it is"
+out=$("$NOOK" exec -i ex -- sh -c 'readlink /proc/$$/fd/0 >&2; cat >&2; true' 2>&1 <&-)
+is "$out" "/dev/null" "a closed stdin is /dev/null to the command (not a pipe of nook's own)"
+rm -f "$F"
 
 # ---- exec -d: nothing printed, keeps running, output to logs --------------------------------
 run_nook exec -d ex -- sh -c 'sleep 1; echo detached-output'

@@ -290,7 +290,10 @@ typedef struct nook_exec_opts {
         const char *const *secret_env; /* "NAME=value", never stored, logged or put in an argv */
         const char *cwd; /* default: the sandbox's workdir, /workspace */
         const char *user; /* "name", "uid" or "uid:gid"; default root */
-        int stdin_fd, stdout_fd, stderr_fd; /* passed to the command as is; -1: /dev/null */
+        /* passed to the command as is (-1: /dev/null), and the guest's for as long as any of its
+         * processes keeps them: pass pipes or sockets, never a terminal (it could read what is
+         * typed there later) or a file (it could truncate it); `nook` relays those itself */
+        int stdin_fd, stdout_fd, stderr_fd;
         uint64_t timeout_ms; /* 0: none; on expiry the whole process tree is killed */
         bool detach; /* keep running when this client goes away */
         bool tty; /* a pseudo-terminal instead of the three fds */

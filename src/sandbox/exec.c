@@ -68,11 +68,21 @@ static int add_text(json_t *a, const char *s, const char *what, nook_error *err)
 static int add_env(json_t *a, const char *const *env, const char *what, nook_error *err) {
         for (size_t i = 0; env && env[i]; i++) {
                 const char *eq = strchr(env[i], '=');
-                if (!eq || !env_name_is_valid(env[i], (size_t)(eq - env[i])))
-                        /* never echo the value: it may be a secret */
+                /* never echo the value (nor an entry without '=', which may be one): it may be a
+                 * secret; the name is the user's own, and says which entry is wrong */
+                if (!eq)
                         return nook_err_set(err, NOOK_E_INVALID,
-                                "Invalid %s entry %zu: must be NAME=value with NAME matching [A-Za-z_][A-Za-z0-9_]*",
-                                what, i);
+                                "Invalid %s entry %zu: it has no '=' (must be NAME=value)", what, i);
+                size_t nl = (size_t)(eq - env[i]);
+                if (!env_name_is_valid(env[i], nl)) {
+                        bool shown = nl <= 64;
+                        for (size_t k = 0; shown && k < nl; k++)
+                                shown = (unsigned char)env[i][k] >= 0x20 && (unsigned char)env[i][k] < 0x7f;
+                        return nook_err_set(err, NOOK_E_INVALID,
+                                "Invalid %s entry %zu: the name %s%.*s%s must match [A-Za-z_][A-Za-z0-9_]* (NAME=value)",
+                                what, i, shown ? "'" : "", shown ? (int)nl : 0, env[i],
+                                shown ? "'" : "(not shown: control characters or over 64 bytes)");
+                }
                 char which[320];
                 snprintf(which, sizeof(which), "The value of %s entry %zu (%.*s)", what, i,
                         (int)(eq - env[i]), env[i]);

@@ -7,7 +7,7 @@
 . "$(dirname "$0")/lib.sh"
 
 require_bin "$NOOK" "$NOOK_PROBE"
-plan 45
+plan 50
 
 # --- --memory 0 and sub-second timeouts ----------------------------------------------------
 expect_fail 1 "create --memory 0 is refused" create --memory 0 mem0
@@ -86,6 +86,11 @@ expect_fail 125 "exec -w: a working directory that is not UTF-8 is refused" exec
 like "$err" "The working directory is not UTF-8" "the error names the working directory"
 expect_fail 125 "exec -e: an env value that is not UTF-8 is refused" exec -e "B=$ff" utf -- true
 like "$err" "The value of env entry 0 \\(B\\) is not UTF-8" "the error names the variable, not its value"
+expect_fail 125 "exec -e: a bad name is refused" exec -e "1B=secret-value" utf -- true
+like "$err" "entry 0: the name '1B' must match" "the error names the bad name"
+unlike "$err" "secret-value" "and never the value"
+expect_fail 125 "exec -e: a name with an escape sequence is refused" exec -e "$(printf 'A\033[31mB')=v" utf -- true
+unlike "$err" $'\033' "and it is not echoed to the terminal"
 S=$ff expect_fail 125 "exec --secret-env: a secret that is not UTF-8 is refused" exec --secret-env S utf -- true
 run_nook exec utf -- printf '[%s]' "caf$(printf '\303\251')" "$(printf '\360\237\230\200')"
 is "$out" "[café][😀]" "UTF-8 arguments pass through unchanged"

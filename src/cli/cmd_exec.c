@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* exec, run and logs.  The command's stdio are this process's own fds: output streams straight
- * to our terminal or pipe.  SIGINT, SIGTERM and SIGHUP are forwarded to the command (docker's
+/* exec, run and logs.  The command's stdio are this process's own fds when they are pipes: output
+ * streams straight into our pipe; a terminal or a file is relayed (stdio_relay.h).  SIGINT, SIGTERM and SIGHUP are forwarded to the command (docker's
  * --sig-proxy); a second SIGINT within a second kills its whole process tree.  If we die, the
  * supervisor sees the connection drop and kills the command's whole process tree (unless
  * --detach); run's sandbox is tied to us (NOOK_CREATE_TIED) and goes too. */

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* exec, run and logs.  The command's stdio are this process's own fds when they are pipes: output
- * streams straight into our pipe; a terminal or a file is relayed (stdio_relay.h).  SIGINT, SIGTERM and SIGHUP are forwarded to the command (docker's
+ * streams straight into our pipe; a terminal or a file is relayed (stdio_relay.h).  SIGINT,
+ * SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 are forwarded to the command (docker's
  * --sig-proxy); a second SIGINT within a second kills its whole process tree.  If we die, the
  * supervisor sees the connection drop and kills the command's whole process tree (unless
  * --detach); run's sandbox is tied to us (NOOK_CREATE_TIED) and goes too. */
@@ -202,9 +203,12 @@ static int forward_signals_install(void) {
                 return -errno;
         struct sigaction sa = { .sa_handler = on_forwarded_signal, .sa_flags = SA_RESTART };
         sigemptyset(&sa.sa_mask);
-        (void)sigaction(SIGINT, &sa, NULL);
-        (void)sigaction(SIGTERM, &sa, NULL);
-        (void)sigaction(SIGHUP, &sa, NULL);
+        /* docker's sig-proxy passes on every signal it can catch; these are the ones people send to
+         * a foreground program (SIGQUIT for a dump, SIGUSR1/2 to reopen logs or reload): not
+         * forwarded, their default action killed us, and with us the command */
+        static const int forwarded[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2 };
+        for (size_t i = 0; i < sizeof(forwarded) / sizeof(forwarded[0]); i++)
+                (void)sigaction(forwarded[i], &sa, NULL);
         return 0;
 }
 

@@ -242,7 +242,7 @@ static int extent_map_read(int fd, const struct stat *st, extent_map *m, const c
 #endif
         if (!(m->v = malloc(m->max * sizeof(*m->v))))
                 return nook_err_oom(err);
-        off_t pos = 0, data, end;
+        off_t pos = 0, data = 0, end = 0;
         int r;
         while ((r = fd_next_data(fd, pos, st->st_size, &data, &end)) > 0) {
                 extent_map_add(m, data, end);

@@ -42,8 +42,8 @@
 static int reset_sigs[64];
 static size_t n_reset_sigs;
 
-/* The helper's signals: SIGUSR1 from init means "kill the whole tree"; the others are
- * forwarded to the command.  init blocks them all before it forks the helper, so one sent
+/* The helper's signals: SIGUSR1 queued with INIT_HELPER_KILL_TREE means "kill the whole tree";
+ * the others, and any other SIGUSR1 (a client's `kill -USR1`), are forwarded to the command.  init blocks them all before it forks the helper, so one sent
  * right after the fork waits (pending) until the helper's sigwaitinfo() instead of killing it
  * or slipping between a flag check and a wait. */
 static const int helper_signals[] = { SIGCHLD, SIGUSR1, SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR2,
@@ -438,7 +438,7 @@ static void helper_report(int sock, const helper_rec *rec) {
  * then keeps reaping whatever the command left running.  client_fd (a direct exec; else -1): the
  * client's connection, told first (client_tell) except of an end the supervisor words: a
  * command killed by SIGKILL or exiting 137 (its reason may be "oom") or one killed on request ("timeout",
- * "cancelled", a vanished client).  A kill request (SIGUSR1) after the exit was reported is
+ * "cancelled", a vanished client).  A kill request (SIGUSR1, INIT_HELPER_KILL_TREE) after the exit was reported is
  * ignored: what the command left running keeps running, as when it arrives after the
  * supervisor heard of the exit (a client that hung up on "exited" before the supervisor read
  * this helper's record must not take the command's background along). */
@@ -477,10 +477,12 @@ _Noreturn static void helper_main(exec_req *req, int fds[3], int status_fd, int 
                  * forwards for a client comes by sigqueue, SI_QUEUE: init_loop.c) */
                 if (sig == SIGTERM && si.si_code == SI_USER && si.si_pid == 1)
                         stopping = true;
-                if (sig == SIGUSR1 && status_fd >= 0) {
+                bool kill_tree = sig == SIGUSR1 && si.si_code == SI_QUEUE &&
+                        si.si_value.sival_int == INIT_HELPER_KILL_TREE;
+                if (kill_tree && status_fd >= 0) {
                         kill_asked = true;
                         kill_descendants(cmd, &cmd_status, &cmd_done);
-                } else if (sig != SIGCHLD && sig != SIGUSR1 && !cmd_done)
+                } else if (sig != SIGCHLD && !kill_tree && !cmd_done)
                         (void)kill(cmd, sig);
                 reap_children(cmd, &cmd_status, &cmd_done);
                 if (cmd_done && status_fd >= 0) {

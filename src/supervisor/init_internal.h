@@ -14,6 +14,9 @@
 int init_resolve_user(const char *user, unsigned *uid, unsigned *gid, char *home, size_t home_len);
 
 /* init_exec.c */
+/* init asks a helper to kill its command's whole tree with SIGUSR1 queued with this value
+ * (sigqueue); a SIGUSR1 with any other value is the client's, passed on to the command. */
+#define INIT_HELPER_KILL_TREE 0x6b696c6c
 void init_helper_sigset(sigset_t *set);
 void init_signals_note(void);
 _Noreturn void init_spare_main(int req_sock, int taken_fd, bool rehearse);

@@ -350,8 +350,8 @@ static void init_handle_msg(int sock, json_t *msg, int *fds, size_t n_fds) {
                 if (helper > 0 && sig == SIGKILL && hard)
                         (void)kill(helper, SIGKILL);
                 else if (helper > 0 && sig > 0 && sig < 65) {
-                        (void)sigqueue(
-                                helper, sig == SIGKILL ? SIGUSR1 : sig, (union sigval){ .sival_int = 0 });
+                        (void)sigqueue(helper, sig == SIGKILL ? SIGUSR1 : sig,
+                                (union sigval){ .sival_int = sig == SIGKILL ? INIT_HELPER_KILL_TREE : 0 });
                         if (sig == SIGKILL)
                                 (void)kill(helper, SIGCONT);
                 }

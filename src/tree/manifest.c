@@ -228,7 +228,7 @@ int mf_hash_fd(int fd, uint8_t ret[MF_HASH_LEN], nook_error *err) {
                 static const char tag[] = "nook-sparse-v1";
                 nettle.update(&c, sizeof(tag) - 1, (const uint8_t *)tag);
                 r = 0;
-                off_t pos = 0, data, h;
+                off_t pos = 0, data = 0, h = 0;
                 int more;
                 while (r >= 0 && (more = fd_next_data(fd, pos, st.st_size, &data, &h)) != 0) {
                         if (more < 0) {

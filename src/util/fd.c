@@ -101,7 +101,7 @@ int fd_copy_sparse(int in, int out, bool *cfr) {
         struct stat st;
         if (fstat(in, &st) < 0)
                 return -errno;
-        off_t pos = 0, end = st.st_size, data, data_end;
+        off_t pos = 0, end = st.st_size, data = 0, data_end = 0;
         int r;
         while ((r = fd_next_data(in, pos, end, &data, &data_end)) > 0) {
                 if ((r = copy_range(in, out, data, data_end - data, cfr)) < 0)

@@ -8,7 +8,7 @@
 
 require_bin "$NOOK" "$NOOK_SUPERVISOR"
 command -v jq >/dev/null || plan skip_all "jq is needed to read nook's JSON"
-plan 114
+plan 117
 
 field() { "$NOOK" inspect "$1" 2>/dev/null | jq -r "$2 // empty" 2>/dev/null; }
 names() { "$NOOK" ls --json 2>/dev/null | jq -r '.[].name' 2>/dev/null | sort | tr '\n' ' '; }
@@ -81,6 +81,13 @@ timeout --preserve-status -s TERM 1 "$NOOK" exec ex -- sleep 30
 is "$?" 143 "exec: SIGTERM is forwarded to the command (128+15)"
 timeout --preserve-status -s INT 1 "$NOOK" exec ex -- sleep 30
 is "$?" 130 "exec: SIGINT is forwarded to the command (128+2, as docker's 130)"
+# SIGUSR1 too (init asks its helpers to kill a tree with a SIGUSR1 of its own, told apart by its
+# value), and SIGUSR2 and SIGQUIT: not forwarded, their default action killed the client and the
+# command with it
+for s in USR1 USR2 QUIT; do
+        out=$(timeout --preserve-status -s "$s" 1 "$NOOK" exec ex -- sh -c "trap 'echo got $s; exit 3' $s; sleep 30 & wait")
+        is "$?/$out" "3/got $s" "exec: SIG$s is forwarded to the command (its trap runs)"
+done
 "$NOOK" exec ex -- sleep 302 >/dev/null 2>&1 &
 client=$!
 wait_for 10 running '^sleep 302$'

@@ -89,31 +89,18 @@ size_t stdio_relay_pollfds(struct pollfd *p) {
         return n;
 }
 
-/* Writes all of r's buffer to `to`, however long a terminal takes; false when `to` is gone. */
-static bool relay_write_all(relay *r) {
+/* Writes what r holds to `to`: as far as it takes it now, or (wait) all of it, however long a
+ * terminal takes.  false when `to` is gone. */
+static bool relay_write(relay *r, bool wait) {
         while (r->off < r->len) {
                 ssize_t m = write(r->to, r->buf + r->off, r->len - r->off);
                 if (m < 0 && errno == EINTR)
                         continue;
-                if (m < 0 && errno == EAGAIN) {
+                if (m < 0 && errno == EAGAIN && wait) {
                         struct pollfd p = { .fd = r->to, .events = POLLOUT };
                         (void)poll(&p, 1, -1);
                         continue;
                 }
-                if (m < 0)
-                        return false;
-                r->off += (size_t)m;
-        }
-        r->len = r->off = 0;
-        return true;
-}
-
-/* Writes what r holds, as far as `to` takes it now.  false when `to` is gone. */
-static bool relay_write(relay *r) {
-        while (r->off < r->len) {
-                ssize_t m = write(r->to, r->buf + r->off, r->len - r->off);
-                if (m < 0 && errno == EINTR)
-                        continue;
                 if (m < 0)
                         return errno == EAGAIN;
                 r->off += (size_t)m;
@@ -144,7 +131,7 @@ static void relay_step(relay *r, short revents) {
                         return;
                 }
         }
-        if (r->len > 0 && !relay_write(r))
+        if (r->len > 0 && !relay_write(r, false))
                 relay_close(r);
 }
 
@@ -164,7 +151,7 @@ void stdio_relay_finish(void) {
                         size_t moved = 0;
                         for (bool more = true; more && moved < RELAY_FINISH_MAX;) {
                                 moved += r->len - r->off;
-                                if (!relay_write_all(r))
+                                if (!relay_write(r, true))
                                         break;
                                 more = relay_read(r) > 0;
                         }

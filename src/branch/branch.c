@@ -43,7 +43,6 @@
 #include "util/path.h"
 #include "util/str.h"
 #include "util/testhook.h"
-#include "util/tmpdir.h"
 
 #define BRANCH_MAX_COUNT 100
 
@@ -235,17 +234,7 @@ static void uncopy_one(branch_job *j, const char *nm) {
 
 /* The staging folder: in the trash, swept there once no live owner holds it. */
 static int stage_new(branch_job *j, nook_error *err) {
-        _cleanup_free_ char *trash = strprintf("%s/trash", j->n->home);
-        if (!trash || !(j->stage = strprintf("%s/branch-XXXXXX", trash)))
-                return nook_err_oom(err);
-        if (mkdir(trash, 0700) < 0 && errno != EEXIST)
-                return nook_err_errno(err, NOOK_E_IO, "Cannot create '%s'", trash);
-        int r = tmpdir_owned_new(j->stage, &j->stage_lock, err);
-        if (r < 0) {
-                free(j->stage);
-                j->stage = NULL;
-        }
-        return r;
+        return sb_trash_new(j->n, "branch", &j->stage, &j->stage_lock, err);
 }
 
 /* Steps 2-4: the copies of one instant of SRC. */

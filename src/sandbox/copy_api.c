@@ -179,13 +179,10 @@ static int cp_open_guest(cp_guest *g, const char *path, nook_error *err) {
  * stage by the next list), not the workspace, where a killed copy's stage showed in its diff and
  * went along with a merge.  NULL (next to the target) for the root filesystem. */
 static char *cp_stage_dir(const cp_guest *g) {
-        if (!g->w || ws_is_root(g->w))
+        char *t = NULL;
+        nook_error ignore;
+        if (!g->w || ws_is_root(g->w) || sb_trash_dir(g->n, &t, &ignore) < 0)
                 return NULL;
-        char *t = strprintf("%s/trash", g->n->home);
-        if (t && mkdir(t, 0700) < 0 && errno != EEXIST) {
-                free(t);
-                return NULL;
-        }
         return t;
 }
 

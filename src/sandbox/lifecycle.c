@@ -46,7 +46,6 @@
 #include "util/proc.h"
 #include "util/str.h"
 #include "util/testhook.h"
-#include "util/tmpdir.h"
 
 #define READY_TIMEOUT_MS 60000
 #define DEFAULT_STOP_MS 10000
@@ -876,14 +875,9 @@ static int remove_workspace(nook *n, const char *wsdir, nook_error *err) {
          * is as atomic as the rename, and saves making, locking and deleting a trash folder. */
         if (S_ISDIR(st.st_mode) && rmdir(wsdir) == 0)
                 return 0;
-        _cleanup_free_ char *trash = strprintf("%s/trash", n->home);
-        _cleanup_free_ char *t = strprintf("%s/trash/ws-XXXXXX", n->home);
+        _cleanup_free_ char *t = NULL;
         _cleanup_close_ int lock = -1;
-        if (!trash || !t)
-                return nook_err_oom(err);
-        if (mkdir(trash, 0700) < 0 && errno != EEXIST)
-                return nook_err_errno(err, NOOK_E_IO, "Cannot create '%s'", trash);
-        int r = tmpdir_owned_new(t, &lock, err);
+        int r = sb_trash_new(n, "ws", &t, &lock, err);
         if (r < 0)
                 return r;
         _cleanup_free_ char *dst = strprintf("%s/ws", t);

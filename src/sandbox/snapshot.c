@@ -684,16 +684,13 @@ static int restore_workspace(nook *n, const char *digest, const char *wsdir, noo
         struct stat ws_st;
         if (stat(wsdir, &ws_st) < 0)
                 return nook_err_errno(err, NOOK_E_IO, "Cannot inspect '%s'", wsdir);
-        _cleanup_free_ char *trash = strprintf("%s/trash", n->home),
-                            *t = strprintf("%s/trash/restore-XXXXXX", n->home), *stage = NULL;
+        _cleanup_free_ char *trash = NULL, *t = NULL, *stage = NULL;
         _cleanup_close_ int lock = -1;
-        if (!trash || !t)
-                return nook_err_oom(err);
-        if (mkdir(trash, 0700) < 0 && errno != EEXIST)
-                return nook_err_errno(err, NOOK_E_IO, "Cannot create '%s'", trash);
-        (void)tmp_sweep(trash, path_rm_rf_at); /* a killed restore's, a killed rm's */
-        int r = tmpdir_owned_new(t, &lock, err);
+        int r = sb_trash_dir(n, &trash, err);
         if (r < 0)
+                return r;
+        (void)tmp_sweep(trash, path_rm_rf_at); /* a killed restore's, a killed rm's */
+        if ((r = sb_trash_new(n, "restore", &t, &lock, err)) < 0)
                 return r;
         if (!(stage = strprintf("%s/ws", t)))
                 return nook_err_oom(err);

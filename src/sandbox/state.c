@@ -474,6 +474,34 @@ void sb_sweep_tmp(nook *n) {
                 (void)tmp_sweep_prefix(layers, IMAGE_LAYER_TMP_PREFIX, path_rm_rf_at);
 }
 
+int sb_trash_dir(nook *n, char **ret, nook_error *err) {
+        char *t = strprintf("%s/trash", n->home);
+        if (!t)
+                return nook_err_oom(err);
+        if (mkdir(t, 0700) < 0 && errno != EEXIST) {
+                int r = nook_err_errno(err, NOOK_E_IO, "Cannot create '%s'", t);
+                free(t);
+                return r;
+        }
+        *ret = t;
+        return 0;
+}
+
+int sb_trash_new(nook *n, const char *kind, char **ret, int *ret_lock, nook_error *err) {
+        _cleanup_free_ char *trash = NULL;
+        int r = sb_trash_dir(n, &trash, err);
+        if (r < 0)
+                return r;
+        _cleanup_free_ char *t = strprintf("%s/%s-XXXXXX", trash, kind);
+        if (!t)
+                return nook_err_oom(err);
+        r = tmpdir_owned_new(t, ret_lock, err);
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(t);
+        return 0;
+}
+
 /* ---- images ------------------------------------------------------------------------------------ */
 
 int sb_image_store(nook *n, image_store *ret, nook_error *err) {

@@ -49,6 +49,13 @@ pid_t sb_supervisor_find(nook *n, const char *name);
 void sb_cgroup_remove(nook *n, const char *name);
 /* Removes the temporary folders of killed snapshot and image operations (no live owner). */
 void sb_sweep_tmp(nook *n);
+/* <home>/trash (made 0700 when missing): where removals, restores, branches and copies into a
+ * workspace keep what a kill must not leave under a sandbox's name; sb_sweep_tmp empties it of
+ * folders no live owner holds. */
+int sb_trash_dir(nook *n, char **ret, nook_error *err);
+/* A new folder <home>/trash/<kind>-XXXXXX, held by this process (*ret_lock, util/tmpdir.h) until
+ * it is closed. */
+int sb_trash_new(nook *n, const char *kind, char **ret, int *ret_lock, nook_error *err);
 
 /* The image store of a nook handle, for this process's mode (rootful or rootless). */
 int sb_image_store(nook *n, image_store *ret, nook_error *err);

@@ -54,6 +54,9 @@ NOOK_PUBLIC void nook_free(void *p);
  * ("512m", "2g", "1048576k", "100b"), parsed once here for the CLI and the bindings. */
 NOOK_PUBLIC int nook_parse_duration_ms(const char *s, uint64_t *ret_ms, nook_error *err);
 NOOK_PUBLIC int nook_parse_size(const char *s, uint64_t *ret_bytes, nook_error *err);
+/* A signal by name, with or without "SIG", in any case ("TERM", "sigkill", "RTMIN+2"), or by
+ * number, as kill(1) and docker kill take them. */
+NOOK_PUBLIC int nook_parse_signal(const char *s, int *ret_sig, nook_error *err);
 /* Whether s is UTF-8 text, as every string in a spec or a command must be (they travel as JSON);
  * when it is not, *ret_off (if given) is the offset of the first byte that breaks it. */
 NOOK_PUBLIC bool nook_text_is_utf8(const char *s, size_t *ret_off);
@@ -212,6 +215,12 @@ NOOK_PUBLIC int nook_sandbox_start(nook *n, const char *name, nook_error *err);
 #define NOOK_STOP_TIMEOUT_DEFAULT UINT64_MAX
 #define NOOK_STOP_TIMEOUT_MAX_MS 3600000u
 NOOK_PUBLIC int nook_sandbox_stop(nook *n, const char *name, uint64_t timeout_ms, nook_error *err);
+/* Sends signal sig (1-64) to every command running in the sandbox, as docker kill sends one to a
+ * container's process: each exec's command gets it, as from nook_exec_signal.  The sandbox keeps
+ * running unless a `run -d` command ends on it (the sandbox stops with that command).  SIGKILL
+ * instead stops the sandbox at once, with every process in it (nook_sandbox_stop, timeout 0).
+ * A sandbox that is not running, or is paused, is NOOK_E_STATE. */
+NOOK_PUBLIC int nook_sandbox_kill(nook *n, const char *name, int sig, nook_error *err);
 /* Deletes the sandbox, its writable layer, its workspace and its record: unconditionally. */
 NOOK_PUBLIC int nook_sandbox_remove(nook *n, const char *name, nook_error *err);
 /* Removes every stopped sandbox like nook_sandbox_remove (workspace included); sticky ones only

@@ -80,6 +80,8 @@ int cmd_diff(int argc, char **argv);
 int cmd_merge(int argc, char **argv);
 int cmd_start(int argc, char **argv);
 int cmd_stop(int argc, char **argv);
+int cmd_restart(int argc, char **argv);
+int cmd_kill(int argc, char **argv);
 int cmd_pause(int argc, char **argv);
 int cmd_resume(int argc, char **argv);
 int cmd_branch(int argc, char **argv);

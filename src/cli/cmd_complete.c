@@ -49,6 +49,8 @@ static const group_doc groups[] = {
         { "start", KIND_SANDBOX, false, { { NULL } } },
         { "exec", KIND_SANDBOX, false, { { NULL } } },
         { "stop", KIND_SANDBOX, false, { { NULL } } },
+        { "restart", KIND_SANDBOX, false, { { NULL } } },
+        { "kill", KIND_SANDBOX, false, { { NULL } } },
         { "rm", KIND_SANDBOX, false, { { NULL } } },
         { "create", KIND_SANDBOX, false, { { NULL } } },
         { "inspect", KIND_SANDBOX, false, { { NULL } } },

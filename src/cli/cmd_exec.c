@@ -22,12 +22,15 @@
 
 #include "nook.h"
 #include "cli/cli.h"
+#include "cli/env_file.h"
 #include "cli/spec_opts.h"
 #include "cli/stdio_relay.h"
 
 /* exec's options; run names -w --cwd (--workdir is the spec's stored default there) */
 #define EXEC_HELP_ENV                                                                                       \
-        "  -e, --env NAME=VALUE     environment for this command\n"                                         \
+        "  -e, --env NAME=VALUE     environment for this command; a bare NAME takes its value from\n"       \
+        "                           this environment (left out when unset)\n"                            \
+        "  --env-file FILE          NAME=VALUE lines, as docker reads them ('#' comments; '-': stdin)\n"   \
         "  --secret-env NAME        pass NAME from this environment as a secret (NAME=- reads the\n"        \
         "                           value from stdin); never stored, logged or put in an argv\n"
 #define EXEC_HELP_REST                                                                                      \
@@ -92,16 +95,24 @@ static char *read_secret_stdin(const char *name) {
         return s;
 }
 
+static int exec_env_add(const char *cmd, const char *name_value, void *userdata) {
+        exec_args *a = userdata;
+        char *s = strdup(name_value);
+        (void)cmd;
+        if (s && push(&a->env, &a->n_env, s) == 0)
+                return 1;
+        free(s);
+        return -1;
+}
+
 /* Returns 1 if opt was an exec option, 0 if not, <0 after printing a usage error. */
 static int exec_opt_apply(const char *cmd, exec_args *a, int opt, const char *arg) {
         nook_error err = { 0 };
         switch (opt) {
         case 'e':
-                if (!strchr(arg, '=')) {
-                        cli_usage_error(cmd, "--env expects NAME=VALUE, got '%s'", arg);
-                        return -1;
-                }
-                return push(&a->env, &a->n_env, strdup(arg)) < 0 ? -1 : 1;
+                return cli_env_arg(cmd, arg, exec_env_add, a);
+        case SPEC_OPT_ENV_FILE:
+                return cli_env_file(cmd, arg, exec_env_add, a);
         case 2000: {
                 char *v = NULL;
                 size_t nl = strcspn(arg, "=");
@@ -161,7 +172,8 @@ static int exec_opt_apply(const char *cmd, exec_args *a, int opt, const char *ar
                 "tty", no_argument, NULL, 't'                                                               \
         }
 #define EXEC_OPTS_LONG                                                                                      \
-        { "env", required_argument, NULL, 'e' }, { "secret-env", required_argument, NULL, 2000 },           \
+        { "env", required_argument, NULL, 'e' }, { "env-file", required_argument, NULL, SPEC_OPT_ENV_FILE }, \
+                { "secret-env", required_argument, NULL, 2000 },                                            \
                 { "workdir", required_argument, NULL, 'w' }, { "user", required_argument, NULL, 'u' },      \
                 { "interactive", no_argument, NULL, 'i' }, { "timeout", required_argument, NULL, 2001 },    \
                 { "detach", no_argument, NULL, 'd' }, { "sh", required_argument, NULL, 'c' }, {             \
@@ -625,7 +637,7 @@ static int run_parse(int argc, char **argv, json_t *spec, exec_args *a, run_args
                         ra->rm |= c == 3002;
                         continue;
                 }
-                if (c == 'e' || c == 'u') /* the command's env and user: not stored in the spec */
+                if (c == 'e' || c == SPEC_OPT_ENV_FILE || c == 'u') /* the command's: not stored in the spec */
                         r = exec_opt_apply("run", a, c, optarg);
                 else {
                         r = spec_opt_apply("run", spec, c, optarg);

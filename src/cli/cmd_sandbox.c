@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* create, start, stop, rm, update, prune (logs: cmd_exec.c; ls, ps, inspect, stats: cmd_ps.c) */
+/* create, start, stop, restart, kill, rm, update, prune (logs: cmd_exec.c; ls, ps, inspect, stats: cmd_ps.c) */
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -158,6 +158,54 @@ int cmd_stop(int argc, char **argv) {
         if (r != 0)
                 return r > 0 ? 0 : -r;
         return for_each_name("stop", argc, argv, op_stop, &timeout_ms, "stopped");
+}
+
+static int op_restart(nook *n, const char *name, void *u, nook_error *err) {
+        int r = nook_sandbox_stop(n, name, *(uint64_t *)u, err);
+        return r < 0 ? r : nook_sandbox_start(n, name, err);
+}
+
+int cmd_restart(int argc, char **argv) {
+        uint64_t timeout_ms = 10000;
+        int r = timeout_opts("restart", argc, argv,
+                "Usage: nook restart [-t|--timeout DUR] NAME...\n\n"
+                "Stop sandboxes as 'nook stop' does, then start them again from their stored spec, as\n"
+                "'docker restart'. A stopped sandbox is started. The workspace is kept; an ephemeral\n"
+                "sandbox's writable layer is new, a sticky one's kept. A 'run -d' command is not run again.\n\n"
+                "  -t, --timeout DUR  time between SIGTERM and SIGKILL (default 10s; 0 kills at once)\n",
+                &timeout_ms);
+        if (r != 0)
+                return r > 0 ? 0 : -r;
+        return for_each_name("restart", argc, argv, op_restart, &timeout_ms, "running");
+}
+
+static int op_kill(nook *n, const char *name, void *u, nook_error *err) {
+        return nook_sandbox_kill(n, name, *(int *)u, err);
+}
+
+int cmd_kill(int argc, char **argv) {
+        static const struct option opts[] = { { "signal", required_argument, NULL, 's' },
+                { "help", no_argument, NULL, 'h' }, {} };
+        nook_error err = { 0 };
+        int c, sig = 9;
+        while ((c = getopt_long(argc, argv, "hs:", opts, NULL)) >= 0) {
+                if (c == 'h') {
+                        fputs("Usage: nook kill [-s|--signal SIG] NAME...\n\n"
+                              "Send a signal to every command running in each sandbox, as 'docker kill'.\n"
+                              "The default, KILL, stops the sandbox at once with all its processes\n"
+                              "(as 'nook stop -t 0'). Any other signal goes to each command; the sandbox\n"
+                              "runs on, unless its 'run -d' command ends on it (it stops with that command).\n"
+                              "A paused sandbox is refused: resume it first.\n\n"
+                              "  -s, --signal SIG  a name (TERM, SIGHUP, usr1, RTMIN+1) or a number\n",
+                                stdout);
+                        return 0;
+                }
+                if (c != 's')
+                        return cli_usage_error("kill", "unknown option");
+                if (nook_parse_signal(optarg, &sig, &err) < 0)
+                        return cli_usage_error("kill", "--signal: %s", err.msg);
+        }
+        return for_each_name("kill", argc, argv, op_kill, &sig, sig == 9 ? "stopped" : "running");
 }
 
 static int op_wait(nook *n, const char *name, void *u, nook_error *err) {

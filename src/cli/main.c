@@ -27,6 +27,8 @@ static const cli_command commands[] = {
         { "start", cmd_start, "Start a stopped sandbox again" },
         { "exec", cmd_exec, "Run a command in a running sandbox" },
         { "stop", cmd_stop, "Stop a sandbox (its workspace is kept)" },
+        { "restart", cmd_restart, "Stop a sandbox and start it again" },
+        { "kill", cmd_kill, "Send a signal to a sandbox's commands (KILL: stop it at once)" },
         { "rm", cmd_rm, "Remove sandboxes: state, writable layer and workspace" },
         { "ls", cmd_ls, "List all sandboxes, running or stopped (--format, --json)" },
         { "ps", cmd_ps, "List running and paused sandboxes (-a: all, -q, --filter), as 'docker ps'" },
@@ -358,13 +360,14 @@ static const struct {
 } docker_names[] = {
         { "unpause", "resume" }, { "rmi", "image rm" }, { "images", "image ls" }, { "pull", "image pull" },
         { "load", "image import" }, { "save", "image export" }, { "top", "exec NAME ps" },
-        { "kill", "stop" }, { "commit", "snapshot create" },
+        { "commit", "snapshot create" },
         { "rename", NULL }, /* none: a sandbox's name is what its state is kept under */
 };
 
 /* The commands an edit distance never offers: a typo must not be one step from removing. */
 static bool destructive(const char *name) {
-        return strcmp(name, "rm") == 0 || strcmp(name, "prune") == 0 || strcmp(name, "stop") == 0;
+        return strcmp(name, "rm") == 0 || strcmp(name, "prune") == 0 || strcmp(name, "stop") == 0 ||
+                strcmp(name, "kill") == 0 || strcmp(name, "restart") == 0;
 }
 
 static int unknown_command(const char *name) {

@@ -7,6 +7,7 @@
 
 #include "nook.h"
 #include "cli/cli.h"
+#include "cli/env_file.h"
 #include "cli/spec_opts.h"
 
 static int set_kv(const char *cmd, json_t *spec, const char *field, const char *arg) {
@@ -31,6 +32,17 @@ static int set_kv(const char *cmd, json_t *spec, const char *field, const char *
         key[kl] = 0;
         json_object_set_new(m, key, json_string(eq + 1));
         return 1;
+}
+
+static int add_env(const char *cmd, const char *name_value, void *spec) {
+        /* a line of an env file is checked as an argument is (check_text) */
+        size_t off = 0;
+        if (!nook_text_is_utf8(name_value, &off)) {
+                cli_usage_error(cmd, "the --env value is not UTF-8 text (byte 0x%02x at offset %zu)",
+                        (unsigned char)name_value[off], off);
+                return -1;
+        }
+        return set_kv(cmd, spec, "env", name_value);
 }
 
 static int set_secs(const char *cmd, json_t *spec, const char *field, const char *opt, const char *arg) {
@@ -321,7 +333,9 @@ int spec_opt_apply(const char *cmd, json_t *spec, int opt, const char *arg) {
         case 1000:
                 return json_object_set_new(spec, "image", json_string(arg)) < 0 ? -1 : 1;
         case 'e':
-                return set_kv(cmd, spec, "env", arg);
+                return cli_env_arg(cmd, arg, add_env, spec);
+        case SPEC_OPT_ENV_FILE:
+                return cli_env_file(cmd, arg, add_env, spec);
         case 'l':
                 return set_kv(cmd, spec, "labels", arg);
         case 1001:

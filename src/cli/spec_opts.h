@@ -7,10 +7,12 @@
 #include <stdbool.h>
 
 #define SPEC_OPTS_SHORT "e:l:m:p:v:"
+#define SPEC_OPT_ENV_FILE 1044 /* --env-file: exec takes it too, and run gives it to its command */
 /* clang-format off */
 #define SPEC_OPTS_LONG                                                  \
         { "image", required_argument, NULL, 1000 },                     \
         { "env", required_argument, NULL, 'e' },                        \
+        { "env-file", required_argument, NULL, SPEC_OPT_ENV_FILE },     \
         { "label", required_argument, NULL, 'l' },                      \
         { "sticky", no_argument, NULL, 1001 },                          \
         { "max-duration", required_argument, NULL, 1002 },              \
@@ -48,7 +50,10 @@
 #define SPEC_OPTS_HELP_A                                                                                    \
         "  --image IMAGE          'host' (default), a root filesystem directory, or a registry\n"           \
         "                         image (alpine:3, ghcr.io/o/r:tag), pulled once, then cached\n"
-#define SPEC_OPTS_HELP_E "  -e, --env NAME=VALUE   environment for every exec (stored: no secrets here)\n"
+#define SPEC_OPTS_HELP_E                                                                                    \
+        "  -e, --env NAME=VALUE   environment for every exec (stored: no secrets here); a bare NAME\n"    \
+        "                         takes its value from this environment (left out when unset)\n"          \
+        "  --env-file FILE        NAME=VALUE lines, as docker reads them ('#' comments; '-': stdin)\n"
 #define SPEC_OPTS_HELP_B                                                                                    \
         "  -l, --label KEY=VALUE  a label (repeatable)\n"                                                   \
         "  --sticky               keep the writable root layer across stop/start (on disk)\n"               \

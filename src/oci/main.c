@@ -20,6 +20,7 @@
 #include "oci/state.h"
 #include "util/error.h"
 #include "util/macro.h"
+#include "util/parse.h"
 #include "util/proc.h"
 #include "util/str.h"
 
@@ -239,10 +240,8 @@ static int cmd_kill(int argc, char **argv, nook_error *err) {
         }
         if (argc - optind < 1 || argc - optind > 2)
                 return usage_error(err, "kill", "give ID [SIGNAL]");
-        if (argc - optind == 2 && (sig = oci_signal_parse(argv[optind + 1])) < 0)
-                return nook_err_set(err, NOOK_E_INVALID,
-                        "kill: unknown signal '%s' (a name like KILL or TERM, or a number)",
-                        argv[optind + 1]);
+        if (argc - optind == 2 && parse_signal(argv[optind + 1], &sig, err) < 0)
+                return nook_err_wrap(err, "kill");
         return oci_kill(arg_root, argv[optind], sig, all, err);
 }
 

@@ -104,69 +104,6 @@ int oci_cap_from_name(const char *name) {
         return -1;
 }
 
-static const struct {
-        const char *name;
-        int sig;
-} sig_names[] = {
-        { "HUP", SIGHUP },
-        { "INT", SIGINT },
-        { "QUIT", SIGQUIT },
-        { "ILL", SIGILL },
-        { "TRAP", SIGTRAP },
-        { "ABRT", SIGABRT },
-        { "IOT", SIGIOT },
-        { "BUS", SIGBUS },
-        { "FPE", SIGFPE },
-        { "KILL", SIGKILL },
-        { "USR1", SIGUSR1 },
-        { "SEGV", SIGSEGV },
-        { "USR2", SIGUSR2 },
-        { "PIPE", SIGPIPE },
-        { "ALRM", SIGALRM },
-        { "TERM", SIGTERM },
-        { "STKFLT", SIGSTKFLT },
-        { "CHLD", SIGCHLD },
-        { "CONT", SIGCONT },
-        { "STOP", SIGSTOP },
-        { "TSTP", SIGTSTP },
-        { "TTIN", SIGTTIN },
-        { "TTOU", SIGTTOU },
-        { "URG", SIGURG },
-        { "XCPU", SIGXCPU },
-        { "XFSZ", SIGXFSZ },
-        { "VTALRM", SIGVTALRM },
-        { "PROF", SIGPROF },
-        { "WINCH", SIGWINCH },
-        { "IO", SIGIO },
-        { "POLL", SIGPOLL },
-        { "PWR", SIGPWR },
-        { "SYS", SIGSYS },
-};
-
-int oci_signal_parse(const char *s) {
-        if (isempty(s))
-                return -1;
-        if (s[0] >= '0' && s[0] <= '9') {
-                char *end = NULL;
-                errno = 0;
-                long v = strtol(s, &end, 10);
-                if (errno || *end || v <= 0 || v > SIGRTMAX)
-                        return -1;
-                return (int)v;
-        }
-        const char *n = startswith(s, "SIG") ? s + 3 : s;
-        for (size_t i = 0; i < ELEMENTSOF(sig_names); i++)
-                if (strcasecmp(sig_names[i].name, n) == 0)
-                        return sig_names[i].sig;
-        if (startswith(n, "RTMIN+")) {
-                char *end = NULL;
-                long v = strtol(n + 6, &end, 10);
-                if (end && !*end && v >= 0 && SIGRTMIN + v <= SIGRTMAX)
-                        return SIGRTMIN + (int)v;
-        }
-        return -1;
-}
-
 static int get_int64(json_t *obj, const char *field, bool *ret_has, int64_t *ret, nook_error *err) {
         json_t *v = json_object_get(obj, field);
         if (!v || json_is_null(v))

@@ -131,8 +131,6 @@ void oci_process_done(oci_process *p);
 int oci_ns_flag(const char *name);
 /* The namespace of type flag in the spec, or NULL. */
 const oci_ns *oci_spec_ns(const oci_spec *s, int flag);
-/* Signal by name ("KILL", "SIGKILL") or number; -1 if invalid. */
-int oci_signal_parse(const char *s);
 /* The mount options of one "options" array, as flags and data. */
 int oci_mount_options(json_t *opts, oci_mount *m, nook_error *err);
 /* A capability name ("CAP_SYS_ADMIN") as its number, -1 if unknown. */

@@ -117,6 +117,10 @@ bool nook_text_is_utf8(const char *s, size_t *ret_off) {
         return str_is_utf8(s, ret_off);
 }
 
+int nook_parse_signal(const char *s, int *ret_sig, nook_error *err) {
+        return parse_signal(s, ret_sig, err);
+}
+
 int nook_parse_duration_ms(const char *s, uint64_t *ret_ms, nook_error *err) {
         return parse_duration_ms(s, ret_ms, err);
 }

@@ -22,26 +22,8 @@
 
 /* One pause or resume request on a connected control socket, and its answer. */
 static int pause_request(int sock, const char *name, bool pause, bool hold, nook_error *err) {
-        json_t *reply = NULL;
-        json_t *m = json_pack("{s:s, s:b}", "op", pause ? "pause" : "resume", "hold", hold);
-        int r = m ? proto_send(sock, m, NULL, 0) : -ENOMEM;
-        json_decref(m);
-        struct pollfd p = { .fd = sock, .events = POLLIN };
-        if (r >= 0 && poll(&p, 1, PAUSE_REPLY_MS) == 0)
-                return nook_err_set(err, NOOK_E_TIMEOUT, "Sandbox '%s' did not answer the %s request", name,
-                        pause ? "pause" : "resume");
-        if (r >= 0)
-                r = proto_recv(sock, &reply, NULL, NULL);
-        if (r <= 0)
-                return nook_err_errnum(
-                        err, NOOK_E_IO, r < 0 ? -r : EPIPE, "Cannot reach sandbox '%s'", name);
-        if (streq(proto_op(reply), "error")) {
-                r = proto_error_from_msg(reply, err);
-                json_decref(reply);
-                return r;
-        }
-        json_decref(reply);
-        return 0;
+        return sb_request(sock, name, json_pack("{s:s, s:b}", "op", pause ? "pause" : "resume", "hold", hold),
+                pause ? "pause" : "resume", PAUSE_REPLY_MS, err);
 }
 
 int sb_pause_locked(nook *n, const char *name, bool pause, nook_error *err) {

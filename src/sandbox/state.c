@@ -29,6 +29,7 @@
 #include "sandbox/state.h"
 #include "store/store.h"
 #include "supervisor/exitfile.h"
+#include "supervisor/proto.h"
 #include "util/error.h"
 #include "util/fd.h"
 #include "util/macro.h"
@@ -220,6 +221,23 @@ int sb_connect(nook *n, const char *name, int *ret_fd, nook_error *err) {
         }
         *ret_fd = fd;
         return 0;
+}
+
+int sb_request(int sock, const char *name, json_t *msg, const char *what, int timeout_ms, nook_error *err) {
+        json_t *reply = NULL;
+        int r = msg ? proto_send(sock, msg, NULL, 0) : -ENOMEM;
+        json_decref(msg);
+        struct pollfd p = { .fd = sock, .events = POLLIN };
+        if (r >= 0 && poll(&p, 1, timeout_ms) == 0)
+                return nook_err_set(err, NOOK_E_TIMEOUT, "Sandbox '%s' did not answer the %s request", name, what);
+        if (r >= 0)
+                r = proto_recv(sock, &reply, NULL, NULL);
+        if (r <= 0)
+                return nook_err_errnum(
+                        err, NOOK_E_IO, r < 0 ? -r : EPIPE, "Cannot reach sandbox '%s'", name);
+        r = streq(proto_op(reply), "error") ? proto_error_from_msg(reply, err) : 0;
+        json_decref(reply);
+        return r;
 }
 
 bool sb_wait_gone(pid_t pid, uint64_t start, uint64_t timeout_ms) {

@@ -3,6 +3,7 @@
  * image, exec, resources), which use it and are never used by it. */
 #pragma once
 
+#include <jansson.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -33,6 +34,10 @@ bool sb_wait_gone(pid_t pid, uint64_t start, uint64_t timeout_ms);
 
 /* Connects to a running sandbox's control socket (SOCK_SEQPACKET). */
 int sb_connect(nook *n, const char *name, int *ret_fd, nook_error *err);
+/* Sends msg (consumed; NULL: out of memory) on a connected control socket and waits up to
+ * timeout_ms for its one answer: 0, or the supervisor's error in err.  what names the request in
+ * the error when none comes ("the pause request"). */
+int sb_request(int sock, const char *name, json_t *msg, const char *what, int timeout_ms, nook_error *err);
 
 int sb_rec_set_state(sandbox_rec *rec, const char *state, nook_error *err);
 /* Makes a record true, under the name's lock (the caller holds it): a "running" sandbox whose

@@ -42,8 +42,9 @@
 static int reset_sigs[64];
 static size_t n_reset_sigs;
 
-/* The helper's signals: SIGUSR1 queued with INIT_HELPER_KILL_TREE means "kill the whole tree";
- * the others, and any other SIGUSR1 (a client's `kill -USR1`), are forwarded to the command.  init blocks them all before it forks the helper, so one sent
+/* The helper's signals: SIGUSR1 queued with INIT_HELPER_KILL_TREE means "kill the whole tree",
+ * queued with INIT_HELPER_SIGNAL(N) "pass N on" (how init forwards every client's signal); the
+ * others, sent to the helper itself, are forwarded to the command as they came.  init blocks them all before it forks the helper, so one sent
  * right after the fork waits (pending) until the helper's sigwaitinfo() instead of killing it
  * or slipping between a flag check and a wait. */
 static const int helper_signals[] = { SIGCHLD, SIGUSR1, SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR2,
@@ -477,13 +478,16 @@ _Noreturn static void helper_main(exec_req *req, int fds[3], int status_fd, int 
                  * forwards for a client comes by sigqueue, SI_QUEUE: init_loop.c) */
                 if (sig == SIGTERM && si.si_code == SI_USER && si.si_pid == 1)
                         stopping = true;
-                bool kill_tree = sig == SIGUSR1 && si.si_code == SI_QUEUE &&
-                        si.si_value.sival_int == INIT_HELPER_KILL_TREE;
+                bool queued = sig == SIGUSR1 && si.si_code == SI_QUEUE;
+                bool kill_tree = queued && si.si_value.sival_int == INIT_HELPER_KILL_TREE;
+                int pass = sig; /* what the command gets: init's request names it (init_loop.c) */
+                if (queued && (si.si_value.sival_int & ~0xff) == INIT_HELPER_SIGNAL_BASE)
+                        pass = si.si_value.sival_int & 0xff;
                 if (kill_tree && status_fd >= 0) {
                         kill_asked = true;
                         kill_descendants(cmd, &cmd_status, &cmd_done);
-                } else if (sig != SIGCHLD && !kill_tree && !cmd_done)
-                        (void)kill(cmd, sig);
+                } else if (sig != SIGCHLD && !kill_tree && !cmd_done && pass > 0 && pass < 65)
+                        (void)kill(cmd, pass);
                 reap_children(cmd, &cmd_status, &cmd_done);
                 if (cmd_done && status_fd >= 0) {
                         rec = (helper_rec){ .kind = HELPER_EXITED, .status = cmd_status };

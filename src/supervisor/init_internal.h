@@ -15,8 +15,11 @@ int init_resolve_user(const char *user, unsigned *uid, unsigned *gid, char *home
 
 /* init_exec.c */
 /* init asks a helper to kill its command's whole tree with SIGUSR1 queued with this value
- * (sigqueue); a SIGUSR1 with any other value is the client's, passed on to the command. */
+ * (sigqueue), and to pass signal N on to its command with INIT_HELPER_SIGNAL(N); a signal sent
+ * to the helper any other way (a guest's own kill) is passed on as it came. */
 #define INIT_HELPER_KILL_TREE 0x6b696c6c
+#define INIT_HELPER_SIGNAL_BASE 0x73690000
+#define INIT_HELPER_SIGNAL(n) (INIT_HELPER_SIGNAL_BASE | (n))
 void init_helper_sigset(sigset_t *set);
 void init_signals_note(void);
 _Noreturn void init_spare_main(int req_sock, int taken_fd, bool rehearse);

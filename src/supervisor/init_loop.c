@@ -327,6 +327,26 @@ static pid_t kill_target(json_t *msg) {
         return 0;
 }
 
+/* A signal for a helper's command, by sigqueue: SIGUSR1 with the signal's number in its value
+ * (INIT_HELPER_SIGNAL), which the helper tells from the stop's kill(-1, SIGTERM) (SI_USER, after
+ * which its command "stopped": init_exec.c) and from signals a guest sends the helper itself;
+ * every signal goes so, as one the helper does not block would end the helper instead of reaching
+ * its command.  SIGKILL asks for the command's whole tree (INIT_HELPER_KILL_TREE) and wakes a
+ * helper the guest stopped (SIGCONT) to act on it; "hard": the supervisor's last resort for one
+ * that still did not, SIGKILL to the helper itself. */
+static void helper_signal(pid_t helper, int sig, bool hard) {
+        if (helper <= 0 || sig <= 0 || sig > 64)
+                return;
+        if (sig == SIGKILL && hard) {
+                (void)kill(helper, SIGKILL);
+                return;
+        }
+        (void)sigqueue(helper, SIGUSR1,
+                (union sigval){ .sival_int = sig == SIGKILL ? INIT_HELPER_KILL_TREE : INIT_HELPER_SIGNAL(sig) });
+        if (sig == SIGKILL)
+                (void)kill(helper, SIGCONT);
+}
+
 static void init_handle_msg(int sock, json_t *msg, int *fds, size_t n_fds) {
         const char *op = proto_op(msg);
         if (streq(op, "exec")) {
@@ -340,21 +360,16 @@ static void init_handle_msg(int sock, json_t *msg, int *fds, size_t n_fds) {
                 for (int i = 0; i < 3; i++)
                         safe_close(std[i]);
         } else if (streq(op, "kill")) {
-                pid_t helper = kill_target(msg);
                 int sig = (int)json_integer_value(json_object_get(msg, "signal"));
-                /* by sigqueue: the helper tells a client's signal (SI_QUEUE) from the stop's
-                 * kill(-1, SIGTERM) (SI_USER), after which its command "stopped" (init_exec.c).
-                 * A kill wakes a helper the guest stopped (SIGCONT) to act on it; "hard": the
-                 * supervisor's last resort for one that still did not, SIGKILL itself. */
                 bool hard = json_is_true(json_object_get(msg, "hard"));
-                if (helper > 0 && sig == SIGKILL && hard)
-                        (void)kill(helper, SIGKILL);
-                else if (helper > 0 && sig > 0 && sig < 65) {
-                        (void)sigqueue(helper, sig == SIGKILL ? SIGUSR1 : sig,
-                                (union sigval){ .sival_int = sig == SIGKILL ? INIT_HELPER_KILL_TREE : 0 });
-                        if (sig == SIGKILL)
-                                (void)kill(helper, SIGCONT);
-                }
+                if (json_is_true(json_object_get(msg, "all"))) {
+                        /* nook kill: every command running (a spare holds none yet) */
+                        for (size_t i = 0; i < n_execs; i++)
+                                helper_signal(execs[i].helper, sig, false);
+                        for (size_t i = 0; i < n_direct; i++)
+                                helper_signal(direct[i], sig, false);
+                } else
+                        helper_signal(kill_target(msg), sig, hard);
         } else if (streq(op, "stop"))
                 init_stop(sock, (uint64_t)json_integer_value(json_object_get(msg, "timeoutMs")));
         proto_close_fds(fds, n_fds);

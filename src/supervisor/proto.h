@@ -13,6 +13,8 @@
  *                         decides on the exit record; any other value counts as false)
  *                        {"op":"cancel"} {"op":"signal","signal":15}
  *                        {"op":"stop","timeoutMs":N,"remove":false} {"op":"status"}
+ *                        {"op":"kill","signal":S} (to every command running: nook kill;
+ *                        answered {"op":"killed"} or an error)
  * Supervisor -> client:  {"op":"started","id":N,"pid":P} {"op":"exited","id":N,"status":W,
  *                         "reason":"exited|timeout|cancelled|lost"} {"op":"error","code":"..","message":".."}
  *                        {"op":"status",...} {"op":"stopped","reason":"..","cgroupGone":B}
@@ -26,7 +28,8 @@
  *                        client's connection a fourth fd without a terminal, for the helper init
  *                        forks (as to a spare, below),
  *                        {"op":"kill","id":N,"signal":S} or {"op":"kill","pid":P,"signal":S}
- *                        (a direct exec's helper), {"op":"stop","timeoutMs":N}
+ *                        (a direct exec's helper), {"op":"kill","all":true,"signal":S} (every
+ *                        helper's command), {"op":"stop","timeoutMs":N}
  * Init -> supervisor:    {"op":"ready"} {"op":"error",...} {"op":"started","id":N,"pid":P}
  *                        {"op":"exited","id":N,"status":W} ("told": true on either: its helper
  *                        told the client itself; only JSON true counts) {"op":"spare","pid":P}

@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <jansson.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -58,6 +60,14 @@ _Noreturn static void exec_slirp(
                 (void)dup2(nul, 1);
                 (void)close(nul);
         }
+        /* slirp4netns --enable-sandbox makes a mount namespace of its own, pivots into a tmpfs
+         * and detaches the old root: as root (no user namespace of its own), that namespace is a
+         * plain copy of ours, whose shared mounts (ip netns's /run/netns, a systemd host's whole
+         * tree) stay peers of the host's, so the detach unmounted them on the host as well.  It
+         * starts in a private copy instead; rootless, unshare fails and needs not succeed: its
+         * user namespace makes the copy a slave that never propagates back. */
+        if (unshare(CLONE_NEWNS) == 0 && mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+                _exit(127);
         /* The supervisor blocks these for its signalfd and ignores SIGPIPE: exec keeps both. */
         sigemptyset(&none);
         (void)sigprocmask(SIG_SETMASK, &none, NULL);

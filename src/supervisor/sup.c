@@ -577,6 +577,34 @@ static void handle_pause(sup *s, client *c, bool pause, bool hold) {
         client_send(c, json_pack("{s:s, s:b}", "op", pause ? "paused" : "resumed", "paused", pause));
 }
 
+/* nook kill: a signal to every command running in the sandbox (init passes it to each helper,
+ * which passes it to its command, as for one exec's "signal").  A frozen sandbox would take it
+ * only once thawed: refused, as docker refuses to signal a paused container. */
+static void handle_kill(sup *s, client *c, json_t *sigv) {
+        json_int_t sig = json_integer_value(sigv);
+        if (!json_is_integer(sigv) || sig < 1 || sig > 64) {
+                client_error(c, NOOK_E_INVALID, "The signal must be a number from 1 to 64");
+                return;
+        }
+        if (s->stopping) {
+                client_error(c, NOOK_E_STATE, "The sandbox is stopping");
+                return;
+        }
+        if (s->paused) {
+                client_error(c, NOOK_E_STATE, "The sandbox is paused; resume it first");
+                return;
+        }
+        json_t *m = json_pack("{s:s, s:b, s:i}", "op", "kill", "all", true, "signal", (int)sig);
+        int r = m ? proto_send(s->init_sock, m, NULL, 0) : -ENOMEM;
+        json_decref(m);
+        if (r < 0) {
+                client_error(c, NOOK_E_IO, "The sandbox's init did not take the signal");
+                return;
+        }
+        s->last_activity_ms = now_ms();
+        client_send(c, json_pack("{s:s}", "op", "killed"));
+}
+
 static json_t *status_msg(sup *s) {
         size_t running = s->detached_running;
         for (size_t i = 0; i < s->n_clients; i++)
@@ -663,7 +691,9 @@ static void handle_client(sup *s, size_t i, short revents) {
                 s->removing |= json_is_true(json_object_get(msg, "remove"));
                 json_t *tv = json_object_get(msg, "timeoutMs");
                 begin_stop(s, "user", json_is_integer(tv) && t >= 0 && t < 3600000 ? (uint64_t)t : 10000);
-        } else if (streq(op, "pause") || streq(op, "resume"))
+        } else if (streq(op, "kill"))
+                handle_kill(s, c, json_object_get(msg, "signal"));
+        else if (streq(op, "pause") || streq(op, "resume"))
                 handle_pause(s, c, streq(op, "pause"), json_is_true(json_object_get(msg, "hold")));
         else if (streq(op, "status"))
                 client_send(c, status_msg(s));

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include <errno.h>
+#include <signal.h>
 #include <stdbool.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -257,4 +259,83 @@ int parse_cpus(const char *s, unsigned *ret, nook_error *err) {
                 return invalid(err, "CPU count", s, "too large (the limit is 8192)");
         *ret = (unsigned)v;
         return 0;
+}
+
+/* ---- signals ---- */
+
+static const struct {
+        const char *name;
+        int sig;
+} sig_names[] = {
+        { "HUP", SIGHUP },
+        { "INT", SIGINT },
+        { "QUIT", SIGQUIT },
+        { "ILL", SIGILL },
+        { "TRAP", SIGTRAP },
+        { "ABRT", SIGABRT },
+        { "IOT", SIGIOT },
+        { "BUS", SIGBUS },
+        { "FPE", SIGFPE },
+        { "KILL", SIGKILL },
+        { "USR1", SIGUSR1 },
+        { "SEGV", SIGSEGV },
+        { "USR2", SIGUSR2 },
+        { "PIPE", SIGPIPE },
+        { "ALRM", SIGALRM },
+        { "TERM", SIGTERM },
+        { "STKFLT", SIGSTKFLT },
+        { "CHLD", SIGCHLD },
+        { "CONT", SIGCONT },
+        { "STOP", SIGSTOP },
+        { "TSTP", SIGTSTP },
+        { "TTIN", SIGTTIN },
+        { "TTOU", SIGTTOU },
+        { "URG", SIGURG },
+        { "XCPU", SIGXCPU },
+        { "XFSZ", SIGXFSZ },
+        { "VTALRM", SIGVTALRM },
+        { "PROF", SIGPROF },
+        { "WINCH", SIGWINCH },
+        { "IO", SIGIO },
+        { "POLL", SIGPOLL },
+        { "PWR", SIGPWR },
+        { "SYS", SIGSYS },
+};
+
+static int signal_from_text(const char *s) {
+        if (!s || !*s)
+                return -1;
+        if (s[0] >= '0' && s[0] <= '9') {
+                char *end = NULL;
+                errno = 0;
+                long v = strtol(s, &end, 10);
+                if (errno || *end || v <= 0 || v > SIGRTMAX)
+                        return -1;
+                return (int)v;
+        }
+        const char *n = strncasecmp(s, "SIG", 3) == 0 ? s + 3 : s;
+        for (size_t i = 0; i < ELEMENTSOF(sig_names); i++)
+                if (strcasecmp(sig_names[i].name, n) == 0)
+                        return sig_names[i].sig;
+        if (strncasecmp(n, "RTMIN+", 6) == 0 && n[6] >= '0' && n[6] <= '9') {
+                char *end = NULL;
+                long v = strtol(n + 6, &end, 10);
+                if (end && !*end && v >= 0 && SIGRTMIN + v <= SIGRTMAX)
+                        return SIGRTMIN + (int)v;
+        }
+        return -1;
+}
+
+
+int parse_signal(const char *s, int *ret, nook_error *err) {
+        char preview[PREVIEW_SIZE];
+        int sig = signal_from_text(s);
+        if (sig > 0) {
+                *ret = sig;
+                return 0;
+        }
+        util_preview(s ? s : "", preview, sizeof(preview));
+        return nook_err_set(err, NOOK_E_INVALID,
+                "'%s' is not a signal: give a name (TERM, SIGHUP, RTMIN+1) or a number from 1 to %d", preview,
+                SIGRTMAX);
 }

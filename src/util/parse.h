@@ -31,3 +31,6 @@ int parse_cpus(const char *s, unsigned *ret, nook_error *err);
 /* Copies s into buf for a message: bytes outside printable ASCII become '?', and input longer
  * than the buffer is cut and ends in "...".  buf is always NUL-terminated (size >= 4). */
 void util_preview(const char *s, char *buf, size_t size);
+/* A signal by name, with or without "SIG", in any case ("TERM", "sigkill", "RTMIN+2"), or by
+ * number (1 to SIGRTMAX), as kill(1) and docker kill take them. */
+int parse_signal(const char *s, int *ret, nook_error *err);

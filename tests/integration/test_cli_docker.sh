@@ -10,7 +10,7 @@
 
 require_bin "$NOOK" "$NOOK_SUPERVISOR"
 command -v jq >/dev/null || plan skip_all "jq is needed to read nook's JSON"
-plan 162
+plan 201
 
 # ---- help, version, did you mean ---------------------------------------------------------------
 run_nook help
@@ -402,3 +402,92 @@ is "$("$NOOK" inspect -f '{{.State}}' oa4)" "running" "and stops nothing"
 "$NOOK" stop oa4 >/dev/null
 run_nook prune --json
 is "$status:$out" '0:["oa4"]' "prune --json"
+
+# ---- kill and restart, as docker's --------------------------------------------------------------
+"$NOOK" run -d --name dkk1 -- sh -c 'trap "echo got HUP; exit 3" HUP; while :; do sleep 0.1; done' >/dev/null
+sleep 0.5
+run_nook kill -s HUP dkk1
+is "$status:$out" "0:dkk1" "kill -s HUP NAME: the run -d command gets SIGHUP"
+run_nook wait dkk1
+is "$status:$out" "0:3" "the command's trap ran: it exited 3, and the sandbox stopped with it"
+like "$("$NOOK" logs dkk1)" "got HUP" "its output says it got SIGHUP"
+"$NOOK" create dkk2 >/dev/null
+"$NOOK" exec -d dkk2 -- sh -c 'trap "echo usr2 > /workspace/got; exit 0" USR2; while :; do sleep 0.1; done' >/dev/null
+sleep 0.5
+run_nook kill --signal sigusr2 dkk2
+is "$status" 0 "kill --signal sigusr2 (any case, with or without SIG)"
+wait_for 5 test -e "$("$NOOK" ws path dkk2)/got"
+is "$?" 0 "the exec -d command's USR2 trap ran (it wrote its file)"
+is "$("$NOOK" inspect -f '{{.State}}' dkk2)" "running" "a sandbox made by create runs on after a signal"
+# a signal the helper between the supervisor and the command does not handle itself (SIGALRM
+# used to end that helper, not the command): the attached exec reports 128 + 14
+"$NOOK" exec dkk2 -- sleep 100 >/dev/null 2>&1 &
+exec_pid=$!
+sleep 0.5
+run_nook kill -s ALRM dkk2
+wait "$exec_pid"
+is "$status:$?" "0:142" "kill -s ALRM: the running exec's command ends on SIGALRM (128 + 14)"
+run_nook exec dkk2 -- true
+is "$status" 0 "the sandbox still runs commands"
+expect_fail 2 "a signal that does not exist" kill -s NOSUCH dkk2
+like "$err" "'NOSUCH' is not a signal" "the bad signal is named"
+expect_fail 2 "signal 0 (no such signal)" kill -s 0 dkk2
+expect_fail 2 "a signal past the last one" kill -s 65 dkk2
+expect_fail 2 "kill without a name" kill
+run_nook pause dkk2
+if [[ $status == 0 ]]; then
+        expect_fail 1 "signalling a paused sandbox" kill -s HUP dkk2
+        like "$err" "paused.*resume it first" "the error says to resume it first"
+        "$NOOK" resume dkk2 >/dev/null
+else
+        skip_expected "pause needs a writable freezer (uid $(id -u) here: ${err:0:120})"
+        skip_expected "pause needs a writable freezer: no paused sandbox to signal"
+fi
+"$NOOK" exec -d dkk2 -- sh -c 'trap "" TERM; while :; do sleep 1; done' >/dev/null
+t0=$SECONDS
+run_nook kill dkk2
+is "$status:$out:$((SECONDS - t0 < 6))" "0:dkk2:1" "kill NAME (KILL): stops at once, a command ignoring SIGTERM too"
+is "$("$NOOK" inspect -f '{{.State}}' dkk2)" "stopped" "the sandbox is stopped"
+expect_fail 1 "a signal to a stopped sandbox" kill -s HUP dkk2
+like "$err" "not running" "the error says it is not running"
+expect_fail 1 "kill of a sandbox that does not exist" kill -s HUP dkk-nosuch
+like "$err" "No sandbox 'dkk-nosuch'" "the missing name is said"
+run_nook restart dkk2
+is "$status:$out:$("$NOOK" inspect -f '{{.State}}' dkk2)" "0:dkk2:running" "restart of a stopped sandbox starts it"
+"$NOOK" exec dkk2 -- sh -c 'echo kept > /workspace/k; echo gone > /tmp/g'
+run_nook restart -t 0 dkk2
+is "$status:$out" "0:dkk2" "restart -t 0 of a running sandbox"
+is "$("$NOOK" exec dkk2 -- sh -c 'cat /workspace/k; cat /tmp/g 2>/dev/null || echo no-tmp')" $'kept\nno-tmp' \
+        "after restart the workspace is kept and the sandbox's /tmp is new"
+expect_fail 2 "restart with a bad timeout" restart -t soon dkk2
+expect_fail 1 "restart of a sandbox that does not exist" restart dkk-nosuch
+"$NOOK" rm -f dkk1 dkk2 >/dev/null
+
+# ---- -e NAME and --env-file, as docker's -------------------------------------------------------
+envf="$NOOK_HOME.env"
+printf '\xef\xbb\xbfC=3\r\n# a comment\n\n  A=1\nB="two words"  \nHOSTV\nUNSETV\n' >"$envf"
+out=$(HOSTV=fromhost HOSTV2=x "$NOOK" run --env-file "$envf" -e HOSTV2 -e UNSETV2 -- \
+        sh -c 'env | grep -E "^(A|B|C|HOSTV|HOSTV2|UNSETV|UNSETV2)=" | LC_ALL=C sort')
+is "$out" $'A=1\nB="two words"  \nC=3\nHOSTV2=x\nHOSTV=fromhost' \
+        "run --env-file: comments and blank lines skipped, values as written, bare names from this environment, unset ones left out"
+HOSTV=h "$NOOK" create dke --env-file "$envf" >/dev/null
+is "$("$NOOK" inspect -f '{{json .Spec.env}}' dke)" '{"A":"1","B":"\"two words\"  ","C":"3","HOSTV":"h"}' \
+        "create --env-file stores the entries in the spec"
+is "$(echo 'Z=9' | "$NOOK" exec --env-file - dke -- sh -c 'echo "$Z|$A"')" "9|1" "exec --env-file - reads stdin, on top of the spec's"
+printf 'OK=1\nBAD NAME=1\n' >"$envf"
+expect_fail 2 "an env file with a blank in a name" run --env-file "$envf" -- true
+like "$err" "line 2: the name 'BAD NAME' holds a blank" "the file, the line and the name are said"
+printf 'A=\xff\n' >"$envf"
+expect_fail 2 "an env file that is not UTF-8" exec --env-file "$envf" dke -- true
+like "$err" "line 1: not UTF-8 text" "the line is said"
+printf '=x\n' >"$envf"
+expect_fail 2 "an env file entry without a name" create dke2 --env-file "$envf"
+expect_fail 2 "an env file that does not exist" run --env-file "$NOOK_HOME.nosuch" -- true
+like "$err" "No such file or directory" "the error says why"
+expect_fail 2 "-e with nothing" run -e '' -- true
+printf '1BAD=x\n' >"$envf"
+run_nook create dke3 --env-file "$envf"
+like "$status:$err" "^1:.*'1BAD' must match" "a bad name from a file is refused by libnook's rule, named"
+is "$("$NOOK" ls --format '{{.Name}}' | grep -c '^dke[23]$')" "0" "and no sandbox is made by a refused env file"
+rm -f "$envf"
+"$NOOK" rm -f dke >/dev/null

@@ -7,7 +7,7 @@
 . "$(dirname "$0")/net_topology.sh"
 
 net_topology_require ip slirp4netns dnsmasq busybox curl
-plan 24
+plan 26
 trap 'net_topology_down; _tap_finish' EXIT
 net_topology_up || bail_out "cannot build the test world"
 
@@ -47,6 +47,29 @@ isnt "$status" 0 "escape: raw sockets are refused"
 nx pub -- busybox nslookup public.test 198.51.100.11
 unlike "$out" "198\.51\.100\.11" "escape: DNS to another resolver gets no answer"
 reaches pub http://public.test/ "the firewall is intact after the attempts"
+
+# ---- the host's mounts ------------------------------------------------------------------------
+# slirp4netns --enable-sandbox detaches the root it left; as root that unmounted every shared
+# mount's peers on the host (ip netns's /run/netns/*, all of a systemd host's tree).  Started from
+# the host's own mount namespace here (run_nook_ns's 'ip netns exec' makes a slave copy, which
+# hid it), with a shared mount that holds another.
+if nook_rootful; then
+        shared="$NOOK_HOME.shared"
+        mkdir -p "$shared"
+        mount -t tmpfs nook-test-shared "$shared" && mount --make-shared "$shared" &&
+                mkdir "$shared/sub" && mount -t tmpfs nook-test-sub "$shared/sub"
+        run_nook create --network public hostmnt
+        is "$status" 0 "create --network public from the host's mount namespace" || diag "$err"
+        if findmnt -rn "$shared/sub" >/dev/null; then ok "a shared host mount's sub-mount is still mounted"; else
+                not_ok "a shared host mount's sub-mount is still mounted" "$(findmnt -rn | grep nook-test)"; fi
+        "$NOOK" rm -f hostmnt >/dev/null
+        umount "$shared/sub" 2>/dev/null
+        umount "$shared"
+        rmdir "$shared"
+else
+        skip_expected "the host's mounts are changed only by root (uid $(id -u) here)"
+        skip_expected "the host's mounts are changed only by root: no shared mount to check"
+fi
 
 run_nook_ns rm pub
 is "$status" 0 "rm pub"

@@ -82,7 +82,7 @@ is "$(cat /sys/fs/cgroup/pids/nook-oci/c1/pids.max 2>/dev/null || cat /sys/fs/cg
 oci delete c1
 like "$status $err" "^1 .*not stopped" "delete of a running container is refused without --force"
 oci kill c1 NOSUCHSIG
-like "$status $err" "^1 .*unknown signal 'NOSUCHSIG'" "kill with a bad signal is refused"
+like "$status $err" "^1 .*'NOSUCHSIG' is not a signal" "kill with a bad signal is refused"
 oci kill --all c1 KILL
 is "$status" 0 "kill --all KILL"
 wait_for 5 bash -c "! kill -0 $pid 2>/dev/null && ! kill -0 $xpid 2>/dev/null"

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Size, memory, duration, number and CPU parsers: the accepted forms and the refused ones. */
 #include <criterion/criterion.h>
+#include <signal.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -241,4 +242,42 @@ Test(parse, preview_sanitises_and_cuts) {
         cr_expect_str_eq(buf, "abcdefg");
         util_preview(NULL, buf, sizeof(buf));
         cr_expect_str_eq(buf, "");
+}
+
+Test(parse, signal_names_and_numbers) {
+        static const struct {
+                const char *in;
+                int want;
+        } cases[] = {
+                { "KILL", SIGKILL },
+                { "SIGKILL", SIGKILL },
+                { "sigterm", SIGTERM },
+                { "hup", SIGHUP },
+                { "Usr1", SIGUSR1 },
+                { "9", 9 },
+                { "64", 64 },
+                { "RTMIN+2", 0 }, /* SIGRTMIN is not constant: filled below */
+        };
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                nook_error err = { 0 };
+                int sig = -1;
+                int want = cases[i].want ? cases[i].want : SIGRTMIN + 2;
+                cr_expect_eq(parse_signal(cases[i].in, &sig, &err), 0, "'%s': %s", cases[i].in, err.msg);
+                cr_expect_eq(sig, want, "'%s' -> %d, want %d", cases[i].in, sig, want);
+        }
+}
+
+Test(parse, signal_refuses_bad_input) {
+        static const char *const bad[] = { "", "0", "65", "-9", "+9", "9x", " 9", "SIG", "NOSUCH", "RTMIN+",
+                "RTMIN+x", "RTMIN+99", "RTMIN+-1", "99999999999999999999", "KILL ", "\x01\x02" };
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+                nook_error err = { 0 };
+                int sig = -1;
+                cr_expect_eq(parse_signal(bad[i], &sig, &err), -NOOK_E_INVALID, "'%s' accepted as %d", bad[i], sig);
+                cr_expect_eq(sig, -1, "'%s' changed the result", bad[i]);
+                cr_expect(strstr(err.msg, "is not a signal") != NULL, "'%s': %s", bad[i], err.msg);
+        }
+        nook_error err = { 0 };
+        int sig = -1;
+        cr_expect_eq(parse_signal(NULL, &sig, &err), -NOOK_E_INVALID);
 }

@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/securebits.h>
 #include <stdio.h>
 #include <stdbool.h>
 #include <string.h>
+#include <sys/fsuid.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include "nook.h"
@@ -81,4 +84,50 @@ int iso_userns_write_maps(pid_t pid, uint32_t base, nook_error *err) {
         if (r < 0)
                 return nook_err_wrap(err, "setting up the sandbox's user namespace");
         return 0;
+}
+
+int iso_userns_owner_begin(uint32_t base, iso_userns_owner *o, nook_error *err) {
+        *o = (iso_userns_owner){ .changed = false };
+        if (!iso_rootful())
+                return 0;
+        uid_t id = base ? base : ISO_ROOTFUL_ID_BASE;
+        o->securebits = prctl(PR_GET_SECUREBITS);
+        o->dumpable = prctl(PR_GET_DUMPABLE);
+        if (o->securebits < 0 || o->dumpable < 0 ||
+                prctl(PR_SET_SECUREBITS, (unsigned long)o->securebits | SECBIT_NO_SETUID_FIXUP) < 0)
+                return nook_err_errno(err, NOOK_E_IO, "Cannot keep capabilities across a uid change");
+        if (setresgid((gid_t)-1, id, (gid_t)-1) < 0 || setresuid((uid_t)-1, id, (uid_t)-1) < 0) {
+                int e = errno;
+                o->changed = true;
+                (void)iso_userns_owner_end(o, NULL);
+                return nook_err_errnum(err, NOOK_E_IO, e, "Cannot take the sandbox's host uid %u", (unsigned)id);
+        }
+        o->changed = true;
+        /* files are still opened as root (the fsuid, which the clone passes on): the child opens
+         * the sandbox's folders, root's, before its own ids exist */
+        (void)setfsgid(0);
+        (void)setfsuid(0);
+        if (setfsuid((uid_t)-1) != 0 || setfsgid((gid_t)-1) != 0) {
+                (void)iso_userns_owner_end(o, NULL);
+                return nook_err_set(err, NOOK_E_IO, "Cannot keep root's file access across a uid change");
+        }
+        return 0;
+}
+
+int iso_userns_owner_end(const iso_userns_owner *o, nook_error *err) {
+        if (!o->changed)
+                return 0;
+        /* back to root; the uid change made us undumpable, which /proc then shows as root-owned */
+        if (setresuid((uid_t)-1, 0, (uid_t)-1) < 0 || setresgid((gid_t)-1, 0, (gid_t)-1) < 0 ||
+                prctl(PR_SET_SECUREBITS, (unsigned long)o->securebits) < 0 ||
+                prctl(PR_SET_DUMPABLE, (unsigned long)o->dumpable) < 0)
+                return err ? nook_err_errno(err, NOOK_E_IO, "Cannot return to root after the sandbox's clone") : -1;
+        return 0;
+}
+
+void iso_userns_owner_child(const iso_userns_owner *o) {
+        /* full capabilities in the new namespace: the securebits are ours to restore, so a later
+         * change to a guest user drops capabilities as it should */
+        if (o->changed && prctl(PR_SET_SECUREBITS, (unsigned long)o->securebits) < 0)
+                _exit(127);
 }

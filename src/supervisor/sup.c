@@ -194,12 +194,29 @@ static int start_init(sup *s, nook_error *err) {
         bool own_net = init_own_netns(s->cfg);
         cpu_set_t cpus;
         bool have_cpus = sched_getaffinity(0, sizeof(cpus), &cpus) == 0;
+        /* owned by the sandbox's host root, not by ours: what the guest makes is counted against
+         * its own per-user allowance (iso_userns_owner) */
+        iso_userns_owner owner;
+        r = iso_userns_owner_begin(s->cfg->id_base, &owner, err);
+        if (r < 0) {
+                safe_close(sp[0]);
+                safe_close(sp[1]);
+                return r;
+        }
         long pid = syscall(SYS_clone,
                 CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWUTS | CLONE_NEWIPC |
                         (own_net ? 0 : CLONE_NEWNET) | SIGCHLD,
                 0, 0, 0, 0);
+        int e = errno;
+        if (pid != 0 && iso_userns_owner_end(&owner, err) < 0) {
+                /* a supervisor left as another uid would do nothing right: stop here */
+                if (pid > 0)
+                        (void)kill((pid_t)pid, SIGKILL);
+                safe_close(sp[0]);
+                safe_close(sp[1]);
+                return -NOOK_E_IO;
+        }
         if (pid < 0) {
-                int e = errno;
                 safe_close(sp[0]);
                 safe_close(sp[1]);
                 return nook_err_errnum(err,
@@ -207,6 +224,7 @@ static int start_init(sup *s, nook_error *err) {
                         "Cannot create the sandbox's namespaces (user namespaces may be disabled; run 'nook doctor')");
         }
         if (pid == 0) {
+                iso_userns_owner_child(&owner);
                 safe_close(sp[0]);
                 init_main(sp[1], s->cfg, rootless, &s->seccomp, &idm, have_cpus ? &cpus : NULL);
         }

@@ -9,7 +9,7 @@
 . "$(dirname "$0")/lib.sh"
 
 require_bin "$NOOK" "$NOOK_PROBE"
-plan 47
+plan 51
 
 IDM=0
 nook_idmapped && IDM=1
@@ -64,6 +64,46 @@ else
         skip_expected "rootless: every sandbox's root is the caller's uid (one id mapped); a per-sandbox range needs root"
         skip_expected "rootless: no id range pool"
         skip_expected "rootless: no per-sandbox map"
+fi
+
+# ---- the per-user allowances of /proc/sys/user are the sandbox's own ------------------------------
+# The kernel charges inotify instances, fanotify groups and namespaces made in a user namespace to
+# its owner: owned by root, one guest took host root's 128 inotify instances from the host and
+# every other sandbox.
+# shellcheck disable=SC2016 # the programs are python's
+inotify_take='import ctypes, sys, time
+libc = ctypes.CDLL(None, use_errno=True)
+n = 0
+while n < int(sys.argv[1]) and libc.inotify_init1(0) >= 0:
+    n += 1
+open(sys.argv[2], "w").write(str(n)) if len(sys.argv) > 2 else print(n)
+time.sleep(float(sys.argv[3]) if len(sys.argv) > 3 else 0)'
+if nook_rootful; then
+        pa=$(init_pid ida)
+        owner=$(python3 -c 'import fcntl, os, struct, sys
+fd = os.open("/proc/%s/ns/user" % sys.argv[1], os.O_RDONLY)
+b = bytearray(4)
+fcntl.ioctl(fd, 0xb704, b)  # NS_GET_OWNER_UID
+print(struct.unpack("I", b)[0])' "$pa" 2>&1)
+        is "$owner" "$ua" "ida's user namespace is owned by its own host root uid ($ua), not by root"
+        "$NOOK" exec -d ida -- python3 -c "$inotify_take" 100000 /workspace/n 60 >/dev/null
+        wait_for 10 test -s "$("$NOOK" ws path ida)/n"
+        held=$(cat "$("$NOOK" ws path ida)/n" 2>/dev/null)
+        diag "ida holds $held inotify instances (host max_inotify_instances: $(cat /proc/sys/user/max_inotify_instances))"
+        is "$(python3 -c "$inotify_take" 1)" 1 "host root still gets an inotify instance while ida holds all it can"
+        run_nook exec idb -- python3 -c "$inotify_take" 1
+        if [[ $IDM == 1 ]]; then
+                is "$status:$out" "0:1" "and so does idb, whose allowance is its own"
+        else
+                skip "rootful without idmapped mounts: sandboxes share host uid 100000000, and so its allowance"
+        fi
+        run_nook exec ida -- id -u
+        is "$status:$out" "0:0" "ida's commands still run as its root"
+else
+        skip_expected "rootless: the caller owns its sandboxes' namespaces (its own allowance)"
+        skip_expected "rootless: no host root allowance to take"
+        skip_expected "rootless: no other owner"
+        skip_expected "rootless: nothing changed for commands"
 fi
 
 # ---- the range goes with rm and is reused ----------------------------------------------------

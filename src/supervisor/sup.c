@@ -774,6 +774,11 @@ static void exec_exited(sup *s, uint64_t id, json_int_t st, const char *error, b
         client *c = id > 0 ? client_by_exec(s, id) : NULL;
         if (c) {
                 c->exec_running = false;
+                /* a timeout or a cancel that came as the command was ending did not end it: its
+                 * kill is SIGKILL, any other end was the command's own */
+                if (c->reason && (streq(c->reason, "timeout") || streq(c->reason, "cancelled")) &&
+                        !(WIFSIGNALED((int)st) && WTERMSIG((int)st) == SIGKILL))
+                        c->reason = NULL;
                 /* killed by SIGKILL (or a shell's 137) while the cgroup counted a new OOM kill */
                 if (!c->reason && proto_end_maybe_oom((int)st) && oom_kills(s) > c->oom_kills_at_start)
                         c->reason = "oom";

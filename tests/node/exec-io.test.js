@@ -236,3 +236,14 @@ test("a worker terminated with an exec running: the process lives on, the comman
   assert.equal(alive, false, `the worker's command (pid ${pid} in the sandbox) was killed with the worker (${RUNTIME})`);
   fs.rmSync(pidFile, { force: true });
 });
+
+test(`an exec's reason says how it ended, even when its deadline comes as it ends (${RUNTIME})`, async () => {
+  // With a deadline of 1-3 ms the timeout's kill often meets a command already ending: the
+  // reason was "timeout" then, for a command that exited 0 (an orchestrator threw the result away).
+  const results = [];
+  for (let i = 0; i < 60; i++) results.push(await box.exec("echo hi", { timeoutMs: 1 + (i % 3) }));
+  for (const r of results) {
+    if (r.reason === "timeout") assert.equal(r.signal, "SIGKILL", `a timeout is the kill's end: ${JSON.stringify(r)}`);
+    else assert.deepEqual([r.reason, r.exitCode, r.stdout], ["exited", 0, "hi\n"], JSON.stringify(r));
+  }
+});

@@ -209,6 +209,13 @@ static int parse_url(const char *url, egress_rule *r, nook_error *err) {
                 q = parse_port(colon + 1, authority - hn - 1, &r->port, err);
                 if (q < 0)
                         return q;
+                /* the sandbox sends the gateway ports 80 and 443 alone: a rule for another could
+                 * never match, and read as if that port were judged */
+                if (r->port != 80 && r->port != 443)
+                        return nook_err_set(err, NOOK_E_INVALID,
+                                "the port %u is never judged by rules: the gateway sees ports 80 and 443 only "
+                                "(other ports follow the network policy, --allow ADDR:PORT)",
+                                r->port);
         }
         r->host_wildcard = host[0] == '*';
         for (char *c = host; *c; c++)

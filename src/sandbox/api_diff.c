@@ -9,6 +9,7 @@
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <time.h>
 
 #include "nook.h"
 #include "tree/diff.h"
@@ -196,14 +197,33 @@ static int open_tree(
         return 0;
 }
 
-/* The source a branch records (migration 005), or NULL: not a branch, or no record. */
-static char *branch_source(nook *n, const char *name) {
+/* Seconds since the epoch of a branch point ("2026-12-05T15:06:01.123Z"), or -1. */
+static int64_t branch_point_secs(const char *point) {
+        struct tm tm = { 0 };
+        const char *rest = point ? strptime(point, "%Y-%m-%dT%H:%M:%S", &tm) : NULL;
+        if (!rest)
+                return -1;
+        time_t t = timegm(&tm);
+        return t == (time_t)-1 ? -1 : (int64_t)t;
+}
+
+/* The source a branch records (migration 005), or NULL: not a branch, or no record.
+ * *ret_replaced: a sandbox of that name was made after the branch point: removed and made
+ * again, it is not the one branched from, whose files a diff compares with and a merge changes. */
+static char *branch_source(nook *n, const char *name, bool *ret_replaced) {
         store *st;
-        sandbox_rec rec = { 0 };
+        sandbox_rec rec = { 0 }, src_rec = { 0 };
         nook_error ignore;
         char *src = NULL;
+        *ret_replaced = false;
         if (ctx_store(n, &st, &ignore) >= 0 && store_sandbox_get(st, name, &rec, &ignore) >= 0)
                 src = TAKE_PTR(rec.branch_of);
+        int64_t point = branch_point_secs(rec.branch_point);
+        if (src && point >= 0 && store_sandbox_get(st, src, &src_rec, &ignore) >= 0 &&
+                src_rec.created_at > point) {
+                *ret_replaced = true;
+        }
+        sandbox_rec_done(&src_rec);
         sandbox_rec_done(&rec);
         return src;
 }
@@ -212,9 +232,10 @@ static char *branch_source(nook *n, const char *name) {
  * still matching the baseline's hash are the branch point's); -1 when name is not a branch or
  * its source is gone. */
 static int diff_reference_dir(nook *n, const char *name) {
-        _cleanup_free_ char *src = branch_source(n, name), *wsdir = NULL;
+        bool replaced;
+        _cleanup_free_ char *src = branch_source(n, name, &replaced), *wsdir = NULL;
         nook_error ignore;
-        if (!src || ctx_ws_dir(n, src, &wsdir, &ignore) < 0)
+        if (!src || replaced || ctx_ws_dir(n, src, &wsdir, &ignore) < 0)
                 return -1;
         return open(wsdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
 }
@@ -304,7 +325,18 @@ int nook_diff(nook *n, const char *name, unsigned flags, char **ret_json, nook_e
 
 /* The target of a merge without "into": the branch's recorded source. */
 static int merge_default_target(nook *n, const char *branch, char **ret, nook_error *err) {
-        *ret = branch_source(n, branch);
+        bool replaced;
+        *ret = branch_source(n, branch, &replaced);
+        if (replaced) {
+                int r = nook_err_set(err, NOOK_E_STATE,
+                        "Branch '%s' was made from a sandbox '%s' that is gone: the one of that name now was made "
+                        "after the branch, so it is not the source; to merge into it anyway, pass --into %s "
+                        "(\"into\" in the API)",
+                        branch, *ret, *ret);
+                free(*ret);
+                *ret = NULL;
+                return r;
+        }
         if (!*ret)
                 return nook_err_set(err, NOOK_E_INVALID,
                         "'%s' is not a branch (nook branch), so a merge needs a target: pass --into TARGET "

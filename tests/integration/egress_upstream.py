@@ -61,6 +61,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.send_header("Sec-WebSocket-Accept", base64.b64encode(hashlib.sha1(key.encode()).digest()).decode())
         self.end_headers()
         self.wfile.flush()
+        if "wsecho" in self.path:  # after the 101, the Authorization it got, into the stream
+            self.connection.sendall(("auth:%s;" % self.headers.get("Authorization", "")).encode())
         while True:
             data = self.connection.recv(4096)
             if not data:
@@ -95,6 +97,14 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return self._pattern()
         if "/release" in self.path or "/headfirst" in self.path:
             return self._headfirst()
+        if "trailerecho" in self.path:  # the Authorization it got in a chunk extension and a trailer
+            auth = self.headers.get("Authorization", "").encode()
+            self.send_response(200)
+            self.send_header("Transfer-Encoding", "chunked")
+            self.send_header("Trailer", "X-Echo")
+            self.end_headers()
+            self.wfile.write(b"3;ext=%s\r\nhi\n\r\n0\r\nX-Echo: %s\r\n\r\n" % (auth.replace(b" ", b"_"), auth))
+            return
         if "chunked" in self.path:
             self.send_response(200)
             self.send_header("Transfer-Encoding", "chunked")
@@ -155,6 +165,14 @@ class Handler(http.server.BaseHTTPRequestHandler):
         token = self.headers.get("Authorization", "").split(" ")[-1].encode() if "echo" in self.path else b""
         body = pattern_body(n, token)
         self.send_response(200)
+        if "trailerecho" in self.path:  # the Authorization it got in a chunk extension and a trailer
+            auth = self.headers.get("Authorization", "").encode()
+            self.send_response(200)
+            self.send_header("Transfer-Encoding", "chunked")
+            self.send_header("Trailer", "X-Echo")
+            self.end_headers()
+            self.wfile.write(b"3;ext=%s\r\nhi\n\r\n0\r\nX-Echo: %s\r\n\r\n" % (auth.replace(b" ", b"_"), auth))
+            return
         if "chunked" in self.path:
             self.send_header("Transfer-Encoding", "chunked")
             self.end_headers()

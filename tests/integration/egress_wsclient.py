@@ -1,16 +1,18 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
 """A WebSocket upgrade from the guest of test_egress_gateway.sh: egress_wsclient.py CA ADDR HOST PATH
-prints the status line, then what comes back after sending 'hello-ws' (the test upstream echoes)."""
+[HEADER] prints the status line, then what comes back after sending 'hello-ws' (the test upstream
+echoes; on a /wsecho path it first sends the Authorization it got)."""
 import socket
 import ssl
 import sys
 
 ca, addr, host, path = sys.argv[1:5]
+extra = sys.argv[5] + "\r\n" if len(sys.argv) > 5 else ""
 ctx = ssl.create_default_context(cafile=ca)
 s = ctx.wrap_socket(socket.create_connection((addr, 443), timeout=10), server_hostname=host)
 s.sendall(("GET %s HTTP/1.1\r\nHost: %s\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-           "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n" % (path, host)).encode())
+           "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n%s\r\n" % (path, host, extra)).encode())
 head = b""
 while b"\r\n\r\n" not in head:
     chunk = s.recv(4096)
@@ -20,4 +22,10 @@ while b"\r\n\r\n" not in head:
 print(head.split(b"\r\n")[0].decode())
 if b" 101 " in head.split(b"\r\n")[0]:
     s.sendall(b"hello-ws")
-    print(s.recv(4096).decode())
+    got = b""
+    while b"hello-ws" not in got:
+        chunk = s.recv(4096)
+        if not chunk:
+            break
+        got += chunk
+    print(got.decode())

@@ -12,7 +12,7 @@
 
 require_bin "$NOOK" "$NOOK_SUPERVISOR"
 command -v python3 >/dev/null || plan skip_all "python3 is needed to read the JSON"
-plan 130
+plan 137
 
 D=$(mktemp -d /var/tmp/nook-dm-test.XXXXXX)
 chmod 0755 "$D"
@@ -382,5 +382,26 @@ run_nook merge dbr
 is "$status" 0 "merge of a branch without --into" || diag "$err"
 is "$(cat "$dsrcws/f.txt")" "line two" "went into its source"
 
-run_nook rm w t br t2 br2 deep dsrc dbr
+# a source removed and made again after the branch is not the source: a merge without --into
+# would have changed an unrelated sandbox that took the name
+"$NOOK" branch dsrc dbr2 >/dev/null
+printf 'from the branch\n' >"$("$NOOK" ws path dbr2)/patch.txt"
+sleep 1.1 # records count whole seconds
+"$NOOK" stop dsrc >/dev/null
+run_nook create dsrc
+is "$status" 0 "the source made again over its own workspace (create of a stopped name)"
+run_nook merge dbr2 --dry-run
+is "$status" 0 "is still the branch's source: its record was kept" || diag "$err"
+"$NOOK" rm dsrc >/dev/null
+"$NOOK" create dsrc >/dev/null
+run_nook merge dbr2
+is "$status" 1 "a merge without --into into a new sandbox that took the source's name is refused"
+like "$err" "Branch 'dbr2' was made from a sandbox 'dsrc' that is gone.*--into dsrc" "and says why, and how to merge anyway"
+is "$(ls "$("$NOOK" ws path dsrc)")" "" "and the new sandbox's workspace is untouched"
+run_nook merge dbr2 --into dsrc
+is "$status:$(cat "$("$NOOK" ws path dsrc)/patch.txt")" "0:from the branch" "--into merges into it on purpose"
+run_nook diff dbr2
+is "$status" 0 "diff of the branch still works (against its baseline alone)" || diag "$err"
+
+run_nook rm w t br t2 br2 deep dsrc dbr dbr2
 is "$status" 0 "rm the sandboxes" || diag "$err"

@@ -16,7 +16,7 @@ egress_world_require
 D=$(mktemp -d /tmp/nook-egress.XXXXXX)
 G=$EG_G P=$EG_P
 trap '[[ -n ${KEEP:-} ]] && cp "$D/audit.log" /tmp/egress-audit.log; egress_world_down; _tap_finish' EXIT
-plan 87
+plan 92
 egress_world_up "$D" || bail_out "cannot build the egress test world"
 
 # ---- the gateway: secrets, rules, the test CA as extraCaPem ----
@@ -65,6 +65,11 @@ gc -i -H "Authorization: Bearer $PH" https://up.test/repos/echo
 like "$out" "X-Echo-Authorization: Bearer \*\*\*\*" "a secret the upstream echoes in a header comes back masked"
 like "$out" "Authorization: Bearer \*\*\*\*\*.*200" "and in the body, lengths kept (the response is complete)"
 [[ $out == *"$SENTINEL"* ]] && not_ok "the guest never sees the real value" || ok "the guest never sees the real value"
+gc --raw -i -H "Authorization: Bearer $PH" https://up.test/repos/trailerecho
+like "$out" "ext=Bearer_\*\*\*\*" "a secret the upstream echoes in a chunk extension comes back masked"
+like "$out" "X-Echo: Bearer \*\*\*\*" "and in a trailer"
+[[ $out == *"$SENTINEL"* ]] && not_ok "the guest never sees the real value in a chunked answer's lines" "$out" ||
+        ok "the guest never sees the real value in a chunked answer's lines"
 leaf=$(ip netns exec "$G" sh -c "openssl s_client -connect 198.51.100.10:443 -servername up.test </dev/null 2>/dev/null | openssl x509 -noout -text")
 like "$leaf" "DNS:up.test" "the leaf made for the SNI has SAN = the name"
 
@@ -286,6 +291,11 @@ like "$out" "101" "a WebSocket upgrade to an allowed path: 101 from the upstream
 like "$out" "hello-ws" "bytes are relayed both ways after the upgrade"
 out=$(ip netns exec "$G" python3 "$HERE/egress_wsclient.py" "$D/state/ca.pem" 198.51.100.10 up.test /ws 2>&1)
 like "$out" "403" "a WebSocket upgrade outside the rules: 403"
+out=$(ip netns exec "$G" python3 "$HERE/egress_wsclient.py" "$D/state/ca.pem" 198.51.100.10 up.test /repos/wsecho \
+        "Authorization: Bearer $PH" 2>&1)
+like "$out" "auth:Bearer \*\*\*\*.*hello-ws" "a secret the upstream echoes into a WebSocket stream comes back masked"
+[[ $out == *"$SENTINEL"* ]] && not_ok "the guest never sees the real value in a WebSocket stream" "$out" ||
+        ok "the guest never sees the real value in a WebSocket stream"
 
 # ---- the audit log ----
 sleep 0.2

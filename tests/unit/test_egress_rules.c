@@ -47,11 +47,11 @@ Test(egress_rules, parses_the_contract_examples) {
         cr_expect_eq(r->port, 80);
         egress_rule_free(r);
 
-        r = parse_ok("PROPFIND HTTPS://*.Example.COM:8443/a/***/b?x=*");
+        r = parse_ok("PROPFIND HTTPS://*.Example.COM:80/a/***/b?x=*");
         cr_expect_str_eq(r->method, "PROPFIND");
         cr_expect(r->host_wildcard);
         cr_expect_str_eq(r->host, "example.com");
-        cr_expect_eq(r->port, 8443);
+        cr_expect_eq(r->port, 80, "plain HTTP's port, for TLS: the gateway sees 80 and 443 both ways");
         cr_expect_str_eq(r->path_glob, "/a/*/b?x=*", "runs of '*' collapse");
         cr_expect(r->match_query);
         egress_rule_free(r);
@@ -98,6 +98,8 @@ Test(egress_rules, refuses_hostile_rules_naming_the_problem) {
         expect_invalid("GET https://a.b:/", "port ''");
         expect_invalid("GET https://a.b:-1/", "port '-1'");
         expect_invalid("GET https://a.b:443x/", "port '443x'");
+        expect_invalid("GET https://a.b:8443/", "port 8443 is never judged");
+        expect_invalid("GET http://a.b:8080/", "port 8080 is never judged");
         expect_invalid("GET https://a.b/x#frag", "fragment");
         expect_invalid("GET https://a%2eb/", "not a letter");
 }

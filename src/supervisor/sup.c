@@ -60,6 +60,9 @@ typedef struct client {
         uint64_t oom_kills_at_start; /* the cgroup's OOM kill count when the exec began */
         uint64_t hard_kill_at; /* exec_kill's grace: its helper is SIGKILLed then if still there */
         bool hard_killed; /* and after that, the exec is ended here (exec_abandon) */
+        json_t *deferred; /* an exec that came while a branch's copy held the sandbox paused */
+        int deferred_fds[PROTO_MAX_FDS];
+        size_t n_deferred_fds;
 } client;
 
 /* An exec sent straight to a spare helper (handle_exec): its "started" and "exited" come back on
@@ -327,6 +330,13 @@ static void client_error(client *c, nook_errc code, const char *msg) {
         client_send(c, proto_error_msg(&e));
 }
 
+static void deferred_drop(client *c) {
+        proto_close_fds(c->deferred_fds, c->n_deferred_fds);
+        c->n_deferred_fds = 0;
+        json_decref(c->deferred);
+        c->deferred = NULL;
+}
+
 static client *client_by_exec(sup *s, uint64_t id) {
         for (size_t i = 0; i < s->n_clients; i++)
                 if (s->clients[i].exec_id == id)
@@ -386,6 +396,11 @@ static void begin_stop(sup *s, const char *reason, uint64_t grace_ms) {
         s->paused = false;
         s->stopping = true;
         s->stop_reason = reason;
+        for (size_t i = 0; i < s->n_clients; i++)
+                if (s->clients[i].deferred) {
+                        deferred_drop(&s->clients[i]);
+                        client_error(&s->clients[i], NOOK_E_STATE, "The sandbox is stopping");
+                }
         s->stop_deadline = now_ms() + grace_ms + 2000;
         log_debug("stopping: %s", reason);
         json_t *m = json_pack("{s:s, s:I}", "op", "stop", "timeoutMs", (json_int_t)grace_ms);
@@ -489,10 +504,30 @@ static int send_exec(
         return proto_send(s->init_sock, m, all, tty ? 0 : 4);
 }
 
+/* Whether the sandbox is paused only for a branch's copy (a client's "hold"), not by the user. */
+static bool pause_held(const sup *s) {
+        for (size_t i = 0; s->paused && i < s->n_clients; i++)
+                if (s->clients[i].holds_pause)
+                        return true;
+        return false;
+}
+
 static void handle_exec(sup *s, client *c, json_t *req, int *fds, size_t n_fds) {
         nook_error err = { 0 };
         if (s->stopping) {
                 client_error(c, NOOK_E_STATE, "The sandbox is stopping");
+                return;
+        }
+        if (pause_held(s) && !c->deferred && !c->exec_id) {
+                /* a branch's copy takes a moment: the exec waits for it (exec_run_deferred), as a
+                 * pause, resume or file write waits for the branch's lock, rather than fail as
+                 * if the user had paused the sandbox */
+                c->deferred = json_incref(req);
+                for (size_t i = 0; i < n_fds; i++) {
+                        c->deferred_fds[i] = fds[i];
+                        fds[i] = -1;
+                }
+                c->n_deferred_fds = n_fds;
                 return;
         }
         if (s->paused) {
@@ -562,6 +597,25 @@ static void handle_exec(sup *s, client *c, json_t *req, int *fds, size_t n_fds) 
         s->last_activity_ms = now_ms();
 }
 
+/* The execs deferred while a branch's copy held the pause, once it ended (or, paused by the user
+ * meanwhile, refused as any exec to a paused sandbox is). */
+static void exec_run_deferred(sup *s) {
+        for (size_t i = 0; i < s->n_clients && !pause_held(s); i++) {
+                client *c = &s->clients[i];
+                if (!c->deferred)
+                        continue;
+                json_t *req = c->deferred;
+                int fds[PROTO_MAX_FDS];
+                size_t n = c->n_deferred_fds;
+                memcpy(fds, c->deferred_fds, sizeof(fds[0]) * n);
+                c->deferred = NULL;
+                c->n_deferred_fds = 0;
+                handle_exec(s, c, req, fds, n);
+                proto_close_fds(fds, n);
+                json_decref(req);
+        }
+}
+
 /* Pause and resume (docs/design/branch.md): the cgroup freezer stops every task of the sandbox;
  * the supervisor stays outside it and keeps serving.  While paused the idle timer stands still
  * (a paused sandbox is parked on purpose, not forgotten) and restarts at resume; the maximum
@@ -593,6 +647,7 @@ static void handle_pause(sup *s, client *c, bool pause, bool hold) {
                 s->clients[i].holds_pause = false;
         c->holds_pause = pause && hold;
         client_send(c, json_pack("{s:s, s:b}", "op", pause ? "paused" : "resumed", "paused", pause));
+        exec_run_deferred(s); /* thawed, or paused by the user now: refused as such */
 }
 
 /* nook kill: a signal to every command running in the sandbox (init passes it to each helper,
@@ -663,10 +718,13 @@ static void client_drop(sup *s, size_t i) {
                 direct_drain(s, c->exec_id); /* its end may begin the removal's stop */
         remove_owner_gone(s, c);
         /* a pause held for a copy ends with its holder, however that died */
+        bool thawed = false;
         if (c->holds_pause && s->paused && s->cg && iso_cgroup_freeze(s->cg, false, NULL) >= 0) {
                 s->paused = false;
+                thawed = true;
                 log_debug("the client holding the pause is gone: thawed");
         }
+        deferred_drop(c);
         if (c->exec_running) {
                 if (c->detach)
                         s->detached_running++;
@@ -679,6 +737,8 @@ static void client_drop(sup *s, size_t i) {
         safe_close(c->fd);
         s->clients[i] = s->clients[--s->n_clients];
         s->last_activity_ms = now_ms();
+        if (thawed)
+                exec_run_deferred(s);
 }
 
 static void handle_client(sup *s, size_t i, short revents) {

@@ -14,7 +14,7 @@
 require_bin "$NOOK"
 command -v jq >/dev/null || plan skip_all "jq is needed to read nook's JSON"
 command -v busybox >/dev/null || plan skip_all "busybox is needed for the test root filesystem"
-plan 86
+plan 90
 
 ROOT=0
 nook_rootful && ROOT=1
@@ -105,6 +105,29 @@ if [[ $CAN_PAUSE == 1 ]]; then
         is "$(state_of p)" running "inspect shows running after resume"
         sx p 'cat /workspace/w.txt'
         is "$out" hello "exec works after resume"
+        # a pause held for a branch's copy ("hold", as branch.c takes it): an exec waits for the
+        # copy to end, and runs; it failed as if the user had paused the sandbox
+        held="$NOOK_HOME.held"
+        python3 - "$(sock_of p)" "$held" <<'PY' &
+import json, os, socket, sys, time
+s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+s.connect(sys.argv[1])
+s.send(json.dumps({"op": "pause", "hold": True}).encode())
+print(s.recv(4096).decode(), file=open(sys.argv[2], "w"), flush=True)
+time.sleep(1.5)
+s.close()
+PY
+        holder=$!
+        wait_for 5 grep -q paused "$held"
+        is "$(state_of p)" paused "a branch's copy holds p paused"
+        t0=$(date +%s%N)
+        run_nook exec p -- echo alive
+        t1=$(date +%s%N)
+        is "$status:$out" "0:alive" "an exec while a branch's copy holds the pause waits for it, and runs"
+        check "it waited for the hold's end (took $(((t1 - t0) / 1000000)) ms)" test $(((t1 - t0) / 1000000)) -ge 500
+        wait "$holder"
+        is "$(state_of p)" running "the holder's end thawed p"
+        rm -f "$held"
         run_nook create q --image "$R" --idle-timeout 2s
         run_nook pause q
         sleep 3

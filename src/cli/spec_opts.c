@@ -260,6 +260,12 @@ static int add_secret(const char *cmd, json_t *spec, const char *arg) {
                         buf, buf);
                 return -1;
         }
+        if (json_object_get(json_object_get(spec, "secrets"), buf)) {
+                /* the later one replaced the earlier, hosts and all, without a word */
+                cli_usage_error(cmd, "--secret %s is given twice; list every host in one: --secret %s@HOST,HOST", buf,
+                        buf);
+                return -1;
+        }
         json_t *hosts = json_array();
         for (char *h = strtok(at, ","); h; h = strtok(NULL, ","))
                 json_array_append_new(hosts, json_string(h));

@@ -9,8 +9,6 @@
 #include "nook.h"
 #include "egress/rules.h"
 
-#define EGRESS_PH_PREFIX "nook-ph-"
-#define EGRESS_PH_LEN 40 /* "nook-ph-" + 32 hex */
 #define EGRESS_SECRET_MAX ((size_t)64 * 1024)
 #define EGRESS_CONFIG_MAX ((size_t)1024 * 1024)
 

@@ -98,6 +98,10 @@ int egress_host_pattern_check(const char *pattern, nook_error *err) {
         if (n > EGRESS_HOST_MAX + 2)
                 return nook_err_set(
                         err, NOOK_E_INVALID, "the host name is longer than %d characters", EGRESS_HOST_MAX);
+        /* a guest's SNI or Host made of a placeholder would carry it into the audit log, which
+         * names secrets, never their placeholders */
+        if (strcasestr(pattern, EGRESS_PH_PREFIX))
+                return nook_err_set(err, NOOK_E_INVALID, "a host name never holds a placeholder");
         if (pattern[0] == '*') {
                 if (n == 1 || pattern[1] != '.')
                         return nook_err_set(err, NOOK_E_INVALID,
@@ -325,7 +329,9 @@ bool egress_target_is_normal(const char *target) {
                                 return false;
                 }
                 if (target[i] == '/') {
-                        size_t seg = strcspn(target + i + 1, "/?");
+                        /* "..;x" too: servers that take ';' as a parameter (Tomcat, Spring) walk
+                         * up on it, where a rule's glob saw a plain name */
+                        size_t seg = strcspn(target + i + 1, ";/?");
                         if (segment_is_dots(target + i + 1, seg))
                                 return false;
                 }

@@ -14,6 +14,10 @@
 
 #include "nook.h"
 
+/* A secret's placeholder (config.c makes them): no host name may hold one. */
+#define EGRESS_PH_PREFIX "nook-ph-"
+#define EGRESS_PH_LEN 40 /* "nook-ph-" + 32 hex */
+
 #define EGRESS_RULE_MAX 4096 /* bytes in one rule */
 #define EGRESS_HOST_MAX 253
 

@@ -113,7 +113,7 @@ opt_fail "--image /nonexistent" "/nonexistent" --image /nonexistent
 opt_fail "--image /" "'/'" --image /
 opt_fail "--image of a regular file" "not a directory" --image /etc/hostname
 opt_fail "--network sometimes" "sometimes" --network sometimes
-opt_fail "-e NOEQ" "NOEQ" -e NOEQ
+opt_fail "-e 1BAD=x" "1BAD" -e 1BAD=x
 opt_fail "-l bad" "bad" -l bad
 opt_fail "--security none" "none" --security none
 opt_fail "--workdir rel" "absolute" --workdir rel
@@ -139,8 +139,8 @@ run_nook exec --timeout -1s ok1 -- true
 is "$status" 2 "exec --timeout -1s is a usage error"
 run_nook exec --timeout abc ok1 -- true
 is "$status" 2 "exec --timeout abc is a usage error"
-run_nook exec -e NOEQ ok1 -- true
-is "$status" 2 "exec -e NOEQ is a usage error"
+run_nook exec -e '' ok1 -- true
+is "$status" 2 "exec -e with an empty value is a usage error (a bare NAME takes this environment's value, as docker's)"
 run_nook exec ok1
 is "$status" 2 "exec without a command is a usage error"
 run_nook exec nosuchbox -- true

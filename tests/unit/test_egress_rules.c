@@ -101,6 +101,7 @@ Test(egress_rules, refuses_hostile_rules_naming_the_problem) {
         expect_invalid("GET https://a.b:8443/", "port 8443 is never judged");
         expect_invalid("GET http://a.b:8080/", "port 8080 is never judged");
         expect_invalid("GET https://a.b/x#frag", "fragment");
+        expect_invalid("GET https://NOOK-PH-0123456789abcdef.test/", "never holds a placeholder");
         expect_invalid("GET https://a%2eb/", "not a letter");
 }
 
@@ -195,6 +196,9 @@ Test(egress_rules, targets_the_upstream_could_read_differently_never_match) {
                 "/repos/..",
                 "/repos/%2e%2e/user",
                 "/repos/%2E%2E/user",
+                "/repos/..;/admin",
+                "/repos/..;x=1/admin",
+                "/repos/.;/x",
                 "/repos/x%2fy",
                 "/repos/x%5C..",
                 "/repos\\..\\user",
@@ -213,6 +217,7 @@ Test(egress_rules, targets_the_upstream_could_read_differently_never_match) {
         cr_expect(egress_target_is_normal("/repos/x..y/.z?a=../b"),
                 "dots inside names and in the query are fine");
         cr_expect(egress_target_is_normal("/repos/%41?q=%2e"));
+        cr_expect(egress_target_is_normal("/repos/a;b/c;..;d"), "';' after a name is a name's");
         egress_rule_free(r);
 }
 

@@ -125,8 +125,20 @@ static int mount_cgroup(int root, const oci_mount *m, iso_cgroup *cg, nook_error
                 (void)fd_path(t, tp);
                 if (mount(dir, tp, NULL, MS_BIND, NULL) < 0)
                         return nook_err_errno(err, NOOK_E_IO, "Cannot bind the cgroup '%s'", dir);
-                (void)mount(NULL, tp, NULL,
-                        MS_BIND | MS_REMOUNT | (m->flags & MS_RDONLY) | iso_locked_flags(tp), NULL);
+                /* the flags go on the bind just made: t is the folder under it (opened before),
+                 * so the remount is through a new fd.  Read-only unless asked otherwise: with a
+                 * writable controller folder the container raised its own limits */
+                safe_close(t);
+                r = open_target(root, dst, true, &t, err);
+                if (r < 0)
+                        return r;
+                (void)fd_path(t, tp);
+                if (mount(NULL, tp, NULL,
+                            MS_BIND | MS_REMOUNT | (m->flags & MS_RDONLY) | MS_NOSUID | MS_NODEV | MS_NOEXEC |
+                                    iso_locked_flags(tp),
+                            NULL) < 0)
+                        return nook_err_errno(err, NOOK_E_IO, "Cannot make the cgroup view '%s' %s", dst,
+                                m->flags & MS_RDONLY ? "read-only" : "nosuid, nodev and noexec");
         }
         oci_mount ro = *m;
         ro.flags &= MS_RDONLY;

@@ -17,7 +17,7 @@ fi
 command -v podman >/dev/null || bail_out "needs podman (Debian package podman)"
 command -v busybox >/dev/null && command -v jq >/dev/null && command -v script >/dev/null ||
         bail_out "needs busybox (busybox-static), jq and script (bsdutils)"
-plan 21
+plan 23
 
 P="$NOOK_HOME/podman"
 R="$NOOK_HOME/rootfs"
@@ -55,6 +55,15 @@ out=$(pod run --rm "${U[@]}" --network none --memory 64m --cpus 0.5 --rootfs "$R
         sh -c 'cat /sys/fs/cgroup/memory/memory.limit_in_bytes /sys/fs/cgroup/cpu/cpu.cfs_quota_us 2>/dev/null ||
                cat /sys/fs/cgroup/memory.max /sys/fs/cgroup/cpu.max' 2>&1)
 like "$(tr '\n' ' ' <<<"$out")" "^67108864 50000" "--memory 64m and --cpus 0.5 reach the container's cgroup"
+# the container may read its cgroup, never raise its own limits (the v1 binds were writable)
+out=$(pod run --rm "${U[@]}" --network none --memory 64m --pids-limit 20 --rootfs "$R" sh -c '
+        for f in memory/memory.limit_in_bytes pids/pids.max memory.max pids.max; do
+                [ -e /sys/fs/cgroup/$f ] || continue
+                echo max > /sys/fs/cgroup/$f 2>/dev/null && echo "wrote $f"
+                cat /sys/fs/cgroup/$f
+        done; mkdir /sys/fs/cgroup/pids/sub /sys/fs/cgroup/sub 2>/dev/null && echo "made a sub-cgroup"' 2>&1)
+unlike "$out" "wrote|made a sub-cgroup" "the container cannot write its cgroup files nor make a sub-cgroup"
+like "$(tr '\n' ' ' <<<"$out")" "67108864 .*20 " "and its limits stay as set"
 out=$(pod run --rm "${U[@]}" --network none --rootfs "$R" ls /sys/class/net 2>&1)
 is "$out" "lo" "--network none: only lo"
 out=$(pod run --rm "${U[@]}" --network none --read-only --rootfs "$R" sh -c 'touch /x 2>&1; echo rc=$?' 2>&1)

@@ -51,6 +51,7 @@
 #include "util/error.h"
 #include "util/fd.h"
 #include "util/macro.h"
+#include "util/path.h"
 #include "util/proc.h"
 #include "util/str.h"
 
@@ -252,8 +253,9 @@ static int make_state_dir(const oci_create_opts *o, char **ret_dir, nook_error *
         _cleanup_free_ char *dir = strprintf("%s/%s", o->root, o->id);
         if (!dir)
                 return nook_err_oom(err);
-        if (mkdir(o->root, 0711) < 0 && errno != EEXIST)
-                return nook_err_errno(err, NOOK_E_IO, "Cannot create the --root folder '%s'", o->root);
+        /* its parents too, as runc: containerd's shim names /run/containerd/runc/NAMESPACE */
+        if (path_mkdir_p(o->root, 0711, err) < 0)
+                return nook_err_wrap(err, "creating the --root folder '%s'", o->root);
         if (mkdir(dir, 0711) < 0) {
                 if (errno == EEXIST)
                         return nook_err_set(
@@ -495,7 +497,7 @@ static int plan_prepare(const oci_create_opts *o, create_plan *p, nook_error *er
                 _cleanup_free_ char *cache = strprintf("%s/.seccomp-cache", o->root);
                 if (!cache)
                         return nook_err_oom(err);
-                (void)mkdir(o->root, 0711);
+                (void)path_mkdir_p(o->root, 0711, NULL);
                 r = oci_seccomp_prepare(p->spec->seccomp, cache, &p->seccomp, err);
                 if (r < 0)
                         return r;

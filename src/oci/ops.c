@@ -121,6 +121,15 @@ int oci_kill(const char *root, const char *id, int sig, bool all, nook_error *er
         if (r < 0)
                 return nook_err_errnum(
                         err, NOOK_E_IO, -r, "Cannot send signal %d to container \"%s\"", sig, id);
+        /* a frozen process takes SIGKILL only once thawed: a paused container's engine waited
+         * for an exit that never came (runc thaws too) */
+        if (sig == SIGKILL && s == OCI_STATUS_PAUSED && st->cgroup_path) {
+                iso_cgroup *cg = NULL;
+                nook_error ignore = { 0 };
+                if (iso_cgroup_open_path(st->cgroup_path, &cg, &ignore) == 0)
+                        (void)iso_cgroup_freeze(cg, false, &ignore);
+                iso_cgroup_free(cg);
+        }
         return 0;
 }
 

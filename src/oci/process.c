@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include <errno.h>
+#include <signal.h>
 #include <fcntl.h>
 #include <grp.h>
 #include <limits.h>
@@ -169,9 +170,13 @@ static bool is_executable(const char *path) {
 int oci_proc_lookup(const oci_process *p, char ret[PATH_MAX], nook_error *err) {
         const char *cmd = p->args[0];
         if (strchr(cmd, '/')) {
+                struct stat st;
+                if (stat(cmd, &st) < 0)
+                        return nook_err_errno(err, NOOK_E_NOT_FOUND, "exec: \"%s\": stat %s", cmd, cmd);
+                /* found, but no program: 126, as runc and a shell say it */
                 if (!is_executable(cmd))
-                        return nook_err_errno(err, NOOK_E_NOT_FOUND,
-                                "exec: \"%s\": stat %s: no such file or directory", cmd, cmd);
+                        return nook_err_set(err, NOOK_E_REFUSED, "exec: \"%s\": permission denied%s", cmd,
+                                S_ISDIR(st.st_mode) ? " (a directory)" : "");
                 (void)snprintf(ret, PATH_MAX, "%s", cmd);
                 return 0;
         }
@@ -192,6 +197,14 @@ int oci_proc_lookup(const oci_process *p, char ret[PATH_MAX], nook_error *err) {
 
 int oci_proc_exec(const oci_process *p, const char *path, nook_error *err) {
         static char *const empty[] = { NULL };
+        /* an ignored signal stays ignored across execve: the engine's (conmon ignores SIGPIPE,
+         * a shell's trap '' HUP) would reach the container's program, where runc's never do */
+        sigset_t none;
+        sigemptyset(&none);
+        for (int sig = 1; sig < NSIG; sig++)
+                if (sig != SIGKILL && sig != SIGSTOP)
+                        (void)signal(sig, SIG_DFL);
+        (void)sigprocmask(SIG_SETMASK, &none, NULL);
         (void)execve(path, p->args, p->env ? p->env : empty);
         if (errno == EACCES)
                 return nook_err_errno(err, NOOK_E_REFUSED, "exec: \"%s\": permission denied", path);

@@ -13,7 +13,7 @@ if [[ -n "$reason" ]]; then
         exit 0
 fi
 command -v busybox >/dev/null && command -v jq >/dev/null || bail_out "needs busybox (busybox-static) and jq"
-plan 52
+plan 57
 
 B="$NOOK_HOME/b"
 oci_bundle "$B" '.process.args = ["sleep", "1000"] | .hostname = "ocihost" | .annotations = {"a.b": "c"}' ||
@@ -103,6 +103,26 @@ is "$status" 0 "delete --force of a missing container succeeds (engines retry de
 oci create --bundle "$B" c2
 oci delete --force c2
 is "$status $(oci_leftovers c2)" "0 " "delete --force of a created container kills it, leaves nothing"
+# SIGKILL to a paused container: a frozen process dies only once thawed (an engine waited for it)
+oci create --bundle "$B" c3
+oci start c3
+oci state c3
+p3=$(jq -r .pid <<<"$out")
+oci pause c3
+oci kill c3 KILL
+is "$status" 0 "kill KILL of a paused container"
+wait_for 5 bash -c "! kill -0 $p3 2>/dev/null"
+is "$?" 0 "it dies: the kill thawed it"
+oci delete c3
+is "$status $(oci_leftovers c3)" "0 " "and it is deleted, leaving nothing"
+# a --root whose parents do not exist yet (containerd's shim names /run/containerd/runc/NS)
+saved_root=$OCI_ROOT
+OCI_ROOT="$NOOK_HOME/nested/runc/ns"
+oci create --bundle "$B" c4
+is "$status" 0 "create with a --root whose parents are missing makes them, as runc ($err)"
+oci delete --force c4
+is "$status $(oci_leftovers c4)" "0 " "and delete --force there leaves nothing"
+OCI_ROOT=$saved_root
 
 oci_bundle "$NOOK_HOME/r" '.process.args = ["sh", "-c", "exit 3"]
         | .hooks = {"prestart": [{"path": "/bin/sh", "args": ["sh", "-c", "cat > '"$NOOK_HOME"'/hook.json"]}],

@@ -17,7 +17,7 @@ fi
 command -v podman >/dev/null || bail_out "needs podman (Debian package podman)"
 command -v busybox >/dev/null && command -v jq >/dev/null && command -v script >/dev/null ||
         bail_out "needs busybox (busybox-static), jq and script (bsdutils)"
-plan 23
+plan 27
 
 P="$NOOK_HOME/podman"
 R="$NOOK_HOME/rootfs"
@@ -43,6 +43,14 @@ out=$(pod run --rm "${U[@]}" --network none --rootfs "$R" no-such-command 2>&1)
 is "$?" 127 "a missing command: podman's 127 from nook-oci's 'executable file not found' ($out)"
 out=$(pod run --rm "${U[@]}" --network none --rootfs "$R" false 2>&1)
 is "$?" 1 "run --rm false: status 1"
+out=$(pod run --rm "${U[@]}" --network none --rootfs "$R" /etc/passwd 2>&1)
+is "$?" 126 "a file that is not a program: 126, as runc"
+like "$out" 'exec: "/etc/passwd": permission denied' "with runc's message, no stale errno"
+out=$(pod run --rm "${U[@]}" --network none --rootfs "$R" /tmp 2>&1)
+is "$?" 126 "a directory as the command: 126"
+# conmon ignores SIGPIPE: an ignored signal must not reach the container's program
+out=$(pod run --rm "${U[@]}" --network none --rootfs "$R" grep SigIgn /proc/self/status 2>&1)
+like "$out" "SigIgn:[[:space:]]+0+$" "no signal the engine ignored is ignored in the container ($out)"
 
 out=$(sleep 3 | script -qec "$(printf '%q ' podman --runtime "$NOOK_OCI" --root "$P/root" --runroot "$P/runroot" \
         --tmpdir "$P/tmp" --cgroup-manager cgroupfs --events-backend file run --rm -it "${U[@]}" --network none \

@@ -331,6 +331,10 @@ int oci_rootfs_finalize(const oci_spec *s, nook_error *err) {
         r = mask_paths(s->masked_paths, err);
         if (r < 0)
                 return r;
+        /* a process.cwd the image lacks is made, before the root turns read-only, as runc does (a
+         * Kubernetes workingDir need not exist in the image) */
+        if (s->has_process && s->process.cwd && access(s->process.cwd, F_OK) < 0 && errno == ENOENT)
+                (void)path_mkdir_p(s->process.cwd, 0755, NULL);
         if (s->root_readonly &&
                 mount(NULL, "/", NULL, MS_BIND | MS_REMOUNT | MS_RDONLY | iso_locked_flags("/"), NULL) < 0)
                 return nook_err_errno(err, NOOK_E_IO, "Cannot make the root read-only (root.readonly)");

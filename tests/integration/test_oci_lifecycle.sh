@@ -13,7 +13,7 @@ if [[ -n "$reason" ]]; then
         exit 0
 fi
 command -v busybox >/dev/null && command -v jq >/dev/null || bail_out "needs busybox (busybox-static) and jq"
-plan 57
+plan 59
 
 B="$NOOK_HOME/b"
 oci_bundle "$B" '.process.args = ["sleep", "1000"] | .hostname = "ocihost" | .annotations = {"a.b": "c"}' ||
@@ -132,6 +132,10 @@ is "$status" 3 "run: create + start + wait, the container's exit status"
 is "$(jq -r '.id + " " + .status' "$NOOK_HOME/hook.json" 2>/dev/null)" "r1 created" "prestart hook got the state JSON on stdin"
 is "$(cat "$NOOK_HOME/poststop" 2>/dev/null)" "done" "poststop hook ran at delete"
 is "$(oci_leftovers r1)" "" "run left nothing behind"
+oci_bundle "$NOOK_HOME/cw" '.process.cwd = "/nonexist/deeper" | .process.args = ["sh", "-c", "pwd"]'
+oci run --bundle "$NOOK_HOME/cw" cw1
+is "$status:$out" "0:/nonexist/deeper" "a process.cwd the image lacks is made, as runc does ($err)"
+is "$(oci_leftovers cw1)" "" "and that run left nothing behind"
 
 # --- io.nook.profile ---
 oci_bundle "$NOOK_HOME/p" '.process.args = ["sh", "-c", "grep CapBnd /proc/self/status"]

@@ -8,7 +8,9 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <poll.h>
 #include <string.h>
+#include <sys/signalfd.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -164,6 +166,32 @@ static int cmd_create(int argc, char **argv, nook_error *err) {
         return oci_create(&o, &pid, err);
 }
 
+/* run in the foreground: the signals a terminal or a supervisor sends (kill, ^C) go to the
+ * container's process, as runc's run forwards them; the container decides whether to exit.
+ * Returns once that process has exited (it is then reaped by the caller). */
+static void forward_until_exit(pid_t pid) {
+        static const int fwd[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH };
+        sigset_t set;
+        sigemptyset(&set);
+        for (size_t i = 0; i < ELEMENTSOF(fwd); i++)
+                sigaddset(&set, fwd[i]);
+        (void)sigprocmask(SIG_BLOCK, &set, NULL);
+        _cleanup_close_ int sfd = signalfd(-1, &set, SFD_CLOEXEC);
+        _cleanup_close_ int pfd = pidfd_open_(pid);
+        if (sfd < 0 || pfd < 0)
+                return; /* they stay blocked: the container decides, as before */
+        for (;;) {
+                struct pollfd p[2] = { { .fd = pfd, .events = POLLIN }, { .fd = sfd, .events = POLLIN } };
+                if (poll(p, 2, -1) < 0 && errno != EINTR)
+                        return;
+                if (p[0].revents)
+                        return;
+                struct signalfd_siginfo si;
+                if ((p[1].revents & POLLIN) && read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si))
+                        (void)pidfd_send_signal_(pfd, (int)si.ssi_signo);
+        }
+}
+
 static int cmd_run(int argc, char **argv, nook_error *err) {
         oci_create_opts o = { 0 };
         bool detach = false;
@@ -181,9 +209,7 @@ static int cmd_run(int argc, char **argv, nook_error *err) {
                         (void)oci_delete(arg_root, o.id, true, &(nook_error){ 0 });
                 return r;
         }
-        /* signals for the container go to it: the container is the one that decides to exit */
-        (void)signal(SIGINT, SIG_IGN);
-        (void)signal(SIGTERM, SIG_IGN);
+        forward_until_exit(pid);
         r = pid_wait(pid, &status);
         (void)oci_delete(arg_root, o.id, true, &(nook_error){ 0 });
         if (r < 0)

@@ -13,7 +13,7 @@ if [[ -n "$reason" ]]; then
         exit 0
 fi
 command -v busybox >/dev/null && command -v jq >/dev/null || bail_out "needs busybox (busybox-static) and jq"
-plan 59
+plan 61
 
 B="$NOOK_HOME/b"
 oci_bundle "$B" '.process.args = ["sleep", "1000"] | .hostname = "ocihost" | .annotations = {"a.b": "c"}' ||
@@ -136,6 +136,15 @@ oci_bundle "$NOOK_HOME/cw" '.process.cwd = "/nonexist/deeper" | .process.args = 
 oci run --bundle "$NOOK_HOME/cw" cw1
 is "$status:$out" "0:/nonexist/deeper" "a process.cwd the image lacks is made, as runc does ($err)"
 is "$(oci_leftovers cw1)" "" "and that run left nothing behind"
+# run in the foreground passes SIGTERM on to the container (it was ignored: kill -9 was needed)
+oci_bundle "$NOOK_HOME/tr" '.process.args = ["sh", "-c", "trap \"exit 9\" TERM; echo up; while :; do sleep 0.1; done"]'
+timeout 30 "$NOOK_OCI" --root "$OCI_ROOT" run --bundle "$NOOK_HOME/tr" tr1 >"$NOOK_HOME/tr.out" 2>&1 &
+runpid=$!
+wait_for 10 grep -q up "$NOOK_HOME/tr.out"
+kill -TERM "$runpid"
+wait "$runpid"
+is "$?" 9 "nook-oci run forwards SIGTERM: the container's trap exits 9"
+is "$(oci_leftovers tr1)" "" "and that run left nothing behind"
 
 # --- io.nook.profile ---
 oci_bundle "$NOOK_HOME/p" '.process.args = ["sh", "-c", "grep CapBnd /proc/self/status"]

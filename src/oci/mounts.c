@@ -73,18 +73,23 @@ static int set_propagation(int root, const oci_mount *m, nook_error *err) {
         return 0;
 }
 
-static int mount_bind(int root, const oci_mount *m, nook_error *err) {
+/* src_tree: the source as a detached mount (open_tree) the parent made before the clone: from a
+ * new user namespace the init may not reach the source's path (podman's runroot is root's, mode
+ * 0700), and a plain fd of it would name a mount of another namespace, which mount(2) refuses.
+ * -1: bind by the path. */
+static int mount_bind(int root, const oci_mount *m, int src_tree, nook_error *err) {
         struct stat st;
         _cleanup_close_ int fd = -1;
         char p[64];
-        if (stat(m->source, &st) < 0)
-                return nook_err_errno(err, NOOK_E_NOT_FOUND, "Bind source '%s' of '%s' does not exist",
+        if (src_tree >= 0 ? fstat(src_tree, &st) < 0 : stat(m->source, &st) < 0)
+                return nook_err_errno(err, NOOK_E_NOT_FOUND, "Cannot use the bind source '%s' of '%s'",
                         m->source, m->destination);
         int r = open_target(root, m->destination, S_ISDIR(st.st_mode), &fd, err);
         if (r < 0)
                 return r;
         (void)fd_path(fd, p);
-        if (mount(m->source, p, NULL, MS_BIND | (m->flags & MS_REC), NULL) < 0)
+        if (src_tree >= 0 ? move_mount(src_tree, "", fd, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0
+                          : mount(m->source, p, NULL, MS_BIND | (m->flags & MS_REC), NULL) < 0)
                 return nook_err_errno(err, NOOK_E_IO, "Cannot bind '%s' at '%s'", m->source, m->destination);
         r = remount_flags(root, m, 0, err);
         if (r < 0)
@@ -151,15 +156,15 @@ static int mount_fallback_bind(int root, const oci_mount *m, const char *host, n
         oci_mount b = *m;
         b.source = (char *)host;
         b.flags = MS_BIND | MS_REC | MS_RDONLY | (m->flags & (MS_NOSUID | MS_NODEV | MS_NOEXEC));
-        return mount_bind(root, &b, err);
+        return mount_bind(root, &b, -1, err);
 }
 
-static int mount_one(int root, const oci_mount *m, iso_cgroup *cg, nook_error *err) {
+static int mount_one(int root, const oci_mount *m, iso_cgroup *cg, int src_fd, nook_error *err) {
         _cleanup_close_ int fd = -1;
         char p[64];
         int r;
         if (m->bind)
-                return mount_bind(root, m, err);
+                return mount_bind(root, m, src_fd, err);
         if (streq(m->type, "cgroup") || streq(m->type, "cgroup2"))
                 return mount_cgroup(root, m, cg, err);
         r = open_target(root, m->destination, true, &fd, err);
@@ -295,7 +300,8 @@ static int chroot_into(const char *root, nook_error *err) {
         return 0;
 }
 
-int oci_rootfs_setup(const oci_spec *s, iso_cgroup *cg, bool in_userns, bool no_pivot, nook_error *err) {
+int oci_rootfs_setup(const oci_spec *s, iso_cgroup *cg, bool in_userns, bool no_pivot, const int *bind_fds,
+        nook_error *err) {
         int r;
         unsigned long prop = s->rootfs_propagation ? s->rootfs_propagation : MS_SLAVE | MS_REC;
 
@@ -308,7 +314,7 @@ int oci_rootfs_setup(const oci_spec *s, iso_cgroup *cg, bool in_userns, bool no_
         if (root < 0)
                 return nook_err_errno(err, NOOK_E_IO, "Cannot open root.path '%s'", s->root);
         for (size_t i = 0; i < s->n_mounts; i++) {
-                r = mount_one(root, &s->mounts[i], cg, err);
+                r = mount_one(root, &s->mounts[i], cg, bind_fds ? bind_fds[i] : -1, err);
                 if (r < 0)
                         return nook_err_wrap(err, "mounts[%zu]", i);
         }

@@ -8,7 +8,9 @@
 #include "oci/spec.h"
 
 /* Root, mounts, devices, pivot_root (or chroot with no_pivot).  In the container init; leaves cwd at the new "/". */
-int oci_rootfs_setup(const oci_spec *s, iso_cgroup *cg, bool in_userns, bool no_pivot, nook_error *err);
+/* bind_fds: per mount, its bind source opened before the clone (or -1; NULL: none). */
+int oci_rootfs_setup(const oci_spec *s, iso_cgroup *cg, bool in_userns, bool no_pivot, const int *bind_fds,
+        nook_error *err);
 /* readonlyPaths, maskedPaths, root.readonly: after sysctl. */
 int oci_rootfs_finalize(const oci_spec *s, nook_error *err);
 /* linux.sysctl, after pivot_root (the container's /proc). */

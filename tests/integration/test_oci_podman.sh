@@ -17,7 +17,7 @@ fi
 command -v podman >/dev/null || bail_out "needs podman (Debian package podman)"
 command -v busybox >/dev/null && command -v jq >/dev/null && command -v script >/dev/null ||
         bail_out "needs busybox (busybox-static), jq and script (bsdutils)"
-plan 27
+plan 28
 
 P="$NOOK_HOME/podman"
 R="$NOOK_HOME/rootfs"
@@ -48,6 +48,17 @@ is "$?" 126 "a file that is not a program: 126, as runc"
 like "$out" 'exec: "/etc/passwd": permission denied' "with runc's message, no stale errno"
 out=$(pod run --rm "${U[@]}" --network none --rootfs "$R" /tmp 2>&1)
 is "$?" 126 "a directory as the command: 126"
+# a user namespace of podman's (--uidmap): the bind sources (/etc/hosts, /etc/resolv.conf in the
+# runroot, root's 0700 here as podman's own /run/containers/storage) are opened before the clone;
+# from the namespace they were out of reach.  The root filesystem is one the mapped root can
+# reach, as podman's storage gives it.
+RU=$(mktemp -d /var/tmp/nook-oci-userns.XXXXXX)
+chmod 0755 "$RU"
+cp -a "$R" "$RU/rootfs"
+out=$(pod run --rm "${U[@]}" --network none --uidmap 0:100000:65536 --gidmap 0:100000:65536 --rootfs "$RU/rootfs" \
+        sh -c 'cat /proc/self/uid_map; test -s /etc/hosts && echo hosts' 2>&1)
+like "$(tr -s ' \n' ' ' <<<"$out")" "^ ?0 100000 65536 hosts" "--uidmap: the container runs in podman's user namespace, /etc/hosts bound ($out)"
+rm -rf "$RU"
 # conmon ignores SIGPIPE: an ignored signal must not reach the container's program
 out=$(pod run --rm "${U[@]}" --network none --rootfs "$R" grep SigIgn /proc/self/status 2>&1)
 like "$out" "SigIgn:[[:space:]]+0+$" "no signal the engine ignored is ignored in the container ($out)"

@@ -149,6 +149,12 @@ int diff_compute(int dirfd, manifest *base, diff_result **ret, nook_error *err) 
         d->base = base;
         if ((r = manifest_capture(dirfd, /* hash= */ false, 0, &d->cur, err)) < 0)
                 return r;
+        /* what is in it would read as deleted, and what was added there would not show */
+        if (d->cur->unreadable)
+                return nook_err_set(err, NOOK_E_REFUSED,
+                        "Cannot read the directory '%s': the changes in it cannot be seen (they would read "
+                        "as deletions); make it readable again inside the sandbox (chmod u+rx)",
+                        d->cur->unreadable);
         /* a merge-join of two lists sorted by strcmp */
         const manifest *b = d->base;
         manifest *c = d->cur;

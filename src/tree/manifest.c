@@ -58,6 +58,7 @@ void manifest_done(manifest *m) {
         for (size_t i = 0; i < m->n; i++)
                 entry_done(&m->e[i]);
         free(m->e);
+        free(m->unreadable);
         *m = (manifest){ 0 };
 }
 
@@ -365,8 +366,13 @@ int manifest_capture(int dirfd, bool hash, size_t max_entries, manifest **ret, n
                 if (m->e[i].type != MF_TYPE_DIR)
                         continue;
                 _cleanup_close_ int fd = mf_open_beneath(dirfd, m->e[i].path, O_RDONLY | O_DIRECTORY);
-                if (fd == -EACCES)
-                        continue; /* an unreadable directory: recorded, its content not */
+                if (fd == -EACCES) {
+                        /* an unreadable directory: recorded, its content not; a diff refuses
+                         * such a tree (diff.c), a baseline keeps it as it was */
+                        if (!m->unreadable && !(m->unreadable = strdup(m->e[i].path)))
+                                return nook_err_oom(err);
+                        continue;
+                }
                 if (fd < 0)
                         return nook_err_errnum(
                                 err, NOOK_E_IO, -fd, "Cannot open the directory '%s'", m->e[i].path);

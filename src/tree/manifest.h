@@ -48,6 +48,8 @@ typedef struct mf_entry {
 typedef struct manifest {
         mf_entry *e;
         size_t n, cap;
+        char *unreadable; /* the first directory the capture could not read (its content is not
+                           * in e), or NULL */
 } manifest;
 
 void manifest_done(manifest *m);

@@ -12,7 +12,7 @@
 
 require_bin "$NOOK" "$NOOK_SUPERVISOR"
 command -v python3 >/dev/null || plan skip_all "python3 is needed to read the JSON"
-plan 137
+plan 139
 
 D=$(mktemp -d /var/tmp/nook-dm-test.XXXXXX)
 chmod 0755 "$D"
@@ -403,5 +403,23 @@ is "$status:$(cat "$("$NOOK" ws path dsrc)/patch.txt")" "0:from the branch" "--i
 run_nook diff dbr2
 is "$status" 0 "diff of the branch still works (against its baseline alone)" || diag "$err"
 
-run_nook rm w t br t2 br2 deep dsrc dbr dbr2
+# a directory the guest makes unreadable: its content is seen (root reads it), or the diff says it
+# cannot read it; never a changed file shown as deleted and an added one left out
+"$NOOK" create unr >/dev/null
+mkdir -p "$("$NOOK" ws path unr)/src"
+echo one >"$("$NOOK" ws path unr)/src/main.c"
+"$NOOK" stop unr >/dev/null
+"$NOOK" create unr >/dev/null # a baseline with src/main.c in it
+"$NOOK" exec unr -- sh -c 'echo two >> /workspace/src/main.c; echo x > /workspace/src/new.c; chmod 000 /workspace/src'
+run_nook diff unr
+if [[ $status == 0 ]]; then
+        like "$out" "A src/new.c" "an unreadable directory read by root: the added file is listed"
+        unlike "$out" "D src/main.c" "and the changed one is not shown as deleted"
+else
+        like "$err" "Cannot read the directory 'src'.*chmod" "an unreadable directory: the diff says it cannot read it, and what to do"
+        unlike "$out" "D src/main.c" "and shows no deletion"
+fi
+"$NOOK" exec unr -- chmod 755 /workspace/src
+
+run_nook rm w t br t2 br2 deep dsrc dbr dbr2 unr
 is "$status" 0 "rm the sandboxes" || diag "$err"

@@ -121,7 +121,8 @@ NOOK_PUBLIC int nook_ws_host_path(nook_ws *w, const char *path, char **ret, nook
 /* Atomic for readers, not durable (no fsync): a reader sees the old file or the new one, never
  * part of one.  A new name is linked to an unnamed O_TMPFILE file once its data is written; an
  * existing file is replaced by rename (a named temporary where the filesystem has no O_TMPFILE).
- * Creates parents; replaces a symlink, never writes through it.  Takes the name's lock shared
+ * Creates parents; replaces a symlink, never writes through it.  A new file is 0644; a file
+ * replaced keeps its permission bits (set-id bits never carry over).  Takes the name's lock shared
  * (against nook_sandbox_remove) for the call; the handle keeps that lock file open from its first
  * change on (one descriptor). */
 NOOK_PUBLIC int nook_ws_write(nook_ws *w, const char *path, const void *data, size_t len, nook_error *err);

@@ -280,6 +280,9 @@ export declare class Box {
   readonly name: string;
   /** The host directory bind-mounted at /workspace. */
   readonly workspaceDir: string;
+  /** Atomic for readers: they see the old file or the new one, never part of one.  Parents are
+   * made.  A new file is mode 0644; a file replaced keeps its permission bits (a script stays
+   * executable).  A symlink at the path is replaced by the file, never written through. */
   writeFile(path: string, data: string | Buffer | Uint8Array | ArrayBuffer): Promise<void>;
   readFile(path: string): Promise<Buffer>;
   /** maxBytes: a larger file is refused (SandboxError "invalid"), never cut short.  Leaves the

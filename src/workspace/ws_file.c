@@ -292,7 +292,8 @@ static int ws_tmp_place(const ws *w, int fd, int dfd, const char *base, char *tm
 
 /* Atomic replace: a reader sees the old file or the new one, never half of one (no fsync: this
  * is about concurrent readers, not power loss).  renameat over an existing symlink replaces the
- * link; nothing is ever written through it. */
+ * link; nothing is ever written through it.  mode 0: a new file is 0644, a replaced one keeps
+ * its permission bits. */
 static int ws_write_common(
         ws *w, const char *path, const void *data, size_t len, int src_fd, mode_t mode, nook_error *err) {
         _cleanup_(ws_parent_dir_done) ws_parent_dir d = WS_PARENT_DIR_NULL;
@@ -316,6 +317,13 @@ static int ws_write_common(
         r = src_fd >= 0 ? ws_copy_fd(tfd, src_fd) : fd_write_all(tfd, data, len);
         if (r == 0 && !tmp[0])
                 r = ws_tmp_place(w, tfd, d.fd, d.base, tmp, sizeof(tmp));
+        /* replacing a file (a temporary name is then set): its permission bits stay, as with a
+         * write into it (an agent rewriting a script keeps it executable); a new file, or a
+         * symlink replaced, gets the mode asked for.  Set-id bits never carry over. */
+        struct stat old;
+        if (r == 0 && tmp[0] && !(mode & 07777) && fstatat(d.fd, d.base, &old, AT_SYMLINK_NOFOLLOW) == 0 &&
+                S_ISREG(old.st_mode) && (old.st_mode & 0777) != 0644 && fchmod(tfd, old.st_mode & 0777) < 0)
+                r = -errno;
         if (close(tfd) < 0 && r == 0)
                 r = -errno;
         if (r == 0 && tmp[0] && renameat(d.fd, tmp, d.fd, d.base) < 0)

@@ -549,6 +549,35 @@ Test(workspace, write_through_symlink_replaces_the_link) {
         BOTH_MODES("wlink", write_replaces_links);
 }
 
+/* A file replaced keeps its permission bits (mode 0 asks for that), set-id bits excepted; a new
+ * file is 0644; an explicit mode wins. */
+static void write_keeps_mode(fx *f) {
+        nook_error err = {};
+        char p[PATH_MAX];
+        struct stat st;
+
+        host_path_of(f, "script.sh", p);
+        cr_assert_eq(ws_write(f->w, "script.sh", "echo 1", 6, 0, &err), 0, "%s", err.msg);
+        cr_assert_eq(stat(p, &st), 0);
+        cr_expect_eq(st.st_mode & 07777, 0644, "a new file: 0644, got %o", st.st_mode & 07777);
+        cr_assert_eq(chmod(p, 0750), 0);
+        cr_assert_eq(ws_write(f->w, "script.sh", "echo 2", 6, 0, &err), 0, "%s", err.msg);
+        cr_assert_eq(stat(p, &st), 0);
+        cr_expect_eq(st.st_mode & 07777, 0750, "a replaced file keeps 0750, got %o", st.st_mode & 07777);
+        cr_expect_str_eq(slurp(p), "echo 2");
+        cr_assert_eq(chmod(p, 04755), 0);
+        cr_assert_eq(ws_write(f->w, "script.sh", "echo 3", 6, 0, &err), 0, "%s", err.msg);
+        cr_assert_eq(stat(p, &st), 0);
+        cr_expect_eq(st.st_mode & 07777, 0755, "set-id bits never carry over, got %o", st.st_mode & 07777);
+        cr_assert_eq(ws_write(f->w, "script.sh", "echo 4", 6, 0600, &err), 0, "%s", err.msg);
+        cr_assert_eq(stat(p, &st), 0);
+        cr_expect_eq(st.st_mode & 07777, 0600, "an explicit mode wins, got %o", st.st_mode & 07777);
+}
+
+Test(workspace, write_keeps_a_replaced_files_mode) {
+        BOTH_MODES("wmode", write_keeps_mode);
+}
+
 /* A hard link to an outside file is just a file: the kernel gives no way to tell it from one
  * made inside, and RESOLVE_BENEATH is about names, not inodes.  Reading it is allowed (whoever
  * made the link could already read the file); writing replaces the name, so the outside inode

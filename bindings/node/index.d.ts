@@ -12,7 +12,8 @@ export declare class SandboxError extends Error {
   readonly name: "SandboxError";
   /** libnook's error code. */
   code: SandboxErrorCode;
-  /** The system call's errno, when the failure came from one. */
+  /** The system call's errno, when the failure came from one (not every one carries it: a
+   * missing file is code "not_found" without it). */
   errno?: number;
   /** A merge refused for conflicts (code "conflict"): every conflicting path. */
   conflicts?: MergeConflict[];
@@ -156,7 +157,9 @@ export interface MergeOptions {
 }
 
 export interface MergeConflict {
+  /** Escaped as %XX when pathEscaped (a name that is not UTF-8). */
   path: string;
+  pathEscaped?: boolean;
   branch: DiffChange["kind"];
   target: "added" | "deleted" | "modified" | "type" | "mode" | "parent" | "entries";
   resolution: "refused" | "ours" | "theirs" | "skipped";
@@ -168,7 +171,7 @@ export interface MergeResult {
   strategy: "refuse" | "ours" | "theirs";
   dryRun: boolean;
   merged: boolean;
-  applied: Array<{ path: string; kind: DiffChange["kind"] }>;
+  applied: Array<{ path: string; pathEscaped?: boolean; kind: DiffChange["kind"] }>;
   conflicts: MergeConflict[];
 }
 
@@ -318,7 +321,7 @@ export declare class Box {
   diff(options?: { patch?: boolean; root?: boolean }): Promise<DiffResult>;
   /** This sandbox's workspace changes onto `into`'s; conflicts with strategy "refuse" (the
    * default) reject with SandboxError code "conflict" and `.conflicts`, changing nothing. */
-  merge(options: MergeOptions): Promise<MergeResult>;
+  merge(options?: MergeOptions): Promise<MergeResult>;
 }
 
 /**

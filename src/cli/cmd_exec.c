@@ -29,8 +29,8 @@
 /* exec's options; run names -w --cwd (--workdir is the spec's stored default there) */
 #define EXEC_HELP_ENV                                                                                       \
         "  -e, --env NAME=VALUE     environment for this command; a bare NAME takes its value from\n"       \
-        "                           this environment (left out when unset)\n"                            \
-        "  --env-file FILE          NAME=VALUE lines, as docker reads them ('#' comments; '-': stdin)\n"   \
+        "                           this environment (left out when unset)\n"                               \
+        "  --env-file FILE          NAME=VALUE lines, as docker reads them ('#' comments; '-': stdin)\n"    \
         "  --secret-env NAME        pass NAME from this environment as a secret (NAME=- reads the\n"        \
         "                           value from stdin); never stored, logged or put in an argv\n"
 #define EXEC_HELP_REST                                                                                      \
@@ -172,7 +172,8 @@ static int exec_opt_apply(const char *cmd, exec_args *a, int opt, const char *ar
                 "tty", no_argument, NULL, 't'                                                               \
         }
 #define EXEC_OPTS_LONG                                                                                      \
-        { "env", required_argument, NULL, 'e' }, { "env-file", required_argument, NULL, SPEC_OPT_ENV_FILE }, \
+        { "env", required_argument, NULL, 'e' },                                                            \
+                { "env-file", required_argument, NULL, SPEC_OPT_ENV_FILE },                                 \
                 { "secret-env", required_argument, NULL, 2000 },                                            \
                 { "workdir", required_argument, NULL, 'w' }, { "user", required_argument, NULL, 'u' },      \
                 { "interactive", no_argument, NULL, 'i' }, { "timeout", required_argument, NULL, 2001 },    \
@@ -637,7 +638,8 @@ static int run_parse(int argc, char **argv, json_t *spec, exec_args *a, run_args
                         ra->rm |= c == 3002;
                         continue;
                 }
-                if (c == 'e' || c == SPEC_OPT_ENV_FILE || c == 'u') /* the command's: not stored in the spec */
+                if (c == 'e' || c == SPEC_OPT_ENV_FILE ||
+                        c == 'u') /* the command's: not stored in the spec */
                         r = exec_opt_apply("run", a, c, optarg);
                 else {
                         r = spec_opt_apply("run", spec, c, optarg);

@@ -50,18 +50,20 @@ int cli_env_file(const char *cmd, const char *path, cli_env_add add, void *userd
                 if (!*s || *s == '#')
                         continue;
                 if (strlen(s) != (size_t)len - (size_t)(s - line)) {
-                        cli_usage_error(cmd, "--env-file '%s', line %zu: the line holds a NUL byte", path, lineno);
+                        cli_usage_error(
+                                cmd, "--env-file '%s', line %zu: the line holds a NUL byte", path, lineno);
                         r = -1;
                 } else if (!nook_text_is_utf8(s, &off)) {
                         cli_usage_error(cmd, "--env-file '%s', line %zu: not UTF-8 text (byte 0x%02x)", path,
                                 lineno, (unsigned char)s[off]);
                         r = -1;
                 } else if (strcspn(s, "= \t\v\f") < strcspn(s, "=")) {
-                        cli_usage_error(cmd, "--env-file '%s', line %zu: the name '%.*s' holds a blank", path,
-                                lineno, (int)strcspn(s, "="), s);
+                        cli_usage_error(cmd, "--env-file '%s', line %zu: the name '%.*s' holds a blank",
+                                path, lineno, (int)strcspn(s, "="), s);
                         r = -1;
                 } else if (*s == '=') {
-                        cli_usage_error(cmd, "--env-file '%s', line %zu: an entry without a name", path, lineno);
+                        cli_usage_error(
+                                cmd, "--env-file '%s', line %zu: an entry without a name", path, lineno);
                         r = -1;
                 } else
                         r = cli_env_arg(cmd, s, add, userdata);

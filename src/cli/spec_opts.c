@@ -262,7 +262,8 @@ static int add_secret(const char *cmd, json_t *spec, const char *arg) {
         }
         if (json_object_get(json_object_get(spec, "secrets"), buf)) {
                 /* the later one replaced the earlier, hosts and all, without a word */
-                cli_usage_error(cmd, "--secret %s is given twice; list every host in one: --secret %s@HOST,HOST", buf,
+                cli_usage_error(cmd,
+                        "--secret %s is given twice; list every host in one: --secret %s@HOST,HOST", buf,
                         buf);
                 return -1;
         }

@@ -51,8 +51,8 @@
         "  --image IMAGE          'host' (default), a root filesystem directory, or a registry\n"           \
         "                         image (alpine:3, ghcr.io/o/r:tag), pulled once, then cached\n"
 #define SPEC_OPTS_HELP_E                                                                                    \
-        "  -e, --env NAME=VALUE   environment for every exec (stored: no secrets here); a bare NAME\n"    \
-        "                         takes its value from this environment (left out when unset)\n"          \
+        "  -e, --env NAME=VALUE   environment for every exec (stored: no secrets here); a bare NAME\n"      \
+        "                         takes its value from this environment (left out when unset)\n"            \
         "  --env-file FILE        NAME=VALUE lines, as docker reads them ('#' comments; '-': stdin)\n"
 #define SPEC_OPTS_HELP_B                                                                                    \
         "  -l, --label KEY=VALUE  a label (repeatable)\n"                                                   \
@@ -96,8 +96,8 @@
         "                         needs --network public or policy\n"                                       \
         "  --allow-http 'METHOD URL'  allow only matching HTTP(S) requests (repeatable; first match;\n"     \
         "                         e.g. 'GET https://api.github.com/repos/*'); others get 403\n"             \
-        "                         (ports 80 and 443: other ports, and a private address opened\n"          \
-        "                         by --allow, go by the network policy, unjudged)\n"                      \
+        "                         (ports 80 and 443: other ports, and a private address opened\n"           \
+        "                         by --allow, go by the network policy, unjudged)\n"                        \
         "  --egress-ca FILE       a PEM CA the gateway trusts for upstream servers (private CAs)\n"         \
         "  --egress-audit         run the gateway for its audit log only ('nook egress log NAME')\n"
 #define SPEC_OPTS_HELP SPEC_OPTS_HELP_A SPEC_OPTS_HELP_E SPEC_OPTS_HELP_B SPEC_OPTS_HELP_U SPEC_OPTS_HELP_C

@@ -100,7 +100,8 @@ int iso_userns_owner_begin(uint32_t base, iso_userns_owner *o, nook_error *err) 
                 int e = errno;
                 o->changed = true;
                 (void)iso_userns_owner_end(o, NULL);
-                return nook_err_errnum(err, NOOK_E_IO, e, "Cannot take the sandbox's host uid %u", (unsigned)id);
+                return nook_err_errnum(
+                        err, NOOK_E_IO, e, "Cannot take the sandbox's host uid %u", (unsigned)id);
         }
         o->changed = true;
         /* files are still opened as root (the fsuid, which the clone passes on): the child opens
@@ -121,7 +122,9 @@ int iso_userns_owner_end(const iso_userns_owner *o, nook_error *err) {
         if (setresuid((uid_t)-1, 0, (uid_t)-1) < 0 || setresgid((gid_t)-1, 0, (gid_t)-1) < 0 ||
                 prctl(PR_SET_SECUREBITS, (unsigned long)o->securebits) < 0 ||
                 prctl(PR_SET_DUMPABLE, (unsigned long)o->dumpable) < 0)
-                return err ? nook_err_errno(err, NOOK_E_IO, "Cannot return to root after the sandbox's clone") : -1;
+                return err
+                        ? nook_err_errno(err, NOOK_E_IO, "Cannot return to root after the sandbox's clone")
+                        : -1;
         return 0;
 }
 

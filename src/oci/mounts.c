@@ -88,7 +88,8 @@ static int mount_bind(int root, const oci_mount *m, int src_tree, nook_error *er
         if (r < 0)
                 return r;
         (void)fd_path(fd, p);
-        if (src_tree >= 0 ? move_mount(src_tree, "", fd, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0
+        if (src_tree >= 0 ? move_mount(src_tree, "", fd, "",
+                                    MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0
                           : mount(m->source, p, NULL, MS_BIND | (m->flags & MS_REC), NULL) < 0)
                 return nook_err_errno(err, NOOK_E_IO, "Cannot bind '%s' at '%s'", m->source, m->destination);
         r = remount_flags(root, m, 0, err);
@@ -139,8 +140,8 @@ static int mount_cgroup(int root, const oci_mount *m, iso_cgroup *cg, nook_error
                         return r;
                 (void)fd_path(t, tp);
                 if (mount(NULL, tp, NULL,
-                            MS_BIND | MS_REMOUNT | (m->flags & MS_RDONLY) | MS_NOSUID | MS_NODEV | MS_NOEXEC |
-                                    iso_locked_flags(tp),
+                            MS_BIND | MS_REMOUNT | (m->flags & MS_RDONLY) | MS_NOSUID | MS_NODEV |
+                                    MS_NOEXEC | iso_locked_flags(tp),
                             NULL) < 0)
                         return nook_err_errno(err, NOOK_E_IO, "Cannot make the cgroup view '%s' %s", dst,
                                 m->flags & MS_RDONLY ? "read-only" : "nosuid, nodev and noexec");

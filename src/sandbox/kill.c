@@ -32,8 +32,8 @@ static int kill_locked(nook *n, const char *name, int sig, nook_error *err) {
                 return nook_err_set(err, NOOK_E_NOT_FOUND, "No sandbox '%s'", name);
         r = sb_reconcile(n, &rec, err);
         if (r >= 0 && !streq(rec.state, "running"))
-                r = nook_err_set(err, NOOK_E_STATE, "Sandbox '%s' is %s, not running: it runs no command to signal",
-                        name, rec.state);
+                r = nook_err_set(err, NOOK_E_STATE,
+                        "Sandbox '%s' is %s, not running: it runs no command to signal", name, rec.state);
         if (r >= 0 && sb_is_paused(n, name))
                 r = nook_err_set(err, NOOK_E_STATE,
                         "Sandbox '%s' is paused: its commands would take the signal only once resumed; resume it "

@@ -22,7 +22,8 @@
 
 /* One pause or resume request on a connected control socket, and its answer. */
 static int pause_request(int sock, const char *name, bool pause, bool hold, nook_error *err) {
-        return sb_request(sock, name, json_pack("{s:s, s:b}", "op", pause ? "pause" : "resume", "hold", hold),
+        return sb_request(sock, name,
+                json_pack("{s:s, s:b}", "op", pause ? "pause" : "resume", "hold", hold),
                 pause ? "pause" : "resume", PAUSE_REPLY_MS, err);
 }
 

@@ -255,7 +255,8 @@ static int source_spec(nook *n, const char *sandbox, sb_spec *ret, nook_error *e
         if (r >= 0 && !streq(rec.state, "stopped"))
                 r = nook_err_set(err, NOOK_E_STATE,
                         "Sandbox '%s' is %s; stop it first ('nook stop %s'): a snapshot holds disk state only, never memory or processes",
-                        sandbox, streq(rec.state, "running") && sb_is_paused(n, sandbox) ? "paused" : rec.state,
+                        sandbox,
+                        streq(rec.state, "running") && sb_is_paused(n, sandbox) ? "paused" : rec.state,
                         sandbox);
         else if (r >= 0 && !rec.sticky)
                 r = nook_err_set(err, NOOK_E_STATE,

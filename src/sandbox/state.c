@@ -229,7 +229,8 @@ int sb_request(int sock, const char *name, json_t *msg, const char *what, int ti
         json_decref(msg);
         struct pollfd p = { .fd = sock, .events = POLLIN };
         if (r >= 0 && poll(&p, 1, timeout_ms) == 0)
-                return nook_err_set(err, NOOK_E_TIMEOUT, "Sandbox '%s' did not answer the %s request", name, what);
+                return nook_err_set(
+                        err, NOOK_E_TIMEOUT, "Sandbox '%s' did not answer the %s request", name, what);
         if (r >= 0)
                 r = proto_recv(sock, &reply, NULL, NULL);
         if (r <= 0)

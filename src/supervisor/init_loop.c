@@ -342,7 +342,8 @@ static void helper_signal(pid_t helper, int sig, bool hard) {
                 return;
         }
         (void)sigqueue(helper, SIGUSR1,
-                (union sigval){ .sival_int = sig == SIGKILL ? INIT_HELPER_KILL_TREE : INIT_HELPER_SIGNAL(sig) });
+                (union sigval){
+                        .sival_int = sig == SIGKILL ? INIT_HELPER_KILL_TREE : INIT_HELPER_SIGNAL(sig) });
         if (sig == SIGKILL)
                 (void)kill(helper, SIGCONT);
 }

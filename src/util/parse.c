@@ -326,7 +326,6 @@ static int signal_from_text(const char *s) {
         return -1;
 }
 
-
 int parse_signal(const char *s, int *ret, nook_error *err) {
         char preview[PREVIEW_SIZE];
         int sig = signal_from_text(s);
@@ -336,6 +335,6 @@ int parse_signal(const char *s, int *ret, nook_error *err) {
         }
         util_preview(s ? s : "", preview, sizeof(preview));
         return nook_err_set(err, NOOK_E_INVALID,
-                "'%s' is not a signal: give a name (TERM, SIGHUP, RTMIN+1) or a number from 1 to %d", preview,
-                SIGRTMAX);
+                "'%s' is not a signal: give a name (TERM, SIGHUP, RTMIN+1) or a number from 1 to %d",
+                preview, SIGRTMAX);
 }

@@ -249,13 +249,8 @@ Test(parse, signal_names_and_numbers) {
                 const char *in;
                 int want;
         } cases[] = {
-                { "KILL", SIGKILL },
-                { "SIGKILL", SIGKILL },
-                { "sigterm", SIGTERM },
-                { "hup", SIGHUP },
-                { "Usr1", SIGUSR1 },
-                { "9", 9 },
-                { "64", 64 },
+                { "KILL", SIGKILL }, { "SIGKILL", SIGKILL }, { "sigterm", SIGTERM }, { "hup", SIGHUP },
+                { "Usr1", SIGUSR1 }, { "9", 9 }, { "64", 64 },
                 { "RTMIN+2", 0 }, /* SIGRTMIN is not constant: filled below */
         };
         for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
@@ -273,7 +268,8 @@ Test(parse, signal_refuses_bad_input) {
         for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
                 nook_error err = { 0 };
                 int sig = -1;
-                cr_expect_eq(parse_signal(bad[i], &sig, &err), -NOOK_E_INVALID, "'%s' accepted as %d", bad[i], sig);
+                cr_expect_eq(parse_signal(bad[i], &sig, &err), -NOOK_E_INVALID, "'%s' accepted as %d",
+                        bad[i], sig);
                 cr_expect_eq(sig, -1, "'%s' changed the result", bad[i]);
                 cr_expect(strstr(err.msg, "is not a signal") != NULL, "'%s': %s", bad[i], err.msg);
         }

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -127,6 +128,26 @@ bool egress_host_match(const char *pattern, const char *host) {
                 return hn > sn && strncasecmp(host + hn - sn, suffix, sn) == 0;
         }
         return strlen(pattern) == hn && strncasecmp(pattern, host, hn) == 0;
+}
+
+int egress_secret_host_check(const char *pattern, nook_error *err) {
+        int r = egress_host_pattern_check(pattern, err);
+        if (r < 0)
+                return r;
+        bool wild = pattern[0] == '*';
+        const char *name = wild ? pattern + 2 : pattern;
+        if (strspn(name, "0123456789.") == strlen(name))
+                return nook_err_set(err, NOOK_E_INVALID,
+                        "'%s' is an address: a secret goes only to a host named over HTTPS (name it)",
+                        pattern);
+        if (!strchr(name, '.'))
+                return nook_err_set(err, NOOK_E_INVALID,
+                        wild ? "'%s' covers every name under a top-level domain: anyone can get a certificate "
+                               "for one of them; name the service's own hosts"
+                             : "'%s' is a single label: a secret goes only to a public host named over HTTPS "
+                               "(name it in full, e.g. api.example.com)",
+                        pattern);
+        return 0;
 }
 
 static int parse_port(const char *p, size_t n, unsigned *ret, nook_error *err) {

@@ -41,6 +41,11 @@ static inline void egress_rule_freep(egress_rule **r) {
 
 /* A secret's host pattern or a rule's HOST: "api.github.com" or "*.example.com". */
 int egress_host_pattern_check(const char *pattern, nook_error *err);
+/* A secret's host, on top of egress_host_pattern_check: a name with a dot below a top-level one.
+ * A bare or wildcard top-level name ('com', '*.com') would send the value to any host anyone can
+ * get a certificate for; an address or a single label ('localhost') could never match (the
+ * gateway takes TLS with a server name only, to public destinations only). */
+int egress_secret_host_check(const char *pattern, nook_error *err);
 /* pattern as above against a concrete host name (any case, an optional trailing dot). */
 bool egress_host_match(const char *pattern, const char *host);
 

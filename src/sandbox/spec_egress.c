@@ -97,7 +97,7 @@ static int parse_hosts(const char *name, json_t *hosts, char ***ret, nook_error 
                                 "Invalid spec: secret '%s': hosts[%zu] must be a string", name, i);
                 int r = net_domain_parse(json_string_value(v), &d, err);
                 if (r >= 0)
-                        r = egress_host_pattern_check(d, err);
+                        r = egress_secret_host_check(d, err);
                 if (r < 0)
                         return nook_err_wrap(err, "Invalid spec: secret '%s': hosts[%zu]", name, i);
                 if (strv_push(ret, d) < 0)

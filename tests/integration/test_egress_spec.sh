@@ -8,7 +8,7 @@
 . "$(dirname "$0")/lib.sh"
 
 require_bin "$NOOK" "$NOOK_SUPERVISOR"
-plan 55
+plan 60
 
 SENT="nook-sentinel-$$-s3cr3t"
 export TOK=$SENT
@@ -43,6 +43,11 @@ refused "--secret with an unknown suffix" "only suffix is ':body'" create w --ne
 refused "--secret with a host that is no name" "hosts\[0\].*not a domain name" create w --network public --secret 'TOK@a b'
 refused "--secret with a host:port" "only suffix is ':body'" create w --network public --secret 'TOK@a.example:443'
 refused "--secret with a host pattern in the middle" "not a domain name" create w --network public --secret 'TOK@a.*.example'
+refused "--secret for every name under a top-level domain" "covers every name under a top-level domain" create w --network public --secret 'TOK@*.com'
+refused "--secret for a top-level name" "single label" create w --network public --secret 'TOK@com'
+refused "--secret for localhost (never a public host)" "single label" create w --network public --secret 'TOK@localhost'
+refused "--secret for an address" "address" create w --network public --secret 'TOK@10.1.2.3'
+refused "--secret given twice (the later one replaced the earlier)" "given twice" create w --network public --secret TOK@a.example --secret TOK@b.example
 export SSL_CERT_FILE=x
 refused "--secret may not take a name nook sets (SSL_CERT_FILE)" "variable nook sets" create w --network public --secret SSL_CERT_FILE@a.example
 unset SSL_CERT_FILE

@@ -249,3 +249,28 @@ Test(egress_rules, glob) {
         cr_expect_not(egress_glob_match("/a", "/ab"));
         cr_expect_not(egress_glob_match("/ab", "/a"));
 }
+
+Test(egress_rules, secret_hosts_below_a_top_level_name) {
+        static const char *const good[] = { "api.example.com", "*.example.com", "a.b", "x-1.example.test" };
+        static const struct {
+                const char *host, *why;
+        } bad[] = {
+                { "com", "single label" },
+                { "localhost", "single label" },
+                { "*.com", "top-level domain" },
+                { "10.1.2.3", "address" },
+                { "1.2", "address" },
+                { "*.1.2", "address" },
+                { "", "empty" },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(good); i++) {
+                nook_error err = { 0 };
+                cr_expect_eq(egress_secret_host_check(good[i], &err), 0, "'%s': %s", good[i], err.msg);
+        }
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+                nook_error err = { 0 };
+                cr_expect_eq(egress_secret_host_check(bad[i].host, &err), -NOOK_E_INVALID, "'%s' accepted",
+                        bad[i].host);
+                cr_expect(strstr(err.msg, bad[i].why) != NULL, "'%s': %s", bad[i].host, err.msg);
+        }
+}

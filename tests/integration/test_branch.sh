@@ -151,7 +151,7 @@ PY
 else
         expect_fail 1 "pause without a writable freezer" pause p
         like "$err" "Cannot pause: .*(not writable|freezer|cgroup)" "the error says why: $WHY_NO_PAUSE"
-        for i in $(seq 18); do skip_expected "no writable cgroup freezer in this stage: $WHY_NO_PAUSE"; done
+        for i in $(seq 22); do skip_expected "no writable cgroup freezer in this stage: $WHY_NO_PAUSE"; done
         run_nook rm p
 fi
 expect_fail 1 "pause of a missing sandbox" pause nope

@@ -323,7 +323,9 @@ int cmd_prune(int argc, char **argv) {
                 else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
                         printf("Usage: nook prune [--all] [-f] [--json]\n\nRemove every stopped sandbox with its workspace, as 'nook rm' does.\n"
                                "Sticky sandboxes are kept unless --all. There is no prompt: -f, --force are\n"
-                               "accepted for docker's 'container prune -f'. --json prints the removed names as an array.\n");
+                               "accepted for docker's 'container prune -f'. --json prints the removed names as an array.\n"
+                               "It also removes this user's runtime folders (sockets, logs, ephemeral layers) whose\n"
+                               "state folder was deleted by hand.\n");
                         return 0;
                 } else
                         return cli_usage_error("prune", "unknown argument '%s'", argv[i]);

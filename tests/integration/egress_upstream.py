@@ -165,14 +165,6 @@ class Handler(http.server.BaseHTTPRequestHandler):
         token = self.headers.get("Authorization", "").split(" ")[-1].encode() if "echo" in self.path else b""
         body = pattern_body(n, token)
         self.send_response(200)
-        if "trailerecho" in self.path:  # the Authorization it got in a chunk extension and a trailer
-            auth = self.headers.get("Authorization", "").encode()
-            self.send_response(200)
-            self.send_header("Transfer-Encoding", "chunked")
-            self.send_header("Trailer", "X-Echo")
-            self.end_headers()
-            self.wfile.write(b"3;ext=%s\r\nhi\n\r\n0\r\nX-Echo: %s\r\n\r\n" % (auth.replace(b" ", b"_"), auth))
-            return
         if "chunked" in self.path:
             self.send_header("Transfer-Encoding", "chunked")
             self.end_headers()

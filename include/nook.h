@@ -126,6 +126,8 @@ NOOK_PUBLIC int nook_ws_host_path(nook_ws *w, const char *path, char **ret, nook
  * (against nook_sandbox_remove) for the call; the handle keeps that lock file open from its first
  * change on (one descriptor). */
 NOOK_PUBLIC int nook_ws_write(nook_ws *w, const char *path, const void *data, size_t len, nook_error *err);
+/* The same, with fd's content: a regular file brings its permission bits (not set-id ones);
+ * a pipe brings none, as nook_ws_write. */
 NOOK_PUBLIC int nook_ws_write_fd(nook_ws *w, const char *path, int fd, nook_error *err);
 /* Reads a regular file (max 0 = 1 GiB); *ret_data is NUL-terminated for convenience.  This and
  * nook_ws_open_read leave the file's access time as it was (O_NOATIME where the kernel allows it:

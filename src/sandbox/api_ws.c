@@ -181,20 +181,23 @@ int nook_ws_write(nook_ws *w, const char *path, const void *data, size_t len, no
         int r = ws_guard_enter(w, err);
         if (r < 0)
                 return r;
-        r = ws_write(w->w, path, data, len, 0644, err);
+        r = ws_write(w->w, path, data, len, /* a new file 0644, a replaced one keeps its mode */ 0, err);
         ws_guard_leave(w);
         return r;
 }
 
 int nook_ws_write_fd(nook_ws *w, const char *path, int fd, nook_error *err) {
-        /* A regular file keeps its permission bits (an executable stays executable); setuid,
-         * setgid and sticky never cross into a workspace. */
+        /* A regular file brings its permission bits (an executable stays executable); setuid,
+         * setgid and sticky never cross into a workspace.  A pipe brings none: as nook_ws_write,
+         * a new file is 0644 and a replaced one keeps its own (mode 0). */
         struct stat st;
-        mode_t mode = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? (st.st_mode & 0777) : 0644;
+        mode_t mode = 0;
+        if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
+                mode = (st.st_mode & 0777) ? (st.st_mode & 0777) : 0644;
         int r = ws_guard_enter(w, err);
         if (r < 0)
                 return r;
-        r = ws_write_fd(w->w, path, fd, mode ? mode : 0644, err);
+        r = ws_write_fd(w->w, path, fd, mode, err);
         ws_guard_leave(w);
         return r;
 }

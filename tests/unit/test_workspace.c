@@ -975,6 +975,26 @@ Test(workspace, public_api) {
         cr_expect_str_eq(data, "console.log(41 + 1)");
         nook_free(data);
         cr_expect_eq(nook_ws_exists(w, "src/main.js", &err), 1);
+        /* through the public API too (it passed 0644 itself, so a rewritten script lost its x bit) */
+        char script[PATH_MAX + 16];
+        struct stat st;
+        snprintf(script, sizeof(script), "%s/src/main.js", expect);
+        cr_assert_eq(stat(script, &st), 0);
+        cr_expect_eq(st.st_mode & 07777, 0644, "a new file: 0644, got %o", st.st_mode & 07777);
+        cr_assert_eq(chmod(script, 0755), 0);
+        cr_assert_eq(nook_ws_write(w, "/src/main.js", "console.log(42)", 15, &err), 0, "%s", err.msg);
+        cr_assert_eq(stat(script, &st), 0);
+        cr_expect_eq(st.st_mode & 07777, 0755, "nook_ws_write keeps a replaced file's mode, got %o",
+                st.st_mode & 07777);
+        int pfd[2];
+        cr_assert_eq(pipe(pfd), 0);
+        cr_assert_eq(write(pfd[1], "piped", 5), 5);
+        close(pfd[1]);
+        cr_assert_eq(nook_ws_write_fd(w, "/src/main.js", pfd[0], &err), 0, "%s", err.msg);
+        close(pfd[0]);
+        cr_assert_eq(stat(script, &st), 0);
+        cr_expect_eq(st.st_mode & 07777, 0755, "so does nook_ws_write_fd from a pipe, got %o",
+                st.st_mode & 07777);
         cr_expect_eq(nook_ws_write(w, "/workspace/../../etc/x", "x", 1, &err), -NOOK_E_REFUSED);
         cr_expect_str_eq(err.msg, "Refusing a path outside the workspace: '/workspace/../../etc/x'");
         nook_dirent *de = NULL;

@@ -1,22 +1,15 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* nook pause / nook resume (pause.h). */
-#include <errno.h>
 #include <jansson.h>
-#include <poll.h>
-#include <string.h>
 
 #include "nook.h"
 #include "isolate/cgroup.h"
 #include "sandbox/ctx.h"
 #include "sandbox/pause.h"
 #include "sandbox/state.h"
-#include "store/store.h"
-#include "supervisor/proto.h"
 #include "util/error.h"
-#include "util/fd.h"
 #include "util/macro.h"
 #include "util/name.h"
-#include "util/str.h"
 
 #define PAUSE_REPLY_MS 10000 /* the supervisor waits at most 2 s for the freezer */
 
@@ -63,26 +56,13 @@ bool sb_is_paused(nook *n, const char *name) {
 
 static int pause_or_resume(nook *n, const char *name, bool pause, nook_error *err) {
         _cleanup_close_ int lock = -1;
-        sandbox_rec rec = { 0 };
-        store *st;
         int r = name_validate("sandbox", name, err);
-        if (r < 0)
-                return r;
-        r = sb_lock(n, name, &lock, err);
-        if (r < 0)
-                return r;
-        r = ctx_store(n, &st, err);
-        if (r < 0)
-                return r;
-        if ((r = store_sandbox_get(st, name, &rec, err)) < 0)
-                return nook_err_set(err, NOOK_E_NOT_FOUND, "No sandbox '%s'", name);
-        r = sb_reconcile(n, &rec, err);
-        if (r >= 0 && !streq(rec.state, "running"))
-                r = nook_err_set(err, NOOK_E_STATE, "Sandbox '%s' is %s, not running; %s", name, rec.state,
-                        pause ? "only a running sandbox can be paused" : "there is nothing to resume");
+        if (r >= 0)
+                r = sb_lock_running(n, name,
+                        pause ? "only a running sandbox can be paused" : "there is nothing to resume", &lock,
+                        err);
         if (r >= 0)
                 r = sb_pause_locked(n, name, pause, err);
-        sandbox_rec_done(&rec);
         return r;
 }
 

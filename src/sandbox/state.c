@@ -223,6 +223,26 @@ int sb_connect(nook *n, const char *name, int *ret_fd, nook_error *err) {
         return 0;
 }
 
+int sb_lock_running(nook *n, const char *name, const char *why, int *ret_lock, nook_error *err) {
+        _cleanup_close_ int lock = -1;
+        sandbox_rec rec = { 0 };
+        store *st;
+        int r = sb_lock(n, name, &lock, err);
+        if (r >= 0)
+                r = ctx_store(n, &st, err);
+        if (r >= 0 && store_sandbox_get(st, name, &rec, err) < 0)
+                r = nook_err_set(err, NOOK_E_NOT_FOUND, "No sandbox '%s'", name);
+        if (r >= 0)
+                r = sb_reconcile(n, &rec, err);
+        if (r >= 0 && !streq(rec.state, "running"))
+                r = nook_err_set(
+                        err, NOOK_E_STATE, "Sandbox '%s' is %s, not running; %s", name, rec.state, why);
+        sandbox_rec_done(&rec);
+        if (r >= 0)
+                *ret_lock = TAKE_FD(lock);
+        return r;
+}
+
 int sb_request(int sock, const char *name, json_t *msg, const char *what, int timeout_ms, nook_error *err) {
         json_t *reply = NULL;
         int r = msg ? proto_send(sock, msg, NULL, 0) : -ENOMEM;

@@ -48,6 +48,10 @@ int sb_reconcile(nook *n, sandbox_rec *rec, nook_error *err);
  * only if the lock is free (else an operation under way will); rec is re-read under the lock.
  * A record removed meanwhile comes back with the state "removed". */
 int sb_reconcile_unlocked(nook *n, sandbox_rec *rec, nook_error *err);
+/* Takes name's lock (*ret_lock) and makes its record true (sb_reconcile) for an operation on a
+ * running sandbox: 0 when it runs; NOOK_E_NOT_FOUND, or NOOK_E_STATE "Sandbox 'x' is STATE, not
+ * running; WHY", with no lock held. */
+int sb_lock_running(nook *n, const char *name, const char *why, int *ret_lock, nook_error *err);
 /* The pid of a live supervisor of sandbox name (found by its command line), or 0. */
 pid_t sb_supervisor_find(nook *n, const char *name);
 /* Removes the sandbox's cgroups, if any are left (a supervisor killed by SIGKILL leaves them). */

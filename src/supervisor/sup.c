@@ -664,7 +664,12 @@ static void handle_kill(sup *s, client *c, json_t *sigv) {
                 return;
         }
         if (s->paused) {
-                client_error(c, NOOK_E_STATE, "The sandbox is paused; resume it first");
+                char msg[256];
+                (void)snprintf(msg, sizeof(msg),
+                        "Sandbox '%s' is paused: its commands would take the signal only once resumed; resume "
+                        "it first ('nook resume %s'), or stop it",
+                        s->cfg->name, s->cfg->name);
+                client_error(c, NOOK_E_STATE, msg);
                 return;
         }
         json_t *m = json_pack("{s:s, s:b, s:i}", "op", "kill", "all", true, "signal", (int)sig);

@@ -47,16 +47,7 @@
 /* ---- paths, digests, metadata ------------------------------------------------------------------ */
 
 int sb_snapshot_root(nook *n, char **ret, nook_error *err) {
-        char *p = strprintf("%s/snapshots", n->home);
-        if (!p)
-                return nook_err_oom(err);
-        int r = path_mkdir_p(p, 0700, err);
-        if (r < 0) {
-                free(p);
-                return r;
-        }
-        *ret = p;
-        return 0;
+        return sb_home_dir(n, "snapshots", ret, err);
 }
 
 int sb_snapshot_tmpdir(nook *n, const char *what, char **ret, int *ret_lock, nook_error *err) {

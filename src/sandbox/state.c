@@ -513,17 +513,19 @@ void sb_sweep_tmp(nook *n) {
                 (void)tmp_sweep_prefix(layers, IMAGE_LAYER_TMP_PREFIX, path_rm_rf_at);
 }
 
-int sb_trash_dir(nook *n, char **ret, nook_error *err) {
-        char *t = strprintf("%s/trash", n->home);
-        if (!t)
+int sb_home_dir(nook *n, const char *sub, char **ret, nook_error *err) {
+        _cleanup_free_ char *p = strprintf("%s/%s", n->home, sub);
+        if (!p)
                 return nook_err_oom(err);
-        if (mkdir(t, 0700) < 0 && errno != EEXIST) {
-                int r = nook_err_errno(err, NOOK_E_IO, "Cannot create '%s'", t);
-                free(t);
+        int r = path_mkdir_p(p, 0700, err);
+        if (r < 0)
                 return r;
-        }
-        *ret = t;
+        *ret = TAKE_PTR(p);
         return 0;
+}
+
+int sb_trash_dir(nook *n, char **ret, nook_error *err) {
+        return sb_home_dir(n, "trash", ret, err);
 }
 
 int sb_trash_new(nook *n, const char *kind, char **ret, int *ret_lock, nook_error *err) {

@@ -58,6 +58,8 @@ pid_t sb_supervisor_find(nook *n, const char *name);
 void sb_cgroup_remove(nook *n, const char *name);
 /* Removes the temporary folders of killed snapshot and image operations (no live owner). */
 void sb_sweep_tmp(nook *n);
+/* <home>/SUB, made 0700 (with its parents) when missing. */
+int sb_home_dir(nook *n, const char *sub, char **ret, nook_error *err);
 /* <home>/trash (made 0700 when missing): where removals, restores, branches and copies into a
  * workspace keep what a kill must not leave under a sandbox's name; sb_sweep_tmp empties it of
  * folders no live owner holds. */

@@ -13,19 +13,20 @@ ctx = ssl.create_default_context(cafile=ca)
 s = ctx.wrap_socket(socket.create_connection((addr, 443), timeout=10), server_hostname=host)
 s.sendall(("GET %s HTTP/1.1\r\nHost: %s\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
            "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n%s\r\n" % (path, host, extra)).encode())
-head = b""
-while b"\r\n\r\n" not in head:
-    chunk = s.recv(4096)
-    if not chunk:
-        break
-    head += chunk
+def recv_until(sock, buf, marker):
+    """Reads until marker is in buf (or the peer closes); returns all that came."""
+    while marker not in buf:
+        chunk = sock.recv(4096)
+        if not chunk:
+            break
+        buf += chunk
+    return buf
+
+
+got = recv_until(s, b"", b"\r\n\r\n")
+head, _, rest = got.partition(b"\r\n\r\n")
 print(head.split(b"\r\n")[0].decode())
 if b" 101 " in head.split(b"\r\n")[0]:
     s.sendall(b"hello-ws")
-    got = b""
-    while b"hello-ws" not in got:
-        chunk = s.recv(4096)
-        if not chunk:
-            break
-        got += chunk
-    print(got.decode())
+    # what came with the head (a /wsecho upstream writes right after its 101) is the stream's
+    print(recv_until(s, rest, b"hello-ws").decode())

@@ -638,8 +638,8 @@ static int run_parse(int argc, char **argv, json_t *spec, exec_args *a, run_args
                         ra->rm |= c == 3002;
                         continue;
                 }
-                if (c == 'e' || c == SPEC_OPT_ENV_FILE ||
-                        c == 'u') /* the command's: not stored in the spec */
+                /* the command's environment and user: not stored in the spec */
+                if (c == 'e' || c == SPEC_OPT_ENV_FILE || c == 'u')
                         r = exec_opt_apply("run", a, c, optarg);
                 else {
                         r = spec_opt_apply("run", spec, c, optarg);

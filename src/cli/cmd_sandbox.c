@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* create, start, stop, restart, kill, rm, update, prune (logs: cmd_exec.c; ls, ps, inspect, stats: cmd_ps.c) */
+/* create, start, stop, restart, kill, rm, update, prune (logs: cmd_exec.c; ls, ps, inspect, stats:
+ * cmd_ps.c) */
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <signal.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -187,7 +189,7 @@ int cmd_kill(int argc, char **argv) {
         static const struct option opts[] = { { "signal", required_argument, NULL, 's' },
                 { "help", no_argument, NULL, 'h' }, {} };
         nook_error err = { 0 };
-        int c, sig = 9;
+        int c, sig = SIGKILL;
         while ((c = getopt_long(argc, argv, "hs:", opts, NULL)) >= 0) {
                 if (c == 'h') {
                         fputs("Usage: nook kill [-s|--signal SIG] NAME...\n\n"
@@ -205,7 +207,7 @@ int cmd_kill(int argc, char **argv) {
                 if (nook_parse_signal(optarg, &sig, &err) < 0)
                         return cli_usage_error("kill", "--signal: %s", err.msg);
         }
-        return for_each_name("kill", argc, argv, op_kill, &sig, sig == 9 ? "stopped" : "running");
+        return for_each_name("kill", argc, argv, op_kill, &sig, sig == SIGKILL ? "stopped" : "running");
 }
 
 static int op_wait(nook *n, const char *name, void *u, nook_error *err) {

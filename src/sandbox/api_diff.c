@@ -8,8 +8,8 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
-#include <unistd.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "nook.h"
 #include "tree/diff.h"
@@ -215,14 +215,11 @@ static char *branch_source(nook *n, const char *name, bool *ret_replaced) {
         sandbox_rec rec = { 0 }, src_rec = { 0 };
         nook_error ignore;
         char *src = NULL;
-        *ret_replaced = false;
         if (ctx_store(n, &st, &ignore) >= 0 && store_sandbox_get(st, name, &rec, &ignore) >= 0)
                 src = TAKE_PTR(rec.branch_of);
         int64_t point = branch_point_secs(rec.branch_point);
-        if (src && point >= 0 && store_sandbox_get(st, src, &src_rec, &ignore) >= 0 &&
-                src_rec.created_at > point) {
-                *ret_replaced = true;
-        }
+        *ret_replaced = src && point >= 0 && store_sandbox_get(st, src, &src_rec, &ignore) >= 0 &&
+                src_rec.created_at > point;
         sandbox_rec_done(&src_rec);
         sandbox_rec_done(&rec);
         return src;

@@ -44,9 +44,9 @@ static size_t n_reset_sigs;
 
 /* The helper's signals: SIGUSR1 queued with INIT_HELPER_KILL_TREE means "kill the whole tree",
  * queued with INIT_HELPER_SIGNAL(N) "pass N on" (how init forwards every client's signal); the
- * others, sent to the helper itself, are forwarded to the command as they came.  init blocks them all before it forks the helper, so one sent
- * right after the fork waits (pending) until the helper's sigwaitinfo() instead of killing it
- * or slipping between a flag check and a wait. */
+ * others, sent to the helper itself, are forwarded to the command as they came.  init blocks
+ * them all before it forks the helper, so one sent right after the fork waits (pending) until
+ * the helper's sigwaitinfo() instead of killing it or slipping between a flag check and a wait. */
 static const int helper_signals[] = { SIGCHLD, SIGUSR1, SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR2,
         SIGWINCH };
 
@@ -438,11 +438,11 @@ static void helper_report(int sock, const helper_rec *rec) {
  * socket) that the command started (or why it could not), its wait status as soon as it exits,
  * then keeps reaping whatever the command left running.  client_fd (a direct exec; else -1): the
  * client's connection, told first (client_tell) except of an end the supervisor words: a
- * command killed by SIGKILL or exiting 137 (its reason may be "oom") or one killed on request ("timeout",
- * "cancelled", a vanished client).  A kill request (SIGUSR1, INIT_HELPER_KILL_TREE) after the exit was reported is
- * ignored: what the command left running keeps running, as when it arrives after the
- * supervisor heard of the exit (a client that hung up on "exited" before the supervisor read
- * this helper's record must not take the command's background along). */
+ * command killed by SIGKILL or exiting 137 (its reason may be "oom") or one killed on request
+ * ("timeout", "cancelled", a vanished client).  A kill request (SIGUSR1, INIT_HELPER_KILL_TREE)
+ * after the exit was reported is ignored: what the command left running keeps running, as when it
+ * arrives after the supervisor heard of the exit (a client that hung up on "exited" before the
+ * supervisor read this helper's record must not take the command's background along). */
 _Noreturn static void helper_main(exec_req *req, int fds[3], int status_fd, int client_fd, int taken_fd) {
         sigset_t set;
 

@@ -27,8 +27,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/mount.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -69,7 +69,7 @@ typedef struct child_ctx {
         int sync_fd;
         int fifo_fd;
         int mnt_ns_fd; /* join this mount namespace, or -1 */
-        const int *bind_fds; /* per mount, its bind source opened before the clone, or -1 */
+        const int *bind_trees; /* per mount, its bind source cloned (open_tree) before the clone, or -1 */
         bool new_userns, new_cgroupns, new_uts, own_mntns, no_pivot;
         unsigned preserve_fds;
         oci_proc_ctx proc;
@@ -119,7 +119,7 @@ static int child_setup(child_ctx *c, nook_error *err) {
          * the process is chrooted into root.path (runc chroots too, after mounting into the
          * caller's namespace, which we do not). */
         if (c->own_mntns) {
-                r = oci_rootfs_setup(s, c->cg, c->new_userns, c->no_pivot, c->bind_fds, err);
+                r = oci_rootfs_setup(s, c->cg, c->new_userns, c->no_pivot, c->bind_trees, err);
                 if (r < 0)
                         return r;
         } else if (chroot(s->root) < 0 || chdir("/") < 0)
@@ -577,17 +577,17 @@ static int spawn_init(const oci_create_opts *o, create_plan *p, pid_t *ret_pid, 
         /* bind sources are cloned here, with our credentials, as detached mounts: from a new
          * user namespace the init may not reach them (podman's runroot is root's, 0700); it
          * attaches the clones (mounts.c, mount_bind).  Where open_tree fails, by path as before. */
-        _cleanup_free_ int *bind_fds = calloc(s->n_mounts ? s->n_mounts : 1, sizeof(int));
-        if (!bind_fds)
+        _cleanup_free_ int *bind_trees = calloc(s->n_mounts ? s->n_mounts : 1, sizeof(int));
+        if (!bind_trees)
                 return nook_err_oom(err);
         for (size_t i = 0; i < s->n_mounts; i++)
-                bind_fds[i] = s->mounts[i].bind && user && !user->path
+                bind_trees[i] = s->mounts[i].bind && user && !user->path
                         ? open_tree(AT_FDCWD, s->mounts[i].source,
                                   OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC |
                                           ((s->mounts[i].flags & MS_REC) ? AT_RECURSIVE : 0))
                         : -1;
         child_ctx c = { .spec = s,
-                .bind_fds = bind_fds,
+                .bind_trees = bind_trees,
                 .cg = p->cg,
                 .sync_fd = sp[1],
                 .fifo_fd = p->fifo_fd,
@@ -608,7 +608,7 @@ static int spawn_init(const oci_create_opts *o, create_plan *p, pid_t *ret_pid, 
                 (pid_t)syscall(SYS_clone, clone_flags(s) | SIGCHLD, NULL, NULL, NULL, NULL);
         int clone_errno = errno;
         for (size_t i = 0; pid != 0 && i < s->n_mounts; i++)
-                safe_close(bind_fds[i]); /* the init has its copies */
+                safe_close(bind_trees[i]); /* the init has its copies */
         errno = clone_errno;
         if (pid < 0)
                 return nook_err_errno(err, errno == EPERM ? NOOK_E_MISSING_FEATURE : NOOK_E_IO,

@@ -160,12 +160,12 @@ static int mount_fallback_bind(int root, const oci_mount *m, const char *host, n
         return mount_bind(root, &b, -1, err);
 }
 
-static int mount_one(int root, const oci_mount *m, iso_cgroup *cg, int src_fd, nook_error *err) {
+static int mount_one(int root, const oci_mount *m, iso_cgroup *cg, int src_tree, nook_error *err) {
         _cleanup_close_ int fd = -1;
         char p[64];
         int r;
         if (m->bind)
-                return mount_bind(root, m, src_fd, err);
+                return mount_bind(root, m, src_tree, err);
         if (streq(m->type, "cgroup") || streq(m->type, "cgroup2"))
                 return mount_cgroup(root, m, cg, err);
         r = open_target(root, m->destination, true, &fd, err);
@@ -301,7 +301,7 @@ static int chroot_into(const char *root, nook_error *err) {
         return 0;
 }
 
-int oci_rootfs_setup(const oci_spec *s, iso_cgroup *cg, bool in_userns, bool no_pivot, const int *bind_fds,
+int oci_rootfs_setup(const oci_spec *s, iso_cgroup *cg, bool in_userns, bool no_pivot, const int *bind_trees,
         nook_error *err) {
         int r;
         unsigned long prop = s->rootfs_propagation ? s->rootfs_propagation : MS_SLAVE | MS_REC;
@@ -315,7 +315,7 @@ int oci_rootfs_setup(const oci_spec *s, iso_cgroup *cg, bool in_userns, bool no_
         if (root < 0)
                 return nook_err_errno(err, NOOK_E_IO, "Cannot open root.path '%s'", s->root);
         for (size_t i = 0; i < s->n_mounts; i++) {
-                r = mount_one(root, &s->mounts[i], cg, bind_fds ? bind_fds[i] : -1, err);
+                r = mount_one(root, &s->mounts[i], cg, bind_trees ? bind_trees[i] : -1, err);
                 if (r < 0)
                         return nook_err_wrap(err, "mounts[%zu]", i);
         }

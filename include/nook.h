@@ -129,6 +129,18 @@ NOOK_PUBLIC int nook_ws_write(nook_ws *w, const char *path, const void *data, si
 /* The same, with fd's content: a regular file brings its permission bits (not set-id ones);
  * a pipe brings none, as nook_ws_write. */
 NOOK_PUBLIC int nook_ws_write_fd(nook_ws *w, const char *path, int fd, nook_error *err);
+/* Flags for the _ex calls below. */
+/* Writes into the file itself, as a host program's open(O_CREAT|O_TRUNC) + write: a new file is
+ * created in place, an existing regular file is truncated and written, keeping its inode (hard
+ * links, owner, extended attributes; a program holding it open sees the new bytes) and its
+ * permission bits (set-id bits are dropped).  A symlink that stays inside is written through.
+ * Not atomic: a reader may see part of the file, and a writer killed part way leaves part of it
+ * (a new file whose write fails is removed).  Anything but a regular file is refused. */
+#define NOOK_WS_WRITE_IN_PLACE (1u << 0)
+/* nook_ws_write and nook_ws_write_fd with flags (0: the same as they). */
+NOOK_PUBLIC int nook_ws_write_ex(
+        nook_ws *w, const char *path, const void *data, size_t len, unsigned flags, nook_error *err);
+NOOK_PUBLIC int nook_ws_write_fd_ex(nook_ws *w, const char *path, int fd, unsigned flags, nook_error *err);
 /* Reads a regular file (max 0 = 1 GiB); *ret_data is NUL-terminated for convenience.  This and
  * nook_ws_open_read leave the file's access time as it was (O_NOATIME where the kernel allows it:
  * the caller owns the file or holds CAP_FOWNER): the workspace's times tell what the sandbox did. */

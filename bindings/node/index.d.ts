@@ -285,8 +285,14 @@ export declare class Box {
   readonly workspaceDir: string;
   /** Atomic for readers: they see the old file or the new one, never part of one.  Parents are
    * made.  A new file is mode 0644; a file replaced keeps its permission bits (a script stays
-   * executable).  A symlink at the path is replaced by the file, never written through. */
-  writeFile(path: string, data: string | Buffer | Uint8Array | ArrayBuffer): Promise<void>;
+   * executable).  A symlink at the path is replaced by the file, never written through.
+   *
+   * `inPlace: true` writes into the file itself, as Node's `fs.writeFile` does: an existing
+   * regular file keeps its inode (hard links, owner, a program holding it open sees the new
+   * bytes) and its permission bits (not set-id ones); a symlink that stays inside the workspace
+   * is written through.  Not atomic: a reader may see part of the file.  Anything but a regular
+   * file is refused (SandboxError "invalid"). */
+  writeFile(path: string, data: string | Buffer | Uint8Array | ArrayBuffer, options?: { inPlace?: boolean }): Promise<void>;
   readFile(path: string): Promise<Buffer>;
   /** maxBytes: a larger file is refused (SandboxError "invalid"), never cut short.  Leaves the
    * file's access time as it was (where the host lets its caller: it owns the file, or is root). */

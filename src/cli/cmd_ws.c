@@ -22,7 +22,10 @@ static const char ws_help[] =
         "Workspace files of sandbox NAME (a host directory mounted at /workspace).\n"
         "Paths may be written with or without /workspace; '..' is refused.\n\n"
         "  path NAME [PATH]          print the host path (works before the sandbox exists)\n"
-        "  write NAME PATH [FILE|-]  write a file atomically (default: stdin)\n"
+        "  write [--in-place] NAME PATH [FILE|-]\n"
+        "                            write a file (default: stdin): atomically, a reader sees the\n"
+        "                            old file or the new one; --in-place writes into the file\n"
+        "                            itself, keeping its inode and hard links (not atomic)\n"
         "  cat NAME PATH             print a file\n"
         "  ls NAME [PATH]            list a directory\n"
         "  rm NAME PATH              remove a file or a whole tree\n"
@@ -146,6 +149,15 @@ int cmd_ws(int argc, char **argv) {
                 return argc < 2 ? CLI_EXIT_USAGE : 0;
         }
         const char *sub = argv[1];
+        unsigned write_flags = 0;
+        if (strcmp(sub, "write") == 0)
+                for (int i = 2; i < argc; i++)
+                        if (strcmp(argv[i], "--in-place") == 0) {
+                                write_flags |= NOOK_WS_WRITE_IN_PLACE;
+                                memmove(&argv[i], &argv[i + 1], (size_t)(argc - i) * sizeof(*argv));
+                                argc--;
+                                i--;
+                        }
         if (argc < 3)
                 return cli_usage_error("ws", "'%s' needs a sandbox NAME", sub);
         const char *name = argv[2];
@@ -172,13 +184,13 @@ int cmd_ws(int argc, char **argv) {
                 nook_free(p);
         } else if (strcmp(sub, "write") == 0) {
                 if (argc < 4 || argc > 5)
-                        return cli_usage_error("ws", "write takes NAME PATH [FILE|-]");
+                        return cli_usage_error("ws", "write takes [--in-place] NAME PATH [FILE|-]");
                 int fd = 0;
                 r = ws_write_source(argc == 5 ? argv[4] : NULL, &fd, &err);
                 if (r >= 0)
                         r = with_ws_opt(name, true, &n, &w, &err);
                 if (r >= 0)
-                        r = nook_ws_write_fd(w, argv[3], fd, &err);
+                        r = nook_ws_write_fd_ex(w, argv[3], fd, write_flags, &err);
                 if (fd > 0)
                         close(fd);
         } else if (strcmp(sub, "cat") == 0) {

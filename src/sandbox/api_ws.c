@@ -177,16 +177,41 @@ int nook_ws_host_path(nook_ws *w, const char *path, char **ret, nook_error *err)
         return ws_host_path(w->w, path, ret, err);
 }
 
-int nook_ws_write(nook_ws *w, const char *path, const void *data, size_t len, nook_error *err) {
-        int r = ws_guard_enter(w, err);
+#define NOOK_WS_WRITE_FLAGS_KNOWN NOOK_WS_WRITE_IN_PLACE
+
+static int ws_write_flags_check(unsigned flags, nook_error *err) {
+        if (flags & ~NOOK_WS_WRITE_FLAGS_KNOWN)
+                return nook_err_set(err, NOOK_E_INVALID, "Unknown workspace write flags 0x%x",
+                        flags & ~NOOK_WS_WRITE_FLAGS_KNOWN);
+        return 0;
+}
+
+static unsigned ws_write_flags(unsigned flags) {
+        return (flags & NOOK_WS_WRITE_IN_PLACE) ? WS_WRITE_IN_PLACE : 0;
+}
+
+int nook_ws_write_ex(
+        nook_ws *w, const char *path, const void *data, size_t len, unsigned flags, nook_error *err) {
+        int r = ws_write_flags_check(flags, err);
         if (r < 0)
                 return r;
-        r = ws_write(w->w, path, data, len, /* a new file 0644, a replaced one keeps its mode */ 0, err);
+        r = ws_guard_enter(w, err);
+        if (r < 0)
+                return r;
+        r = ws_write(w->w, path, data, len, /* a new file 0644, a replaced one keeps its mode */ 0,
+                ws_write_flags(flags), err);
         ws_guard_leave(w);
         return r;
 }
 
-int nook_ws_write_fd(nook_ws *w, const char *path, int fd, nook_error *err) {
+int nook_ws_write(nook_ws *w, const char *path, const void *data, size_t len, nook_error *err) {
+        return nook_ws_write_ex(w, path, data, len, 0, err);
+}
+
+int nook_ws_write_fd_ex(nook_ws *w, const char *path, int fd, unsigned flags, nook_error *err) {
+        int r = ws_write_flags_check(flags, err);
+        if (r < 0)
+                return r;
         /* A regular file brings its permission bits (an executable stays executable); setuid,
          * setgid and sticky never cross into a workspace.  A pipe brings none: as nook_ws_write,
          * a new file is 0644 and a replaced one keeps its own (mode 0). */
@@ -194,12 +219,16 @@ int nook_ws_write_fd(nook_ws *w, const char *path, int fd, nook_error *err) {
         mode_t mode = 0;
         if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
                 mode = (st.st_mode & 0777) ? (st.st_mode & 0777) : 0644;
-        int r = ws_guard_enter(w, err);
+        r = ws_guard_enter(w, err);
         if (r < 0)
                 return r;
-        r = ws_write_fd(w->w, path, fd, mode, err);
+        r = ws_write_fd(w->w, path, fd, mode, ws_write_flags(flags), err);
         ws_guard_leave(w);
         return r;
+}
+
+int nook_ws_write_fd(nook_ws *w, const char *path, int fd, nook_error *err) {
+        return nook_ws_write_fd_ex(w, path, fd, 0, err);
 }
 
 int nook_ws_read(

@@ -232,7 +232,7 @@ static int provision_setup_files(nook *n, const sb_spec *spec, const char *wsdir
         }
         if (up && scripts) {
                 r = ws_write(up, "etc/profile.d/nook-scripts.sh", scripts_profile, strlen(scripts_profile),
-                        0644, err);
+                        0644, 0, err);
                 if (r < 0)
                         return r;
         }
@@ -251,7 +251,7 @@ static int provision_setup_files(nook *n, const sb_spec *spec, const char *wsdir
                         return nook_err_set(err, NOOK_E_INVALID,
                                 "Setup file '%s' is outside /workspace and the sandbox has no writable layer",
                                 k);
-                r = ws_write(in_ws ? wsw : up, in_ws ? norm : norm + 1, data, len, mode, err);
+                r = ws_write(in_ws ? wsw : up, in_ws ? norm : norm + 1, data, len, mode, 0, err);
                 if (r < 0)
                         return nook_err_wrap(err, "writing setup file '%s'", k);
         }

@@ -55,9 +55,14 @@ int ws_path_normalize_buf(const char *path, char ret_rel[static PATH_MAX], nook_
 /* Absolute host path for a guest path, resolved under the rule (the target need not exist,
  * its parent must resolve inside). */
 int ws_host_path(ws *w, const char *path, char **ret, nook_error *err);
-int ws_write(ws *w, const char *path, const void *data, size_t len, mode_t mode, nook_error *err);
+/* Writes path: atomically for readers (a temporary put in place), or with WS_WRITE_IN_PLACE into
+ * the file itself (its inode kept; not atomic).  mode 0: a new file is 0644, an existing one
+ * keeps its permission bits. */
+#define WS_WRITE_IN_PLACE (1u << 0)
+int ws_write(ws *w, const char *path, const void *data, size_t len, mode_t mode, unsigned flags,
+        nook_error *err);
 /* Writes the contents of fd (read to EOF). */
-int ws_write_fd(ws *w, const char *path, int fd, mode_t mode, nook_error *err);
+int ws_write_fd(ws *w, const char *path, int fd, mode_t mode, unsigned flags, nook_error *err);
 /* Reads a regular file; refuses FIFOs, devices, directories; max bytes cap (0 = 1 GiB). */
 int ws_read(ws *w, const char *path, size_t max, void **ret_data, size_t *ret_len, nook_error *err);
 /* Opens a regular file for reading (O_RDONLY|O_CLOEXEC), same checks as ws_read. */

@@ -339,18 +339,6 @@ static int ws_write_common(
         return nook_err_errnum(err, NOOK_E_IO, r, "Cannot write '%s' in the workspace", path);
 }
 
-int ws_write(ws *w, const char *path, const void *data, size_t len, mode_t mode, nook_error *err) {
-        if (!data && len > 0)
-                return nook_err_set(err, NOOK_E_INVALID, "No data to write to '%s'", path);
-        return ws_write_common(w, path, data, len, -1, mode, err);
-}
-
-int ws_write_fd(ws *w, const char *path, int fd, mode_t mode, nook_error *err) {
-        if (fd < 0)
-                return nook_err_set(err, NOOK_E_INVALID, "No file descriptor to copy to '%s'", path);
-        return ws_write_common(w, path, NULL, 0, fd, mode, err);
-}
-
 static const char *ws_special_kind(mode_t m) {
         if (S_ISFIFO(m))
                 return "a FIFO";
@@ -359,6 +347,148 @@ static const char *ws_special_kind(mode_t m) {
         if (S_ISSOCK(m))
                 return "a socket";
         return "a special file";
+}
+
+#define WS_IN_PLACE_ATTEMPTS 8
+
+static int ws_in_place_refuse(const char *path, const char *what, nook_error *err) {
+        return nook_err_set(err, NOOK_E_INVALID,
+                "Cannot write '%s' in place: it is %s; only a regular file is written in place", path, what);
+}
+
+/* The file an in-place write goes to: created (O_EXCL, *ret_new) or opened as it is, following
+ * a symlink that stays inside.  An existing file must be regular (O_NONBLOCK: a FIFO planted by
+ * the guest never blocks the open); it is truncated, keeps its inode, owner and permission bits
+ * (mode, when asked for, replaces them; set-id bits are dropped as on the atomic path). */
+static int ws_in_place_open(
+        ws *w, char *rel, const char *path, mode_t mode, bool *ret_new, int *ret_fd, nook_error *err) {
+        bool parents_made = false;
+        mode_t create_mode = mode ? mode : 0644;
+
+        for (int i = 0; i < WS_IN_PLACE_ATTEMPTS; i++) {
+                int fd = ws_openat_beneath_mode(w, rel, O_WRONLY | O_CREAT | O_EXCL | O_NOCTTY, create_mode);
+                if (fd >= 0) {
+                        int r = ws_chown_file(w, fd);
+                        if (r < 0) {
+                                safe_close(fd);
+                                return nook_err_errnum(err, NOOK_E_IO, r, "Cannot hand '%s' to uid %u", path,
+                                        (unsigned)w->owner_uid);
+                        }
+                        *ret_new = true;
+                        *ret_fd = fd;
+                        return 0;
+                }
+                if (fd == -ENOENT && !parents_made) {
+                        /* The common case costs one openat2; mkdir -p only now. */
+                        _cleanup_(ws_parent_dir_done) ws_parent_dir d = WS_PARENT_DIR_NULL;
+                        char parent[PATH_MAX];
+                        memcpy(parent, rel, strlen(rel) + 1);
+                        int r = ws_parent(w, parent, path, /* create= */ true, &d, err);
+                        if (r < 0)
+                                return r;
+                        parents_made = true;
+                        continue;
+                }
+                if (fd == -EISDIR)
+                        return ws_in_place_refuse(path, "a directory", err);
+                if (fd != -EEXIST)
+                        return ws_err_resolve(err, fd, path);
+
+                fd = ws_openat_beneath(w, rel, O_WRONLY | O_NONBLOCK | O_NOCTTY);
+                if (fd == -ENOENT)
+                        continue; /* removed in between, or a symlink to nothing: create again */
+                if (fd == -EISDIR)
+                        return ws_in_place_refuse(path, "a directory", err);
+                if (fd == -ENXIO)
+                        return ws_in_place_refuse(path, "a FIFO", err);
+                if (fd == -ETXTBSY)
+                        return nook_err_set(err, NOOK_E_BUSY,
+                                "Cannot write '%s' in place: a program is running from it; write it without "
+                                "in place to replace it",
+                                path);
+                if (fd < 0)
+                        return ws_err_resolve(err, fd, path);
+                _cleanup_close_ int ofd = fd;
+                struct stat st;
+                if (fstat(ofd, &st) < 0)
+                        return nook_err_errno(err, NOOK_E_IO, "Cannot stat '%s'", path);
+                if (!S_ISREG(st.st_mode))
+                        return ws_in_place_refuse(path, ws_special_kind(st.st_mode), err);
+                mode_t keep = mode ? mode : (st.st_mode & 0777);
+                if ((st.st_mode & 07777) != keep && fchmod(ofd, keep) < 0)
+                        return nook_err_errno(err, NOOK_E_IO, "Cannot set the mode of '%s'", path);
+                if (ftruncate(ofd, 0) < 0)
+                        return nook_err_errno(err, NOOK_E_IO, "Cannot truncate '%s'", path);
+                *ret_new = false;
+                *ret_fd = TAKE_FD(ofd);
+                return 0;
+        }
+        return nook_err_set(err, NOOK_E_BUSY,
+                "Cannot write '%s' in place: it is a symbolic link to a file that does not exist, or it kept "
+                "changing; write it without in place to replace it",
+                path);
+}
+
+/* A new file an in-place write failed to fill goes again, if the name still holds it. */
+static void ws_in_place_undo(ws *w, char *rel, int fd) {
+        _cleanup_(ws_parent_dir_done) ws_parent_dir d = WS_PARENT_DIR_NULL;
+        nook_error ignored;
+        struct stat ours, now;
+        if (fstat(fd, &ours) < 0 || ws_parent(w, rel, rel, /* create= */ false, &d, &ignored) < 0)
+                return;
+        if (fstatat(d.fd, d.base, &now, AT_SYMLINK_NOFOLLOW) == 0 && now.st_dev == ours.st_dev &&
+                now.st_ino == ours.st_ino)
+                (void)unlinkat(d.fd, d.base, 0);
+}
+
+/* In place: the file itself is written, as a host program's open(O_CREAT|O_TRUNC) + write does.
+ * One openat2 for a new file (the DESIGN.md budget's case); an existing file keeps its inode,
+ * so its hard links, owner and extended attributes, and a program holding it open sees the new
+ * bytes.  Not atomic: a reader may see part of the file, and a writer killed part way leaves
+ * part of it (a failed write of a new file removes it). */
+static int ws_write_in_place(
+        ws *w, const char *path, const void *data, size_t len, int src_fd, mode_t mode, nook_error *err) {
+        char rel[PATH_MAX];
+        int r = ws_path_normalize_buf(path, rel, err);
+        if (r < 0)
+                return r;
+        if (!rel[0])
+                return ws_root_itself(path, err);
+        if (ws_names_dir(path))
+                return ws_names_dir_error(path, "write", err);
+
+        _cleanup_close_ int fd = -1;
+        bool made = false;
+        r = ws_in_place_open(w, rel, path, mode & 0777, &made, &fd, err);
+        if (r < 0)
+                return r;
+        r = src_fd >= 0 ? ws_copy_fd(fd, src_fd) : fd_write_all(fd, data, len);
+        if (r < 0 && made)
+                ws_in_place_undo(w, rel, fd);
+        if (close(TAKE_FD(fd)) < 0 && r == 0)
+                r = -errno;
+        if (r == -ENOMEM)
+                return nook_err_oom(err);
+        if (r < 0)
+                return nook_err_errnum(err, NOOK_E_IO, r, "Cannot write '%s' in the workspace", path);
+        return 0;
+}
+
+int ws_write(ws *w, const char *path, const void *data, size_t len, mode_t mode, unsigned flags,
+        nook_error *err) {
+        if (!data && len > 0)
+                return nook_err_set(err, NOOK_E_INVALID, "No data to write to '%s'", path);
+        if (flags & WS_WRITE_IN_PLACE)
+                return ws_write_in_place(w, path, data, len, -1, mode, err);
+        return ws_write_common(w, path, data, len, -1, mode, err);
+}
+
+int ws_write_fd(ws *w, const char *path, int fd, mode_t mode, unsigned flags, nook_error *err) {
+        if (fd < 0)
+                return nook_err_set(err, NOOK_E_INVALID, "No file descriptor to copy to '%s'", path);
+        if (flags & WS_WRITE_IN_PLACE)
+                return ws_write_in_place(w, path, NULL, 0, fd, mode, err);
+        return ws_write_common(w, path, NULL, 0, fd, mode, err);
 }
 
 /* fstat(2) of an open file.  glibc (2.33+) turns fstat into newfstatat(fd, "", AT_EMPTY_PATH),

@@ -24,6 +24,8 @@ struct ws {
  * absolute symlink or one that climbs out fails with EXDEV.  O_CLOEXEC is added.  Returns the
  * fd or -errno. */
 int ws_openat_beneath(ws *w, const char *rel, int flags);
+/* The same with the mode an O_CREAT gives a new file (the umask applies, as with openat). */
+int ws_openat_beneath_mode(ws *w, const char *rel, int flags, mode_t mode);
 /* The same by walking one component at a time with O_NOFOLLOW (the fallback, exposed so the
  * resolver's two halves can be compared in tests). */
 int ws_walk_beneath(const ws *w, const char *rel, int flags);

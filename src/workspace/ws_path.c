@@ -172,6 +172,7 @@ typedef struct ws_walk {
         size_t n, cap;
         char *buf; /* the remaining path, rewritten when a symlink is spliced in */
         unsigned links;
+        mode_t mode; /* for an O_CREAT at the last name */
 } ws_walk;
 
 static void ws_walk_done(ws_walk *k) {
@@ -233,7 +234,7 @@ static int walk_follow(ws_walk *k, const char *name, const char *rest) {
 /* Opens the last name with the caller's flags, never following a symlink by itself.  Returns 1
  * with *ret_fd set, 0 when the name was a symlink that has been spliced in (walk on), or -errno. */
 static int walk_last(ws_walk *k, const char *name, int flags, int *ret_fd) {
-        int fd = openat(walk_cur(k), name, flags | O_NOFOLLOW | O_CLOEXEC);
+        int fd = openat(walk_cur(k), name, flags | O_NOFOLLOW | O_CLOEXEC, k->mode);
         if (fd < 0) {
                 /* O_NOFOLLOW on a symlink fails with ELOOP, or ENOTDIR when O_DIRECTORY is checked
                  * first; a real ENOTDIR shows up as readlinkat's EINVAL. */
@@ -307,8 +308,8 @@ static int walk_step(ws_walk *k, int flags, int *ret_fd) {
         return walk_follow(k, p, rest);
 }
 
-int ws_walk_beneath(const ws *w, const char *rel, int flags) {
-        _cleanup_(ws_walk_done) ws_walk k = { .w = w };
+static int ws_walk_beneath_mode(const ws *w, const char *rel, int flags, mode_t mode) {
+        _cleanup_(ws_walk_done) ws_walk k = { .w = w, .mode = mode };
         int fd = -1;
 
         k.buf = strdup(rel);
@@ -329,10 +330,15 @@ int ws_walk_beneath(const ws *w, const char *rel, int flags) {
         }
 }
 
-int ws_openat_beneath(ws *w, const char *rel, int flags) {
+int ws_walk_beneath(const ws *w, const char *rel, int flags) {
+        return ws_walk_beneath_mode(w, rel, flags, 0);
+}
+
+int ws_openat_beneath_mode(ws *w, const char *rel, int flags, mode_t mode) {
         if (!__atomic_load_n(&w->no_openat2, __ATOMIC_RELAXED)) {
                 struct open_how how = {
                         .flags = (uint64_t)(flags | O_CLOEXEC),
+                        .mode = (flags & O_CREAT) ? mode : 0, /* openat2 refuses a mode it would not use */
                         .resolve = (w->in_root ? RESOLVE_IN_ROOT : RESOLVE_BENEATH) | RESOLVE_NO_MAGICLINKS,
                 };
                 for (int i = 0; i < WS_OPENAT2_RETRIES; i++) {
@@ -351,5 +357,9 @@ int ws_openat_beneath(ws *w, const char *rel, int flags) {
                 if (!__atomic_load_n(&w->no_openat2, __ATOMIC_RELAXED))
                         return -EAGAIN;
         }
-        return ws_walk_beneath(w, rel, flags);
+        return ws_walk_beneath_mode(w, rel, flags, mode);
+}
+
+int ws_openat_beneath(ws *w, const char *rel, int flags) {
+        return ws_openat_beneath_mode(w, rel, flags, 0);
 }

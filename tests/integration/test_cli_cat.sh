@@ -6,7 +6,7 @@
 . "$(dirname "$0")/lib.sh"
 
 require_bin "$NOOK"
-plan 20
+plan 23
 
 run_nook create c1 --sticky
 is "$status" 0 "create c1"
@@ -26,6 +26,18 @@ like "$err" "unknown option '--bogus'" "the usage error names the option"
 run_nook cat c1:/../../etc/passwd
 is "$status" 1 "a path with .. is refused"
 like "$err" "outside the workspace" "the refusal says why"
+# --in-place writes into the file itself: the guest's hard link sees it, the inode stays; the
+# default write puts a new file in place (atomic), which the hard link does not see.
+"$NOOK" exec c1 -- ln /workspace/dist/a.txt /workspace/dist/b.txt
+ino=$("$NOOK" exec c1 -- stat -c %i /workspace/dist/a.txt)
+echo in-place | "$NOOK" ws write --in-place c1 /dist/a.txt
+run_nook exec c1 -- sh -c 'stat -c %i /workspace/dist/a.txt; cat /workspace/dist/b.txt'
+is "$out" "$ino"$'\n'"in-place" "ws write --in-place keeps the inode; the guest's hard link sees the new bytes"
+echo hello | "$NOOK" ws write c1 /dist/a.txt
+run_nook exec c1 -- sh -c 'stat -c %i /workspace/dist/a.txt; cat /workspace/dist/b.txt'
+if [[ $out != "$ino"* && $out == *in-place ]]; then ok "the default write replaces the file: a new inode"; else not_ok "the default write replaces the file: a new inode" "$out (inode was $ino)"; fi
+run_nook ws write --in-place c1 /dist </dev/null
+like "$status|$err" "^1\|.*Cannot write '/dist' in place: it is a directory" "--in-place refuses a directory, naming it"
 run_nook stop c1
 run_nook cat c1:/dist/a.txt
 is "$status|$out" "0|hello" "cat works on a stopped sandbox"

@@ -341,9 +341,28 @@ describe("files", () => {
     throwsWith(() => box.hostPath("/etc-link/passwd"), "refused");
     await assert.rejects(box.readFile("/host-link"), SandboxError);
     assert.equal(fs.existsSync("/etc/nook-escape"), false);
+    // in place, a link out is refused and nothing is written through it
+    await rejectsWith(box.writeFile("/etc-link/hostname", "x", { inPlace: true }), "refused");
+    await rejectsWith(box.writeFile("/up/etc/hostname", "x", { inPlace: true }), "refused");
     // writing over a symlink replaces the link, never writes through it
     await box.writeFile("/host-link", "replaced");
     assert.equal(fs.lstatSync(path.join(box.workspaceDir, "host-link")).isSymbolicLink(), false);
+  });
+
+  test("inPlace writes into the file: a command's hard link and open descriptor see it", async () => {
+    await box.writeFile("/ip/log.txt", "first\n");
+    const made = await box.exec("ln /workspace/ip/log.txt /workspace/ip/alias.txt && stat -c %i /workspace/ip/log.txt");
+    assert.equal(made.exitCode, 0, made.stderr);
+    await box.writeFile("/ip/log.txt", "second\n", { inPlace: true });
+    const res = await box.exec("stat -c %i /workspace/ip/log.txt; cat /workspace/ip/alias.txt");
+    assert.equal(res.stdout, `${made.stdout}second\n`, "same inode, and the other name sees the bytes");
+    await box.writeFile("/ip/log.txt", "third\n");
+    assert.equal((await box.readFile("/ip/alias.txt", "utf8")), "second\n", "the default write replaces the name only");
+    await box.mkdir("/ip/dir");
+    await rejectsWith(box.writeFile("/ip/dir", "x", { inPlace: true }), "invalid");
+    await assert.rejects(box.writeFile("/ip/x", "x", { inPlace: "yes" }), /writeFile: option 'inPlace' must be a boolean/);
+    await assert.rejects(box.writeFile("/ip/x", "x", { atomic: false }), /writeFile: unknown option 'atomic'/);
+    assert.equal(box.exists("/ip/x"), false, "a refused option wrote nothing");
   });
 });
 

@@ -219,7 +219,7 @@ static void corpus_case_fs_denied(fx *f, const hcase *c) {
         nook_dirent *de = NULL;
         size_t nde;
 
-        EXPECT_CODE(ws_write(f->w, p, "x", 1, 0644, E), c->want);
+        EXPECT_CODE(ws_write(f->w, p, "x", 1, 0644, 0, E), c->want);
         EXPECT_CODE(ws_read(f->w, p, 0, &data, &len, E), c->want);
         EXPECT_CODE(ws_exists(f->w, p, E), c->want);
         EXPECT_CODE(ws_stat(f->w, p, &st, E), c->want);
@@ -244,14 +244,14 @@ static void corpus_case_fs_allowed(fx *f, const hcase *c) {
         if (!c->norm[0]) {
                 /* The root itself: it exists, is a directory, and is not a file to write. */
                 cr_expect_eq(ws_exists(f->w, c->input, &err), 1, "line %d: %s", c->line, err.msg);
-                EXPECT_CODE(ws_write(f->w, c->input, "x", 1, 0644, E), NOOK_E_INVALID);
+                EXPECT_CODE(ws_write(f->w, c->input, "x", 1, 0644, 0, E), NOOK_E_INVALID);
                 EXPECT_CODE(ws_remove(f->w, c->input, E), NOOK_E_INVALID);
         } else if (c->input[c->input_len - 1] == '/') {
                 /* Ends in '/': names a directory, never a file to write or read, and nothing is
                  * made by the refused write; mkdir makes it. */
                 cr_expect_eq(ws_exists(f->w, c->input, &err), 0, "line %d", c->line);
-                cr_expect_eq(
-                        ws_write(f->w, c->input, "x", 1, 0644, &err), -NOOK_E_INVALID, "line %d", c->line);
+                cr_expect_eq(ws_write(f->w, c->input, "x", 1, 0644, 0, &err), -NOOK_E_INVALID, "line %d",
+                        c->line);
                 cr_expect(strstr(err.msg, "ends in '/' names a directory"), "line %d: %s", c->line, err.msg);
                 cr_expect(dir_is_empty(f->root), "line %d: a refused write left something", c->line);
                 cr_assert_eq(ws_mkdir_p(f->w, c->input, 0755, &err), 0, "line %d: %s", c->line, err.msg);
@@ -262,8 +262,8 @@ static void corpus_case_fs_allowed(fx *f, const hcase *c) {
                 EXPECT_CODE(ws_read(f->w, c->input, 0, &data, &len, E), NOOK_E_INVALID);
         } else {
                 cr_expect_eq(ws_exists(f->w, c->input, &err), 0, "line %d", c->line);
-                cr_assert_eq(ws_write(f->w, c->input, c->input, c->input_len, 0644, &err), 0, "line %d: %s",
-                        c->line, err.msg);
+                cr_assert_eq(ws_write(f->w, c->input, c->input, c->input_len, 0644, 0, &err), 0,
+                        "line %d: %s", c->line, err.msg);
                 /* Checked with plain calls relative to the root, not through the module. */
                 struct stat st;
                 cr_expect_eq(fstatat(ws_root_fd(f->w), c->norm, &st, 0), 0, "line %d: %s missing", c->line,
@@ -373,7 +373,7 @@ static void abs_symlinks_out(fx *f) {
         EXPECT_CODE(ws_exists(f->w, "/etc/passwd", E), NOOK_E_REFUSED);
         EXPECT_CODE(ws_host_path(f->w, "/workspace/etc/passwd", &s, E), NOOK_E_REFUSED);
         EXPECT_CODE(ws_list(f->w, "etc", &de, &n, E), NOOK_E_REFUSED);
-        EXPECT_CODE(ws_write(f->w, ETC_CANARY, "x", 1, 0644, E), NOOK_E_REFUSED);
+        EXPECT_CODE(ws_write(f->w, ETC_CANARY, "x", 1, 0644, 0, E), NOOK_E_REFUSED);
         cr_expect_eq(access(ETC_CANARY, F_OK), -1);
         EXPECT_CODE(ws_mkdir_p(f->w, ETC_CANARY "/d", 0755, E), NOOK_E_REFUSED);
         EXPECT_CODE(ws_read(f->w, "secret_link", 0, &data, &len, E), NOOK_E_REFUSED);
@@ -388,7 +388,7 @@ static void abs_symlinks_out(fx *f) {
         EXPECT_CODE(ws_stat(f->w, "secret_link", &(nook_stat){}, E), NOOK_E_REFUSED);
         EXPECT_CODE(ws_host_path(f->w, "secret_link", &s, E), NOOK_E_REFUSED);
         /* a symlinked parent pointing out */
-        EXPECT_CODE(ws_write(f->w, "outdir/new", "x", 1, 0644, E), NOOK_E_REFUSED);
+        EXPECT_CODE(ws_write(f->w, "outdir/new", "x", 1, 0644, 0, E), NOOK_E_REFUSED);
         EXPECT_CODE(ws_read(f->w, "outdir/secret", 0, &data, &len, E), NOOK_E_REFUSED);
         EXPECT_CODE(ws_rename(f->w, "outdir/secret", "stolen", E), NOOK_E_REFUSED);
         EXPECT_CODE(ws_remove(f->w, "outdir/secret", E), NOOK_E_REFUSED);
@@ -404,7 +404,7 @@ static void abs_symlinks_out(fx *f) {
         char l[PATH_MAX];
         host_path_of(f, "abs_in", l);
         cr_assert_eq(symlink(p, l), 0);
-        EXPECT_CODE(ws_write(f->w, "abs_in/f", "x", 1, 0644, E), NOOK_E_REFUSED);
+        EXPECT_CODE(ws_write(f->w, "abs_in/f", "x", 1, 0644, 0, E), NOOK_E_REFUSED);
         /* removing the links removes the links, never what they point to */
         cr_assert_eq(ws_remove(f->w, "secret_link", &err), 0, "%s", err.msg);
         cr_assert_eq(ws_remove(f->w, "outdir", &err), 0, "%s", err.msg);
@@ -421,8 +421,8 @@ static void relative_symlinks(fx *f) {
         void *data = NULL;
         size_t len;
 
-        cr_assert_eq(ws_write(f->w, "a/b/target.txt", "T", 1, 0644, &err), 0, "%s", err.msg);
-        cr_assert_eq(ws_write(f->w, "top.txt", "TOP", 3, 0644, &err), 0, "%s", err.msg);
+        cr_assert_eq(ws_write(f->w, "a/b/target.txt", "T", 1, 0644, 0, &err), 0, "%s", err.msg);
+        cr_assert_eq(ws_write(f->w, "top.txt", "TOP", 3, 0644, 0, &err), 0, "%s", err.msg);
         host_path_of(f, "up", p);
         cr_assert_eq(symlink("../outside", p), 0);
         host_path_of(f, "a/b/deep_up", p);
@@ -437,7 +437,7 @@ static void relative_symlinks(fx *f) {
         cr_assert_eq(symlink("b/", p), 0);
 
         EXPECT_CODE(ws_read(f->w, "up/secret", 0, &data, &len, E), NOOK_E_REFUSED);
-        EXPECT_CODE(ws_write(f->w, "up/new", "x", 1, 0644, E), NOOK_E_REFUSED);
+        EXPECT_CODE(ws_write(f->w, "up/new", "x", 1, 0644, 0, E), NOOK_E_REFUSED);
         EXPECT_CODE(ws_read(f->w, "a/b/deep_up", 0, &data, &len, E), NOOK_E_REFUSED);
         EXPECT_CODE(ws_read(f->w, "a/b/far", 0, &data, &len, E), NOOK_E_REFUSED);
         EXPECT_CODE(ws_exists(f->w, "a/b/far", E), NOOK_E_REFUSED);
@@ -449,7 +449,7 @@ static void relative_symlinks(fx *f) {
         cr_expect_str_eq(data, "T");
         free(data);
         /* a symlinked parent pointing inside is followed (both resolvers) */
-        cr_assert_eq(ws_write(f->w, "a/bdir/via_link", "V", 1, 0644, &err), 0, "%s", err.msg);
+        cr_assert_eq(ws_write(f->w, "a/bdir/via_link", "V", 1, 0644, 0, &err), 0, "%s", err.msg);
         cr_assert_eq(ws_read(f->w, "a/b/via_link", 0, &data, &len, &err), 0, "%s", err.msg);
         cr_expect_str_eq(data, "V");
         free(data);
@@ -491,10 +491,10 @@ static void symlink_loops(fx *f) {
         cr_assert_eq(symlink("self/x", p), 0);
         EXPECT_CODE(ws_read(f->w, "loop1", 0, &data, &len, E), NOOK_E_INVALID);
         EXPECT_CODE(ws_read(f->w, "self", 0, &data, &len, E), NOOK_E_INVALID);
-        EXPECT_CODE(ws_write(f->w, "loop1/x", "x", 1, 0644, E), NOOK_E_INVALID);
+        EXPECT_CODE(ws_write(f->w, "loop1/x", "x", 1, 0644, 0, E), NOOK_E_INVALID);
         EXPECT_CODE(ws_exists(f->w, "loop2", E), NOOK_E_INVALID);
         /* A chain of 40 links resolves (the kernel's limit), 41 does not: same in both resolvers. */
-        cr_assert_eq(ws_write(f->w, "c/end", "E", 1, 0644, &err), 0, "%s", err.msg);
+        cr_assert_eq(ws_write(f->w, "c/end", "E", 1, 0644, 0, &err), 0, "%s", err.msg);
         for (int i = 0; i < 41; i++) {
                 char l[PATH_MAX], t[64];
                 snprintf(l, sizeof(l), "%s/c/l%d", f->root, i);
@@ -508,7 +508,7 @@ static void symlink_loops(fx *f) {
         free(data);
         EXPECT_CODE(ws_read(f->w, "c/l40", 0, &data, &len, E), NOOK_E_INVALID);
         /* writing the loop's name replaces the link */
-        cr_assert_eq(ws_write(f->w, "loop1", "now a file", 10, 0644, &err), 0, "%s", err.msg);
+        cr_assert_eq(ws_write(f->w, "loop1", "now a file", 10, 0644, 0, &err), 0, "%s", err.msg);
         struct stat st;
         cr_assert_eq(fstatat(ws_root_fd(f->w), "loop1", &st, AT_SYMLINK_NOFOLLOW), 0);
         cr_expect(S_ISREG(st.st_mode));
@@ -527,7 +527,7 @@ static void write_replaces_links(fx *f) {
 
         host_path_of(f, "out_link", p);
         cr_assert_eq(symlink(f->secret, p), 0);
-        cr_assert_eq(ws_write(f->w, "out_link", "mine", 4, 0644, &err), 0, "%s", err.msg);
+        cr_assert_eq(ws_write(f->w, "out_link", "mine", 4, 0644, 0, &err), 0, "%s", err.msg);
         cr_expect_str_eq(slurp(f->secret), "outside secret");
         cr_assert_eq(lstat(p, &st), 0);
         cr_expect(S_ISREG(st.st_mode), "the link must be replaced by a file");
@@ -535,10 +535,10 @@ static void write_replaces_links(fx *f) {
         cr_expect_str_eq(data, "mine");
         free(data);
 
-        cr_assert_eq(ws_write(f->w, "t.txt", "target", 6, 0644, &err), 0, "%s", err.msg);
+        cr_assert_eq(ws_write(f->w, "t.txt", "target", 6, 0644, 0, &err), 0, "%s", err.msg);
         host_path_of(f, "in_link", p);
         cr_assert_eq(symlink("t.txt", p), 0);
-        cr_assert_eq(ws_write(f->w, "in_link", "new", 3, 0644, &err), 0, "%s", err.msg);
+        cr_assert_eq(ws_write(f->w, "in_link", "new", 3, 0644, 0, &err), 0, "%s", err.msg);
         cr_assert_eq(lstat(p, &st), 0);
         cr_expect(S_ISREG(st.st_mode));
         host_path_of(f, "t.txt", p);
@@ -557,19 +557,19 @@ static void write_keeps_mode(fx *f) {
         struct stat st;
 
         host_path_of(f, "script.sh", p);
-        cr_assert_eq(ws_write(f->w, "script.sh", "echo 1", 6, 0, &err), 0, "%s", err.msg);
+        cr_assert_eq(ws_write(f->w, "script.sh", "echo 1", 6, 0, 0, &err), 0, "%s", err.msg);
         cr_assert_eq(stat(p, &st), 0);
         cr_expect_eq(st.st_mode & 07777, 0644, "a new file: 0644, got %o", st.st_mode & 07777);
         cr_assert_eq(chmod(p, 0750), 0);
-        cr_assert_eq(ws_write(f->w, "script.sh", "echo 2", 6, 0, &err), 0, "%s", err.msg);
+        cr_assert_eq(ws_write(f->w, "script.sh", "echo 2", 6, 0, 0, &err), 0, "%s", err.msg);
         cr_assert_eq(stat(p, &st), 0);
         cr_expect_eq(st.st_mode & 07777, 0750, "a replaced file keeps 0750, got %o", st.st_mode & 07777);
         cr_expect_str_eq(slurp(p), "echo 2");
         cr_assert_eq(chmod(p, 04755), 0);
-        cr_assert_eq(ws_write(f->w, "script.sh", "echo 3", 6, 0, &err), 0, "%s", err.msg);
+        cr_assert_eq(ws_write(f->w, "script.sh", "echo 3", 6, 0, 0, &err), 0, "%s", err.msg);
         cr_assert_eq(stat(p, &st), 0);
         cr_expect_eq(st.st_mode & 07777, 0755, "set-id bits never carry over, got %o", st.st_mode & 07777);
-        cr_assert_eq(ws_write(f->w, "script.sh", "echo 4", 6, 0600, &err), 0, "%s", err.msg);
+        cr_assert_eq(ws_write(f->w, "script.sh", "echo 4", 6, 0600, 0, &err), 0, "%s", err.msg);
         cr_assert_eq(stat(p, &st), 0);
         cr_expect_eq(st.st_mode & 07777, 0600, "an explicit mode wins, got %o", st.st_mode & 07777);
 }
@@ -594,7 +594,7 @@ static void hard_link(fx *f) {
         cr_assert_eq(ws_read(f->w, "hl", 0, &data, &len, &err), 0, "%s", err.msg);
         cr_expect_str_eq(data, "outside secret");
         free(data);
-        cr_assert_eq(ws_write(f->w, "hl", "overwritten", 11, 0644, &err), 0, "%s", err.msg);
+        cr_assert_eq(ws_write(f->w, "hl", "overwritten", 11, 0644, 0, &err), 0, "%s", err.msg);
         cr_expect_str_eq(slurp(f->secret), "outside secret");
         cr_assert_eq(ws_remove(f->w, "hl", &err), 0, "%s", err.msg);
         cr_expect_eq(access(f->secret, F_OK), 0);
@@ -602,6 +602,91 @@ static void hard_link(fx *f) {
 
 Test(workspace, hard_link_is_just_a_file) {
         BOTH_MODES("hl", hard_link);
+}
+
+/* In place: the file itself is written (its inode, hard links and mode kept), never anything
+ * outside, never anything but a regular file; a new file is 0644 and its parents are made. */
+static void in_place(fx *f) {
+        nook_error err = {};
+        char p[PATH_MAX], q[PATH_MAX];
+        struct stat st, st2;
+        void *data;
+        size_t len;
+
+        /* new, with parents */
+        cr_assert_eq(
+                ws_write(f->w, "deep/er/new.txt", "fresh", 5, 0, WS_WRITE_IN_PLACE, &err), 0, "%s", err.msg);
+        host_path_of(f, "deep/er/new.txt", p);
+        cr_assert_eq(stat(p, &st), 0);
+        cr_expect_eq(st.st_mode & 07777, 0644, "a new file: 0644, got %o", st.st_mode & 07777);
+        cr_expect_str_eq(slurp(p), "fresh");
+
+        /* existing: same inode, truncated, mode kept, set-id dropped, a hard link sees it */
+        host_path_of(f, "twin", q);
+        cr_assert_eq(link(p, q), 0, "link: %m");
+        cr_assert_eq(chmod(p, 04750), 0);
+        cr_assert_eq(
+                ws_write(f->w, "deep/er/new.txt", "v2", 2, 0, WS_WRITE_IN_PLACE, &err), 0, "%s", err.msg);
+        cr_assert_eq(stat(p, &st2), 0);
+        cr_expect_eq(st2.st_ino, st.st_ino, "the inode is kept");
+        cr_expect_eq(
+                st2.st_mode & 07777, 0750, "mode kept without set-id bits, got %o", st2.st_mode & 07777);
+        cr_expect_str_eq(slurp(p), "v2");
+        cr_expect_str_eq(slurp(q), "v2", "the other name of the file sees the write");
+        cr_assert_eq(ws_write(f->w, "twin", "v3", 2, 0600, WS_WRITE_IN_PLACE, &err), 0, "%s", err.msg);
+        cr_assert_eq(stat(p, &st2), 0);
+        cr_expect_eq(st2.st_mode & 07777, 0600, "an explicit mode wins, got %o", st2.st_mode & 07777);
+        cr_expect_str_eq(slurp(p), "v3");
+
+        /* a symlink that stays inside is written through; one that leads out is refused */
+        host_path_of(f, "in_link", q);
+        cr_assert_eq(symlink("deep/er/new.txt", q), 0);
+        cr_assert_eq(ws_write(f->w, "in_link", "via link", 8, 0, WS_WRITE_IN_PLACE, &err), 0, "%s", err.msg);
+        cr_assert_eq(lstat(q, &st2), 0);
+        cr_expect(S_ISLNK(st2.st_mode), "the link stays a link");
+        cr_expect_str_eq(slurp(p), "via link");
+        host_path_of(f, "out_link", q);
+        cr_assert_eq(symlink(f->secret, q), 0);
+        EXPECT_CODE(ws_write(f->w, "out_link", "mine", 4, 0, WS_WRITE_IN_PLACE, E), NOOK_E_REFUSED);
+        cr_expect_str_eq(slurp(f->secret), "outside secret");
+        host_path_of(f, "up_link", q);
+        cr_assert_eq(symlink("../outside/secret", q), 0);
+        EXPECT_CODE(ws_write(f->w, "up_link", "mine", 4, 0, WS_WRITE_IN_PLACE, E), NOOK_E_REFUSED);
+        cr_expect_str_eq(slurp(f->secret), "outside secret");
+        host_path_of(f, "dangling", q);
+        cr_assert_eq(symlink("nowhere", q), 0);
+        cr_expect_eq(ws_write(f->w, "dangling", "x", 1, 0, WS_WRITE_IN_PLACE, &err), -NOOK_E_BUSY);
+        cr_expect(strstr(err.msg, "does not exist"), "%s", err.msg);
+        host_path_of(f, "nowhere", q);
+        cr_expect_neq(access(q, F_OK), 0, "nothing made through a dangling link");
+
+        /* not a regular file: refused, without blocking on a FIFO */
+        host_path_of(f, "fifo", q);
+        cr_assert_eq(mkfifo(q, 0644), 0);
+        alarm(20);
+        cr_expect_eq(ws_write(f->w, "fifo", "x", 1, 0, WS_WRITE_IN_PLACE, &err), -NOOK_E_INVALID);
+        cr_expect(strstr(err.msg, "FIFO"), "%s", err.msg);
+        alarm(0);
+        cr_expect_eq(ws_write(f->w, "deep", "x", 1, 0, WS_WRITE_IN_PLACE, &err), -NOOK_E_INVALID);
+        cr_expect(strstr(err.msg, "a directory"), "%s", err.msg);
+        EXPECT_CODE(ws_write(f->w, "deep/", "x", 1, 0, WS_WRITE_IN_PLACE, E), NOOK_E_INVALID);
+        EXPECT_CODE(ws_write(f->w, "/workspace", "x", 1, 0, WS_WRITE_IN_PLACE, E), NOOK_E_INVALID);
+        EXPECT_CODE(ws_write(f->w, "../x", "x", 1, 0, WS_WRITE_IN_PLACE, E), NOOK_E_REFUSED);
+        EXPECT_CODE(ws_write(f->w, "deep/er/new.txt/x", "x", 1, 0, WS_WRITE_IN_PLACE, E), NOOK_E_INVALID);
+
+        /* a new file whose write fails goes again (its source is a directory: read says EISDIR) */
+        int dfd = open(f->root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        cr_assert_geq(dfd, 0);
+        cr_expect_eq(ws_write_fd(f->w, "half", dfd, 0, WS_WRITE_IN_PLACE, &err), -NOOK_E_IO);
+        close(dfd);
+        cr_expect_eq(ws_exists(f->w, "half", &err), 0, "a failed new file is removed");
+        cr_assert_eq(ws_read(f->w, "twin", 0, &data, &len, &err), 0, "%s", err.msg);
+        cr_expect_str_eq(data, "via link");
+        free(data);
+}
+
+Test(workspace, write_in_place) {
+        BOTH_MODES("inplace", in_place);
 }
 
 static void special_files(fx *f) {
@@ -634,7 +719,7 @@ static void special_files(fx *f) {
         cr_assert_eq(ws_mkdir_p(f->w, "d/sub", 0755, &err), 0, "%s", err.msg);
         cr_expect_eq(ws_read(f->w, "d", 0, &data, &len, &err), -NOOK_E_INVALID);
         cr_expect(strstr(err.msg, "is a directory"), "%s", err.msg);
-        cr_expect_eq(ws_write(f->w, "d", "x", 1, 0644, &err), -NOOK_E_INVALID);
+        cr_expect_eq(ws_write(f->w, "d", "x", 1, 0644, 0, &err), -NOOK_E_INVALID);
         cr_expect(strstr(err.msg, "is a directory"), "%s", err.msg);
         nook_dirent *de = NULL;
         size_t n = 0;
@@ -642,8 +727,8 @@ static void special_files(fx *f) {
         cr_expect_eq(n, 1, "the temp file must not be left behind");
         ws_dirents_free(de, n);
         /* a file where a directory is expected */
-        cr_assert_eq(ws_write(f->w, "file", "x", 1, 0644, &err), 0, "%s", err.msg);
-        EXPECT_CODE(ws_write(f->w, "file/child", "x", 1, 0644, E), NOOK_E_INVALID);
+        cr_assert_eq(ws_write(f->w, "file", "x", 1, 0644, 0, &err), 0, "%s", err.msg);
+        EXPECT_CODE(ws_write(f->w, "file/child", "x", 1, 0644, 0, E), NOOK_E_INVALID);
         EXPECT_CODE(ws_mkdir_p(f->w, "file/sub", 0755, E), NOOK_E_INVALID);
         EXPECT_CODE(ws_list(f->w, "file", &de, &n, E), NOOK_E_INVALID);
         cr_expect_eq(ws_exists(f->w, "file/child", &err), 0);
@@ -664,7 +749,7 @@ static void basic_ops(fx *f) {
         size_t n = 0;
         char *hp = NULL;
 
-        cr_assert_eq(ws_write(f->w, "/src/main.js", "console.log(42)", 15, 0600, &err), 0, "%s", err.msg);
+        cr_assert_eq(ws_write(f->w, "/src/main.js", "console.log(42)", 15, 0600, 0, &err), 0, "%s", err.msg);
         cr_assert_eq(ws_read(f->w, "/workspace/src/main.js", 0, &data, &len, &err), 0, "%s", err.msg);
         cr_expect_eq(len, 15);
         cr_expect_str_eq(data, "console.log(42)"); /* NUL-terminated */
@@ -685,16 +770,16 @@ static void basic_ops(fx *f) {
         cr_expect_eq(ws_exists(f->w, "x", &err), 0, "a failed rename creates nothing");
 
         /* empty file, overwrite, write_fd, open_read */
-        cr_assert_eq(ws_write(f->w, "empty", NULL, 0, 0644, &err), 0, "%s", err.msg);
+        cr_assert_eq(ws_write(f->w, "empty", NULL, 0, 0644, 0, &err), 0, "%s", err.msg);
         cr_assert_eq(ws_read(f->w, "empty", 0, &data, &len, &err), 0, "%s", err.msg);
         cr_expect_eq(len, 0);
         free(data);
-        cr_assert_eq(ws_write(f->w, "src/main.js", "v2", 2, 0644, &err), 0, "%s", err.msg);
+        cr_assert_eq(ws_write(f->w, "src/main.js", "v2", 2, 0644, 0, &err), 0, "%s", err.msg);
         int pfd[2];
         cr_assert_eq(pipe(pfd), 0);
         cr_assert_eq(write(pfd[1], "from a pipe", 11), 11);
         close(pfd[1]);
-        cr_assert_eq(ws_write_fd(f->w, "deep/er/piped", pfd[0], 0644, &err), 0, "%s", err.msg);
+        cr_assert_eq(ws_write_fd(f->w, "deep/er/piped", pfd[0], 0644, 0, &err), 0, "%s", err.msg);
         close(pfd[0]);
         int fd = -1;
         cr_assert_eq(ws_open_read(f->w, "deep/er/piped", &fd, &err), 0, "%s", err.msg);
@@ -781,7 +866,7 @@ static void ownership(fx *f) {
         ws_open_mode(f, p, 12345, 23456, &w);
         cr_assert_eq(stat(p, &st), 0);
         cr_expect(st.st_uid == 12345 && st.st_gid == 23456, "the new workspace root is handed over");
-        cr_assert_eq(ws_write(w, "x/y/z.txt", "z", 1, 0644, &err), 0, "%s", err.msg);
+        cr_assert_eq(ws_write(w, "x/y/z.txt", "z", 1, 0644, 0, &err), 0, "%s", err.msg);
         cr_assert_eq(ws_mkdir_p(w, "m/n", 0755, &err), 0, "%s", err.msg);
         const char *names[] = { "x", "x/y", "x/y/z.txt", "m", "m/n" };
         for (size_t i = 0; i < ELEMENTSOF(names); i++) {
@@ -815,7 +900,7 @@ static void *race_writer(void *arg) {
         nook_error err = {};
         memset(buf, 'a' + r->id, sizeof(buf));
         for (int i = 0; i < 300; i++)
-                if (ws_write(r->w, "shared/file", buf, sizeof(buf), 0644, &err) < 0)
+                if (ws_write(r->w, "shared/file", buf, sizeof(buf), 0644, 0, &err) < 0)
                         r->bad++;
         return NULL;
 }
@@ -874,7 +959,7 @@ static void atime_kept(fx *f) {
         int fd = -1;
         const struct timespec old[2] = { { .tv_sec = 1000000000 }, { .tv_nsec = UTIME_OMIT } };
 
-        cr_assert_eq(ws_write(f->w, "d/read.txt", "abc", 3, 0644, &err), 0, "%s", err.msg);
+        cr_assert_eq(ws_write(f->w, "d/read.txt", "abc", 3, 0644, 0, &err), 0, "%s", err.msg);
         host_path_of(f, "d/read.txt", hp);
         cr_assert_eq(utimensat(AT_FDCWD, hp, old, 0), 0, "%m");
         cr_assert_eq(ws_read(f->w, "d/read.txt", 0, &data, &len, &err), 0, "%s", err.msg);
@@ -900,7 +985,7 @@ static void atime_kept(fx *f) {
          * file and to become another user (in a child: the suite's fini stays root). */
         if (!iso_rootful())
                 return;
-        cr_assert_eq(ws_write(f->w, "d/theirs.txt", "theirs", 6, 0644, &err), 0, "%s", err.msg);
+        cr_assert_eq(ws_write(f->w, "d/theirs.txt", "theirs", 6, 0644, 0, &err), 0, "%s", err.msg);
         host_path_of(f, "d/theirs.txt", hp);
         cr_assert_eq(chown(hp, 4242, 4242), 0, "%m");
         pid_t pid = fork();

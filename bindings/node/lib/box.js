@@ -418,8 +418,9 @@ class Box {
     return addon.wsRoot(this._ws);
   }
 
-  async writeFile(path, data) {
-    return addon.wsWrite(this._ws, checkPath(path, "writeFile"), toBuffer(data, "writeFile"));
+  async writeFile(path, data, options) {
+    const o = checkOptions(options, { inPlace: "boolean" }, "writeFile");
+    return addon.wsWrite(this._ws, checkPath(path, "writeFile"), toBuffer(data, "writeFile"), o.inPlace === true);
   }
 
   /** The file's bytes as a Buffer, or a string when an encoding is given. */

@@ -120,7 +120,7 @@ static void op_execute(napi_env env, void *data) {
         nook *n = NULL;
         /* Workspace reads and writes need no nook handle: nook_ws is self-contained. */
         if (o->kind == OP_WS_WRITE) {
-                o->r = nook_ws_write(o->ws, o->text, o->data, o->len, &o->err);
+                o->r = nook_ws_write_ex(o->ws, o->text, o->data, o->len, (unsigned)o->num, &o->err);
                 return;
         }
         if (o->kind == OP_WS_MKDIR) {
@@ -398,15 +398,16 @@ static napi_value js_egress_log(napi_env env, napi_callback_info info) {
         return lifecycle_op(env, info, OP_EGRESS_LOG, "nook.egressLog");
 }
 
-/* wsWrite(ws, path, buffer) -> Promise<void>.  The buffer is referenced, not copied. */
+/* wsWrite(ws, path, buffer, inPlace) -> Promise<void>.  The buffer is referenced, not copied. */
 static napi_value js_ws_write(napi_env env, napi_callback_info info) {
-        napi_value argv[3];
+        napi_value argv[4];
         nook_ws *ws;
         void *data = NULL;
         size_t len = 0;
-        bool is_buf = false;
-        if (!get_args(env, info, 3, argv) || !get_ws(env, argv[0], &ws))
+        bool is_buf = false, in_place = false;
+        if (!get_args(env, info, 4, argv) || !get_ws(env, argv[0], &ws))
                 return NULL;
+        NAPI_OK(env, napi_get_value_bool(env, argv[3], &in_place));
         NAPI_OK(env, napi_is_buffer(env, argv[2], &is_buf));
         if (!is_buf)
                 return throw_invalid(env, "writeFile: data must be a Buffer");
@@ -417,6 +418,7 @@ static napi_value js_ws_write(napi_env env, napi_callback_info info) {
         o->ws = ws;
         o->data = data;
         o->len = len;
+        o->num = in_place ? NOOK_WS_WRITE_IN_PLACE : 0;
         if (get_string(env, argv[1], false, &o->text) < 0 ||
                 napi_create_reference(env, argv[0], 1, &o->keep) != napi_ok ||
                 napi_create_reference(env, argv[2], 1, &o->keep2) != napi_ok) {

@@ -28,13 +28,13 @@
  * hence the count, under a mutex, instead of each thread locking and unlocking the same file. */
 struct nook_ws {
         ws *w;
-        char *home, *name, *lock_path;
+        char *home, *name;
         pthread_mutex_t mu;
         int lock_fd; /* the name's lock file, opened by the first change (a handle only read from
                       * holds no descriptor for it); locked while holders > 0 */
         unsigned holders;
-        dev_t lock_dev, root_dev;
-        ino_t lock_ino, root_ino;
+        dev_t root_dev;
+        ino_t root_ino;
 };
 
 static bool ws_same_file(const struct stat *st, dev_t dev, ino_t ino) {
@@ -48,25 +48,22 @@ static int ws_flock(int fd, int how) {
         return r;
 }
 
-/* Takes the lock shared on the open file when it is still the one the path names (rm deletes
- * the lock file while holding it: a lock on a deleted file guards nothing), else opens the
- * current one.  Called with mu held and holders == 0. */
+/* Takes the lock shared on the open file while it is still linked (rm deletes the lock file
+ * while holding it: a lock on a deleted file guards nothing), else opens the current one.  A
+ * lock file is only ever created and unlinked, never renamed over: a file still linked is the
+ * one the path names, which fstat tells without walking the path.  Called with mu held and
+ * holders == 0. */
 static int ws_guard_lock(nook_ws *h, nook_error *err) {
         struct stat now;
 
-        if (h->lock_fd >= 0 && ws_flock(h->lock_fd, LOCK_SH) == 0 &&
-                fstatat(AT_FDCWD, h->lock_path, &now, AT_SYMLINK_NOFOLLOW) == 0 &&
-                ws_same_file(&now, h->lock_dev, h->lock_ino))
+        if (h->lock_fd >= 0 && ws_flock(h->lock_fd, LOCK_SH) == 0 && fstat(h->lock_fd, &now) == 0 &&
+                now.st_nlink > 0)
                 return 0;
         h->lock_fd = safe_close(h->lock_fd); /* releases what the flock above may have taken */
         _cleanup_close_ int fd = -1;
         int r = sb_lock_home(h->home, h->name, LOCK_SH, &fd, err);
         if (r < 0)
                 return r;
-        if (fstat(fd, &now) < 0)
-                return nook_err_errno(err, NOOK_E_IO, "Cannot stat the lock '%s'", h->lock_path);
-        h->lock_dev = now.st_dev;
-        h->lock_ino = now.st_ino;
         h->lock_fd = TAKE_FD(fd);
         return 0;
 }
@@ -113,7 +110,6 @@ nook_ws *nook_ws_close(nook_ws *w) {
         (void)pthread_mutex_destroy(&w->mu);
         free(w->home);
         free(w->name);
-        free(w->lock_path);
         free(w);
         return NULL;
 }
@@ -151,9 +147,6 @@ static int ws_handle_open(nook *n, const char *name, bool create, nook_ws **ret,
         h->name = strdup(name);
         if (!h->home || !h->name)
                 return nook_err_oom(err);
-        r = sb_lock_path(n->home, name, &h->lock_path, err);
-        if (r < 0)
-                return r;
         h->root_dev = rst.st_dev;
         h->root_ino = rst.st_ino;
         h->w = TAKE_PTR(w);

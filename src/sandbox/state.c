@@ -47,18 +47,6 @@ static char *lock_path_in(const char *root, const char *name) {
         return strprintf("%s/.locks/%s.lock", root, name);
 }
 
-int sb_lock_path(const char *home, const char *name, char **ret, nook_error *err) {
-        _cleanup_free_ char *root = NULL;
-        int r = sb_run_root_home(home, &root, err);
-        if (r < 0)
-                return r;
-        char *p = lock_path_in(root, name);
-        if (!p)
-                return nook_err_oom(err);
-        *ret = p;
-        return 0;
-}
-
 static int lock_in(const char *root, const char *name, int how, int *ret_fd, nook_error *err) {
         _cleanup_free_ char *dir = strprintf("%s/.locks", root);
         _cleanup_free_ char *p = lock_path_in(root, name);

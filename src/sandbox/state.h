@@ -20,8 +20,6 @@ int sb_lock(nook *n, const char *name, int *ret_fd, nook_error *err);
 int sb_lock_how(nook *n, const char *name, int how, int *ret_fd, nook_error *err);
 /* The same by state folder, for holders that keep no nook handle (a workspace handle). */
 int sb_lock_home(const char *home, const char *name, int how, int *ret_fd, nook_error *err);
-/* The path of the name's lock file. */
-int sb_lock_path(const char *home, const char *name, char **ret, nook_error *err);
 /* Deletes the name's lock file; only while holding it (a later sb_lock takes the new file). */
 void sb_lock_drop(nook *n, const char *name);
 

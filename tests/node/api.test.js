@@ -349,7 +349,7 @@ describe("files", () => {
     assert.equal(fs.lstatSync(path.join(box.workspaceDir, "host-link")).isSymbolicLink(), false);
   });
 
-  test("inPlace writes into the file: a command's hard link and open descriptor see it", async () => {
+  test("inPlace writes into the file: a hard link a command made sees it, the inode stays", async () => {
     await box.writeFile("/ip/log.txt", "first\n");
     const made = await box.exec("ln /workspace/ip/log.txt /workspace/ip/alias.txt && stat -c %i /workspace/ip/log.txt");
     assert.equal(made.exitCode, 0, made.stderr);

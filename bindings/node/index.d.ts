@@ -111,6 +111,7 @@ export interface SandboxSpec {
   /** Same as memoryMib (give one of the two). */
   memory?: number | string;
   maxMemoryMib?: number | string;
+  /** Process limit; without it 2048 where nook has a cgroup (podman's default); 0: no limit. */
   pidsMax?: number;
   /** Scripts placed in the sandbox, by name (letters, digits, '_', '-', '.'). */
   scripts?: Record<string, string>;

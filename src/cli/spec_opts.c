@@ -378,8 +378,9 @@ int spec_opt_apply(const char *cmd, json_t *spec, int opt, const char *arg) {
         case 1011: {
                 char *end;
                 long long v = strtoll(arg, &end, 10);
-                if (*end || v < 1) {
-                        cli_usage_error(cmd, "--pids-max expects a whole number >= 1, got '%s'", arg);
+                if (*end || end == arg || v < -1) {
+                        cli_usage_error(cmd,
+                                "--pids-max expects a whole number >= 1, or 0 for no limit, got '%s'", arg);
                         return -1;
                 }
                 return json_object_set_new(spec, "pidsMax", json_integer(v)) < 0 ? -1 : 1;

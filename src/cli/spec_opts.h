@@ -76,7 +76,7 @@
 #define SPEC_OPTS_HELP_C                                                                                    \
         "  --cpus N               CPU limit, whole CPUs (fractions round up)\n"                             \
         "  -m, --memory SIZE      memory limit, not 0: 512m, 2g (the OOM killer ends what exceeds it)\n"    \
-        "  --pids-max N           process limit\n"                                                          \
+        "  --pids-max N           process limit (default 2048 where nook has a cgroup; 0: none)\n"          \
         "  --max-cpus N, --max-memory SIZE  headroom for 'nook update'\n"                                   \
         "  -v, --volume SRC:DST[:ro|rw]  bind a host path (read-only unless :rw) or a named\n"              \
         "                         volume (SRC without '/') at DST\n"                                        \

@@ -402,7 +402,8 @@ static int prepare_state(nook *n, const char *name, const sb_spec *spec, bool ke
                 .home = n->home,
                 .cpus = spec->cpus,
                 .memory_bytes = spec->memory_mib * 1024 * 1024,
-                .pids_max = spec->pids_max,
+                .pids_max = sb_spec_pids_limit(spec),
+                .pids_default = !spec->pids_max,
                 .id_base = n->idmap ? (uint32_t)ruid : 0,
                 .ws_uid = n->ws_uid,
                 .ws_gid = n->ws_gid };

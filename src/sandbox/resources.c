@@ -106,7 +106,7 @@ static int update_running(nook *n, const char *name, const char *update_json, no
                 return r;
         unsigned cpus = upd.cpus ? upd.cpus : spec.cpus;
         uint64_t mib = upd.memory_mib ? upd.memory_mib : spec.memory_mib;
-        uint64_t pids = upd.pids_max ? upd.pids_max : spec.pids_max;
+        uint64_t pids = upd.pids_max ? upd.pids_max : spec.pids_max; /* as given: 0 = the default */
         /* Without maxCpus / maxMemoryMib the limits given at create are the ceiling, and no limit
          * none (the largest value the spec takes).  The ceiling is saved with the spec below, so
          * it outlives the update: it used to be the last update's limit (after --memory 256m,
@@ -129,7 +129,10 @@ static int update_running(nook *n, const char *name, const char *update_json, no
         r = iso_cgroup_open(n->home, name, &cg, err);
         if (r < 0)
                 return r;
-        iso_limits l = { .cpus = cpus, .memory_bytes = mib * 1024 * 1024, .pids_max = pids };
+        sb_spec eff = { .pids_max = pids };
+        iso_limits l = {
+                .cpus = cpus, .memory_bytes = mib * 1024 * 1024, .pids_max = sb_spec_pids_limit(&eff)
+        };
         r = iso_cgroup_set_limits(cg, &l, err);
         if (r < 0)
                 return r;

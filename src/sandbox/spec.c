@@ -254,11 +254,13 @@ static int parse_limits(json_t *o, sb_spec *s, nook_error *err) {
                 s->memory_mib = mem_str;
         json_t *p = json_object_get(o, "pidsMax");
         if (p && !json_is_null(p)) {
-                if (!json_is_integer(p) || json_integer_value(p) < 1 || json_integer_value(p) > MAX_PIDS)
+                if (!json_is_integer(p) || json_integer_value(p) < -1 || json_integer_value(p) > MAX_PIDS)
                         return nook_err_set(err, NOOK_E_INVALID,
-                                "Invalid spec: field 'pidsMax' must be a whole number from 1 to %d",
-                                MAX_PIDS);
-                s->pids_max = (uint64_t)json_integer_value(p);
+                                "Invalid spec: field 'pidsMax' must be a whole number from 1 to %d, or 0 for "
+                                "no limit (without it: %d)",
+                                MAX_PIDS, SB_SPEC_PIDS_DEFAULT);
+                s->pids_max =
+                        json_integer_value(p) < 1 ? SB_SPEC_PIDS_NONE : (uint64_t)json_integer_value(p);
         }
         if (s->memory_mib && s->memory_mib < 4)
                 return nook_err_set(err, NOOK_E_INVALID,
@@ -440,6 +442,12 @@ static int parse_fields(json_t *o, sb_spec *s, nook_error *err) {
         return resolve_image(s, err);
 }
 
+uint64_t sb_spec_pids_limit(const sb_spec *s) {
+        if (s->pids_max == SB_SPEC_PIDS_NONE)
+                return 0;
+        return s->pids_max ? s->pids_max : SB_SPEC_PIDS_DEFAULT;
+}
+
 int sb_spec_parse(const char *spec_json, sb_spec *ret, nook_error *err) {
         sb_spec s = { 0 };
         json_error_t jerr;
@@ -498,7 +506,8 @@ char *sb_spec_to_json(const sb_spec *s) {
         if (s->max_memory_mib)
                 json_object_set_new(o, "maxMemoryMib", json_integer((json_int_t)s->max_memory_mib));
         if (s->pids_max)
-                json_object_set_new(o, "pidsMax", json_integer((json_int_t)s->pids_max));
+                json_object_set_new(o, "pidsMax",
+                        json_integer(s->pids_max == SB_SPEC_PIDS_NONE ? 0 : (json_int_t)s->pids_max));
         if (s->pull_policy && !streq(s->pull_policy, "if-missing"))
                 json_object_set_new(o, "pullPolicy", json_string(s->pull_policy));
         if (s->volumes)

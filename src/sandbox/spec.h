@@ -37,7 +37,7 @@ typedef struct sb_spec {
         /* resources: 0 = unlimited; max_* are the headroom for `nook update` (0 = the limit) */
         unsigned cpus, max_cpus;
         uint64_t memory_mib, max_memory_mib;
-        uint64_t pids_max;
+        uint64_t pids_max; /* as given: 0 when the spec says nothing, SB_SPEC_PIDS_NONE for no limit */
         char *pull_policy; /* "always" | "if-missing" (default) | "never" */
         char *snapshot; /* a snapshot name or digest; its digest once sb_snapshot_fill_spec ran */
         json_t *volumes; /* checked against the host by sb_volumes_parse() at create */
@@ -50,6 +50,15 @@ typedef struct sb_spec {
         char *egress_ca_pem; /* an extra CA the gateway trusts upstream */
         bool egress_audit;
 } sb_spec;
+
+/* A sandbox's process limit when its spec gives none: a fork bomb stops there instead of taking
+ * the host's pid space (kernel.pid_max is 32768 on many hosts).  podman's default (containers.conf
+ * pids_limit); set where the host gives nook a cgroup, never an error where it does not. */
+#define SB_SPEC_PIDS_DEFAULT 2048
+/* pidsMax 0 or -1 in a spec: no limit (docker's --pids-limit 0 / -1). */
+#define SB_SPEC_PIDS_NONE UINT64_MAX
+/* The process limit to set for s: 0 = none. */
+uint64_t sb_spec_pids_limit(const sb_spec *s);
 
 void sb_spec_done(sb_spec *s);
 /* Parses and checks spec_json (NULL = defaults).  Errors name the field. */

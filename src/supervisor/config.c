@@ -60,6 +60,7 @@ int sup_config_to_json(const sup_config *c, char **ret_text, nook_error *err) {
         json_object_set_new(o, "cpus", json_integer(c->cpus));
         json_object_set_new(o, "memoryBytes", json_integer((json_int_t)c->memory_bytes));
         json_object_set_new(o, "pidsMax", json_integer((json_int_t)c->pids_max));
+        json_object_set_new(o, "pidsDefault", json_boolean(c->pids_default));
         json_object_set_new(o, "idBase", json_integer((json_int_t)c->id_base));
         json_object_set_new(o, "wsUid", json_integer((json_int_t)c->ws_uid));
         json_object_set_new(o, "wsGid", json_integer((json_int_t)c->ws_gid));
@@ -208,6 +209,7 @@ int sup_config_from_fd(int fd, sup_config *ret, nook_error *err) {
         c.cpus = (unsigned)json_integer_value(json_object_get(o, "cpus"));
         c.memory_bytes = (uint64_t)json_integer_value(json_object_get(o, "memoryBytes"));
         c.pids_max = (uint64_t)json_integer_value(json_object_get(o, "pidsMax"));
+        c.pids_default = json_is_true(json_object_get(o, "pidsDefault"));
         c.id_base = (uint32_t)json_integer_value(json_object_get(o, "idBase"));
         c.ws_uid = (uint32_t)json_integer_value(json_object_get(o, "wsUid"));
         c.ws_gid = (uint32_t)json_integer_value(json_object_get(o, "wsGid"));

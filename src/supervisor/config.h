@@ -41,7 +41,8 @@ typedef struct sup_config {
         char *home; /* the state root: names the sandbox's cgroup */
         unsigned cpus; /* resource limits, 0 = unlimited */
         uint64_t memory_bytes;
-        uint64_t pids_max;
+        uint64_t pids_max; /* 0: none */
+        bool pids_default; /* pids_max is nook's default, not asked for: set only where it can be */
         bool ephemeral;
         bool one_shot; /* NOOK_CREATE_ONE_SHOT: init forks no spare exec helper */
         /* Rootful per-sandbox identity (isolate/idmap.h): the sandbox's host id range starts at

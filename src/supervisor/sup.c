@@ -117,12 +117,14 @@ static uint64_t oom_kills(sup *s) {
         return s->cg ? iso_cgroup_oom_kills(s->cg) : 0;
 }
 
-/* Every sandbox gets a cgroup when the host lets us make one (stats, OOM reports); a requested
- * limit the host cannot enforce is an error, never a silently unlimited sandbox. */
+/* Every sandbox gets a cgroup when the host lets us make one (stats, OOM reports, the default
+ * process limit); a requested limit the host cannot enforce is an error, never a silently
+ * unlimited sandbox.  The default process limit was not requested: without a cgroup (rootless,
+ * nothing delegated) the sandbox runs without it. */
 static int setup_cgroup(sup *s, nook_error *err) {
         const sup_config *c = s->cfg;
         iso_limits l = { .cpus = c->cpus, .memory_bytes = c->memory_bytes, .pids_max = c->pids_max };
-        bool wanted = l.cpus || l.memory_bytes || l.pids_max;
+        bool wanted = l.cpus || l.memory_bytes || (l.pids_max && !c->pids_default);
         if (!c->home)
                 return 0;
         /* It says when the host has no cgroup for us (iso_cgroup_available's reason): an

@@ -9,7 +9,7 @@
 . "$(dirname "$0")/lib.sh"
 
 require_bin "$NOOK" "$NOOK_PROBE"
-plan 74
+plan 81
 
 PY=/usr/bin/python3
 [[ -x $PY ]] || PY=python3
@@ -90,7 +90,7 @@ else
 fi
 
 if [[ $can_limit == 0 ]]; then
-        for i in $(seq 1 68); do
+        for i in $(seq 1 75); do
                 skip_expected "resource limits need root or a delegated cgroup (uid $(id -u), none delegated here)"
         done
         exit 0
@@ -260,10 +260,32 @@ is "$(cgval res5 pids.max)" "7" "a left cgroup of res5 holds pids.max 7"
 run_nook create res5
 is "$status" 0 "create res5 without limits over it" || diag "$err"
 run_nook --json stats res5
-is "$(jnum memoryLimitBytes "$out")/$(jnum pidsLimit "$out")" "null/null" "its limits are reset to none"
-is "$(cgval res5 pids.max)" "max" "pids.max is max again"
+is "$(jnum memoryLimitBytes "$out")/$(jnum pidsLimit "$out")" "null/2048" \
+        "its limits are reset: no memory limit, the default process limit"
+is "$(cgval res5 pids.max)" "2048" "pids.max is the default 2048 again"
 run_nook rm res5
 is "$(cgdirs res5)" "" "rm removed res5's cgroups"
+
+# ---- the default process limit: a fork bomb in a sandbox created without limits stops at 2048
+# (kernel.pid_max is 32768 here: without it one sandbox could take every pid of the host)
+run_nook create resd
+run_nook cp "$NOOK_PROBE" "resd:/workspace/probe"
+run_nook --json stats resd
+is "$(jnum pidsLimit "$out")" "2048" "a sandbox created without --pids-max gets the default 2048"
+run_nook exec resd -- /workspace/probe fork-bomb 2100
+like "$out" '"stopped_by":"EAGAIN"' "a fork bomb in it is stopped by EAGAIN"
+f=$(jnum forked "$out")
+if [[ $f =~ ^[0-9]+$ && $f -lt 2048 && $f -gt 1000 ]]; then ok "it got $f < 2048 children"; else not_ok "it got fewer than 2048 children" "forked: $f"; fi
+run_nook update --pids-max 0 resd
+run_nook --json stats resd
+is "$status/$(jnum pidsLimit "$out")/$(cgval resd pids.max)" "0/null/max" "update --pids-max 0 lifts it (docker's 0: no limit)"
+run_nook inspect resd
+like "$out" '"pidsMax": 0' "inspect says pidsMax 0: no limit, kept across a restart"
+run_nook create --pids-max 0 resn
+run_nook --json stats resn
+is "$status/$(jnum pidsLimit "$out")/$(cgval resn pids.max)" "0/null/max" "create --pids-max 0: no process limit"
+expect_fail 2 "--pids-max -2" create --pids-max -2 resx
+run_nook rm resd resn
 
 # ---- bad input creates nothing ---------------------------------------------------------------------
 expect_fail 1 "--cpus 0" create --cpus 0 res3

@@ -220,8 +220,8 @@ Test(spec, wrong_types_name_the_field) {
         parse_fails("{\"memory\": true}", NOOK_E_INVALID, "memory");
         parse_fails("{\"maxMemoryMib\": \"lots\"}", NOOK_E_INVALID, "maxMemoryMib");
         parse_fails("{\"pidsMax\": \"100\"}", NOOK_E_INVALID, "pidsMax");
-        parse_fails("{\"pidsMax\": 0}", NOOK_E_INVALID, "pidsMax");
-        parse_fails("{\"pidsMax\": -1}", NOOK_E_INVALID, "pidsMax");
+        parse_fails("{\"pidsMax\": -2}", NOOK_E_INVALID, "pidsMax");
+        parse_fails("{\"pidsMax\": 4194305}", NOOK_E_INVALID, "pidsMax");
         parse_fails("{\"pidsMax\": 1.5}", NOOK_E_INVALID, "pidsMax");
         parse_fails("{\"security\": 1}", NOOK_E_INVALID, "security");
         parse_fails("{\"security\": \"none\"}", NOOK_E_INVALID, "security", "none");
@@ -813,4 +813,30 @@ Test(spec, secrets_never_stored) {
         cr_expect_null(strstr(t, "egress"));
         free(t);
         sb_spec_done(&s);
+}
+
+/* pidsMax: absent is the default (SB_SPEC_PIDS_DEFAULT), 0 and -1 are "no limit" (docker's
+ * --pids-limit), which survives the round trip through the stored spec as 0. */
+Test(spec, pids_default_and_none) {
+        sb_spec s = {}, s2 = {};
+        nook_error err = {};
+        cr_assert_eq(sb_spec_parse("{}", &s, &err), 0, "%s", err.msg);
+        cr_expect_eq(sb_spec_pids_limit(&s), SB_SPEC_PIDS_DEFAULT);
+        sb_spec_done(&s);
+        for (int v = -1; v <= 0; v++) {
+                char j[64];
+                snprintf(j, sizeof(j), "{\"pidsMax\": %d}", v);
+                s = (sb_spec){};
+                cr_assert_eq(sb_spec_parse(j, &s, &err), 0, "%s", err.msg);
+                cr_expect_eq(sb_spec_pids_limit(&s), 0, "%s: no limit", j);
+                char *t = sb_spec_to_json(&s);
+                cr_assert_not_null(t);
+                cr_expect(strstr(t, "\"pidsMax\":0") || strstr(t, "\"pidsMax\": 0"), "%s", t);
+                s2 = (sb_spec){};
+                cr_assert_eq(sb_spec_parse(t, &s2, &err), 0, "%s", err.msg);
+                cr_expect_eq(sb_spec_pids_limit(&s2), 0, "stored as %s, still no limit", t);
+                free(t);
+                sb_spec_done(&s);
+                sb_spec_done(&s2);
+        }
 }

@@ -6,14 +6,15 @@
 # export; a running or ephemeral sandbox is refused; identical content is stored once; a snapshot
 # survives its source and serves many sandboxes; rm of one in use is refused naming the sandbox;
 # export/import on a fresh NOOK_HOME gives the same digest; corrupted, truncated and hostile
-# files are refused with nothing left behind.
+# files are refused with nothing left behind; names that are not UTF-8 (0xff) or hold a newline
+# come back byte for byte.
 . "$(dirname "$0")/lib.sh"
 
 require_bin "$NOOK"
 command -v jq >/dev/null || plan skip_all "jq is needed to read nook's JSON"
 command -v zstd >/dev/null || plan skip_all "zstd is needed to take export files apart"
 command -v busybox >/dev/null || plan skip_all "busybox is needed for the test root filesystem"
-plan 86
+plan 95
 
 ROOT=0
 nook_rootful && ROOT=1
@@ -346,6 +347,42 @@ sx sp2 'busybox head -c 1000003 /big | busybox tail -c 3'
 is "$out" "abc" "the guest reads its data back from the restored sparse file"
 run_nook rm sp sp2
 run_nook snapshot rm spsnap
+
+# ---- names that are not UTF-8 ------------------------------------------------------------------------
+# A Linux name is any bytes but '/' and NUL.  A guest's names with bytes 0xff/0x80 (no UTF-8, and
+# no ASCII: the C locale nook runs in cannot convert them), a newline, a directory, a symlink
+# target and a hard link of such names go through the layer and workspace tars byte for byte:
+# snapshot, boot, export and import.  (libarchive's pax writer refused them: "Can't translate
+# pathname".)
+run_nook create nu --sticky --image "$R"
+sx nu 'ff=$(printf "\377\200") && mkdir -p "/bytes/d$ff" && echo x >"/bytes/a${ff}b" &&
+        echo y >"/bytes/nl
+name" && echo z >"/bytes/d$ff/in" && ln -s "a${ff}b" /bytes/sym && ln -s "t$(printf "\376")" /bytes/sym2 &&
+        ln "/bytes/a${ff}b" /bytes/hard'
+is "$status" 0 "the guest makes names with bytes 0xff, 0x80 and a newline ($err)"
+NUW=$("$NOOK" ws path nu)
+mkdir "$NUW/w$(printf '\377')" && echo w >"$NUW/w$(printf '\377')/f
+x"
+run_nook stop nu
+run_nook snapshot create --with-workspace nu nusnap
+is "$status" 0 "a snapshot of them is taken ($err)"
+NUD="$NOOK_HOME/snapshots/$("$NOOK" snapshot inspect nusnap 2>/dev/null | jq -r .digest | sed 's/^sha256://')"
+layer=$(tree_dump "$NOOK_HOME/sandboxes/nu/upper/bytes")
+like "$layer" "b'a\\\\xff\\\\x80b'.*b'd\\\\xff\\\\x80/in'.*b'nl\\\\nname'.*b't\\\\xfe'" "the guest's names are in its layer as made"
+is "$(tree_dump "$NUD/rootfs/bytes")" "$layer" "the snapshot's layer holds them byte for byte (names, link targets, the hard link)"
+run_nook create nu2 --snapshot nusnap
+is "$status" 0 "a sandbox boots from the snapshot ($err)"
+sx nu2 'ff=$(printf "\377\200"); cat "/bytes/a${ff}b" "/bytes/nl
+name" "/bytes/d$ff/in" /bytes/sym /bytes/hard'
+is "$out" $'x\ny\nz\nx\nx' "the guest reads each file back by its name"
+is "$(tree_dump "$("$NOOK" ws path nu2)")" "$(tree_dump "$NUW")" "the workspace is restored byte for byte"
+run_nook snapshot export nusnap "$D/nu.nsnap"
+NOOK_HOME=$H2 run_nook snapshot import "$D/nu.nsnap"
+is "$status" 0 "the export imports on another NOOK_HOME ($err)"
+is "$(tree_dump "$H2/snapshots/${NUD##*/}/rootfs/bytes")" "$layer" "the imported layer holds the names byte for byte"
+NOOK_HOME=$H2 run_nook snapshot rm nusnap
+run_nook rm nu nu2
+run_nook snapshot rm nusnap
 
 # ---- removal -------------------------------------------------------------------------------------
 run_nook rm b1 b2

@@ -389,8 +389,8 @@ int sb_snapshot_commit(
         snapshot_rec other = {};
         if (store_snapshot_get(st, digest, &other, err) >= 0) {
                 r = nook_err_set(err, NOOK_E_EXISTS,
-                        "Snapshot '%s' holds exactly this content already (%s); it is stored once",
-                        other.name, digest);
+                        "Snapshot '%s' holds exactly this content already (%s); it is stored once, under one name: use '%s'",
+                        other.name, digest, other.name);
                 snapshot_rec_done(&other);
                 return r;
         }
@@ -453,7 +453,11 @@ static int snapshot_default_name(nook *n, const char *sandbox, char **ret, nook_
 
 /* Under the sandbox's lock (held in *lock until the caller has removed *tmp): the name (NULL:
  * snapshot_default_name's), the source's spec, a private folder, the packed layers, then the
- * record. */
+ * record.  Content is stored once, under one name.  Without a name asked for, content that a
+ * snapshot holds already is that snapshot (*ret_json has "alreadyPresent": true), as an import of
+ * it is: a caller that snapshots whenever it likes, changed or not, gets an answer, never
+ * "exists".  A name asked for stays an error when it is taken or when another name holds the
+ * content: the caller cannot have that name. */
 static int snapshot_make(nook *n, const char *sandbox, const char *name, unsigned flags, int *lock,
         char **tmp, int *tmp_lock, char **ret_json, nook_error *err) {
         _cleanup_(sb_spec_done) sb_spec spec = {};
@@ -477,6 +481,8 @@ static int snapshot_make(nook *n, const char *sandbox, const char *name, unsigne
         r = build(n, sandbox, flags & NOOK_SNAPSHOT_WITH_WORKSPACE, &spec, *tmp, &meta, err);
         if (r < 0)
                 return r;
+        if (defname && (r = sb_snapshot_find_content(n, meta, ret_json, err)) != 0)
+                return r < 0 ? r : 0;
         return sb_snapshot_commit(n, *tmp, meta, name, ret_json, err);
 }
 

@@ -6,15 +6,16 @@
 # export; a running or ephemeral sandbox is refused; identical content is stored once; a snapshot
 # survives its source and serves many sandboxes; rm of one in use is refused naming the sandbox;
 # export/import on a fresh NOOK_HOME gives the same digest; corrupted, truncated and hostile
-# files are refused with nothing left behind; names that are not UTF-8 (0xff) or hold a newline
-# come back byte for byte.
+# files are refused with nothing left behind; a snapshot without a name of content stored already
+# answers with the snapshot that holds it; names that are not UTF-8 (0xff) or hold a newline come
+# back byte for byte.
 . "$(dirname "$0")/lib.sh"
 
 require_bin "$NOOK"
 command -v jq >/dev/null || plan skip_all "jq is needed to read nook's JSON"
 command -v zstd >/dev/null || plan skip_all "zstd is needed to take export files apart"
 command -v busybox >/dev/null || plan skip_all "busybox is needed for the test root filesystem"
-plan 95
+plan 102
 
 ROOT=0
 nook_rootful && ROOT=1
@@ -97,6 +98,17 @@ run_nook snapshot create --with-workspace src snap-again
 check "the next snapshot create removed a killed one's temporary folder" test ! -e "$NOOK_HOME/snapshots/.tmp/create-killed1"
 is "$status" 1 "the same content under another name is refused"
 like "$err" "snap1.*stored once" "the refusal names the snapshot that holds it"
+# Without a name the same content is no error: the answer is the snapshot that holds it (as for an
+# import of it), and nothing new is stored.  A name that is taken stays an error.
+run_nook snapshot create --with-workspace src
+is "$status:$(awk '{print $1, $2}' <<<"$out")" "0:snap1 $DIGEST" \
+        "the same content again without a name answers with the snapshot that holds it, not 'exists' ($err)"
+like "$out" "already present" "and says it is already present"
+run_nook --json snapshot create --with-workspace src
+is "$(jq -r '[.name, .alreadyPresent] | join(" ")' <<<"$out")" "snap1 true" "--json: that snapshot, alreadyPresent true"
+is "$("$NOOK" snapshot ls -q | tr '\n' ' ')" "snap1 " "no snapshot was added"
+expect_fail 1 "a name that is taken stays an error" snapshot create src snap1
+like "$err" "named 'snap1' exists already" "the refusal says the name is taken"
 # Two snapshots without a name, at once (the same second): the default names are picked under
 # the sandbox's lock, so each gets its own ("src-EPOCH", "src-EPOCH-2"), neither "exists".
 echo more >"$("$NOOK" ws path src)/w3.txt"
@@ -112,6 +124,9 @@ is "$s1 $s2" "0 0" "two default-named snapshots at once both succeed ($(cat "$D/
 d1=$(awk '{print $1}' "$D/d1.out") d2=$(awk '{print $1}' "$D/d2.out")
 like "$d1 $d2" "^src-[0-9]+(-[0-9]+)? src-[0-9]+(-[0-9]+)?$" "both have default names"
 isnt "$d1" "$d2" "each its own"
+# the user's case: an agent snapshots on every step without a name, changed or not
+run_nook snapshot create src
+is "$status:$(awk '{print $1}' <<<"$out")" "0:$d1" "a repeated snapshot without a name of unchanged content answers with the first ($err)"
 run_nook snapshot rm "$d1" "$d2"
 rm -f "$("$NOOK" ws path src)/w3.txt"
 run_nook snapshot inspect snap1

@@ -6,16 +6,17 @@
 # export; a running or ephemeral sandbox is refused; identical content is stored once; a snapshot
 # survives its source and serves many sandboxes; rm of one in use is refused naming the sandbox;
 # export/import on a fresh NOOK_HOME gives the same digest; corrupted, truncated and hostile
-# files are refused with nothing left behind; a snapshot without a name of content stored already
-# answers with the snapshot that holds it; names that are not UTF-8 (0xff) or hold a newline come
-# back byte for byte.
+# files are refused with nothing left behind; two imports of one file at once both succeed and
+# leave one whole snapshot; a snapshot without a name of content stored already answers with the
+# snapshot that holds it; names that are not UTF-8 (0xff) or hold a newline come back byte for
+# byte.
 . "$(dirname "$0")/lib.sh"
 
 require_bin "$NOOK"
 command -v jq >/dev/null || plan skip_all "jq is needed to read nook's JSON"
 command -v zstd >/dev/null || plan skip_all "zstd is needed to take export files apart"
 command -v busybox >/dev/null || plan skip_all "busybox is needed for the test root filesystem"
-plan 102
+plan 105
 
 ROOT=0
 nook_rootful && ROOT=1
@@ -243,6 +244,23 @@ NOOK_HOME=$H2 run_nook rm c1
 NOOK_HOME=$H2 "$NOOK" snapshot rm snap1 >/dev/null
 NOOK_HOME=$H2 "$NOOK" snapshot import -q - snap1 <"$D/stdout.nsnap" >"$D/stdin.out" 2>&1
 is "$?:$(awk '{print $2}' "$D/stdin.out")" "0:$DIGEST" "import '-' reads the file from stdin: the same digest"
+
+# Two imports of one file at once (or snapshots of two sandboxes with the same layer): a commit
+# holds a lock on <home>/snapshots from its look for the content to its record, so the second
+# waits and answers with the first's snapshot.  Without it the second took the first's directory
+# for a crash's leftover, and one record was left without its files.  The first pauses between
+# its rename and its record (a test hook; without hooks the two just race).
+H4=$(mktemp -d /var/tmp/nook-test-snap4.XXXXXXXX)
+chmod 0700 "$H4"
+NOOK_HOME=$H4 NOOK_TEST_SNAPSHOT_PAUSE_AT=renamed "$NOOK" snapshot import "$X" >"$D/imp1.out" 2>&1 &
+imp1=$!
+sleep 1
+NOOK_HOME=$H4 run_nook snapshot import "$X"
+wait $imp1
+is "$?:$status" "0:0" "two imports of one file at once both succeed ($(cat "$D/imp1.out") $err)"
+like "$out" "already present" "the second answers with the first's snapshot"
+check "the snapshot's files are there" test -d "$H4/snapshots/${DIGEST#sha256:}/rootfs"
+rm -rf "$H4"
 
 H3=$(mktemp -d /var/tmp/nook-test-snap3.XXXXXXXX)
 chmod 0700 "$H3"

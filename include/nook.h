@@ -473,7 +473,10 @@ NOOK_PUBLIC int nook_image_export(
 typedef void (*nook_progress_fn)(void *userdata, uint64_t done, uint64_t total);
 
 /* Refused with NOOK_E_STATE for a running sandbox (stop it first) and for an ephemeral one (its
- * layer is gone at stop: create it sticky).  name NULL: "<sandbox>-<epoch seconds>" (then "-2", "-3"... within one second). */
+ * layer is gone at stop: create it sticky).  name NULL: "<sandbox>-<epoch seconds>" (then "-2", "-3"... within one second).
+ * Content is stored once, under one name: with name NULL, content that a snapshot holds already
+ * is success, *ret_json being that snapshot with "alreadyPresent": true (as for an import); with
+ * a name, a name that is taken or content held under another name is NOOK_E_EXISTS. */
 NOOK_PUBLIC int nook_snapshot_create(
         nook *n, const char *sandbox, const char *name, unsigned flags, char **ret_json, nook_error *err);
 /* A JSON array of snapshot objects, newest first. */

@@ -198,6 +198,9 @@ export interface SnapshotInfo {
   /** Who boots from it (ls and inspect). */
   usedBy?: Array<{ sandbox: string; [key: string]: unknown }>;
   note?: string;
+  /** True when nothing new was stored: a snapshot without a name, or an import, of content this
+   * snapshot holds already (content is stored once, under one name). */
+  alreadyPresent?: boolean;
   [key: string]: unknown;
 }
 
@@ -318,7 +321,9 @@ export declare class Box {
   /** timeoutMs: between SIGTERM and SIGKILL; default 10 s, 0 kills at once, at most 1 h. */
   stop(options?: { timeoutMs?: number }): Promise<void>;
   /** Disk state of a stopped sticky sandbox (else SandboxError state); name undefined/null:
-   * "<sandbox>-<epoch seconds>" (then "-2", "-3"... within one second).  withWorkspace: include the workspace. */
+   * "<sandbox>-<epoch seconds>" (then "-2", "-3"... within one second), or, when a snapshot holds
+   * exactly this content already, that snapshot with alreadyPresent: true.  A name that is taken,
+   * or content another name holds, rejects with code exists.  withWorkspace: include the workspace. */
   snapshot(name?: string | null, options?: { withWorkspace?: boolean }): Promise<SnapshotInfo>;
   /** Freezes every process (cgroup freezer); exec rejects with code state until resume(). */
   pause(): Promise<void>;

@@ -20,7 +20,9 @@
         "modes, owners, xattrs, deleted image files) over the image it was booted from, and with\n"            \
         "--with-workspace its workspace.  Disk state only: never memory, processes, sockets or\n"              \
         "devices; a sandbox made from one cold-boots.  Ephemeral sandboxes discard their layer at stop,\n"     \
-        "so only sandboxes created with --sticky can be snapshotted.\n\n"                                      \
+        "so only sandboxes created with --sticky can be snapshotted.  Content is stored once, under one\n"     \
+        "name: a create without NAME of content a snapshot holds already answers with that snapshot\n"         \
+        "(\"already present\"); a NAME given for it, or one that is taken, is an error.\n\n"                   \
         "Commands:\n"                                                                                          \
         "  create [--with-workspace] SANDBOX [NAME]   snapshot a stopped sticky sandbox\n"                     \
         "  ls [-q] [--format T] [--no-trunc]          list snapshots ('{{.Name}} {{.Digest}}')\n"              \
@@ -63,19 +65,23 @@ static int print_result(char *json, int (*text)(json_t *)) {
         return r;
 }
 
-static int print_created(json_t *j) {
-        printf("%s %s\n", json_string_value(json_object_get(j, "name")),
+/* NAME DIGEST, and for content a snapshot held already (create without a name, import), which one
+ * answered and that nothing was added. */
+static int print_stored(json_t *j, const char *nothing) {
+        printf("%s %s", json_string_value(json_object_get(j, "name")),
                 json_string_value(json_object_get(j, "digest")));
+        if (json_is_true(json_object_get(j, "alreadyPresent")))
+                printf(" (already present: this snapshot holds exactly that content; %s)", nothing);
+        putchar('\n');
         return 0;
 }
 
+static int print_created(json_t *j) {
+        return print_stored(j, "nothing new stored");
+}
+
 static int print_imported(json_t *j) {
-        if (!json_is_true(json_object_get(j, "alreadyPresent")))
-                return print_created(j);
-        printf("%s %s (already present: this snapshot holds exactly that content; nothing imported)\n",
-                json_string_value(json_object_get(j, "name")),
-                json_string_value(json_object_get(j, "digest")));
-        return 0;
+        return print_stored(j, "nothing imported");
 }
 
 static int print_pretty(json_t *j) {

@@ -9,6 +9,15 @@
  * have no CAP_DAC_OVERRIDE) is opened by adding the owner's read bit for the moment of the open
  * and restoring the mode at once.
  *
+ * Names and link targets are the bytes the file system holds: a Linux name is any bytes but '/'
+ * and NUL, and a guest may make one that is not UTF-8 (0xff) or that holds a newline.  The pax
+ * writer converts a name from the process's locale to UTF-8 for its "path" record; one it cannot
+ * convert (in the C locale of the CLI and of Node: any byte above 0x7f) it writes as it is, under
+ * hdrcharset=BINARY, and answers ARCHIVE_WARN.  That is success here, and the unpacker reads the
+ * name back byte for byte.  The option hdrcharset=BINARY for the whole archive would give every
+ * entry an extended header (1 KiB, and a warning from GNU tar, which does not know the keyword);
+ * this way an all-ASCII tree packs as it always did.
+ *
  * A sparse file (fewer blocks than its size needs) is written as a GNU sparse 1.0 pax entry
  * holding its data extents only, as SEEK_DATA/SEEK_HOLE find them: a guest's `truncate -s 8G`
  * costs a snapshot what the file holds, and the unpacker writes the data back at its offsets,
@@ -91,6 +100,12 @@ static int archive_fail(packer *p, const char *path, nook_error *err) {
                 archive_error_string(p->a) ? archive_error_string(p->a) : "libarchive error");
 }
 
+/* ARCHIVE_WARN is a written entry: a name that went in as bytes (see the file comment). */
+static int write_header(packer *p, struct archive_entry *e, const char *path, nook_error *err) {
+        int rc = archive_write_header(p->a, e);
+        return rc == ARCHIVE_OK || rc == ARCHIVE_WARN ? 0 : archive_fail(p, path, err);
+}
+
 /* Opens name for reading; see the file comment for the owner-read fallback. */
 static int open_readable(int dfd, const char *name, const struct stat *st, int flags) {
         int fd = openat(dfd, name, flags | O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
@@ -165,9 +180,9 @@ static int write_marker(packer *p, const char *path, nook_error *err) {
         archive_entry_set_filetype(e, AE_IFREG);
         archive_entry_set_perm(e, 0);
         archive_entry_set_size(e, 0);
-        int rc = archive_write_header(p->a, e);
+        int r = write_header(p, e, path, err);
         archive_entry_free(e);
-        return rc == ARCHIVE_OK ? 0 : archive_fail(p, path, err);
+        return r;
 }
 
 static int write_file_data(packer *p, int fd, const char *path, nook_error *err) {
@@ -327,7 +342,7 @@ static int pack_regular(packer *p, struct archive_entry *e, int dfd, const char 
         if (target) {
                 archive_entry_set_hardlink(e, target);
                 archive_entry_set_size(e, 0);
-                return archive_write_header(p->a, e) == ARCHIVE_OK ? 0 : archive_fail(p, path, err);
+                return write_header(p, e, path, err);
         }
         _cleanup_close_ int fd = open_readable(dfd, name, st, 0);
         if (fd < 0)
@@ -343,8 +358,8 @@ static int pack_regular(packer *p, struct archive_entry *e, int dfd, const char 
                 archive_entry_sparse_add_entry(e, m.v[i].start, m.v[i].end - m.v[i].start);
         if (sparse && m.n == 0)
                 archive_entry_sparse_add_entry(e, st->st_size, 0); /* one hole: a map of nothing */
-        if (archive_write_header(p->a, e) != ARCHIVE_OK)
-                return archive_fail(p, path, err);
+        if ((r = write_header(p, e, path, err)) < 0)
+                return r;
         return sparse ? write_sparse_data(p, fd, &m, st->st_size, path, err)
                       : write_file_data(p, fd, path, err);
 }
@@ -357,8 +372,8 @@ static int pack_dir(packer *p, struct archive_entry *e, int dfd, const char *nam
         int r = add_xattrs(p, e, fd, path, err);
         if (r < 0)
                 return r;
-        if (archive_write_header(p->a, e) != ARCHIVE_OK)
-                return archive_fail(p, path, err);
+        if ((r = write_header(p, e, path, err)) < 0)
+                return r;
         if (p->o->overlay && is_opaque(fd)) {
                 _cleanup_free_ char *m = strprintf("%s/.wh..wh..opq", path);
                 if (!m)
@@ -402,13 +417,11 @@ static int pack_one(
                 else {
                         target[n] = 0;
                         archive_entry_set_symlink(e, target);
-                        if (archive_write_header(p->a, e) != ARCHIVE_OK)
-                                r = archive_fail(p, path, err);
+                        r = write_header(p, e, path, err);
                 }
         } else {
                 archive_entry_set_rdev(e, st.st_rdev);
-                if (archive_write_header(p->a, e) != ARCHIVE_OK)
-                        r = archive_fail(p, path, err);
+                r = write_header(p, e, path, err);
         }
         archive_entry_free(e);
         return r;

@@ -407,9 +407,11 @@ static int cp_tar_entry(cp_sink *k, const cp_entry *e, nook_error *err) {
         IMG(archive_entry_set_size)(ae, e->type == S_IFREG ? e->size : 0);
         if (e->type == S_IFLNK)
                 IMG(archive_entry_set_symlink)(ae, e->link);
+        /* ARCHIVE_WARN: written, with a name that is no UTF-8 in this locale as its bytes
+         * (hdrcharset=BINARY; image/pack.c says why not for the whole archive) */
         int rc = IMG(archive_write_header)(k->ar, ae);
         IMG(archive_entry_free)(ae);
-        if (rc != ARCHIVE_OK)
+        if (rc != ARCHIVE_OK && rc != ARCHIVE_WARN)
                 return nook_err_set(err, NOOK_E_IO, "Cannot write the archive entry '%s': %s", e->path,
                         img_archive_error_or(k->ar, "write error"));
         for (int64_t left = e->type == S_IFREG ? e->size : 0; left > 0;) {

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -323,7 +324,9 @@ static int build(nook *n, const char *sandbox, bool with_ws, const sb_spec *spec
         return 0;
 }
 
-int sb_snapshot_find_content(nook *n, json_t *meta, char **ret_json, nook_error *err) {
+/* 1 when a snapshot with exactly meta's content is stored already (*ret_json: that snapshot, with
+ * "alreadyPresent": true), 0 when none is. */
+static int find_content(nook *n, json_t *meta, char **ret_json, nook_error *err) {
         _cleanup_free_ char *digest = NULL;
         snapshot_rec other = {};
         store *st;
@@ -357,10 +360,31 @@ int sb_snapshot_find_content(nook *n, json_t *meta, char **ret_json, nook_error 
         return 1;
 }
 
-int sb_snapshot_commit(
-        nook *n, const char *tmp, json_t *meta, const char *name, char **ret_json, nook_error *err) {
-        _cleanup_free_ char *digest = NULL, *root = NULL, *final = NULL,
-                            *mp = strprintf("%s/snapshot.json", tmp);
+/* The snapshots' lock: flock(2) on <home>/snapshots itself, so no lock file; *ret_fd is that
+ * directory, open.  Commit and remove hold it: between the look for a digest or a name and the
+ * record, a commit removes an unrecorded directory of its digest (what a crash left) and renames
+ * its own there; two commits of one content at once (two imports of a file, snapshots of two
+ * sandboxes with the same layer) each took the other's for a crash's, and one record was left
+ * without its files. */
+static int snapshots_lock(nook *n, int *ret_fd, nook_error *err) {
+        _cleanup_free_ char *root = NULL;
+        int r = sb_snapshot_root(n, &root, err);
+        if (r < 0)
+                return r;
+        _cleanup_close_ int fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0)
+                return nook_err_errno(err, NOOK_E_IO, "Cannot open '%s'", root);
+        while (flock(fd, LOCK_EX) < 0)
+                if (errno != EINTR)
+                        return nook_err_errno(err, NOOK_E_IO, "Cannot lock '%s'", root);
+        *ret_fd = TAKE_FD(fd);
+        return 0;
+}
+
+int sb_snapshot_commit(nook *n, const char *tmp, json_t *meta, const char *name, bool present_ok,
+        char **ret_json, nook_error *err) {
+        _cleanup_free_ char *digest = NULL, *final = NULL, *mp = strprintf("%s/snapshot.json", tmp);
+        _cleanup_close_ int rootfd = -1;
         store *st;
         int r;
         if (!mp)
@@ -368,14 +392,16 @@ int sb_snapshot_commit(
         r = sb_snapshot_digest(json_object_get(meta, "content"), &digest, err);
         if (r < 0)
                 return r;
-        r = sb_snapshot_root(n, &root, err);
-        if (r < 0)
-                return r;
         r = ctx_store(n, &st, err);
         if (r < 0)
                 return r;
         if (!(final = snap_dir(n, digest)))
                 return nook_err_oom(err);
+        r = snapshots_lock(n, &rootfd, err);
+        if (r < 0)
+                return r;
+        if (present_ok && (r = find_content(n, meta, ret_json, err)) != 0)
+                return r;
         json_object_set_new(meta, "digest", json_string(digest));
         json_object_set_new(meta, "name", json_string(name));
         if (json_dump_file(meta, mp, JSON_COMPACT | JSON_SORT_KEYS) < 0)
@@ -389,8 +415,8 @@ int sb_snapshot_commit(
         snapshot_rec other = {};
         if (store_snapshot_get(st, digest, &other, err) >= 0) {
                 r = nook_err_set(err, NOOK_E_EXISTS,
-                        "Snapshot '%s' holds exactly this content already (%s); it is stored once",
-                        other.name, digest);
+                        "Snapshot '%s' holds exactly this content already (%s); it is stored once, under one name: use '%s'",
+                        other.name, digest, other.name);
                 snapshot_rec_done(&other);
                 return r;
         }
@@ -400,11 +426,10 @@ int sb_snapshot_commit(
         }
         /* an unrecorded directory of this digest is what a crash left between rename and insert */
         nook_error ignore;
-        _cleanup_close_ int rootfd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (rootfd >= 0)
-                (void)path_rm_rf_at(rootfd, image_digest_hex(digest), &ignore);
+        (void)path_rm_rf_at(rootfd, image_digest_hex(digest), &ignore);
         if (rename(tmp, final) < 0)
                 return nook_err_errno(err, NOOK_E_IO, "Cannot move the snapshot into '%s'", final);
+        test_pause_at("NOOK_TEST_SNAPSHOT_PAUSE_AT", "renamed");
         if ((r = store_snapshot_insert(st, &rec, err)) < 0) {
                 (void)path_rm_rf_at(rootfd, image_digest_hex(digest), &ignore);
                 return r;
@@ -453,7 +478,11 @@ static int snapshot_default_name(nook *n, const char *sandbox, char **ret, nook_
 
 /* Under the sandbox's lock (held in *lock until the caller has removed *tmp): the name (NULL:
  * snapshot_default_name's), the source's spec, a private folder, the packed layers, then the
- * record. */
+ * record.  Content is stored once, under one name.  Without a name asked for, content that a
+ * snapshot holds already is that snapshot (*ret_json has "alreadyPresent": true), as an import of
+ * it is: a caller that snapshots whenever it likes, changed or not, gets an answer, never
+ * "exists".  A name asked for stays an error when it is taken or when another name holds the
+ * content: the caller cannot have that name. */
 static int snapshot_make(nook *n, const char *sandbox, const char *name, unsigned flags, int *lock,
         char **tmp, int *tmp_lock, char **ret_json, nook_error *err) {
         _cleanup_(sb_spec_done) sb_spec spec = {};
@@ -477,7 +506,8 @@ static int snapshot_make(nook *n, const char *sandbox, const char *name, unsigne
         r = build(n, sandbox, flags & NOOK_SNAPSHOT_WITH_WORKSPACE, &spec, *tmp, &meta, err);
         if (r < 0)
                 return r;
-        return sb_snapshot_commit(n, *tmp, meta, name, ret_json, err);
+        r = sb_snapshot_commit(n, *tmp, meta, name, /* present_ok= */ defname != NULL, ret_json, err);
+        return r < 0 ? r : 0;
 }
 
 int nook_snapshot_create(
@@ -558,8 +588,13 @@ int nook_snapshot_inspect(nook *n, const char *snap, char **ret_json, nook_error
 int nook_snapshot_remove(nook *n, const char *snap, nook_error *err) {
         snapshot_rec rec = {};
         _cleanup_json_ json_t *users = NULL;
+        _cleanup_close_ int rootfd = -1;
         store *st;
         int r = ctx_store(n, &st, err);
+        if (r < 0)
+                return r;
+        /* a commit of this content waits until the record and the files are gone */
+        r = snapshots_lock(n, &rootfd, err);
         if (r < 0)
                 return r;
         r = store_snapshot_get(st, snap, &rec, err);
@@ -579,14 +614,8 @@ int nook_snapshot_remove(nook *n, const char *snap, nook_error *err) {
          * without its files */
         if (r >= 0)
                 r = store_snapshot_delete(st, rec.name, err);
-        if (r >= 0 && image_digest_valid(rec.digest)) {
-                _cleanup_free_ char *root = NULL;
-                if ((r = sb_snapshot_root(n, &root, err)) >= 0) {
-                        _cleanup_close_ int fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-                        r = fd < 0 ? nook_err_errno(err, NOOK_E_IO, "Cannot open '%s'", root)
-                                   : path_rm_rf_at(fd, image_digest_hex(rec.digest), err);
-                }
-        }
+        if (r >= 0 && image_digest_valid(rec.digest))
+                r = path_rm_rf_at(rootfd, image_digest_hex(rec.digest), err);
         snapshot_rec_done(&rec);
         return r < 0 ? r : 0;
 }

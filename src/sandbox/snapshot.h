@@ -37,15 +37,15 @@ int sb_snapshot_tmpdir(nook *n, const char *what, char **ret, int *ret_lock, noo
 void sb_snapshot_tmpdir_remove(nook *n, const char *dir);
 /* The digest of a content object (canonical JSON). */
 int sb_snapshot_digest(json_t *content, char **ret, nook_error *err);
-/* 1 when a snapshot with exactly meta's content is stored already (*ret_json: that snapshot,
- * with "alreadyPresent": true), 0 when none is. */
-int sb_snapshot_find_content(nook *n, json_t *meta, char **ret_json, nook_error *err);
 /* Reads <home>/snapshots/<hex>/snapshot.json of a recorded snapshot (name or digest). */
 int sb_snapshot_load(
         nook *n, const char *name_or_digest, char **ret_name, json_t **ret_meta, nook_error *err);
 /* Unpacks a layer tar (fd) into the empty directory dir with this home's unpack rules. */
 int sb_snapshot_unpack(nook *n, int fd, const char *dir, char ret_diff[72], nook_error *err);
 /* Moves a finished tmp dir into place as <home>/snapshots/<hex>, writes its snapshot.json and
- * records it under name.  On failure nothing of it stays. */
-int sb_snapshot_commit(
-        nook *n, const char *tmp, json_t *meta, const char *name, char **ret_json, nook_error *err);
+ * records it under name: 0.  With present_ok, content a snapshot holds already is 1, *ret_json
+ * being that snapshot with "alreadyPresent": true (nothing of tmp is used); without, it is
+ * NOOK_E_EXISTS, as a name that is taken is.  On failure nothing of it stays.  One commit or
+ * remove at a time per home (a lock on <home>/snapshots), so the look and the record are one. */
+int sb_snapshot_commit(nook *n, const char *tmp, json_t *meta, const char *name, bool present_ok,
+        char **ret_json, nook_error *err);

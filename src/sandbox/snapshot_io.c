@@ -475,9 +475,8 @@ int nook_snapshot_import(nook *n, const char *path, const char *name, nook_progr
                 json_t *local = local_meta(tmp, meta);
                 /* the same content again (the README's export then import on one host): success,
                  * and the answer says which snapshot holds it */
-                r = local ? sb_snapshot_find_content(n, local, ret_json, err) : nook_err_oom(err);
-                if (r == 0)
-                        r = sb_snapshot_commit(n, tmp, local, rname, ret_json, err);
+                r = local ? sb_snapshot_commit(n, tmp, local, rname, /* present_ok= */ true, ret_json, err)
+                          : nook_err_oom(err);
                 json_decref(local);
         }
         json_decref(meta);

@@ -467,3 +467,18 @@ nook_idmapped() {
         nook_rootful && "$NOOK" doctor --json 2>/dev/null |
                 jq -e '.checks[] | select(.name == "sandbox identity") | .ok' >/dev/null
 }
+
+# tree_dump DIR: one line per entry below DIR, sorted: its path, mode, link count and content (a
+# file's bytes, a symlink's target), names and bytes as Python bytes literals, so that two trees
+# compare byte for byte whatever their names hold (0xff, a newline).
+tree_dump() {
+        python3 - "$1" <<'PY'
+import os, stat, sys
+root = os.fsencode(sys.argv[1])
+for p in sorted(os.path.join(dp, n) for dp, dns, fns in os.walk(root) for n in dns + fns):
+    st = os.lstat(p)
+    what = os.readlink(p) if stat.S_ISLNK(st.st_mode) else \
+        open(p, "rb").read() if stat.S_ISREG(st.st_mode) else b"dir"
+    print(repr(os.path.relpath(p, root)), oct(st.st_mode), st.st_nlink, repr(what))
+PY
+}

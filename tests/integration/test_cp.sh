@@ -1,16 +1,16 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # nook cp with docker cp semantics: the workspace and the sandbox's root filesystem, both
-# directions, nesting, "dir/.", a file onto a directory, tar streams on stdin/stdout, symlinks
-# copied as links, FIFOs refused, '..' and symlinks leading out refused, kernel filesystems
-# refused, an unknown sandbox refused without an orphan workspace, and nothing partial left by a
-# refused copy.  Runs in every stage (root: the sandbox's root maps to a subordinate uid; user
+# directions, nesting, "dir/.", a file onto a directory, tar streams on stdin/stdout, names that
+# are not UTF-8 byte for byte, symlinks copied as links, FIFOs refused, '..' and symlinks leading
+# out refused, kernel filesystems refused, an unknown sandbox refused without an orphan workspace,
+# and nothing partial left by a refused copy.  Runs in every stage (root: the sandbox's root maps to a subordinate uid; user
 # and unshare: to the caller).
 . "$(dirname "$0")/lib.sh"
 
 require_bin "$NOOK" "$NOOK_SUPERVISOR"
 command -v python3 >/dev/null || plan skip_all "python3 is needed to build hostile tar archives"
-plan 114
+plan 120
 
 D=$(mktemp -d /var/tmp/nook-cp-test.XXXXXX)
 chmod 0755 "$D"
@@ -199,6 +199,46 @@ for t in dotdot abs symesc dev fifo hardesc longname; do
 done
 is "$(ls -A "$ws/hostile")" "" "nothing from the refused tars was extracted, not even their good files"
 check "the symlink-escape tar wrote nothing outside" test ! -e "$D/outside/evil"
+
+# ---- names that are not UTF-8 ------------------------------------------------------------------
+# Bytes 0xff/0x80 (no UTF-8, and nothing the C locale nook runs in converts) and a newline in
+# names and a symlink target, through tar streams both ways and tree copies, byte for byte.
+# (libarchive's pax writer refused them: "Can't translate pathname".)
+ff=$(printf '\377\200')
+mkdir -p "$ws/bytes/d$ff" && echo x >"$ws/bytes/a${ff}b" && echo y >"$ws/bytes/nl
+name" && echo z >"$ws/bytes/d$ff/in" && ln -s "a${ff}b" "$ws/bytes/sym"
+bytes_tree=$(tree_dump "$ws/bytes")
+# tar_names TAR: each entry's name (and link target) as a Python bytes literal
+tar_names() {
+        python3 - "$1" <<'PY'
+import os, sys, tarfile
+for m in tarfile.open(sys.argv[1], errors="surrogateescape"):
+    print(repr(os.fsencode(m.name)), repr(os.fsencode(m.linkname)) if m.issym() else "")
+PY
+}
+want_names="b'bytes' 
+b'bytes/a\xff\x80b' 
+b'bytes/d\xff\x80' 
+b'bytes/d\xff\x80/in' 
+b'bytes/nl\nname' 
+b'bytes/sym' b'a\xff\x80b'"
+"$NOOK" cp w:bytes - >"$D/bytes.tar" 2>"$D/bytes.err"
+is "$?" 0 "cp w:DIR - writes a tar of names that are not UTF-8 ($(cat "$D/bytes.err"))"
+is "$(tar_names "$D/bytes.tar" 2>&1 | sort)" "$want_names" "the tar holds the names and the link target byte for byte"
+mkdir "$ws/bytes-in"
+NOOK_STDIN="$D/bytes.tar" run_nook cp - w:bytes-in
+is "$status:$(tree_dump "$ws/bytes-in/bytes")" "0:$bytes_tree" "cp - w:DIR extracts that tar byte for byte ($err)"
+(cd "$ws" && tar --format=pax -cf "$D/bytes-gnu.tar" bytes)
+mkdir "$ws/bytes-gnu"
+NOOK_STDIN="$D/bytes-gnu.tar" run_nook cp - w:bytes-gnu
+is "$status:$(tree_dump "$ws/bytes-gnu/bytes")" "0:$bytes_tree" "and GNU tar's pax tar of them (raw bytes, no hdrcharset) too ($err)"
+run_nook cp w:bytes "$D/bytes-out"
+is "$status:$(tree_dump "$D/bytes-out")" "0:$bytes_tree" "cp w:DIR HOST copies them out byte for byte ($err)"
+run_nook cp "$D/bytes-out" w:/opt/bytes
+"$NOOK" cp w:/opt/bytes - >"$D/bytes-root.tar" 2>"$D/bytes.err"
+is "$?:$(tar_names "$D/bytes-root.tar" 2>&1 | sort)" "0:$want_names" \
+        "copied into the root filesystem and out as a tar, byte for byte ($(cat "$D/bytes.err"))"
+rm -rf "$ws/bytes" "$ws/bytes-in" "$ws/bytes-gnu"
 
 # ---- the sandbox's root filesystem -------------------------------------------------------------
 run_nook cp "$D/src/a" w:/etc/

@@ -6,14 +6,17 @@
 # export; a running or ephemeral sandbox is refused; identical content is stored once; a snapshot
 # survives its source and serves many sandboxes; rm of one in use is refused naming the sandbox;
 # export/import on a fresh NOOK_HOME gives the same digest; corrupted, truncated and hostile
-# files are refused with nothing left behind.
+# files are refused with nothing left behind; two imports of one file at once both succeed and
+# leave one whole snapshot; a snapshot without a name of content stored already answers with the
+# snapshot that holds it; names that are not UTF-8 (0xff) or hold a newline come back byte for
+# byte.
 . "$(dirname "$0")/lib.sh"
 
 require_bin "$NOOK"
 command -v jq >/dev/null || plan skip_all "jq is needed to read nook's JSON"
 command -v zstd >/dev/null || plan skip_all "zstd is needed to take export files apart"
 command -v busybox >/dev/null || plan skip_all "busybox is needed for the test root filesystem"
-plan 86
+plan 105
 
 ROOT=0
 nook_rootful && ROOT=1
@@ -96,6 +99,17 @@ run_nook snapshot create --with-workspace src snap-again
 check "the next snapshot create removed a killed one's temporary folder" test ! -e "$NOOK_HOME/snapshots/.tmp/create-killed1"
 is "$status" 1 "the same content under another name is refused"
 like "$err" "snap1.*stored once" "the refusal names the snapshot that holds it"
+# Without a name the same content is no error: the answer is the snapshot that holds it (as for an
+# import of it), and nothing new is stored.  A name that is taken stays an error.
+run_nook snapshot create --with-workspace src
+is "$status:$(awk '{print $1, $2}' <<<"$out")" "0:snap1 $DIGEST" \
+        "the same content again without a name answers with the snapshot that holds it, not 'exists' ($err)"
+like "$out" "already present" "and says it is already present"
+run_nook --json snapshot create --with-workspace src
+is "$(jq -r '[.name, .alreadyPresent] | join(" ")' <<<"$out")" "snap1 true" "--json: that snapshot, alreadyPresent true"
+is "$("$NOOK" snapshot ls -q | tr '\n' ' ')" "snap1 " "no snapshot was added"
+expect_fail 1 "a name that is taken stays an error" snapshot create src snap1
+like "$err" "named 'snap1' exists already" "the refusal says the name is taken"
 # Two snapshots without a name, at once (the same second): the default names are picked under
 # the sandbox's lock, so each gets its own ("src-EPOCH", "src-EPOCH-2"), neither "exists".
 echo more >"$("$NOOK" ws path src)/w3.txt"
@@ -111,6 +125,9 @@ is "$s1 $s2" "0 0" "two default-named snapshots at once both succeed ($(cat "$D/
 d1=$(awk '{print $1}' "$D/d1.out") d2=$(awk '{print $1}' "$D/d2.out")
 like "$d1 $d2" "^src-[0-9]+(-[0-9]+)? src-[0-9]+(-[0-9]+)?$" "both have default names"
 isnt "$d1" "$d2" "each its own"
+# the user's case: an agent snapshots on every step without a name, changed or not
+run_nook snapshot create src
+is "$status:$(awk '{print $1}' <<<"$out")" "0:$d1" "a repeated snapshot without a name of unchanged content answers with the first ($err)"
 run_nook snapshot rm "$d1" "$d2"
 rm -f "$("$NOOK" ws path src)/w3.txt"
 run_nook snapshot inspect snap1
@@ -227,6 +244,23 @@ NOOK_HOME=$H2 run_nook rm c1
 NOOK_HOME=$H2 "$NOOK" snapshot rm snap1 >/dev/null
 NOOK_HOME=$H2 "$NOOK" snapshot import -q - snap1 <"$D/stdout.nsnap" >"$D/stdin.out" 2>&1
 is "$?:$(awk '{print $2}' "$D/stdin.out")" "0:$DIGEST" "import '-' reads the file from stdin: the same digest"
+
+# Two imports of one file at once (or snapshots of two sandboxes with the same layer): a commit
+# holds a lock on <home>/snapshots from its look for the content to its record, so the second
+# waits and answers with the first's snapshot.  Without it the second took the first's directory
+# for a crash's leftover, and one record was left without its files.  The first pauses between
+# its rename and its record (a test hook; without hooks the two just race).
+H4=$(mktemp -d /var/tmp/nook-test-snap4.XXXXXXXX)
+chmod 0700 "$H4"
+NOOK_HOME=$H4 NOOK_TEST_SNAPSHOT_PAUSE_AT=renamed "$NOOK" snapshot import "$X" >"$D/imp1.out" 2>&1 &
+imp1=$!
+sleep 1
+NOOK_HOME=$H4 run_nook snapshot import "$X"
+wait $imp1
+is "$?:$status" "0:0" "two imports of one file at once both succeed ($(cat "$D/imp1.out") $err)"
+like "$out" "already present" "the second answers with the first's snapshot"
+check "the snapshot's files are there" test -d "$H4/snapshots/${DIGEST#sha256:}/rootfs"
+rm -rf "$H4"
 
 H3=$(mktemp -d /var/tmp/nook-test-snap3.XXXXXXXX)
 chmod 0700 "$H3"
@@ -346,6 +380,42 @@ sx sp2 'busybox head -c 1000003 /big | busybox tail -c 3'
 is "$out" "abc" "the guest reads its data back from the restored sparse file"
 run_nook rm sp sp2
 run_nook snapshot rm spsnap
+
+# ---- names that are not UTF-8 ------------------------------------------------------------------------
+# A Linux name is any bytes but '/' and NUL.  A guest's names with bytes 0xff/0x80 (no UTF-8, and
+# no ASCII: the C locale nook runs in cannot convert them), a newline, a directory, a symlink
+# target and a hard link of such names go through the layer and workspace tars byte for byte:
+# snapshot, boot, export and import.  (libarchive's pax writer refused them: "Can't translate
+# pathname".)
+run_nook create nu --sticky --image "$R"
+sx nu 'ff=$(printf "\377\200") && mkdir -p "/bytes/d$ff" && echo x >"/bytes/a${ff}b" &&
+        echo y >"/bytes/nl
+name" && echo z >"/bytes/d$ff/in" && ln -s "a${ff}b" /bytes/sym && ln -s "t$(printf "\376")" /bytes/sym2 &&
+        ln "/bytes/a${ff}b" /bytes/hard'
+is "$status" 0 "the guest makes names with bytes 0xff, 0x80 and a newline ($err)"
+NUW=$("$NOOK" ws path nu)
+mkdir "$NUW/w$(printf '\377')" && echo w >"$NUW/w$(printf '\377')/f
+x"
+run_nook stop nu
+run_nook snapshot create --with-workspace nu nusnap
+is "$status" 0 "a snapshot of them is taken ($err)"
+NUD="$NOOK_HOME/snapshots/$("$NOOK" snapshot inspect nusnap 2>/dev/null | jq -r .digest | sed 's/^sha256://')"
+layer=$(tree_dump "$NOOK_HOME/sandboxes/nu/upper/bytes")
+like "$layer" "b'a\\\\xff\\\\x80b'.*b'd\\\\xff\\\\x80/in'.*b'nl\\\\nname'.*b't\\\\xfe'" "the guest's names are in its layer as made"
+is "$(tree_dump "$NUD/rootfs/bytes")" "$layer" "the snapshot's layer holds them byte for byte (names, link targets, the hard link)"
+run_nook create nu2 --snapshot nusnap
+is "$status" 0 "a sandbox boots from the snapshot ($err)"
+sx nu2 'ff=$(printf "\377\200"); cat "/bytes/a${ff}b" "/bytes/nl
+name" "/bytes/d$ff/in" /bytes/sym /bytes/hard'
+is "$out" $'x\ny\nz\nx\nx' "the guest reads each file back by its name"
+is "$(tree_dump "$("$NOOK" ws path nu2)")" "$(tree_dump "$NUW")" "the workspace is restored byte for byte"
+run_nook snapshot export nusnap "$D/nu.nsnap"
+NOOK_HOME=$H2 run_nook snapshot import "$D/nu.nsnap"
+is "$status" 0 "the export imports on another NOOK_HOME ($err)"
+is "$(tree_dump "$H2/snapshots/${NUD##*/}/rootfs/bytes")" "$layer" "the imported layer holds the names byte for byte"
+NOOK_HOME=$H2 run_nook snapshot rm nusnap
+run_nook rm nu nu2
+run_nook snapshot rm nusnap
 
 # ---- removal -------------------------------------------------------------------------------------
 run_nook rm b1 b2

@@ -562,7 +562,9 @@ class Box {
    * Snapshots the disk state of this sandbox (stopped and sticky; libnook refuses the rest with
    * SandboxError code state) as `name` (undefined/null: "<sandbox>-<epoch seconds>").
    * { withWorkspace: true } includes the workspace.  Resolves with libnook's snapshot object
-   * ({ name, digest, base, parent, withWorkspace, sourceSandbox, createdAt, rootfsSize, ... }).
+   * ({ name, digest, base, parent, withWorkspace, sourceSandbox, createdAt, rootfsSize, ... });
+   * without a name, content a snapshot holds already resolves with that one (alreadyPresent:
+   * true).  A name that is taken, or content held under another name, rejects with code exists.
    */
   async snapshot(name, options) {
     const o = checkOptions(options, { withWorkspace: "boolean" }, "snapshot");

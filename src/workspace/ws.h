@@ -59,8 +59,8 @@ int ws_host_path(ws *w, const char *path, char **ret, nook_error *err);
  * the file itself (its inode kept; not atomic).  mode 0: a new file is 0644, an existing one
  * keeps its permission bits. */
 #define WS_WRITE_IN_PLACE (1u << 0)
-int ws_write(ws *w, const char *path, const void *data, size_t len, mode_t mode, unsigned flags,
-        nook_error *err);
+int ws_write(
+        ws *w, const char *path, const void *data, size_t len, mode_t mode, unsigned flags, nook_error *err);
 /* Writes the contents of fd (read to EOF). */
 int ws_write_fd(ws *w, const char *path, int fd, mode_t mode, unsigned flags, nook_error *err);
 /* Reads a regular file; refuses FIFOs, devices, directories; max bytes cap (0 = 1 GiB). */

@@ -687,12 +687,12 @@ static json_t *status_msg(sup *s) {
         size_t running = s->detached_running;
         for (size_t i = 0; i < s->n_clients; i++)
                 running += s->clients[i].exec_running;
-        return json_pack("{s:s, s:s, s:i, s:i, s:I, s:I}", "op", "status", "state",
+        return json_pack("{s:s, s:s, s:i, s:i, s:I, s:I, s:o*}", "op", "status", "state",
                 s->stopping         ? "stopping"
                         : s->paused ? "paused"
                                     : "running",
                 "pid", (int)getpid(), "initPid", (int)s->init_pid, "execsRunning", (json_int_t)running,
-                "uptimeMs", (json_int_t)(now_ms() - s->started_ms));
+                "uptimeMs", (json_int_t)(now_ms() - s->started_ms), "egress", sup_egress_status(&s->egress));
 }
 
 static void handle_direct(sup *s, size_t i);
@@ -980,6 +980,8 @@ static uint64_t next_deadline(sup *s) {
         bool busy = s->n_clients > 0 || s->detached_running > 0;
         if (c->idle_timeout_ms && !busy && !s->paused && s->last_activity_ms + c->idle_timeout_ms < d)
                 d = s->last_activity_ms + c->idle_timeout_ms;
+        if (sup_egress_deadline(&s->egress) < d)
+                d = sup_egress_deadline(&s->egress);
         /* an exec already being killed (reason set) waits for init's report, not for a timer */
         for (size_t i = 0; i < s->n_clients; i++) {
                 const client *cl = &s->clients[i];
@@ -1019,6 +1021,7 @@ static void check_deadlines(sup *s) {
                 begin_stop(s, "max_duration", RETIRE_GRACE_MS);
                 return;
         }
+        sup_egress_tick(&s->egress, now);
         bool busy = s->n_clients > 0 || s->detached_running > 0;
         if (c->idle_timeout_ms && !busy && !s->paused && now >= s->last_activity_ms + c->idle_timeout_ms) {
                 begin_stop(s, "idle", RETIRE_GRACE_MS);
@@ -1263,7 +1266,7 @@ static int start_network(sup *s, nook_error *err) {
         int fds[2] = { -1, -1 };
         int r = sup_net_start(&s->net, s->cfg, s->init_pid, s->run_dir, s->cfg->egress ? fds : NULL, err);
         if (r >= 0 && s->cfg->egress)
-                r = sup_egress_listen(&s->egress, s->cfg, fds, err);
+                return sup_egress_listen(&s->egress, fds, err); /* it keeps fds */
         safe_close(fds[0]);
         safe_close(fds[1]);
         return r;

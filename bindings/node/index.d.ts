@@ -111,6 +111,9 @@ export interface SandboxSpec {
   /** Same as memoryMib (give one of the two). */
   memory?: number | string;
   maxMemoryMib?: number | string;
+  /** Processes and threads.  The egress gateway (secrets, egress rules or audit) runs in the
+   * sandbox's cgroup: it counts too (one, and a thread per connection through it), and the cpu and
+   * memory limits bound it as well. */
   pidsMax?: number;
   /** Scripts placed in the sandbox, by name (letters, digits, '_', '-', '.'). */
   scripts?: Record<string, string>;

@@ -76,7 +76,8 @@
 #define SPEC_OPTS_HELP_C                                                                                    \
         "  --cpus N               CPU limit, whole CPUs (fractions round up)\n"                             \
         "  -m, --memory SIZE      memory limit, not 0: 512m, 2g (the OOM killer ends what exceeds it)\n"    \
-        "  --pids-max N           process limit\n"                                                          \
+        "  --pids-max N           process limit (threads count, and so does an egress gateway: one,\n"      \
+        "                         and a thread per connection through it)\n"                                \
         "  --max-cpus N, --max-memory SIZE  headroom for 'nook update'\n"                                   \
         "  -v, --volume SRC:DST[:ro|rw]  bind a host path (read-only unless :rw) or a named\n"              \
         "                         volume (SRC without '/') at DST\n"                                        \
@@ -99,7 +100,8 @@
         "                         (ports 80 and 443: other ports, and a private address opened\n"           \
         "                         by --allow, go by the network policy, unjudged)\n"                        \
         "  --egress-ca FILE       a PEM CA the gateway trusts for upstream servers (private CAs)\n"         \
-        "  --egress-audit         run the gateway for its audit log only ('nook egress log NAME')\n"
+        "  --egress-audit         run the gateway for its audit log only ('nook egress log NAME')\n"        \
+        "                         (the gateway runs in the sandbox's cgroup: its limits bound it too)\n"
 #define SPEC_OPTS_HELP SPEC_OPTS_HELP_A SPEC_OPTS_HELP_E SPEC_OPTS_HELP_B SPEC_OPTS_HELP_U SPEC_OPTS_HELP_C
 #define SPEC_OPTS_HELP_RUN SPEC_OPTS_HELP_A SPEC_OPTS_HELP_B SPEC_OPTS_HELP_C
 

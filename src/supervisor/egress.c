@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "nook.h"
+#include "isolate/cgroup.h"
 #include "isolate/userns.h"
 #include "supervisor/egress.h"
 #include "util/error.h"
@@ -26,6 +27,7 @@
 #define EGRESS_REPLY_MS 15000
 #define EGRESS_MSG_MAX ((size_t)200 * 1024) /* one datagram: below the default unix socket buffer */
 #define EGRESS_REPLY_MAX ((size_t)64 * 1024)
+#define EGRESS_FDS_MAX 8 /* what one message carries (util/fd.c) */
 #define NOBODY 65534
 
 /* A secret whose value this start does not have (a sticky sandbox started again: values are
@@ -186,7 +188,7 @@ static int spawn_gateway(sup_egress *e, const char *program, nook_error *err) {
         safe_close(sp[1]);
         e->pid = pid;
         e->sock = sp[0];
-        e->killed = false;
+        e->killed = e->in_cgroup = false;
         log_debug("egress gateway '%s' started, pid %d", program, (int)pid);
         return 0;
 }
@@ -225,6 +227,18 @@ int sup_egress_start(
         return r < 0 ? nook_err_wrap(err, "starting the egress gateway") : 0;
 }
 
+int sup_egress_attach(sup_egress *e, iso_cgroup *cg, nook_error *err) {
+        e->cg = cg;
+        if (!cg || e->pid <= 0)
+                return 0;
+        int r = iso_cgroup_attach(cg, e->pid, err);
+        if (r < 0)
+                return nook_err_wrap(err, "moving the egress gateway into the sandbox's cgroup");
+        e->in_cgroup = true;
+        e->oom_kills = iso_cgroup_oom_kills(cg);
+        return 0;
+}
+
 /* Message 2.  The first gateway's CA is appended to the bundle libnook already made in the
  * writable layer (the overlay is mounted by now; the file exists in the upper layer, so this
  * changes only the data of the inode the overlay already points at: no name appears or goes
@@ -251,12 +265,30 @@ static int take_ca(sup_egress *e, json_t *reply, int seed, nook_error *err) {
         return 0;
 }
 
-/* Message 3: the listeners (ours stay open, for a successor). */
+/* Message 3: the listeners, and how the gateway gets into the sandbox's cgroup.  On cgroup v1 it
+ * joins itself through our `tasks` files (as init does, isolate/cgroup.h: no global lock, no RCU
+ * grace period in create's path); where they cannot be opened (v2; a delegated v1 folder that
+ * grants only cgroup.procs) we move it by pid, unless sup_egress_attach did already. */
 static int send_listen(sup_egress *e, nook_error *err) {
+        _cleanup_(iso_cgroup_join_done) iso_cgroup_join j = ISO_CGROUP_JOIN_INIT;
+        int fds[EGRESS_FDS_MAX] = { e->listeners[0], e->listeners[1] };
+        size_t n = 2;
+        int r;
+        if (e->cg && !e->in_cgroup) {
+                nook_error ignore = { 0 };
+                if (iso_cgroup_join_open(e->cg, &j, &ignore) < 0 || j.n > EGRESS_FDS_MAX - 2)
+                        iso_cgroup_join_done(&j);
+                if (j.n == 0 && (r = sup_egress_attach(e, e->cg, err)) < 0)
+                        return r;
+                for (size_t i = 0; i < j.n; i++)
+                        fds[n++] = j.fds[i];
+                e->in_cgroup = true;
+                e->oom_kills = iso_cgroup_oom_kills(e->cg);
+        }
         json_t *m = json_pack("{s:[i,i]}", "listen", 80, 443);
         if (!m)
                 return nook_err_oom(err);
-        int r = send_msg(e->sock, m, e->listeners, 2, err);
+        r = send_msg(e->sock, m, fds, n, err);
         json_decref(m);
         return r;
 }
@@ -267,9 +299,10 @@ static int check_ready(json_t *reply, nook_error *err) {
                 : nook_err_set(err, NOOK_E_INTERNAL, "The egress gateway did not report ready");
 }
 
-int sup_egress_listen(sup_egress *e, int fds[2], nook_error *err) {
+int sup_egress_listen(sup_egress *e, int fds[2], iso_cgroup *cg, nook_error *err) {
         e->listeners[0] = TAKE_FD(fds[0]);
         e->listeners[1] = TAKE_FD(fds[1]);
+        e->cg = cg;
         json_t *reply = NULL;
         int seed = -1;
         int r = recv_reply(e->sock, EGRESS_REPLY_MS, &reply, &seed, err);
@@ -428,8 +461,13 @@ void sup_egress_dispatch(sup_egress *e, short revents) {
 
 /* How a gateway we did not kill ended, into e->last_exit. */
 static void describe_end(sup_egress *e, int status) {
+        /* SIGKILL while the cgroup counted a new OOM kill: the sandbox's memory limit, which the
+         * gateway shares with the guest */
+        bool oom = e->in_cgroup && WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL &&
+                iso_cgroup_oom_kills(e->cg) > e->oom_kills;
         if (WIFSIGNALED(status))
-                (void)snprintf(e->last_exit, sizeof(e->last_exit), "killed by signal %d", WTERMSIG(status));
+                (void)snprintf(e->last_exit, sizeof(e->last_exit), "killed by signal %d%s", WTERMSIG(status),
+                        oom ? " (the OOM killer: the sandbox's memory limit)" : "");
         else
                 (void)snprintf(
                         e->last_exit, sizeof(e->last_exit), "exited with status %d", WEXITSTATUS(status));
@@ -459,6 +497,11 @@ void sup_egress_tick(sup_egress *e, uint64_t now) {
                 restart_begin(e, now);
         else
                 gateway_kill(e, "did not finish starting within 15 s");
+}
+
+void sup_egress_resumed(sup_egress *e, uint64_t now) {
+        if (e->state == SUP_EGRESS_RESTARTING && e->step != SUP_EGRESS_STEP_WAIT && e->due_ms != UINT64_MAX)
+                e->due_ms = now + EGRESS_REPLY_MS;
 }
 
 json_t *sup_egress_status(const sup_egress *e) {

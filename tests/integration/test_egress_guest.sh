@@ -4,8 +4,8 @@
 # test world: the placeholder in the guest's env and the value nowhere (guest env, disk and /proc;
 # argv and environ of every host process; NOOK_HOME), the CA bundle and the four variables, the
 # redirect and the QUIC reject loaded in the sandbox's own network namespace before create
-# returns, the audit log, a restart without the value, and a killed gateway started again (nook
-# inspect says so) or, killed too often, given up.  The traffic
+# returns, the audit log, a restart without the value, the gateway in the sandbox's cgroup, and a
+# killed gateway started again (nook inspect says so) or, killed too often, given up.  The traffic
 # through a restarted gateway: test_egress.sh (root, netns world).
 . "$(dirname "$0")/lib.sh"
 
@@ -19,7 +19,7 @@ for t in slirp4netns nsenter nft jq; do
         command -v $t >/dev/null || plan skip_all "$t is not installed (scripts/deps.sh installs it)"
 done
 [[ -r /dev/net/tun && -w /dev/net/tun ]] || { plan 1; skip_expected "no access to /dev/net/tun here (the network needs it)"; exit 0; }
-plan 35
+plan 37
 
 SENT="nook-sentinel-$$-$RANDOM-guest"
 TOK=$SENT run_nook create --network public --sticky --secret TOK@api.example.test,'*.example.test' --egress-audit g
@@ -47,6 +47,14 @@ check "the gateway runs beside the supervisor, outside the sandbox's network nam
 # whole mask back, which is the creator's
 cpus() { sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' "/proc/$1/status" 2>/dev/null; }
 is "$(cpus "${egress_pid:-0}")" "$(cpus $$)" "the gateway runs on every CPU its creator may"
+# its memory, CPU and threads are the sandbox's (supervisor/egress.h): the same cgroups as init,
+# where the sandbox has its own (not rootless without delegation)
+cgroups_of() { grep -E ':(memory|pids|cpu[,:]|cpu,cpuacct|freezer):|^0::' "/proc/$1/cgroup" 2>/dev/null | sort; }
+if grep -q "nook-g-" "/proc/$init/cgroup" 2>/dev/null; then
+        is "$(cgroups_of "${egress_pid:-0}")" "$(cgroups_of "$init")" "the gateway is in the sandbox's cgroups"
+else
+        skip_expected "the gateway is in the sandbox's cgroups: the sandbox has no cgroup of its own here (stage ${NOOK_TEST_STAGE:-manual})"
+fi
 run_nook inspect g
 is "$(jq -c '.egress | [.state, .restarts, .pid]' <<<"$out")" "[\"running\",0,${egress_pid:-0}]" \
         "inspect: egress running, no restart, the gateway's pid"
@@ -83,9 +91,13 @@ is "$status" 0 "a sticky sandbox starts again without the value (its placeholder
 run_nook exec g -- sh -c 'printf %s "$TOK"'
 if [[ $out =~ ^nook-ph-[0-9a-f]{32}$ && $out != "$ph" ]]; then ok "... with a new placeholder"; else not_ok "... with a new placeholder" "$out"; fi
 
-# the gateway dies: logged, and started again with the same CA and listeners
+# the gateway dies: logged, and started again with the same CA, listeners and cgroup
 run_nook inspect g
 sup=$(jq -r .supervisorPid <<<"$out")
+init=""
+for p in $(pgrep -P "$sup"); do
+        [[ $(readlink /proc/$p/ns/net) != "$(readlink /proc/$sup/ns/net)" ]] && init=$p
+done
 gw=$(pgrep -P "$sup" -x nook-egress)
 kill -9 "$gw"
 wait_for 5 grep -q "egress gateway.*killed by signal 9" "$NOOK_HOME/run/g/supervisor.log"
@@ -101,6 +113,11 @@ if [[ $gw2 =~ ^[0-9]+$ && $gw2 != "$gw" && $(ps -o ppid= -p "$gw2" | tr -d ' ') 
         ok "the new gateway is another process, the supervisor's child"
 else
         not_ok "the new gateway is another process, the supervisor's child" "old $gw new $gw2"
+fi
+if grep -q "nook-g-" "/proc/$init/cgroup" 2>/dev/null; then
+        is "$(cgroups_of "$gw2")" "$(cgroups_of "$init")" "... in the sandbox's cgroups too"
+else
+        skip_expected "... in the sandbox's cgroups too: the sandbox has no cgroup of its own here (stage ${NOOK_TEST_STAGE:-manual})"
 fi
 run_nook exec g -- sh -c 'grep -c "BEGIN CERTIFICATE" "$SSL_CERT_FILE"'
 is "$out" "$((base + 1))" "... and the guest's bundle is as it was: the new gateway has the same CA"

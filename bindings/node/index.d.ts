@@ -111,7 +111,10 @@ export interface SandboxSpec {
   /** Same as memoryMib (give one of the two). */
   memory?: number | string;
   maxMemoryMib?: number | string;
-  /** Process limit; without it 2048 where nook has a cgroup (podman's default); 0: no limit. */
+  /** Processes and threads; without it 2048 where nook has a cgroup (podman's default); 0: no
+   * limit.  The egress gateway (secrets, egress rules or audit) runs in the sandbox's cgroup: it
+   * counts too (one, and a thread per connection through it), and the cpu and memory limits bound
+   * it as well. */
   pidsMax?: number;
   /** Scripts placed in the sandbox, by name (letters, digits, '_', '-', '.'). */
   scripts?: Record<string, string>;
@@ -229,6 +232,24 @@ export interface SandboxInfo {
   /** A stopped sandbox whose `nook run -d` or `nook run --keep` command ended (by itself or by
    * stop): its exit status, 128 + the signal when killed; absent otherwise. */
   exitCode?: number;
+  /** The egress gateway of a running sandbox with secrets, HTTP rules or the audit (absent
+   * otherwise), as its supervisor tells it. */
+  egress?: EgressInfo;
+}
+
+export interface EgressInfo {
+  /** "restarting": it died and a new one starts (100 ms, doubled per restart); "failed": given up
+   * after 5 restarts within a minute, the sandbox's HTTP and HTTPS are refused until it is stopped
+   * and started again; "unknown": the supervisor did not answer (`reason` says why). */
+  state: "running" | "restarting" | "failed" | "unknown";
+  /** Restarts since the sandbox started. */
+  restarts?: number;
+  /** The gateway's host pid while it runs. */
+  pid?: number;
+  /** How the last gateway ended: "killed by signal 9", "exited with status 1", or why it did not
+   * start. */
+  lastExit?: string;
+  reason?: string;
 }
 
 /** An option not listed here is refused (SandboxError "invalid", naming it): a typo such as

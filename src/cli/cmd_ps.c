@@ -269,9 +269,12 @@ int cmd_inspect(int argc, char **argv) {
         size_t n_names = 0;
         int r = names_args("inspect", argc, argv,
                 "Usage: nook inspect [--json] [-f|--format TEMPLATE] NAME...\n\n"
-                "Prints each sandbox as JSON: state, stopReason, spec, times, workspace. One NAME prints\n"
-                "an object, several an array (in their order). --format renders TEMPLATE per sandbox,\n"
-                "e.g. '{{.State}}', '{{.Spec.Image}}', '{{json .Labels}}'.\n",
+                "Prints each sandbox as JSON: state, stopReason, spec, times, workspace, and for a running\n"
+                "sandbox with an egress gateway (--secret, --allow-http, --egress-audit) its state as the\n"
+                "supervisor tells it: egress.state running, restarting (it died: a new one starts) or failed\n"
+                "(given up after 5 restarts within a minute: HTTP and HTTPS are refused; egress.reason).\n"
+                "One NAME prints an object, several an array (in their order). --format renders TEMPLATE\n"
+                "per sandbox, e.g. '{{.State}}', '{{.Egress.State}}', '{{json .Labels}}'.\n",
                 NULL, &names, &n_names);
         if (r != 0)
                 return r == 1 ? 0 : r;

@@ -2,9 +2,9 @@
 /* nook-egress: a sandbox's egress gateway (docs/design/egress.md).  Started by the supervisor
  * with fd 3 a SOCK_SEQPACKET socket to it; speaks the protocol below, then serves the two
  * listeners (guest port 80 and 443) until fd 3 closes.
- *   supervisor -> gateway: config JSON + the audit log fd
- *   gateway -> supervisor: {"caCertPem": "..."} or {"error": "..."}
- *   supervisor -> gateway: {"listen":[80,443]} + two listening sockets
+ *   supervisor -> gateway: config JSON + the audit log fd [+ a predecessor's CA: a restart]
+ *   gateway -> supervisor: {"caCertPem": "..."} [+ the CA's memfd, when it made it] or {"error": "..."}
+ *   supervisor -> gateway: {"listen":[80,443]} + two listening sockets [+ cgroup v1 tasks files]
  *   gateway -> supervisor: {"ready":true}
  * One thread per guest connection: blocking TLS and HTTP code reads top to bottom, and an idle
  * gateway is one thread in poll(). */
@@ -36,6 +36,7 @@
 
 #define SUP_FD 3
 #define MAX_CONNS 512
+#define MAX_JOIN_FDS 6 /* with the two listeners, what one message carries (util/fd.c: 8) */
 #define THREAD_STACK ((size_t)256 * 1024)
 
 static atomic_int active_conns;
@@ -46,14 +47,18 @@ typedef struct conn_arg {
         bool https;
 } conn_arg;
 
-static int send_json(json_t *o) {
+static int send_json_fd(json_t *o, int fd) {
         char *s = json_dumps(o, JSON_COMPACT);
         json_decref(o);
         if (!s)
                 return -ENOMEM;
-        int r = fd_send_with_fds(SUP_FD, s, strlen(s), NULL, 0);
+        int r = fd_send_with_fds(SUP_FD, s, strlen(s), fd >= 0 ? &fd : NULL, fd >= 0 ? 1 : 0);
         free(s);
         return r;
+}
+
+static int send_json(json_t *o) {
+        return send_json_fd(o, -1);
 }
 
 static int send_error(const char *msg) {
@@ -61,16 +66,17 @@ static int send_error(const char *msg) {
         return send_json(json_pack("{s:s}", "error", msg));
 }
 
-/* Message 1: the config and the audit log fd. */
-static int recv_config(egress_config **ret_cfg, int *ret_audit, nook_error *err) {
+/* Message 1: the config and the audit log fd, and when the supervisor restarts a gateway that
+ * died, its predecessor's CA (*ret_seed, else -1). */
+static int recv_config(egress_config **ret_cfg, int *ret_audit, int *ret_seed, nook_error *err) {
         char *buf = malloc(EGRESS_CONFIG_MAX + 1);
-        int fds[1];
+        int fds[2];
         size_t n_fds = 0;
         if (!buf)
                 return nook_err_set(err, NOOK_E_NOMEM, "Out of memory");
-        ssize_t n = fd_recv_with_fds(SUP_FD, buf, EGRESS_CONFIG_MAX + 1, fds, 1, &n_fds);
+        ssize_t n = fd_recv_with_fds(SUP_FD, buf, EGRESS_CONFIG_MAX + 1, fds, 2, &n_fds);
         int r = 0;
-        if (n <= 0 || n_fds != 1)
+        if (n <= 0 || n_fds < 1)
                 r = nook_err_set(err, NOOK_E_INVALID,
                         "the first message on fd 3 must be the configuration with the audit log fd");
         else
@@ -78,25 +84,44 @@ static int recv_config(egress_config **ret_cfg, int *ret_audit, nook_error *err)
         explicit_bzero(buf, n > 0 ? (size_t)n : 0);
         free(buf);
         if (r < 0) {
-                if (n_fds == 1)
-                        close(fds[0]);
+                for (size_t i = 0; i < n_fds; i++)
+                        close(fds[i]);
                 return r;
         }
         *ret_audit = fds[0];
+        *ret_seed = n_fds > 1 ? fds[1] : -1;
         return 0;
 }
 
-/* Message 3: the two listeners, port 80's first. */
+/* The supervisor's cgroup v1 `tasks` files of the sandbox (supervisor/egress.c): "0" moves the
+ * writing thread, which is all of us (no connection thread exists yet), into the sandbox's
+ * cgroup without the kernel's global lock that a pid written by another process takes. */
+static int join_cgroup(const int *fds, size_t n, nook_error *err) {
+        for (size_t i = 0; i < n; i++)
+                if (write(fds[i], "0", 1) != 1)
+                        return nook_err_errno(err, NOOK_E_IO, "cannot join the sandbox's cgroup");
+        return 0;
+}
+
+/* Message 3: the two listeners, port 80's first, then the cgroup files to join, if any. */
 static int recv_listeners(int ret_fds[2], nook_error *err) {
         char buf[256];
+        int fds[2 + MAX_JOIN_FDS];
         size_t n_fds = 0;
-        ssize_t n = fd_recv_with_fds(SUP_FD, buf, sizeof(buf) - 1, ret_fds, 2, &n_fds);
-        if (n <= 0 || n_fds != 2) {
-                for (size_t i = 0; i < n_fds; i++)
-                        close(ret_fds[i]);
-                return nook_err_set(err, NOOK_E_INVALID,
+        ssize_t n = fd_recv_with_fds(SUP_FD, buf, sizeof(buf) - 1, fds, ELEMENTSOF(fds), &n_fds);
+        int r;
+        if (n <= 0 || n_fds < 2)
+                r = nook_err_set(err, NOOK_E_INVALID,
                         "the third message on fd 3 must be {\"listen\":[80,443]} with two listening sockets");
-        }
+        else
+                r = join_cgroup(fds + 2, n_fds - 2, err);
+        /* the cgroup files are done with; the listeners too, after an error */
+        for (size_t i = r < 0 ? 0 : 2; i < n_fds; i++)
+                close(fds[i]);
+        if (r < 0)
+                return r;
+        ret_fds[0] = fds[0];
+        ret_fds[1] = fds[1];
         /* poll() said ready but the connection may be gone by accept(): never block there. */
         for (int i = 0; i < 2; i++) {
                 int fl = fcntl(ret_fds[i], F_GETFL);
@@ -174,21 +199,25 @@ static void serve(const egress_ctx *ctx, const int lfds[2]) {
 
 static int setup(egress_config **cfg, egress_tls **tls, int lfds[2], nook_error *err) {
         int audit_fd = -1;
-        int r = recv_config(cfg, &audit_fd, err);
+        _cleanup_close_ int seed = -1, seed_out = -1;
+        int r = recv_config(cfg, &audit_fd, &seed, err);
         if (r < 0)
                 return r;
         /* the supervisor started us off its CPU and sent the config after that (supervisor/
          * egress.c:spawn_gateway): its whole mask back */
         proc_take_parent_cpus();
         egress_audit_init(audit_fd, (*cfg)->sandbox);
-        r = egress_tls_new((*cfg)->sandbox, (*cfg)->extra_ca_pem, tls, err);
+        r = egress_tls_new((*cfg)->sandbox, (*cfg)->extra_ca_pem, seed, tls, err);
         if (r < 0)
                 return r;
         _cleanup_free_ char *pem = NULL;
         r = egress_tls_ca_pem(*tls, &pem, err);
+        /* a CA made here goes to the supervisor too, for a successor (egress_tls_seed_memfd) */
+        if (r >= 0 && seed < 0)
+                r = egress_tls_seed_memfd(*tls, &seed_out, err);
         if (r < 0)
                 return r;
-        r = send_json(json_pack("{s:s}", "caCertPem", pem));
+        r = send_json_fd(json_pack("{s:s}", "caCertPem", pem), seed_out);
         if (r < 0)
                 return nook_err_set(
                         err, NOOK_E_IO, "cannot send the CA to the supervisor: %s", strerror(-r));

@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -441,7 +443,52 @@ static int seed_decode(egress_tls *t, nook_error *err) {
         return t->extra_ca_pem ? parse_extra_cas(t, t->extra_ca_pem, err) : 0;
 }
 
-int egress_tls_new(const char *sandbox, const char *extra_ca_pem, egress_tls **ret, nook_error *err) {
+/* ---- the CA kept across restarts ----------------------------------------------------------------
+ * The supervisor starts a new gateway when one dies (supervisor/egress.c), and the guest must go
+ * on trusting it: its bundle holds this CA, and a process in the guest may have read the bundle
+ * long ago.  So the first gateway hands the supervisor its seed (the CA child's answer, byte for
+ * byte) in a sealed memfd, which the supervisor only holds and passes to each successor; a
+ * successor decodes that instead of making a CA.  The keys never enter the supervisor's memory;
+ * the memfd is as reachable as the supervisor's own memory, which holds the secrets' values. */
+
+int egress_tls_seed_memfd(const egress_tls *t, int *ret_fd, nook_error *err) {
+        if (!t->seed[SEED_CA])
+                return nook_err_set(err, NOOK_E_INTERNAL, "the egress CA's keys are decoded already");
+        _cleanup_close_ int fd = memfd_create("nook-egress-ca", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+        if (fd < 0)
+                return nook_err_errno(err, NOOK_E_IO, "Cannot make a memfd for the egress CA");
+        int w = write_full(fd, "K", 1);
+        for (size_t i = 0; i < SEED_N && w >= 0; i++)
+                w = seed_put(fd, t->seed[i], (int)t->seed_len[i]);
+        if (w < 0)
+                return nook_err_errno(err, NOOK_E_IO, "Cannot write the egress CA to its memfd");
+        if (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) < 0)
+                return nook_err_errno(err, NOOK_E_IO, "Cannot seal the egress CA's memfd");
+        *ret_fd = TAKE_FD(fd);
+        return 0;
+}
+
+/* A predecessor's seed (egress_tls_seed_memfd) instead of a new CA. */
+static int seed_from_fd(egress_tls *t, int fd, nook_error *err) {
+        struct stat st;
+        if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size <= 1 || (size_t)st.st_size > SEED_MAX)
+                return nook_err_set(
+                        err, NOOK_E_INVALID, "the CA handed over with the configuration is no gateway's");
+        size_t len = (size_t)st.st_size;
+        _cleanup_free_ unsigned char *buf = malloc(len);
+        if (!buf)
+                return nook_err_oom(err);
+        ssize_t n = pread(fd, buf, len, 0);
+        int r = n == (ssize_t)len ? seed_parse(t, buf, len, err) : -EBADMSG;
+        explicit_bzero(buf, len);
+        if (r == -EBADMSG)
+                return nook_err_set(
+                        err, NOOK_E_INVALID, "the CA handed over with the configuration is no gateway's");
+        return r;
+}
+
+int egress_tls_new(
+        const char *sandbox, const char *extra_ca_pem, int seed_fd, egress_tls **ret, nook_error *err) {
         _cleanup_(egress_tls_freep) egress_tls *t = calloc(1, sizeof(*t));
         if (!t)
                 return nook_err_oom(err);
@@ -449,7 +496,7 @@ int egress_tls_new(const char *sandbox, const char *extra_ca_pem, egress_tls **r
         pthread_mutex_init(&t->ctx_lock, NULL);
         if (extra_ca_pem && !(t->extra_ca_pem = strdup(extra_ca_pem)))
                 return nook_err_oom(err);
-        int r = ca_from_child(t, sandbox, extra_ca_pem, err);
+        int r = seed_fd >= 0 ? seed_from_fd(t, seed_fd, err) : ca_from_child(t, sandbox, extra_ca_pem, err);
         if (r < 0)
                 return r;
         *ret = TAKE_PTR(t);

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* nook-egress's TLS: the per-sandbox CA (EC P-256, key in this process only), leaf
- * certificates made per SNI and cached, the server context facing the guest (TLS 1.2+) and the
- * client context facing upstreams (host CA store + extraCaPem, hostname verification). */
+/* nook-egress's TLS: the per-sandbox CA (EC P-256; its key in the gateway's processes only, and
+ * sealed in a memfd the supervisor holds for a successor), leaf certificates made per SNI and
+ * cached, the server context facing the guest (TLS 1.2+) and the client context facing upstreams
+ * (host CA store + extraCaPem, hostname verification). */
 #pragma once
 
 #include <openssl/ssl.h>
@@ -11,10 +12,16 @@
 
 typedef struct egress_tls egress_tls;
 
-int egress_tls_new(const char *sandbox, const char *extra_ca_pem, egress_tls **ret, nook_error *err);
+/* A new CA (made by a short-lived child), or, with seed_fd >= 0, a predecessor's (a memfd from
+ * egress_tls_seed_memfd: a restarted gateway keeps the CA the guest trusts). */
+int egress_tls_new(
+        const char *sandbox, const char *extra_ca_pem, int seed_fd, egress_tls **ret, nook_error *err);
 egress_tls *egress_tls_free(egress_tls *t);
 /* The CA certificate as PEM (malloc'd). */
 int egress_tls_ca_pem(egress_tls *t, char **ret, nook_error *err);
+/* The CA and its keys in a sealed memfd (*ret_fd), for the supervisor to hand to a successor;
+ * only before the first connection (which decodes and wipes them). */
+int egress_tls_seed_memfd(const egress_tls *t, int *ret_fd, nook_error *err);
 /* A server SSL for an accepted guest socket; the SNI callback installs the leaf. */
 SSL *egress_tls_guest_ssl(egress_tls *t, int fd);
 /* A client SSL for an upstream socket, verifying host; ALPN offers h2 first when offer_h2,

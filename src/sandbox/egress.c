@@ -16,6 +16,7 @@
 #include "config.h"
 #include "sandbox/egress.h"
 #include "sandbox/spec_egress.h"
+#include "sandbox/state.h"
 #include "util/error.h"
 #include "util/fd.h"
 #include "util/macro.h"
@@ -23,6 +24,7 @@
 #include "util/str.h"
 
 #define BUNDLE_MAX ((size_t)8 * 1024 * 1024)
+#define STATUS_REPLY_MS 3000
 /* In an image the system bundle itself; the built-in host image binds the host's
  * /etc/ssl/certs read-only, and an image may have it as a symlink: there the copy sits beside. */
 #define GUEST_BUNDLE "/etc/ssl/certs/ca-certificates.crt"
@@ -246,4 +248,27 @@ char *sb_egress_values_json(const sb_spec *spec) {
         char *t = any ? json_dumps(o, JSON_COMPACT) : NULL;
         json_decref(o);
         return t;
+}
+
+json_t *sb_egress_inspect(nook *n, const sandbox_rec *rec) {
+        if (!streq(rec->state, "running") || !rec->spec_json)
+                return NULL;
+        json_t *spec = json_loads(rec->spec_json, 0, NULL);
+        bool has = json_object_get(spec, "secrets") || json_object_get(spec, "egress");
+        json_decref(spec);
+        if (!has)
+                return NULL;
+        nook_error err = { 0 };
+        _cleanup_close_ int sock = -1;
+        json_t *reply = NULL;
+        int r = sb_connect(n, rec->name, &sock, &err);
+        if (r >= 0)
+                r = sb_request_reply(sock, rec->name, json_pack("{s:s}", "op", "status"), "status",
+                        STATUS_REPLY_MS, &reply, &err);
+        json_t *e = r >= 0 ? json_incref(json_object_get(reply, "egress")) : NULL;
+        json_decref(reply);
+        if (e)
+                return e;
+        return json_pack(
+                "{s:s, s:s}", "state", "unknown", "reason", r < 0 ? err.msg : "the supervisor did not say");
 }

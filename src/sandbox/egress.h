@@ -9,6 +9,7 @@
 #include "nook.h"
 #include "sandbox/image.h"
 #include "sandbox/spec.h"
+#include "store/store.h"
 
 /* Where a libexec program lives: $env_var; for an installed libnook the install's libexec
  * folder; else beside libnook.so, as in a build tree (src/<dir>/) or a relocated install
@@ -24,3 +25,8 @@ int sb_egress_prepare(const sb_spec *spec, const sb_image *img, const char *uppe
 /* {"NAME": "value", ...}: what travels to the supervisor over its secrets socket; NULL when the
  * spec has no secret with a value.  The caller wipes and frees it. */
 char *sb_egress_values_json(const sb_spec *spec);
+/* The gateway's state as its supervisor tells it (the "status" answer's "egress": {"state":
+ * "running"|"restarting"|"failed", "restarts", "pid"?, "lastExit"?, "reason"?}), for inspect;
+ * {"state": "unknown", "reason"} when the supervisor does not answer; NULL for a sandbox without a
+ * gateway or not running. */
+json_t *sb_egress_inspect(nook *n, const sandbox_rec *rec);

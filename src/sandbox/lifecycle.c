@@ -1059,6 +1059,13 @@ int nook_sandbox_inspect(nook *n, const char *name, char **ret_json, nook_error 
         if (r < 0)
                 return r;
         json_t *o = rec_to_json(n, &rec);
+        /* the gateway's state is its supervisor's to tell: it restarts a gateway that died, or
+         * gives up (supervisor/egress.h); ls does not ask */
+        json_t *egress = sb_egress_inspect(n, &rec);
+        if (o && egress)
+                (void)json_object_set_new(o, "egress", egress);
+        else
+                json_decref(egress);
         char *t = o ? json_dumps(o, JSON_COMPACT) : NULL;
         json_decref(o);
         if (!t)

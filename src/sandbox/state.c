@@ -231,7 +231,8 @@ int sb_lock_running(nook *n, const char *name, const char *why, int *ret_lock, n
         return r;
 }
 
-int sb_request(int sock, const char *name, json_t *msg, const char *what, int timeout_ms, nook_error *err) {
+int sb_request_reply(int sock, const char *name, json_t *msg, const char *what, int timeout_ms, json_t **ret,
+        nook_error *err) {
         json_t *reply = NULL;
         int r = msg ? proto_send(sock, msg, NULL, 0) : -ENOMEM;
         json_decref(msg);
@@ -244,7 +245,18 @@ int sb_request(int sock, const char *name, json_t *msg, const char *what, int ti
         if (r <= 0)
                 return nook_err_errnum(
                         err, NOOK_E_IO, r < 0 ? -r : EPIPE, "Cannot reach sandbox '%s'", name);
-        r = streq(proto_op(reply), "error") ? proto_error_from_msg(reply, err) : 0;
+        if (streq(proto_op(reply), "error")) {
+                r = proto_error_from_msg(reply, err);
+                json_decref(reply);
+                return r;
+        }
+        *ret = reply;
+        return 0;
+}
+
+int sb_request(int sock, const char *name, json_t *msg, const char *what, int timeout_ms, nook_error *err) {
+        json_t *reply = NULL;
+        int r = sb_request_reply(sock, name, msg, what, timeout_ms, &reply, err);
         json_decref(reply);
         return r;
 }

@@ -36,6 +36,9 @@ int sb_connect(nook *n, const char *name, int *ret_fd, nook_error *err);
  * timeout_ms for its one answer: 0, or the supervisor's error in err.  what names the request in
  * the error when none comes ("the pause request"). */
 int sb_request(int sock, const char *name, json_t *msg, const char *what, int timeout_ms, nook_error *err);
+/* The same, with the answer in *ret (the caller's to json_decref). */
+int sb_request_reply(int sock, const char *name, json_t *msg, const char *what, int timeout_ms, json_t **ret,
+        nook_error *err);
 
 int sb_rec_set_state(sandbox_rec *rec, const char *state, nook_error *err);
 /* Makes a record true, under the name's lock (the caller holds it): a "running" sandbox whose

@@ -17,7 +17,9 @@
  *                        answered {"op":"killed"} or an error)
  * Supervisor -> client:  {"op":"started","id":N,"pid":P} {"op":"exited","id":N,"status":W,
  *                         "reason":"exited|timeout|cancelled|lost"} {"op":"error","code":"..","message":".."}
- *                        {"op":"status",...} {"op":"stopped","reason":"..","cgroupGone":B}
+ *                        {"op":"status","state","pid","initPid","execsRunning","uptimeMs",
+ *                         "egress"? (the gateway's: supervisor/egress.h, sup_egress_status)}
+ *                        {"op":"stopped","reason":"..","cgroupGone":B}
  *                        (cgroupGone true: the supervisor removed every cgroup folder of its own;
  *                        a remover need not look for them, and waits for its exit at the end)
  *                        For an exec sent to a spare, "started" and "exited" come from its helper

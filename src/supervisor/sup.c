@@ -264,6 +264,10 @@ static int start_init(sup *s, nook_error *err) {
                 return r;
         if (s->cg && cgj.n == 0 && (r = iso_cgroup_attach(s->cg, s->init_pid, err)) < 0)
                 return nook_err_wrap(err, "moving the sandbox into its cgroup");
+        /* the gateway too, while the kernel's cgroup lock is still cheap to take (egress.h);
+         * with the v1 files it joins itself later, as init does */
+        if (s->cg && cgj.n == 0 && (r = sup_egress_attach(&s->egress, s->cg, err)) < 0)
+                return r;
         json_t *m = json_pack("{s:s}", "op", "maps");
         r = m ? proto_send(s->init_sock, m, cgj.fds, cgj.n) : -ENOMEM;
         json_decref(m);
@@ -644,6 +648,8 @@ static void handle_pause(sup *s, client *c, bool pause, bool hold) {
         }
         s->paused = pause;
         s->last_activity_ms = now_ms(); /* resume: the idle timer starts again from now */
+        if (!pause)
+                sup_egress_resumed(&s->egress, s->last_activity_ms);
         /* a plain pause stays until resume: no holder may end it any more */
         for (size_t i = 0; i < s->n_clients; i++)
                 s->clients[i].holds_pause = false;
@@ -689,12 +695,12 @@ static json_t *status_msg(sup *s) {
         size_t running = s->detached_running;
         for (size_t i = 0; i < s->n_clients; i++)
                 running += s->clients[i].exec_running;
-        return json_pack("{s:s, s:s, s:i, s:i, s:I, s:I}", "op", "status", "state",
+        return json_pack("{s:s, s:s, s:i, s:i, s:I, s:I, s:o*}", "op", "status", "state",
                 s->stopping         ? "stopping"
                         : s->paused ? "paused"
                                     : "running",
                 "pid", (int)getpid(), "initPid", (int)s->init_pid, "execsRunning", (json_int_t)running,
-                "uptimeMs", (json_int_t)(now_ms() - s->started_ms));
+                "uptimeMs", (json_int_t)(now_ms() - s->started_ms), "egress", sup_egress_status(&s->egress));
 }
 
 static void handle_direct(sup *s, size_t i);
@@ -729,6 +735,7 @@ static void client_drop(sup *s, size_t i) {
         if (c->holds_pause && s->paused && s->cg && iso_cgroup_freeze(s->cg, false, NULL) >= 0) {
                 s->paused = false;
                 thawed = true;
+                sup_egress_resumed(&s->egress, now_ms());
                 log_debug("the client holding the pause is gone: thawed");
         }
         deferred_drop(c);
@@ -982,6 +989,9 @@ static uint64_t next_deadline(sup *s) {
         bool busy = s->n_clients > 0 || s->detached_running > 0;
         if (c->idle_timeout_ms && !busy && !s->paused && s->last_activity_ms + c->idle_timeout_ms < d)
                 d = s->last_activity_ms + c->idle_timeout_ms;
+        /* a gateway's restart waits for the thaw: a successor in the frozen cgroup cannot answer */
+        if (!s->paused && sup_egress_deadline(&s->egress) < d)
+                d = sup_egress_deadline(&s->egress);
         /* an exec already being killed (reason set) waits for init's report, not for a timer */
         for (size_t i = 0; i < s->n_clients; i++) {
                 const client *cl = &s->clients[i];
@@ -1021,6 +1031,8 @@ static void check_deadlines(sup *s) {
                 begin_stop(s, "max_duration", RETIRE_GRACE_MS);
                 return;
         }
+        if (!s->paused)
+                sup_egress_tick(&s->egress, now);
         bool busy = s->n_clients > 0 || s->detached_running > 0;
         if (c->idle_timeout_ms && !busy && !s->paused && now >= s->last_activity_ms + c->idle_timeout_ms) {
                 begin_stop(s, "idle", RETIRE_GRACE_MS);
@@ -1208,12 +1220,12 @@ static void finish(sup *s, int init_status) {
         /* "cgroupGone" in "stopped": the remover need not look for our cgroups again.  Without
          * one of ours (rootless without delegation) we say nothing of another's. */
         bool cgroup_gone = false;
+        sup_egress_stop(&s->egress); /* first: it is in the cgroup (egress.h) */
         if (s->cg) {
                 cgroup_gone = iso_cgroup_destroy(s->cg);
                 s->cg = iso_cgroup_free(s->cg);
         }
         sup_net_stop(&s->net);
-        sup_egress_stop(&s->egress);
         outlog_done(&s->out);
         log_debug("sandbox stopped: %s (init status %d)", rec.reason, init_status);
         _cleanup_free_ char *sock = strprintf("%s/ctl.sock", s->run_dir);
@@ -1265,7 +1277,7 @@ static int start_network(sup *s, nook_error *err) {
         int fds[2] = { -1, -1 };
         int r = sup_net_start(&s->net, s->cfg, s->init_pid, s->run_dir, s->cfg->egress ? fds : NULL, err);
         if (r >= 0 && s->cfg->egress)
-                r = sup_egress_listen(&s->egress, s->cfg, fds, err);
+                return sup_egress_listen(&s->egress, fds, s->cg, err); /* it keeps fds */
         safe_close(fds[0]);
         safe_close(fds[1]);
         return r;

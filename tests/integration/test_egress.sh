@@ -7,7 +7,9 @@
 # the audit log, the database, snapshots) never hold it (a sentinel grep).  A placeholder sent
 # elsewhere is blocked, --allow-http allows and denies with the 403 body, an upstream the gateway
 # cannot verify fails in the guest, DNS rebinding stays blocked, a restarted sticky sandbox has no
-# value, and a dead gateway fails closed.  No packet leaves the namespaces this file creates.
+# value, a killed gateway is started again with the same CA, values and listeners (a request made
+# meanwhile waits for it), and one killed too often is given up and fails closed.  No packet
+# leaves the namespaces this file creates.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/net_topology.sh"
 
@@ -20,7 +22,7 @@ fi
 # the rootless path is the same code (test_egress_guest.sh)
 net_topology_require ip slirp4netns dnsmasq busybox curl openssl nsenter nft node jq
 /usr/bin/python3 -c 'import requests' 2>/dev/null || plan skip_all "python3-requests is not installed"
-plan 48
+plan 55
 trap 'net_topology_down; _tap_finish' EXIT
 net_topology_up || bail_out "cannot build the test world"
 
@@ -164,14 +166,41 @@ like "$out" "create the sandbox again with TOK in the environment" "... and what
 run_nook_ns egress log sticky
 like "$out" "value of secret TOK was not kept" "... and the audit log says why"
 
-# ---- the gateway dies: HTTP(S) fails closed -----------------------------------------------------
+# ---- the gateway dies: started again; killed too often: given up, HTTP(S) fails closed ----------
 kill -9 "$egress_pid"
+# at once: the connection waits in the listener's backlog (the supervisor keeps the listener) and
+# the new gateway serves it, with the CA the guest trusts and the secret's value
+gx eg 'curl -sS -m 10 -H "Authorization: Bearer $TOK" https://public.test/after-death'
+is "$out" "upstream GET /after-death auth=real" "a request right after the gateway was killed is served by a new one: same CA, the real value upstream" || diag "$err"
+run_nook_ns inspect eg
+is "$(jq -c '.egress | [.state, .restarts, .lastExit]' <<<"$out")" '["running",1,"killed by signal 9"]' \
+        "inspect: the gateway is running again after one restart, and how the last one ended"
+gw=$(jq -r .egress.pid <<<"$out")
+gx eg 'curl -sS -m 10 --http2 -w "%{http_version}" -H "Authorization: Bearer $TOK" https://public.test/h2-again'
+is "$out" "upstream GET /h2-again auth=real
+2" "... HTTP/2 through it too" || diag "$err"
+run_nook_ns logs --system eg
+like "$out$err" "egress gateway \(pid $egress_pid\) ended: killed by signal 9" "the supervisor log says how the gateway ended"
+for i in 2 3 4 5 6; do
+        kill -9 "$gw"
+        for _ in $(seq 50); do
+                run_nook_ns inspect eg
+                [[ $(jq -r '.egress | "\(.state) \(.restarts)"' <<<"$out") == "running $i" || $i == 6 ]] && break
+                sleep 0.1
+        done
+        gw=$(jq -r .egress.pid <<<"$out")
+done
+wait_for 10 test "$(run_nook_ns inspect eg && jq -r .egress.state <<<"$out")" = failed
+run_nook_ns inspect eg
+is "$(jq -c '.egress | [.state, .restarts]' <<<"$out")" '["failed",5]' "killed after 5 restarts within a minute: inspect says the gateway failed"
+like "$(jq -r .egress.reason <<<"$out")" "HTTP and HTTPS are refused" "... and what that means"
 n=$(up_lines)
-gx eg 'curl -sS -m 5 -o /dev/null https://public.test/after-death'
-isnt "$status" 0 "with the gateway dead, HTTPS fails in the guest"
+gx eg 'curl -sS -m 5 -o /dev/null https://public.test/after-failure'
+isnt "$status" 0 "with the gateway given up, HTTPS fails in the guest"
+like "$err" "refused|Failed to connect" "... at once: nothing listens behind the redirect any more"
 is "$(up_lines)" "$n" "... and nothing went direct"
 run_nook_ns logs --system eg
-like "$out$err" "egress gateway" "the supervisor log says the gateway is gone"
+like "$out$err" "giving up" "the supervisor log says it gave up"
 
 for s in eg rules noca sticky; do run_nook_ns rm "$s"; done
 run_nook_ns snapshot rm snap

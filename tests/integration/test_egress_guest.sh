@@ -4,8 +4,9 @@
 # test world: the placeholder in the guest's env and the value nowhere (guest env, disk and /proc;
 # argv and environ of every host process; NOOK_HOME), the CA bundle and the four variables, the
 # redirect and the QUIC reject loaded in the sandbox's own network namespace before create
-# returns, the audit log, a restart without the value, and a dead gateway logged.  The traffic
-# itself: test_egress.sh (root, netns world).
+# returns, the audit log, a restart without the value, the gateway in the sandbox's cgroup, and a
+# killed gateway started again (nook inspect says so) or, killed too often, given up.  The traffic
+# through a restarted gateway: test_egress.sh (root, netns world).
 . "$(dirname "$0")/lib.sh"
 
 require_bin "$NOOK" "$NOOK_SUPERVISOR"
@@ -18,7 +19,7 @@ for t in slirp4netns nsenter nft jq; do
         command -v $t >/dev/null || plan skip_all "$t is not installed (scripts/deps.sh installs it)"
 done
 [[ -r /dev/net/tun && -w /dev/net/tun ]] || { plan 1; skip_expected "no access to /dev/net/tun here (the network needs it)"; exit 0; }
-plan 25
+plan 37
 
 SENT="nook-sentinel-$$-$RANDOM-guest"
 TOK=$SENT run_nook create --network public --sticky --secret TOK@api.example.test,'*.example.test' --egress-audit g
@@ -46,6 +47,17 @@ check "the gateway runs beside the supervisor, outside the sandbox's network nam
 # whole mask back, which is the creator's
 cpus() { sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' "/proc/$1/status" 2>/dev/null; }
 is "$(cpus "${egress_pid:-0}")" "$(cpus $$)" "the gateway runs on every CPU its creator may"
+# its memory, CPU and threads are the sandbox's (supervisor/egress.h): the same cgroups as init,
+# where the sandbox has its own (not rootless without delegation)
+cgroups_of() { grep -E ':(memory|pids|cpu[,:]|cpu,cpuacct|freezer):|^0::' "/proc/$1/cgroup" 2>/dev/null | sort; }
+if grep -q "nook-g-" "/proc/$init/cgroup" 2>/dev/null; then
+        is "$(cgroups_of "${egress_pid:-0}")" "$(cgroups_of "$init")" "the gateway is in the sandbox's cgroups"
+else
+        skip_expected "the gateway is in the sandbox's cgroups: the sandbox has no cgroup of its own here (stage ${NOOK_TEST_STAGE:-manual})"
+fi
+run_nook inspect g
+is "$(jq -c '.egress | [.state, .restarts, .pid]' <<<"$out")" "[\"running\",0,${egress_pid:-0}]" \
+        "inspect: egress running, no restart, the gateway's pid"
 
 run_nook exec g -- sh -c 'printf %s "$TOK"'
 like "$out" '^nook-ph-[0-9a-f]{32}$' "the guest's TOK is a placeholder"
@@ -79,12 +91,52 @@ is "$status" 0 "a sticky sandbox starts again without the value (its placeholder
 run_nook exec g -- sh -c 'printf %s "$TOK"'
 if [[ $out =~ ^nook-ph-[0-9a-f]{32}$ && $out != "$ph" ]]; then ok "... with a new placeholder"; else not_ok "... with a new placeholder" "$out"; fi
 
-# the gateway dies: logged; the redirect stays
+# the gateway dies: logged, and started again with the same CA, listeners and cgroup
 run_nook inspect g
 sup=$(jq -r .supervisorPid <<<"$out")
-kill -9 "$(pgrep -P "$sup" -x nook-egress)"
-wait_for 5 grep -q "egress gateway" "$NOOK_HOME/run/g/supervisor.log"
+init=""
+for p in $(pgrep -P "$sup"); do
+        [[ $(readlink /proc/$p/ns/net) != "$(readlink /proc/$sup/ns/net)" ]] && init=$p
+done
+gw=$(pgrep -P "$sup" -x nook-egress)
+kill -9 "$gw"
+wait_for 5 grep -q "egress gateway.*killed by signal 9" "$NOOK_HOME/run/g/supervisor.log"
 is "$?" 0 "the supervisor logs the gateway's death"
+# egress_state: the "egress" object nook inspect shows, as [state, restarts, lastExit]
+egress_state() { run_nook inspect g && jq -c '.egress | [.state, .restarts, .lastExit]' <<<"$out"; }
+egress_is() { [[ $(egress_state) == "$1" ]]; }
+wait_for 10 egress_is '["running",1,"killed by signal 9"]'
+is "$(egress_state)" '["running",1,"killed by signal 9"]' "inspect: the gateway is running again after one restart, and how the last one ended"
+run_nook inspect g
+gw2=$(jq -r .egress.pid <<<"$out")
+if [[ $gw2 =~ ^[0-9]+$ && $gw2 != "$gw" && $(ps -o ppid= -p "$gw2" | tr -d ' ') == "$sup" && $(cat /proc/$gw2/comm) == nook-egress ]]; then
+        ok "the new gateway is another process, the supervisor's child"
+else
+        not_ok "the new gateway is another process, the supervisor's child" "old $gw new $gw2"
+fi
+if grep -q "nook-g-" "/proc/$init/cgroup" 2>/dev/null; then
+        is "$(cgroups_of "$gw2")" "$(cgroups_of "$init")" "... in the sandbox's cgroups too"
+else
+        skip_expected "... in the sandbox's cgroups too: the sandbox has no cgroup of its own here (stage ${NOOK_TEST_STAGE:-manual})"
+fi
+run_nook exec g -- sh -c 'grep -c "BEGIN CERTIFICATE" "$SSL_CERT_FILE"'
+is "$out" "$((base + 1))" "... and the guest's bundle is as it was: the new gateway has the same CA"
+run_nook logs --system g
+like "$out$err" "the egress gateway is running again" "nook logs --system says it was started again"
+# killed again and again: after 5 restarts within a minute the supervisor gives up, and says so
+for i in 2 3 4 5 6; do
+        wait_for 10 egress_is "[\"running\",$((i - 1)),\"killed by signal 9\"]"
+        run_nook inspect g
+        kill -9 "$(jq -r .egress.pid <<<"$out")"
+done
+wait_for 10 egress_is '["failed",5,"killed by signal 9"]'
+is "$(egress_state)" '["failed",5,"killed by signal 9"]' "killed after 5 restarts within a minute: inspect says the gateway failed"
+run_nook inspect g
+like "$(jq -r .egress.reason <<<"$out")" "restarted 5 times within 60 s and ended again .* HTTP and HTTPS are refused" "... and why, and what it means"
+is "$(jq -r .state <<<"$out")" running "... while the sandbox itself runs on"
+check "no gateway runs any more" test -z "$(pgrep -P "$sup" -x nook-egress)"
+run_nook logs --system g
+like "$out$err" "giving up: the egress gateway was restarted 5 times" "nook logs --system says it gave up"
 run_nook rm g
 run_nook snapshot rm gsnap
 

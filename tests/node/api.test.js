@@ -650,7 +650,7 @@ const EGRESS_BIN = process.env.NOOK_BUILD_DIR && path.join(process.env.NOOK_BUIL
 const egressSkip = !EGRESS_BIN || !fs.existsSync(EGRESS_BIN) ? "nook-egress not built in this tree" : false;
 
 describe("egress", () => {
-  test("secrets: the guest sees a placeholder, the value is in no state file; egressLog is an array", { skip: egressSkip }, async () => {
+  test("secrets: the guest sees a placeholder, the value is in no state file; egressLog is an array; inspect().egress", { skip: egressSkip }, async () => {
     const name = uniqueName("egress");
     const value = `nook-sentinel-node-${process.pid}`;
     let b;
@@ -676,6 +676,19 @@ describe("egress", () => {
       .some((d) => fs.readFileSync(path.join(d.parentPath ?? d.path, d.name)).includes(value));
     assert.equal(grep(path.join(HOME, "sandboxes", name)), false, "a state file holds the value");
     assert.ok(Array.isArray(await b.egressLog()));
+    // the gateway's state is the supervisor's to tell; a killed gateway is started again
+    assert.equal(info.egress?.state, "running", JSON.stringify(info.egress));
+    assert.equal(info.egress.restarts, 0);
+    process.kill(info.egress.pid, "SIGKILL");
+    let again;
+    for (let i = 0; i < 100; i++) {
+      again = (await b.inspect()).egress;
+      if (again.state === "running" && again.restarts === 1) break;
+      await sleep(100);
+    }
+    assert.deepEqual({ state: again.state, restarts: again.restarts, lastExit: again.lastExit },
+      { state: "running", restarts: 1, lastExit: "killed by signal 9" });
+    assert.notEqual(again.pid, info.egress.pid);
     await sandboxes.remove(name);
   });
 });

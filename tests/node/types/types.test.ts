@@ -9,7 +9,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Sandboxes, SandboxError, Box, parseSize, parseDuration, version } from "nook-sandbox";
-import type { SandboxSpec, SandboxInfo, ExecResult, VolumeSpec, SnapshotInfo } from "nook-sandbox";
+import type { SandboxSpec, SandboxInfo, ExecResult, VolumeSpec, SnapshotInfo, EgressInfo } from "nook-sandbox";
 import type { DiffResult, MergeResult, SandboxErrorCode } from "nook-sandbox";
 import type { EgressLogEntry } from "nook-sandbox";
 import { createNookSandboxProvider, NOOK_PROVIDER_ID } from "nook-sandbox/smithers";
@@ -58,6 +58,9 @@ test("what the types accept, the runtime runs: spec, exec, inspect (imageDigest)
   assert.equal(info.stoppedAt, null);
   assert.equal(typeof info.supervisorPid, "number");
   assert.equal(info.labels.team, "a");
+  // no secret, HTTP rule or audit: no gateway, so no egress state
+  const egress: EgressInfo | undefined = info.egress;
+  assert.equal(egress, undefined);
   await sandboxes.remove(box.name);
 });
 

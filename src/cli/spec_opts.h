@@ -76,42 +76,37 @@
 #define SPEC_OPTS_HELP_C                                                                                    \
         "  --cpus N               CPU limit, whole CPUs (fractions round up)\n"                             \
         "  -m, --memory SIZE      memory limit, not 0: 512m, 2g (the OOM killer ends what exceeds it)\n"    \
-        "  --pids-max N           process limit, threads count (default 2048 where nook has a
-"
-        "                         cgroup; 0: none); an egress gateway counts: one, and a
-        "
-        "                         thread per connection through it
-        "
-        "  --max-cpus N, --max-memory SIZE  headroom for 'nook update'\n"
-        "  -v, --volume SRC:DST[:ro|rw]  bind a host path (read-only unless :rw) or a named\n"
-        "                         volume (SRC without '/') at DST\n"
-        "  --tmpfs DST[:SIZE]     a tmpfs at DST (default 64m)\n"
-        "  --allow-sensitive-volume  allow binding credential folders, sockets, /proc...\n"
-        "  --script NAME=FILE     a script on PATH, read-only under /.nook/scripts\n"
-        "  --setup-file PATH=FILE write FILE's content at guest PATH before the first exec\n"
-        "  --snapshot SNAP        cold-boot from a snapshot (name or digest): its disk state over its\n"
-        "                         image; restores its workspace into an empty one\n"
-        "  --spec FILE            a JSON spec (- for stdin); the options above override it\n"
-        "  --insecure-registry HOST  pull --image from HOST[:PORT] over plain HTTP (repeatable; also\n"
-        "                         NOOK_INSECURE_REGISTRIES=HOST,HOST)\n"
-        "  --secret NAME@HOST[,HOST...][:body]  the value of your environment variable NAME, kept\n"
-        "                         out of the sandbox: the guest's NAME holds a placeholder that nook's\n"
-        "                         egress gateway replaces in HTTPS requests to those hosts only\n"
-        "                         (*.example.com: any name below; :body: in request bodies too);\n"
-        "                         needs --network public or policy\n"
-        "  --allow-http 'METHOD URL'  allow only matching HTTP(S) requests (repeatable; first match;\n"
-        "                         e.g. 'GET https://api.github.com/repos/*'); others get 403\n"
-        "                         (ports 80 and 443: other ports, and a private address opened\n"
-        "                         by --allow, go by the network policy, unjudged)\n"
-        "  --egress-ca FILE       a PEM CA the gateway trusts for upstream servers (private CAs)\n"
+        "  --pids-max N           process limit, threads count (default 2048 where nook has a\n"            \
+        "                         cgroup; 0: none); an egress gateway counts: one, and a\n"                 \
+        "                         thread per connection through it\n"                                       \
+        "  --max-cpus N, --max-memory SIZE  headroom for 'nook update'\n"                                   \
+        "  -v, --volume SRC:DST[:ro|rw]  bind a host path (read-only unless :rw) or a named\n"              \
+        "                         volume (SRC without '/') at DST\n"                                        \
+        "  --tmpfs DST[:SIZE]     a tmpfs at DST (default 64m)\n"                                           \
+        "  --allow-sensitive-volume  allow binding credential folders, sockets, /proc...\n"                 \
+        "  --script NAME=FILE     a script on PATH, read-only under /.nook/scripts\n"                       \
+        "  --setup-file PATH=FILE write FILE's content at guest PATH before the first exec\n"               \
+        "  --snapshot SNAP        cold-boot from a snapshot (name or digest): its disk state over its\n"    \
+        "                         image; restores its workspace into an empty one\n"                        \
+        "  --spec FILE            a JSON spec (- for stdin); the options above override it\n"               \
+        "  --insecure-registry HOST  pull --image from HOST[:PORT] over plain HTTP (repeatable; also\n"     \
+        "                         NOOK_INSECURE_REGISTRIES=HOST,HOST)\n"                                    \
+        "  --secret NAME@HOST[,HOST...][:body]  the value of your environment variable NAME, kept\n"        \
+        "                         out of the sandbox: the guest's NAME holds a placeholder that nook's\n"   \
+        "                         egress gateway replaces in HTTPS requests to those hosts only\n"          \
+        "                         (*.example.com: any name below; :body: in request bodies too);\n"         \
+        "                         needs --network public or policy\n"                                       \
+        "  --allow-http 'METHOD URL'  allow only matching HTTP(S) requests (repeatable; first match;\n"     \
+        "                         e.g. 'GET https://api.github.com/repos/*'); others get 403\n"             \
+        "                         (ports 80 and 443: other ports, and a private address opened\n"           \
+        "                         by --allow, go by the network policy, unjudged)\n"                        \
+        "  --egress-ca FILE       a PEM CA the gateway trusts for upstream servers (private CAs)\n"         \
         "  --egress-audit         run the gateway for its audit log only ('nook egress log NAME')\n"
-        "                         (the gateway runs in the sandbox's cgroup: its limits bound it too)\n"
 #define SPEC_OPTS_HELP SPEC_OPTS_HELP_A SPEC_OPTS_HELP_E SPEC_OPTS_HELP_B SPEC_OPTS_HELP_U SPEC_OPTS_HELP_C
 #define SPEC_OPTS_HELP_RUN SPEC_OPTS_HELP_A SPEC_OPTS_HELP_B SPEC_OPTS_HELP_C
 
-        /* Applies one parsed option to the spec; returns 1 if it was a spec option, 0 if not, <0 with
+/* Applies one parsed option to the spec; returns 1 if it was a spec option, 0 if not, <0 with
  * the usage error already printed. */
-        int
-        spec_opt_apply(const char *cmd, json_t *spec, int opt, const char *arg);
+int spec_opt_apply(const char *cmd, json_t *spec, int opt, const char *arg);
 /* Call once after all options: applies flags that affect several entries. */
 void spec_opts_finish(json_t *spec);

@@ -131,6 +131,14 @@ static int setup_cgroup(sup *s, nook_error *err) {
          * error only when a limit was asked for. */
         nook_error optional = { 0 };
         int r = iso_cgroup_create(c->home, c->name, &l, &s->cg, wanted ? err : &optional);
+        if (r < 0 && c->pids_default && l.pids_max) {
+                /* a cgroup without the pids controller (a delegated v1 subtree of cpu and
+                 * memory only): the default process limit was not asked for, the rest was */
+                log_debug("the default process limit cannot be set: %s, ignoring",
+                        wanted ? err->msg : optional.msg);
+                l.pids_max = 0;
+                r = iso_cgroup_create(c->home, c->name, &l, &s->cg, wanted ? err : &optional);
+        }
         if (r < 0 && !wanted) {
                 log_debug("no cgroup for the sandbox: %s, ignoring", optional.msg);
                 return 0;

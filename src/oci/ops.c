@@ -273,21 +273,75 @@ int oci_ps(const char *root, const char *id, bool json, nook_error *err) {
         return 0;
 }
 
-static int opt_i64(const char *s, const char *name, bool *has, int64_t *ret, nook_error *err) {
+/* runc's values, on the command line and in --resources (runc update.go, libcontainer/cgroups):
+ * 0 leaves a limit as it is and -1 lifts it ("max"; for pids any negative number does). */
+static void set_limit(int64_t val, bool *ret_has, int64_t *ret) {
+        if (val == 0)
+                return;
+        *ret_has = true;
+        *ret = val;
+}
+
+/* --pids-limit, --cpu-quota, --cpu-period, --cpu-share: a whole number. */
+static int opt_int(const char *s, const char *name, int64_t *ret, nook_error *err) {
         char *end = NULL;
-        if (!s)
-                return 0;
         errno = 0;
         long long v = strtoll(s, &end, 10);
-        if (errno || !end || *end) {
-                uint64_t b = 0;
-                if (parse_size(s, &b, err) < 0 || b > INT64_MAX)
-                        return nook_err_set(err, NOOK_E_INVALID, "--%s '%s' is not a number", name, s);
-                v = (long long)b;
-        }
+        if (errno || !end || end == s || *end)
+                return nook_err_set(err, NOOK_E_INVALID, "--%s '%s' is not a whole number", name, s);
         *ret = v;
-        *has = true;
         return 0;
+}
+
+/* --memory, --memory-swap: bytes with an optional unit (64m, 1g), or -1 for unlimited. */
+static int opt_bytes(const char *s, const char *name, int64_t *ret, nook_error *err) {
+        uint64_t b = 0;
+        if (streq(s, "-1")) {
+                *ret = -1;
+                return 0;
+        }
+        if (parse_size(s, &b, err) < 0 || b > INT64_MAX)
+                return nook_err_set(err, NOOK_E_INVALID,
+                        "--%s '%s' is not a size in bytes (67108864, 64m, 1g) or -1 (unlimited)", name, s);
+        *ret = (int64_t)b;
+        return 0;
+}
+
+static int update_flags(const oci_update_opts *o, iso_cgroup_values *v, nook_error *err) {
+        int64_t x = 0;
+        if (o->memory && opt_bytes(o->memory, "memory", &x, err) < 0)
+                return -NOOK_E_INVALID;
+        if (o->memory)
+                set_limit(x, &v->has_memory, &v->memory);
+        if (o->memory_swap && opt_bytes(o->memory_swap, "memory-swap", &x, err) < 0)
+                return -NOOK_E_INVALID;
+        if (o->memory_swap)
+                set_limit(x, &v->has_swap, &v->swap);
+        if (o->cpu_quota && opt_int(o->cpu_quota, "cpu-quota", &x, err) < 0)
+                return -NOOK_E_INVALID;
+        if (o->cpu_quota)
+                set_limit(x, &v->has_cpu_quota, &v->cpu_quota);
+        if (o->cpu_period && opt_int(o->cpu_period, "cpu-period", &x, err) < 0)
+                return -NOOK_E_INVALID;
+        if (o->cpu_period && x > 0)
+                v->has_cpu_period = true, v->cpu_period = (uint64_t)x;
+        if (o->cpu_shares && opt_int(o->cpu_shares, "cpu-share", &x, err) < 0)
+                return -NOOK_E_INVALID;
+        if (o->cpu_shares && x > 0)
+                v->cpu_shares = (uint64_t)x;
+        if (o->pids_limit && opt_int(o->pids_limit, "pids-limit", &x, err) < 0)
+                return -NOOK_E_INVALID;
+        if (o->pids_limit)
+                set_limit(x, &v->has_pids, &v->pids);
+        if (o->cpuset_cpus)
+                v->cpuset_cpus = o->cpuset_cpus;
+        return 0;
+}
+
+static void json_limit(json_t *obj, const char *field, bool *ret_has, int64_t *ret) {
+        json_t *x = json_object_get(obj, field);
+        if (json_is_integer(x))
+                set_limit(json_integer_value(x), ret_has, ret);
 }
 
 static int resources_json(const char *file, iso_cgroup_values *v, json_t **keep, nook_error *err) {
@@ -305,17 +359,16 @@ static int resources_json(const char *file, iso_cgroup_values *v, json_t **keep,
                 return nook_err_wrap(err, "--resources");
         *keep = j;
         if ((o = json_object_get(j, "memory")) && json_is_object(o)) {
-                json_t *l = json_object_get(o, "limit"), *sw = json_object_get(o, "swap");
-                if (json_is_integer(l))
-                        v->has_memory = true, v->memory = json_integer_value(l);
-                if (json_is_integer(sw))
-                        v->has_swap = true, v->swap = json_integer_value(sw);
+                json_limit(o, "limit", &v->has_memory, &v->memory);
+                json_limit(o, "swap", &v->has_swap, &v->swap);
+                if ((v->has_memory && v->memory < -1) || (v->has_swap && v->swap < -1))
+                        return nook_err_set(err, NOOK_E_INVALID,
+                                "--resources: memory.limit and memory.swap are bytes, or -1 for unlimited");
         }
         if ((o = json_object_get(j, "cpu")) && json_is_object(o)) {
-                json_t *q = json_object_get(o, "quota"), *p = json_object_get(o, "period"),
-                       *sh = json_object_get(o, "shares"), *c = json_object_get(o, "cpus");
-                if (json_is_integer(q))
-                        v->has_cpu_quota = true, v->cpu_quota = json_integer_value(q);
+                json_t *p = json_object_get(o, "period"), *sh = json_object_get(o, "shares"),
+                       *c = json_object_get(o, "cpus");
+                json_limit(o, "quota", &v->has_cpu_quota, &v->cpu_quota);
                 if (json_is_integer(p) && json_integer_value(p) > 0)
                         v->has_cpu_period = true, v->cpu_period = (uint64_t)json_integer_value(p);
                 if (json_is_integer(sh) && json_integer_value(sh) > 0)
@@ -323,9 +376,8 @@ static int resources_json(const char *file, iso_cgroup_values *v, json_t **keep,
                 if (json_is_string(c) && json_string_length(c))
                         v->cpuset_cpus = json_string_value(c);
         }
-        if ((o = json_object_get(j, "pids")) && json_is_object(o) &&
-                json_is_integer(json_object_get(o, "limit")))
-                v->has_pids = true, v->pids = json_integer_value(json_object_get(o, "limit"));
+        if ((o = json_object_get(j, "pids")) && json_is_object(o))
+                json_limit(o, "limit", &v->has_pids, &v->pids);
         return 0;
 }
 
@@ -334,33 +386,20 @@ int oci_update(const char *root, const char *id, const oci_update_opts *o, nook_
         iso_cgroup_values v = { 0 };
         json_t *keep = NULL;
         iso_cgroup *cg = NULL;
-        bool has_shares = false, has_period = false;
-        int64_t shares = 0, period = 0;
         int r = oci_state_load(root, id, &st, err);
         if (r < 0)
                 return r;
         if (oci_state_status(st) == OCI_STATUS_STOPPED)
                 return nook_err_set(err, NOOK_E_STATE, "container \"%s\" is stopped: nothing to update", id);
-        if (o->resources_file && (r = resources_json(o->resources_file, &v, &keep, err)) < 0)
-                return r;
-        if (opt_i64(o->memory, "memory", &v.has_memory, &v.memory, err) < 0 ||
-                opt_i64(o->memory_swap, "memory-swap", &v.has_swap, &v.swap, err) < 0 ||
-                opt_i64(o->cpu_quota, "cpu-quota", &v.has_cpu_quota, &v.cpu_quota, err) < 0 ||
-                opt_i64(o->cpu_period, "cpu-period", &has_period, &period, err) < 0 ||
-                opt_i64(o->cpu_shares, "cpu-share", &has_shares, &shares, err) < 0 ||
-                opt_i64(o->pids_limit, "pids-limit", &v.has_pids, &v.pids, err) < 0) {
+        if (o->resources_file && (r = resources_json(o->resources_file, &v, &keep, err)) < 0) {
                 json_decref(keep);
-                return -NOOK_E_INVALID;
+                return r;
         }
-        if (has_period && period > 0)
-                v.has_cpu_period = true, v.cpu_period = (uint64_t)period;
-        if (has_shares && shares > 0)
-                v.cpu_shares = (uint64_t)shares;
-        if (o->cpuset_cpus)
-                v.cpuset_cpus = o->cpuset_cpus;
-        r = st->cgroup_path
-                ? iso_cgroup_open_path(st->cgroup_path, &cg, err)
-                : nook_err_set(err, NOOK_E_MISSING_FEATURE, "container \"%s\" has no cgroup", id);
+        r = update_flags(o, &v, err);
+        if (r >= 0)
+                r = st->cgroup_path
+                        ? iso_cgroup_open_path(st->cgroup_path, &cg, err)
+                        : nook_err_set(err, NOOK_E_MISSING_FEATURE, "container \"%s\" has no cgroup", id);
         if (r >= 0)
                 r = iso_cgroup_apply(cg, &v, err);
         iso_cgroup_free(cg);

@@ -533,8 +533,11 @@ static int parse_resources(oci_spec *s, json_t *res, nook_error *err) {
                         return nook_err_set(err, NOOK_E_INVALID,
                                 "linux.resources.memory.swappiness %lld is outside 0..100", (long long)sw);
                 r->swappiness = (uint64_t)sw;
+                /* 0 leaves a limit unset, as runc does (libcontainer/cgroups/fs) */
                 if (r->has_memory && r->memory == 0)
                         r->has_memory = false;
+                if (r->has_swap && r->swap == 0)
+                        r->has_swap = false;
                 if (r->has_memory && r->memory > 0 && r->memory < 65536)
                         return nook_err_set(err, NOOK_E_INVALID,
                                 "linux.resources.memory.limit %lld bytes is too small (64 KiB at least)",
@@ -547,6 +550,7 @@ static int parse_resources(oci_spec *s, json_t *res, nook_error *err) {
                         json_get_string(cpu, "cpus", false, &r->cpuset_cpus, err) < 0 ||
                         json_get_string(cpu, "mems", false, &r->cpuset_mems, err) < 0)
                         return nook_err_wrap(err, "linux.resources.cpu");
+                r->has_cpu_quota = r->has_cpu_quota && r->cpu_quota != 0;
                 r->has_cpu_period = r->cpu_period != 0;
                 r->has_cpu_shares = r->cpu_shares != 0;
                 r->has_cpus = !isempty(r->cpuset_cpus);
@@ -562,7 +566,7 @@ static int parse_resources(oci_spec *s, json_t *res, nook_error *err) {
         if ((pids = json_object_get(res, "pids")) && json_is_object(pids) &&
                 get_int64(pids, "limit", &has, &r->pids, err) < 0)
                 return nook_err_wrap(err, "linux.resources.pids");
-        r->has_pids = has;
+        r->has_pids = has && r->pids != 0;
         s->device_rules = json_object_get(res, "devices");
         return 0;
 }

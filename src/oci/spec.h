@@ -75,7 +75,7 @@ typedef struct oci_resources {
         int64_t memory, swap; /* -1: unlimited */
         int64_t cpu_quota; /* -1: unlimited */
         uint64_t cpu_period, cpu_shares;
-        int64_t pids; /* <= 0: unlimited */
+        int64_t pids; /* < 0: unlimited; 0 is unset (has_pids false), as runc reads it */
         const char *cpuset_cpus, *cpuset_mems;
         bool has_reservation, has_swappiness, disable_oom_killer;
         int64_t reservation;

@@ -1,0 +1,169 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# nook-oci next to runc on the same bundle, where a podman or containerd user sees the two
+# differ: `update` with 0 and -1 (runc: 0 leaves a limit as it is, -1 lifts it).  Each check
+# states runc 1.1.5's behaviour as the expected value; where runc is installed it runs the same
+# steps and must give the same, so the expectation is runc's, not ours.  The cgroup files read
+# are cgroup v1's (this hybrid host's cpu, memory and pids controllers).
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/oci_lib.sh"
+
+require_bin "$NOOK_OCI"
+reason=$(oci_stage_reason)
+if [[ -n "$reason" ]]; then
+        plan 1
+        skip_expected "$reason"
+        exit 0
+fi
+command -v busybox >/dev/null && command -v jq >/dev/null || bail_out "needs busybox (busybox-static) and jq"
+if [[ ! -f /sys/fs/cgroup/memory/memory.limit_in_bytes || ! -d /sys/fs/cgroup/pids ]]; then
+        plan 1
+        skip_expected "this file reads cgroup v1 memory and pids files; the host has none"
+        exit 0
+fi
+plan 6
+
+RUNC=$(command -v runc || true)
+RUNC_ROOT="$NOOK_HOME/runc-root"
+# every cgroup this file makes is under this one, removed at the end
+CGP="/nook-oci-test-$$"
+B="$NOOK_HOME/b"
+oci_bundle "$B" '.process.args = ["sleep", "1000"]' || bail_out "nook-oci spec failed"
+
+# bundle NAME JQ: a bundle sharing $B's root filesystem with its own cgroupsPath ($CGP/NAME)
+bundle() {
+        mkdir -p "$NOOK_HOME/$1"
+        jq --arg cg "$CGP/$1" --arg root "$B/rootfs" ".root.path = \$root | .linux.cgroupsPath = \$cg | ${2:-.}" \
+                "$B/config.json" >"$NOOK_HOME/$1/config.json"
+}
+
+# rt RUNTIME ARGS...: nook-oci or runc with this file's roots; sets $out, $err, $status.
+rt() {
+        local r=$1
+        shift
+        if [[ $r == nook ]]; then
+                oci "$@"
+        else
+                # to files: the container's process inherits them (a pipe would stay open)
+                timeout 60 "$RUNC" --root "$RUNC_ROOT" "$@" >"$NOOK_HOME/runc.out" 2>"$NOOK_HOME/runc.err" </dev/null
+                status=$?
+                out=$(cat "$NOOK_HOME/runc.out")
+                err=$(cat "$NOOK_HOME/runc.err")
+        fi
+}
+
+# limits NAME: the limits of cgroup $CGP/NAME, v1 files, "max" for unlimited.
+limits() {
+        local m=/sys/fs/cgroup/memory$CGP/$1 v
+        v="pids=$(cat /sys/fs/cgroup/pids$CGP/$1/pids.max) mem=$(cat $m/memory.limit_in_bytes)"
+        [[ -f $m/memory.memsw.limit_in_bytes ]] && v+=" memsw=$(cat $m/memory.memsw.limit_in_bytes)"
+        v+=" quota=$(cat /sys/fs/cgroup/cpu$CGP/$1/cpu.cfs_quota_us)"
+        sed -E 's/=(9223372036854771712|-1)\b/=max/g' <<<"$v"
+}
+
+# steps RUNTIME ID: one update per line (flags, or -r with JSON on stdin), each followed by its
+# exit status and the limits then.
+steps() {
+        local r=$1 id=$2 s
+        while IFS= read -r s; do
+                [[ -z $s ]] && continue
+                if [[ $s == "{"* ]]; then
+                        if [[ $r == nook ]]; then
+                                "$NOOK_OCI" --root "$OCI_ROOT" update -r - "$id" <<<"$s" >/dev/null 2>&1
+                        else
+                                "$RUNC" --root "$RUNC_ROOT" update -r - "$id" <<<"$s" >/dev/null 2>&1
+                        fi
+                        status=$?
+                else
+                        # shellcheck disable=SC2086 # the flags are words
+                        rt "$r" update $s "$id"
+                fi
+                echo "$s: $status $(limits "$id")"
+        done
+}
+
+# The expected transcripts: runc 1.1.5 on this host (hybrid, v1 controllers, swap accounted).
+memsw_file=/sys/fs/cgroup/memory/memory.memsw.limit_in_bytes
+sw() { [[ -f $memsw_file ]] && echo " memsw=$1"; }
+pids_steps='--pids-limit 50
+--pids-limit 0
+--pids-limit -1
+{"pids": {"limit": 40}}
+{"pids": {"limit": 0}}
+{"pids": {"limit": -1}}'
+pids_want="--pids-limit 50: 0 pids=50 mem=max$(sw max) quota=max
+--pids-limit 0: 0 pids=50 mem=max$(sw max) quota=max
+--pids-limit -1: 0 pids=max mem=max$(sw max) quota=max
+{\"pids\": {\"limit\": 40}}: 0 pids=40 mem=max$(sw max) quota=max
+{\"pids\": {\"limit\": 0}}: 0 pids=40 mem=max$(sw max) quota=max
+{\"pids\": {\"limit\": -1}}: 0 pids=max mem=max$(sw max) quota=max"
+if [[ -f $memsw_file ]]; then
+        mem_steps='--memory 64m --memory-swap 128m
+--memory 0
+--memory-swap 0
+--memory -1
+{"memory": {"limit": 67108864, "swap": 134217728}}
+{"memory": {"limit": 0}}
+{"memory": {"limit": -1}}'
+        mem_want="--memory 64m --memory-swap 128m: 0 pids=max mem=67108864 memsw=134217728 quota=max
+--memory 0: 0 pids=max mem=67108864 memsw=134217728 quota=max
+--memory-swap 0: 0 pids=max mem=67108864 memsw=134217728 quota=max
+--memory -1: 0 pids=max mem=max memsw=max quota=max
+{\"memory\": {\"limit\": 67108864, \"swap\": 134217728}}: 0 pids=max mem=67108864 memsw=134217728 quota=max
+{\"memory\": {\"limit\": 0}}: 0 pids=max mem=67108864 memsw=134217728 quota=max
+{\"memory\": {\"limit\": -1}}: 0 pids=max mem=max memsw=max quota=max"
+else
+        mem_steps='--memory 64m
+--memory 0
+--memory -1'
+        mem_want="--memory 64m: 0 pids=max mem=67108864 quota=max
+--memory 0: 0 pids=max mem=67108864 quota=max
+--memory -1: 0 pids=max mem=max quota=max"
+fi
+cpu_steps='--cpu-quota 50000
+--cpu-quota 0
+{"cpu": {"quota": 0}}
+--cpu-quota -1'
+cpu_want="--cpu-quota 50000: 0 pids=max mem=max$(sw max) quota=50000
+--cpu-quota 0: 0 pids=max mem=max$(sw max) quota=50000
+{\"cpu\": {\"quota\": 0}}: 0 pids=max mem=max$(sw max) quota=50000
+--cpu-quota -1: 0 pids=max mem=max$(sw max) quota=max"
+
+# --- update: 0 leaves a limit as it is, -1 lifts it ---
+# transcripts RUNTIME: the three groups of steps, each on a fresh container.
+transcripts() {
+        local r=$1 g id v
+        for g in pids mem cpu; do
+                id="$r-upd-$g"
+                v="${g}_steps"
+                bundle "$id"
+                rt "$r" create --bundle "$NOOK_HOME/$id" "$id"
+                [[ $status == 0 ]] || echo "create $id failed: $err" >"$NOOK_HOME/$r.$g"
+                steps "$r" "$id" <<<"${!v}" >>"$NOOK_HOME/$r.$g"
+                rt "$r" delete --force "$id"
+        done
+}
+transcripts nook
+is "$(cat "$NOOK_HOME/nook.pids")" "$pids_want" "update --pids-limit / pids.limit: 0 leaves pids.max, -1 writes max (runc)"
+is "$(cat "$NOOK_HOME/nook.mem")" "$mem_want" "update --memory / memory.limit: 0 leaves it, -1 lifts memory and memory+swap (runc)"
+is "$(cat "$NOOK_HOME/nook.cpu")" "$cpu_want" "update --cpu-quota / cpu.quota: 0 leaves it, -1 lifts it (runc)"
+if [[ -n $RUNC ]]; then
+        transcripts runc
+        is "$(cat "$NOOK_HOME"/runc.{pids,mem,cpu})" "$pids_want"$'\n'"$mem_want"$'\n'"$cpu_want" \
+                "runc ($("$RUNC" --version | head -1)) gives the same transcripts here"
+else
+        skip "runc is not installed: the expected values are runc 1.1.5's, not compared this run"
+fi
+
+# --- create: 0 in linux.resources is "unset" (runc writes nothing; memsw 0 was refused) ---
+bundle zero '.linux.resources.memory = {"swap": 0} | .linux.resources.pids = {"limit": 0} | .linux.resources.cpu = {"quota": 0}'
+oci create --bundle "$NOOK_HOME/zero" zero
+is "$status $(limits zero)" "0 pids=max mem=max$(sw max) quota=max" "create with memory.swap, pids.limit, cpu.quota 0: unset, as runc ($err)"
+oci delete --force zero
+
+is "$(find /sys/fs/cgroup/*/"${CGP#/}" -mindepth 1 -type d 2>/dev/null
+        ls -A "$OCI_ROOT" 2>/dev/null | grep -vx .seccomp-cache
+        ls -A "$RUNC_ROOT" 2>/dev/null)" "" "nothing left: every container deleted, their cgroups gone"
+for d in /sys/fs/cgroup/*/"${CGP#/}"; do
+        [[ -d $d ]] && rmdir "$d"
+done

@@ -138,26 +138,62 @@ static void wait_gone(const oci_state *st) {
                 usleep(2000);
 }
 
-/* A create killed before it wrote state.json leaves ROOT/ID (exec.fifo only) and maybe its
- * default cgroup: --force removes them, so the id can be used again.  A container whose
- * cgroupsPath was given is not found this way; its engine removes that cgroup's parent. */
-static int delete_half_created(const char *root, const char *id, nook_error *err) {
+/* SIGKILL to a create still at work (delete --force), then wait until it is gone: its init dies
+ * with it (PR_SET_PDEATHSIG, or the sync socket's end). */
+static void stop_creator(const oci_create_note *n) {
+        _cleanup_close_ int fd = pidfd_open_(n->pid);
+        if (fd < 0 || proc_start_time(n->pid) != n->start_time)
+                return;
+        (void)pidfd_send_signal_(fd, SIGKILL);
+        struct pollfd p = { .fd = fd, .events = POLLIN };
+        (void)poll(&p, 1, 2000);
+}
+
+/* ROOT/ID without state.json: a create still at work, or one killed before it wrote the state.
+ * Its create.json names the cgroup it made (linux.cgroupsPath or /nook-oci/ID) and the create's
+ * process; without one (killed before it wrote it) no cgroup was made, except by a nook-oci from
+ * before create.json, whose default path is tried.  Once that create is dead the only process
+ * its cgroup can hold is its init, dying with it: destroy kills what is left and removes the
+ * folders, as delete does for a created container.  runc removes the state folder alone and
+ * leaves such a cgroup behind; like runc, the answer is "does not exist" unless --force. */
+static int delete_half_created(const char *root, const char *id, bool force, nook_error *err) {
         _cleanup_free_ char *dir = strprintf("%s/%s", root, id);
-        _cleanup_free_ char *cgpath = strprintf("/nook-oci/%s", id);
+        _cleanup_free_ char *fallback = strprintf("/nook-oci/%s", id);
+        _cleanup_(oci_create_note_done) oci_create_note note = { 0 };
+        nook_error ignore = { 0 };
         iso_cgroup *cg = NULL;
-        if (!dir || !cgpath)
+        if (!dir || !fallback)
                 return nook_err_oom(err);
-        if (iso_cgroup_open_path(cgpath, &cg, err) == 0)
-                (void)iso_cgroup_destroy(cg);
+        if (access(dir, F_OK) < 0)
+                return force ? 0
+                             : nook_err_set(err, NOOK_E_NOT_FOUND, "container \"%s\" does not exist", id);
+        int r = oci_create_note_load(dir, &note, &ignore);
+        if (r >= 0 && proc_alive(note.pid, note.start_time)) {
+                if (!force)
+                        return nook_err_set(err, NOOK_E_STATE,
+                                "container \"%s\" is being created (nook-oci pid %d): use --force to stop that create",
+                                id, (int)note.pid);
+                stop_creator(&note);
+        }
+        if (iso_cgroup_open_path(r >= 0 ? note.cgroup_path : fallback, &cg, &ignore) == 0 &&
+                !iso_cgroup_destroy(cg)) {
+                iso_cgroup_free(cg);
+                return nook_err_set(err, NOOK_E_IO,
+                        "Cannot remove the cgroup '%s' of container \"%s\": it still has processes",
+                        r >= 0 ? note.cgroup_path : fallback, id);
+        }
         iso_cgroup_free(cg);
-        return oci_state_remove(dir, err);
+        r = oci_state_remove(dir, err);
+        if (r < 0)
+                return r;
+        return force ? 0 : nook_err_set(err, NOOK_E_NOT_FOUND, "container \"%s\" does not exist", id);
 }
 
 int oci_delete(const char *root, const char *id, bool force, nook_error *err) {
         _cleanup_(oci_state_freep) oci_state *st = NULL;
         int r = oci_state_load(root, id, &st, err);
-        if (r == -NOOK_E_NOT_FOUND && force)
-                return delete_half_created(root, id, err);
+        if (r == -NOOK_E_NOT_FOUND)
+                return delete_half_created(root, id, force, err);
         if (r < 0)
                 return r;
         oci_status s = oci_state_status(st);

@@ -53,6 +53,21 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(oci_state *, oci_state_free);
 oci_status oci_state_status(const oci_state *st);
 /* The runtime-spec state object: ociVersion, id, status, pid, bundle, annotations. */
 json_t *oci_state_to_json(const oci_state *st);
+/* ROOT/ID/create.json: what a create in progress is making and who makes it.  Written before the
+ * cgroup exists, removed once state.json is written: a create killed in between (SIGKILL, the
+ * OOM killer, an engine's timeout) leaves it, so that `delete` finds the cgroup to remove.
+ * runc leaves such a cgroup behind. */
+typedef struct oci_create_note {
+        pid_t pid; /* the nook-oci create (or run) process */
+        uint64_t start_time; /* its start time: pid reuse is not "still creating" */
+        char *cgroup_path;
+} oci_create_note;
+int oci_create_note_save(const char *dir, const char *cgroup_path, nook_error *err);
+/* NOT_FOUND when there is none. */
+int oci_create_note_load(const char *dir, oci_create_note *ret, nook_error *err);
+void oci_create_note_done(oci_create_note *n);
+/* Once state.json is written (a failure to remove it is harmless: state.json wins). */
+void oci_create_note_remove(const char *dir);
 /* Removes ROOT/ID and everything in it. */
 int oci_state_remove(const char *dir, nook_error *err);
 /* --pid-file: pid written to a temporary file beside path, then renamed over it (create, exec). */

@@ -563,6 +563,7 @@ static int parent_finish(const oci_create_opts *o, create_plan *p, pid_t pid, no
                 .pid = pid,
                 .start_time = proc_start_time(pid),
                 .bundle = p->spec->bundle,
+                .rootfs = p->spec->root,
                 .no_process = !p->spec->has_process,
                 .cgroup_path = p->cgpath,
                 .created = created,

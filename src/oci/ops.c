@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -243,13 +244,28 @@ int oci_state_print(const char *root, const char *id, nook_error *err) {
         int r = oci_state_load(root, id, &st, err);
         if (r < 0)
                 return r;
-        json_t *j = oci_state_to_json(st);
+        json_t *j = oci_state_to_runc_json(st, /* owner= */ NULL);
         if (!j)
                 return nook_err_oom(err);
         (void)json_dumpf(j, stdout, JSON_INDENT(2));
         (void)fputc('\n', stdout);
         json_decref(j);
         return 0;
+}
+
+/* The user owning ROOT/ID, "#UID" when it has no name: runc's list prints it as the owner. */
+static void dir_owner(const char *dir, char *ret, size_t len) {
+        struct stat sb;
+        struct passwd pw, *res = NULL;
+        char buf[1024];
+        if (stat(dir, &sb) < 0) {
+                (void)snprintf(ret, len, "?");
+                return;
+        }
+        if (getpwuid_r(sb.st_uid, &pw, buf, sizeof(buf), &res) == 0 && res)
+                (void)snprintf(ret, len, "%s", res->pw_name);
+        else
+                (void)snprintf(ret, len, "#%u", (unsigned)sb.st_uid);
 }
 
 int oci_list(const char *root, bool json, bool quiet, nook_error *err) {
@@ -259,21 +275,24 @@ int oci_list(const char *root, bool json, bool quiet, nook_error *err) {
         if (!arr)
                 return nook_err_oom(err);
         if (!json && !quiet)
-                (void)printf("%-24s %-8s %-10s %-40s %s\n", "ID", "PID", "STATUS", "BUNDLE", "CREATED");
+                (void)printf("%-24s %-8s %-10s %-40s %-32s %s\n", "ID", "PID", "STATUS", "BUNDLE", "CREATED",
+                        "OWNER");
         while (d && (e = readdir(d))) {
                 oci_state *st = NULL;
                 nook_error ignore;
+                char owner[256];
                 if (e->d_name[0] == '.' || oci_state_load(root, e->d_name, &st, &ignore) < 0)
                         continue;
                 oci_status s = oci_state_status(st);
+                dir_owner(st->dir, owner, sizeof(owner));
                 if (quiet)
                         (void)printf("%s\n", st->id);
                 else if (!json)
-                        (void)printf("%-24s %-8d %-10s %-40s %s\n", st->id,
+                        (void)printf("%-24s %-8d %-10s %-40s %-32s %s\n", st->id,
                                 s == OCI_STATUS_STOPPED ? 0 : (int)st->pid, oci_status_to_string(s),
-                                st->bundle ? st->bundle : "", st->created ? st->created : "");
+                                st->bundle ? st->bundle : "", st->created ? st->created : "", owner);
                 else
-                        (void)json_array_append_new(arr, oci_state_to_json(st));
+                        (void)json_array_append_new(arr, oci_state_to_runc_json(st, owner));
                 oci_state_free(st);
         }
         if (json) {

@@ -98,6 +98,7 @@ int oci_state_load(const char *root, const char *id, oci_state **ret, nook_error
         if (json_get_uint64(st->json, "pid", true, &pid, err) < 0 ||
                 json_get_uint64(st->json, "start_time", false, &st->start_time, err) < 0 ||
                 dup_field(st->json, "bundle", &st->bundle, err) < 0 ||
+                dup_field(st->json, "rootfs", &st->rootfs, err) < 0 ||
                 dup_field(st->json, "cgroup_path", &st->cgroup_path, err) < 0 ||
                 dup_field(st->json, "created", &st->created, err) < 0)
                 return nook_err_wrap(err, "state of container '%s'", id);
@@ -124,10 +125,10 @@ static int save_json(const char *dir, const char *name, json_t *j, nook_error *e
 }
 
 int oci_state_save(const oci_state *st, nook_error *err) {
-        json_t *j = json_pack("{s:s, s:I, s:I, s:s, s:s?, s:s, s:O?, s:b}", "id", st->id, "pid",
+        json_t *j = json_pack("{s:s, s:I, s:I, s:s, s:s?, s:s?, s:s, s:O?, s:b}", "id", st->id, "pid",
                 (json_int_t)st->pid, "start_time", (json_int_t)st->start_time, "bundle",
-                st->bundle ? st->bundle : "", "cgroup_path", st->cgroup_path, "created",
-                st->created ? st->created : "", "annotations", st->annotations, "no_process",
+                st->bundle ? st->bundle : "", "rootfs", st->rootfs, "cgroup_path", st->cgroup_path,
+                "created", st->created ? st->created : "", "annotations", st->annotations, "no_process",
                 st->no_process);
         return save_json(st->dir, "state.json", j, err);
 }
@@ -186,6 +187,7 @@ oci_state *oci_state_free(oci_state *st) {
         free(st->id);
         free(st->dir);
         free(st->bundle);
+        free(st->rootfs);
         free(st->cgroup_path);
         free(st->created);
         json_decref(st->annotations);
@@ -223,6 +225,25 @@ json_t *oci_state_to_json(const oci_state *st) {
                 "status", oci_status_to_string(s), "pid",
                 (json_int_t)(s == OCI_STATUS_STOPPED ? 0 : st->pid), "bundle", st->bundle ? st->bundle : "",
                 "annotations", a, "created", st->created);
+}
+
+static json_t *json_decref_null(json_t *j) {
+        json_decref(j);
+        return NULL;
+}
+
+json_t *oci_state_to_runc_json(const oci_state *st, const char *owner) {
+        oci_status s = oci_state_status(st);
+        json_t *j = json_pack("{s:s, s:s, s:I, s:s, s:s, s:s, s:s}", "ociVersion", OCI_VERSION, "id", st->id,
+                "pid", (json_int_t)(s == OCI_STATUS_STOPPED ? 0 : st->pid), "status",
+                oci_status_to_string(s), "bundle", st->bundle ? st->bundle : "", "rootfs",
+                st->rootfs ? st->rootfs : "", "created", st->created ? st->created : "");
+        if (j && json_object_size(st->annotations) > 0 &&
+                json_object_set(j, "annotations", st->annotations) < 0)
+                j = json_decref_null(j);
+        if (j && json_object_set_new(j, "owner", json_string(owner ? owner : "")) < 0)
+                j = json_decref_null(j);
+        return j;
 }
 
 int oci_state_remove(const char *dir, nook_error *err) {

@@ -34,6 +34,7 @@ typedef struct oci_state {
         pid_t pid;
         uint64_t start_time;
         char *bundle;
+        char *rootfs; /* absolute; NULL in a state.json written before nook-oci kept it */
         char *cgroup_path;
         char *created; /* RFC 3339 */
         json_t *annotations; /* owned; may be NULL */
@@ -51,8 +52,13 @@ int oci_state_save(const oci_state *st, nook_error *err);
 oci_state *oci_state_free(oci_state *st);
 DEFINE_TRIVIAL_CLEANUP_FUNC(oci_state *, oci_state_free);
 oci_status oci_state_status(const oci_state *st);
-/* The runtime-spec state object: ociVersion, id, status, pid, bundle, annotations. */
+/* The runtime-spec state object, which hooks get on stdin: ociVersion, id, status, pid, bundle,
+ * annotations. */
 json_t *oci_state_to_json(const oci_state *st);
+/* What `state` and `list` print: runc's containerState (ociVersion, id, pid, status, bundle,
+ * rootfs, created, annotations when there are any, owner), in runc's order.  runc's `state`
+ * prints owner "" and its `list` the user owning ROOT/ID: owner NULL means "". */
+json_t *oci_state_to_runc_json(const oci_state *st, const char *owner);
 /* ROOT/ID/create.json: what a create in progress is making and who makes it.  Written before the
  * cgroup exists, removed once state.json is written: a create killed in between (SIGKILL, the
  * OOM killer, an engine's timeout) leaves it, so that `delete` finds the cgroup to remove.

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # nook-oci next to runc on the same bundle, where a podman or containerd user sees the two
-# differ: `update` with 0 and -1 (runc: 0 leaves a limit as it is, -1 lifts it).  Each check
+# differ: `update` with 0 and -1 (runc: 0 leaves a limit as it is, -1 lifts it); the fields of
+# `state` and `list` (rootfs, owner).  Each check
 # states runc 1.1.5's behaviour as the expected value; where runc is installed it runs the same
 # steps and must give the same, so the expectation is runc's, not ours.  The cgroup files read
 # are cgroup v1's (this hybrid host's cpu, memory and pids controllers).
@@ -21,7 +22,7 @@ if [[ ! -f /sys/fs/cgroup/memory/memory.limit_in_bytes || ! -d /sys/fs/cgroup/pi
         skip_expected "this file reads cgroup v1 memory and pids files; the host has none"
         exit 0
 fi
-plan 6
+plan 9
 
 RUNC=$(command -v runc || true)
 RUNC_ROOT="$NOOK_HOME/runc-root"
@@ -160,6 +161,43 @@ bundle zero '.linux.resources.memory = {"swap": 0} | .linux.resources.pids = {"l
 oci create --bundle "$NOOK_HOME/zero" zero
 is "$status $(limits zero)" "0 pids=max mem=max$(sw max) quota=max" "create with memory.swap, pids.limit, cpu.quota 0: unset, as runc ($err)"
 oci delete --force zero
+
+# --- state and list: runc's fields, rootfs and owner among them ---
+# fields RUNTIME ID: the keys of `state ID` in order, its rootfs, owner and annotations
+fields() {
+        rt "$1" state "$2"
+        jq -c '[keys_unsorted, .rootfs, .owner, .annotations]' <<<"$out" 2>&1
+}
+want_fields() {
+        jq -nc --arg root "$B/rootfs" --argjson a "$1" \
+                '[["ociVersion", "id", "pid", "status", "bundle", "rootfs", "created"] + (if $a then ["annotations"] else [] end) + ["owner"], $root, "", $a]'
+}
+bundle st-a '.annotations = {"a.b": "c"}'
+bundle st-n 'del(.annotations)'
+got=""
+for r in nook runc; do
+        [[ $r == runc && -z $RUNC ]] && continue
+        for v in a n; do
+                rt "$r" create --bundle "$NOOK_HOME/st-$v" "$r-st-$v"
+                got+="$r $v $(fields "$r" "$r-st-$v")"$'\n'
+        done
+done
+want="nook a $(want_fields '{"a.b": "c"}')
+nook n $(want_fields null)"
+is "$(grep ^nook <<<"$got")" "$want" "state: runc's fields in runc's order, rootfs the root's path, owner \"\", annotations only when there are any"
+if [[ -n $RUNC ]]; then
+        is "$(grep ^runc <<<"$got" | sed 's/^runc/nook/')" "$want" "runc's state gives the same fields and values"
+else
+        skip "runc is not installed: its state is not compared"
+fi
+oci list --format json
+is "$(jq -c '[.[] | select(.id == "nook-st-a") | .rootfs, .owner]' <<<"$out")" "$(jq -nc --arg r "$B/rootfs" --arg o "$(id -un)" '[$r, $o]')" \
+        "list --format json: rootfs, and owner the user owning the container's state folder (as runc)"
+for r in nook runc; do
+        [[ $r == runc && -z $RUNC ]] && continue
+        rt "$r" delete --force "$r-st-a"
+        rt "$r" delete --force "$r-st-n"
+done
 
 is "$(find /sys/fs/cgroup/*/"${CGP#/}" -mindepth 1 -type d 2>/dev/null
         ls -A "$OCI_ROOT" 2>/dev/null | grep -vx .seccomp-cache

@@ -135,6 +135,8 @@ const oci_ns *oci_spec_ns(const oci_spec *s, int flag);
 int oci_mount_options(json_t *opts, oci_mount *m, nook_error *err);
 /* A capability name ("CAP_SYS_ADMIN") as its number, -1 if unknown. */
 int oci_cap_from_name(const char *name);
+/* "CAP_CHOWN" for 0, ...; NULL past the last capability nook-oci knows. */
+const char *oci_cap_name(int cap);
 /* The annotation value, or NULL. */
 const char *oci_spec_annotation(const oci_spec *s, const char *key);
 

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # nook-oci next to runc on the same bundle, where a podman or containerd user sees the two
 # differ: `update` with 0 and -1 (runc: 0 leaves a limit as it is, -1 lifts it); the fields of
-# `state` and `list` (rootfs, owner).  Each check
+# `state` and `list` (rootfs, owner); `features` (capabilities, seccomp archs).  Each check
 # states runc 1.1.5's behaviour as the expected value; where runc is installed it runs the same
 # steps and must give the same, so the expectation is runc's, not ours.  The cgroup files read
 # are cgroup v1's (this hybrid host's cpu, memory and pids controllers).
@@ -22,9 +22,10 @@ if [[ ! -f /sys/fs/cgroup/memory/memory.limit_in_bytes || ! -d /sys/fs/cgroup/pi
         skip_expected "this file reads cgroup v1 memory and pids files; the host has none"
         exit 0
 fi
-plan 9
+plan 11
 
-RUNC=$(command -v runc || true)
+# NOOK_TEST_RUNC= (empty) runs without runc: the expected values alone
+RUNC=${NOOK_TEST_RUNC-$(command -v runc || true)}
 RUNC_ROOT="$NOOK_HOME/runc-root"
 # every cgroup this file makes is under this one, removed at the end
 CGP="/nook-oci-test-$$"
@@ -198,6 +199,22 @@ for r in nook runc; do
         rt "$r" delete --force "$r-st-a"
         rt "$r" delete --force "$r-st-n"
 done
+
+# --- features: what runc reports that nook-oci can say truly ---
+oci features
+nf=$out
+if [[ -n $RUNC ]]; then
+        rf=$("$RUNC" features 2>/dev/null)
+        is "$(jq -c .linux.capabilities <<<"$nf")" "$(jq -c .linux.capabilities <<<"$rf")" \
+                "features: linux.capabilities, the names this kernel has, the same list as runc's"
+        is "$(jq -c --argjson r "$rf" '[($r.linux.seccomp.archs - .linux.seccomp.archs), .annotations["io.github.seccomp.libseccomp.version"] == $r.annotations["io.github.seccomp.libseccomp.version"]]' <<<"$nf")" \
+                "[[],true]" "features: every seccomp arch runc lists, and the libseccomp version runc reports"
+else
+        is "$(jq '.linux.capabilities | length' <<<"$nf")" "$(($(cat /proc/sys/kernel/cap_last_cap) + 1))" \
+                "features: linux.capabilities, one name per capability of this kernel"
+        is "$(jq -c '[(.linux.seccomp.archs | index("SCMP_ARCH_X86_64") != null), (.annotations["io.github.seccomp.libseccomp.version"] | test("^[0-9]+\\.[0-9]+\\.[0-9]+$"))]' <<<"$nf")" \
+                "[true,true]" "features: seccomp archs and the libseccomp version (runc not installed to compare)"
+fi
 
 is "$(find /sys/fs/cgroup/*/"${CGP#/}" -mindepth 1 -type d 2>/dev/null
         ls -A "$OCI_ROOT" 2>/dev/null | grep -vx .seccomp-cache

@@ -319,14 +319,19 @@ static int cmd_ps(int argc, char **argv, nook_error *err) {
                 if (c == 'f' && (streq(optarg, "json") || streq(optarg, "table")))
                         json = streq(optarg, "json");
                 else if (c == 'h') {
-                        (void)printf("Usage: nook-oci ps [--format table|json] ID\n");
+                        (void)printf("Usage: nook-oci ps [--format table|json] ID [PS-OPTION...]\n");
                         exit(0);
                 } else
                         return usage_error(err, "ps", "unknown option or --format (table or json)");
         }
         if (argc - optind < 1)
                 return usage_error(err, "ps", "give the container id");
-        return oci_ps(arg_root, argv[optind], json, err);
+        /* what follows the id goes to ps(1), as with runc; a "--" first is dropped (runc 1.1.5
+         * hands it to ps, which refuses it) */
+        char **ps_args = argv + optind + 1;
+        if (ps_args[0] && streq(ps_args[0], "--"))
+                ps_args++;
+        return oci_ps(arg_root, argv[optind], json, ps_args, err);
 }
 
 static int cmd_update(int argc, char **argv, nook_error *err) {
@@ -591,7 +596,7 @@ static const struct {
         { "kill", cmd_kill, "send a signal (default TERM) to the container's init, or --all" },
         { "delete", cmd_delete, "delete a stopped container (--force: any)" },
         { "exec", cmd_exec, "run a new process in a running container" },
-        { "ps", cmd_ps, "list the container's processes (host pids)" },
+        { "ps", cmd_ps, "list the container's processes (ps(1) lines, or --format json)" },
         { "pause", cmd_pause, "freeze every process of the container" },
         { "resume", cmd_resume, "thaw a paused container" },
         { "update", cmd_update, "change the container's resource limits" },

@@ -8,10 +8,12 @@
 #include <poll.h>
 #include <pwd.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "nook.h"
@@ -303,7 +305,99 @@ int oci_list(const char *root, bool json, bool quiet, nook_error *err) {
         return 0;
 }
 
-int oci_ps(const char *root, const char *id, bool json, nook_error *err) {
+/* `ps ARGS...` on the host, stdin /dev/null, stdout and stderr together in *ret (as runc takes
+ * its CombinedOutput); *ret_status is its wait status. */
+static int run_ps(char *const *args, char **ret, int *ret_status, nook_error *err) {
+        static char *const def[] = { (char *)"-ef", NULL };
+        _cleanup_strv_free_ char **argv = NULL;
+        _cleanup_close_pair_ int p[2] = { -1, -1 };
+        _cleanup_free_ char *text = NULL;
+        posix_spawn_file_actions_t fa;
+        size_t len = 0;
+        pid_t pid = 0;
+        if (strv_push(&argv, "ps") < 0)
+                return nook_err_oom(err);
+        STRV_FOREACH (a, (char **)(args && args[0] ? args : def))
+                if (strv_push(&argv, *a) < 0)
+                        return nook_err_oom(err);
+        if (pipe2(p, O_CLOEXEC) < 0)
+                return nook_err_errno(err, NOOK_E_IO, "Cannot create a pipe");
+        int r = posix_spawn_file_actions_init(&fa);
+        if (r != 0)
+                return nook_err_errnum(err, NOOK_E_NOMEM, r, "Cannot prepare to run 'ps'");
+        r = posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+        if (r == 0)
+                r = posix_spawn_file_actions_adddup2(&fa, p[1], 1);
+        if (r == 0)
+                r = posix_spawn_file_actions_adddup2(&fa, p[1], 2);
+        if (r == 0)
+                r = posix_spawnp(&pid, "ps", &fa, NULL, argv, environ);
+        (void)posix_spawn_file_actions_destroy(&fa);
+        p[1] = safe_close(p[1]);
+        if (r != 0)
+                return nook_err_errnum(err, NOOK_E_MISSING_FEATURE, r,
+                        "Cannot run 'ps' (procps): 'nook-oci ps' in table form lists the container's processes with it");
+        r = fd_read_to_end(p[0], 16u << 20, &text, &len, err);
+        int w = pid_wait(pid, ret_status);
+        if (r < 0)
+                return r;
+        if (w < 0)
+                return nook_err_errnum(err, NOOK_E_IO, -w, "Cannot wait for 'ps'");
+        *ret = text ? TAKE_PTR(text) : strdup("");
+        return *ret ? 0 : nook_err_oom(err);
+}
+
+static bool pid_in(pid_t p, const pid_t *pids, size_t n) {
+        for (size_t i = 0; i < n; i++)
+                if (pids[i] == p)
+                        return true;
+        return false;
+}
+
+/* Field n (from 0) of a line of ps, split on blanks, in buf; NULL past the last one. */
+static const char *ps_field(const char *line, int n, char *buf, size_t len) {
+        (void)snprintf(buf, len, "%s", line);
+        char *save = NULL, *f = strtok_r(buf, " \t", &save);
+        for (int i = 0; f && i < n; i++)
+                f = strtok_r(NULL, " \t", &save);
+        return f;
+}
+
+/* runc's table: ps's header, then the lines of ps whose PID column is one of the container's. */
+static int print_ps_table(char *const *args, const pid_t *pids, size_t n, nook_error *err) {
+        _cleanup_free_ char *text = NULL;
+        char buf[4096];
+        const char *f = NULL;
+        int status = 0, col = 0;
+        int r = run_ps(args, &text, &status, err);
+        if (r < 0)
+                return r;
+        for (size_t k = strlen(text); k > 0 && strchr("\n ", text[k - 1]); k--)
+                text[k - 1] = 0;
+        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+                return nook_err_set(err, NOOK_E_INVALID, "ps failed (%s %d): %s",
+                        WIFEXITED(status) ? "exit status" : "signal",
+                        WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status), text);
+        char *save = NULL, *line = strtok_r(text, "\n", &save);
+        while (line && (f = ps_field(line, col, buf, sizeof(buf))) && !streq(f, "PID"))
+                col++;
+        if (!line || !f)
+                return nook_err_set(err, NOOK_E_INVALID, "couldn't find PID field in ps output");
+        (void)printf("%s\n", line);
+        while ((line = strtok_r(NULL, "\n", &save))) {
+                char *end = NULL;
+                f = ps_field(line, col, buf, sizeof(buf));
+                long v = f ? strtol(f, &end, 10) : 0;
+                if (!f || *end || v <= 0)
+                        return nook_err_set(
+                                err, NOOK_E_INVALID, "unable to parse pid in ps output line '%s'", line);
+                if (pid_in((pid_t)v, pids, n))
+                        (void)printf("%s\n", line);
+        }
+        return 0;
+}
+
+int oci_ps(const char *root, const char *id, bool json, char *const *ps_args, nook_error *err) {
         _cleanup_(oci_state_freep) oci_state *st = NULL;
         _cleanup_free_ pid_t *pids = NULL;
         iso_cgroup *cg = NULL;
@@ -320,11 +414,10 @@ int oci_ps(const char *root, const char *id, bool json, nook_error *err) {
         if (r < 0)
                 return r;
         if (!json)
-                (void)printf("PID\n");
+                return print_ps_table(ps_args, pids, n, err);
         for (size_t i = 0; i < n; i++)
-                (void)printf(json ? "%s%d" : "%.0s%d\n", i ? "," : "[", (int)pids[i]);
-        if (json)
-                (void)printf("%s]\n", n ? "" : "[");
+                (void)printf("%s%d", i ? "," : "[", (int)pids[i]);
+        (void)printf("%s]\n", n ? "" : "[");
         return 0;
 }
 

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 # nook-oci next to runc on the same bundle, where a podman or containerd user sees the two
 # differ: `update` with 0 and -1 (runc: 0 leaves a limit as it is, -1 lifts it); the fields of
-# `state` and `list` (rootfs, owner); `features` (capabilities, seccomp archs).  Each check
+# `state` and `list` (rootfs, owner); `ps` (runc's table from ps(1)); `features` (capabilities,
+# seccomp archs).  Each check
 # states runc 1.1.5's behaviour as the expected value; where runc is installed it runs the same
 # steps and must give the same, so the expectation is runc's, not ours.  The cgroup files read
 # are cgroup v1's (this hybrid host's cpu, memory and pids controllers).
@@ -22,7 +23,7 @@ if [[ ! -f /sys/fs/cgroup/memory/memory.limit_in_bytes || ! -d /sys/fs/cgroup/pi
         skip_expected "this file reads cgroup v1 memory and pids files; the host has none"
         exit 0
 fi
-plan 11
+plan 14
 
 # NOOK_TEST_RUNC= (empty) runs without runc: the expected values alone
 RUNC=${NOOK_TEST_RUNC-$(command -v runc || true)}
@@ -173,13 +174,13 @@ want_fields() {
         jq -nc --arg root "$B/rootfs" --argjson a "$1" \
                 '[["ociVersion", "id", "pid", "status", "bundle", "rootfs", "created"] + (if $a then ["annotations"] else [] end) + ["owner"], $root, "", $a]'
 }
-bundle st-a '.annotations = {"a.b": "c"}'
-bundle st-n 'del(.annotations)'
 got=""
 for r in nook runc; do
         [[ $r == runc && -z $RUNC ]] && continue
+        bundle "$r-st-a" '.annotations = {"a.b": "c"}'
+        bundle "$r-st-n" 'del(.annotations)'
         for v in a n; do
-                rt "$r" create --bundle "$NOOK_HOME/st-$v" "$r-st-$v"
+                rt "$r" create --bundle "$NOOK_HOME/$r-st-$v" "$r-st-$v"
                 got+="$r $v $(fields "$r" "$r-st-$v")"$'\n'
         done
 done
@@ -199,6 +200,44 @@ for r in nook runc; do
         rt "$r" delete --force "$r-st-a"
         rt "$r" delete --force "$r-st-n"
 done
+
+# --- ps: --format json, and runc's table made by ps(1) with the options after the id ---
+# ps_transcript RUNTIME ID: what ps prints for the running container ID, its pid written P
+ps_transcript() {
+        local r=$1 id=$2 p
+        rt "$r" state "$id"
+        p=$(jq -r .pid <<<"$out")
+        rt "$r" ps --format json "$id"
+        echo "json: $status $(sed "s/\b$p\b/P/g" <<<"$out")"
+        rt "$r" ps "$id"
+        echo "table: $status $(wc -l <<<"$out") lines, header $([[ $(head -1 <<<"$out") == "$(ps -ef | head -1)" ]] && echo "of ps -ef" || echo "'$(head -1 <<<"$out")'"), $(tail -n +2 <<<"$out" | awk -v p="$p" '{print ($2 == p ? "P" : $2), $8, $9}')"
+        rt "$r" ps "$id" -o pid,comm
+        echo "-o pid,comm: $status $(sed "s/^ *//; s/  */ /g; s/\b$p\b/P/g" <<<"$out" | tr '\n' '|')"
+        rt "$r" ps "$id" -o comm
+        echo "-o comm: $status $(grep -o "couldn't find PID field in ps output" <<<"$err")"
+}
+ps_want="json: 0 [P]
+table: 0 2 lines, header of ps -ef, P sleep 1000
+-o pid,comm: 0 PID COMMAND|P sleep|
+-o comm: 1 couldn't find PID field in ps output"
+for r in nook runc; do
+        [[ $r == runc && -z $RUNC ]] && continue
+        bundle "$r-ps"
+        rt "$r" create --bundle "$NOOK_HOME/$r-ps" "$r-ps"
+        rt "$r" start "$r-ps"
+        ps_transcript "$r" "$r-ps" >"$NOOK_HOME/$r.ps"
+done
+is "$(cat "$NOOK_HOME/nook.ps")" "$ps_want" "ps: --format json the pids; the table from ps -ef or the ps options after the id, filtered to the container (runc)"
+if [[ -n $RUNC ]]; then
+        is "$(cat "$NOOK_HOME/runc.ps")" "$ps_want" "runc's ps gives the same"
+        rt runc delete --force runc-ps
+else
+        skip "runc is not installed: its ps is not compared"
+fi
+oci ps nook-ps -- -o pid,comm
+is "$status $(sed 's/^ *//; s/  */ /g' <<<"$out" | cut -d' ' -f2 | tr '\n' ' ')" "0 COMMAND sleep " \
+        "ps ID -- OPTIONS: the -- is dropped (runc 1.1.5 passes it to ps, which refuses it)"
+oci delete --force nook-ps
 
 # --- features: what runc reports that nook-oci can say truly ---
 oci features

@@ -833,7 +833,13 @@ static int apply_v2(iso_cgroup *cg, const iso_cgroup_values *v, nook_error *err)
                 if (r < 0)
                         return r;
         }
-        if (v->has_swap && v->swap >= 0 && v->has_memory && v->memory >= 0) {
+        /* v2 limits swap alone (memory.swap.max), v1 memory+swap: runc's conversion
+         * (ConvertMemorySwapToCgroupV2Value).  Lifting the memory limit without naming swap lifts
+         * swap too, as on v1.  Not every kernel has swap accounting: ignored when it fails. */
+        if ((v->has_swap && v->swap < 0) || (v->has_memory && v->memory < 0 && !v->has_swap)) {
+                nook_error ignore;
+                (void)write_file(cg->path, "memory.swap.max", "max", &ignore);
+        } else if (v->has_swap && v->has_memory && v->memory >= 0) {
                 nook_error ignore;
                 (void)write_u64_or_max(cg->path, "memory.swap.max", v->swap - v->memory, "max", &ignore);
         }
@@ -913,23 +919,32 @@ static int apply_v1_memory_extras(iso_cgroup *cg, const iso_cgroup_values *v, no
 /* memory.limit_in_bytes and memory.memsw.limit_in_bytes (v1). */
 static int apply_v1_memory(iso_cgroup *cg, const iso_cgroup_values *v, nook_error *err) {
         nook_error ignore;
+        bool has_swap = v->has_swap;
+        int64_t swap = v->swap;
+        char memsw[PATH_MAX];
         int r;
         if (!v->has_memory && !v->has_swap)
                 return 0;
         r = need_v1(cg, V1_MEMORY, "a memory limit", err);
         if (r < 0)
                 return r;
+        /* The kernel keeps memsw >= the memory limit, so lifting the memory limit alone fails with
+         * EINVAL while memsw is set.  Lifting memory without naming swap lifts memsw too, where
+         * the kernel accounts swap (runc: fs/memory.go, setMemoryAndSwap). */
+        (void)snprintf(memsw, sizeof(memsw), "%s/memory.memsw.limit_in_bytes", cg->v1[V1_MEMORY]);
+        if (v->has_memory && v->memory < 0 && !has_swap && access(memsw, F_OK) == 0)
+                has_swap = true, swap = -1;
         if (v->has_memory) {
                 /* memsw must stay >= the limit at every step: write it on both sides */
-                if (v->has_swap)
+                if (has_swap)
                         (void)write_u64_or_max(
-                                cg->v1[V1_MEMORY], "memory.memsw.limit_in_bytes", v->swap, "-1", &ignore);
+                                cg->v1[V1_MEMORY], "memory.memsw.limit_in_bytes", swap, "-1", &ignore);
                 r = write_u64_or_max(cg->v1[V1_MEMORY], "memory.limit_in_bytes", v->memory, "-1", err);
                 if (r < 0)
                         return r;
         }
-        if (v->has_swap) {
-                r = write_u64_or_max(cg->v1[V1_MEMORY], "memory.memsw.limit_in_bytes", v->swap, "-1", err);
+        if (has_swap) {
+                r = write_u64_or_max(cg->v1[V1_MEMORY], "memory.memsw.limit_in_bytes", swap, "-1", err);
                 if (r < 0)
                         return r;
         }

@@ -80,8 +80,10 @@ iso_cgroup *iso_cgroup_free(iso_cgroup *cg);
  * path is absolute, relative to each hierarchy's root; on cgroup v1 every mounted controller of
  * cpu, cpuacct, memory, pids, freezer, devices and cpuset gets the same path. */
 typedef struct iso_cgroup_values {
-        bool has_memory, has_swap, has_cpu_quota, has_cpu_period, has_pids;
-        int64_t memory, swap; /* bytes; -1 unlimited; swap is memory+swap (v1 memsw) */
+        bool has_memory, has_swap, has_cpu_quota, has_cpu_period, has_pids; /* false: unchanged */
+        /* bytes; -1 unlimited; swap is memory+swap (v1 memsw).  memory -1 without has_swap lifts
+         * the swap limit too (v1 refuses a memory limit above memsw; runc does the same). */
+        int64_t memory, swap;
         int64_t cpu_quota; /* microseconds per period; <= 0 unlimited */
         uint64_t cpu_period; /* microseconds; 0: the default 100000 */
         uint64_t cpu_shares; /* 0: unchanged; v2 gets the matching cpu.weight */

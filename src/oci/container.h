@@ -27,7 +27,10 @@ int oci_pause(const char *root, const char *id, bool pause, nook_error *err);
 /* Prints the state JSON on stdout. */
 int oci_state_print(const char *root, const char *id, nook_error *err);
 int oci_list(const char *root, bool json, bool quiet, nook_error *err);
-int oci_ps(const char *root, const char *id, bool json, nook_error *err);
+/* json: the host pids of the container's processes as a JSON array.  Else runc's table: `ps`
+ * run on the host with ps_args (NULL or empty: -ef), its header and the lines whose PID column
+ * is one of the container's. */
+int oci_ps(const char *root, const char *id, bool json, char *const *ps_args, nook_error *err);
 
 typedef struct oci_update_opts {
         const char *resources_file; /* "-" for stdin */

@@ -55,6 +55,7 @@
 #include "util/path.h"
 #include "util/proc.h"
 #include "util/str.h"
+#include "util/testhook.h"
 
 enum { SYNC_GO = 1, SYNC_READY, SYNC_DONE, SYNC_ACK, SYNC_ERROR };
 
@@ -251,6 +252,12 @@ static int write_maps(const oci_spec *s, pid_t pid, bool rootless, nook_error *e
         return write_map(pid, "gid_map", s->gid_maps, s->n_gid_maps, err);
 }
 
+static bool path_has_state(const char *dir) {
+        char p[PATH_MAX];
+        (void)snprintf(p, sizeof(p), "%s/state.json", dir);
+        return access(p, F_OK) == 0;
+}
+
 static int make_state_dir(const oci_create_opts *o, char **ret_dir, nook_error *err) {
         _cleanup_free_ char *dir = strprintf("%s/%s", o->root, o->id);
         if (!dir)
@@ -259,10 +266,14 @@ static int make_state_dir(const oci_create_opts *o, char **ret_dir, nook_error *
         if (path_mkdir_p(o->root, 0711, err) < 0)
                 return nook_err_wrap(err, "creating the --root folder '%s'", o->root);
         if (mkdir(dir, 0711) < 0) {
-                if (errno == EEXIST)
+                if (errno != EEXIST)
+                        return nook_err_errno(err, NOOK_E_IO, "Cannot create '%s'", dir);
+                if (path_has_state(dir))
                         return nook_err_set(
                                 err, NOOK_E_EXISTS, "container with id \"%s\" already exists", o->id);
-                return nook_err_errno(err, NOOK_E_IO, "Cannot create '%s'", dir);
+                return nook_err_set(err, NOOK_E_EXISTS,
+                        "container with id \"%s\" already exists (its create has not finished or was killed: 'nook-oci delete --force %s' removes what it left)",
+                        o->id, o->id);
         }
         *ret_dir = TAKE_PTR(dir);
         return 0;
@@ -448,17 +459,24 @@ static void create_plan_done(create_plan *p) {
         p->mnt_fd = safe_close(p->mnt_fd);
 }
 
-static int plan_cgroup(create_plan *p, const char *id, nook_error *err) {
-        const oci_spec *s = p->spec;
-        const char *cp = s->cgroups_path;
+static int plan_cgroup_path(create_plan *p, const char *id, nook_error *err) {
+        const char *cp = p->spec->cgroups_path;
         if (cp && strchr(cp, ':'))
                 return nook_err_set(err, NOOK_E_INVALID,
                         "linux.cgroupsPath '%s' is a systemd slice path: nook-oci manages cgroupfs paths only (use --cgroup-manager cgroupfs / SystemdCgroup = false)",
                         cp);
         p->cgpath = !cp ? strprintf("/nook-oci/%s", id) : cp[0] == '/' ? strdup(cp) : strprintf("/%s", cp);
-        if (!p->cgpath)
-                return nook_err_oom(err);
-        int r = iso_cgroup_create_path(p->cgpath, &p->cg, err);
+        return p->cgpath ? 0 : nook_err_oom(err);
+}
+
+/* The state folder holds create.json (who is creating, which cgroup) before the cgroup exists:
+ * a create killed from here on leaves what `delete` needs to remove it (oci/state.h). */
+static int plan_cgroup(create_plan *p, nook_error *err) {
+        const oci_spec *s = p->spec;
+        int r = oci_create_note_save(p->dir, p->cgpath, err);
+        if (r < 0)
+                return r;
+        r = iso_cgroup_create_path(p->cgpath, &p->cg, err);
         if (r < 0)
                 return r;
         iso_cgroup_values v = { .has_memory = s->resources.has_memory,
@@ -519,6 +537,9 @@ static int plan_prepare(const oci_create_opts *o, create_plan *p, nook_error *er
                 (!p->spec->n_uid_maps || !p->spec->n_gid_maps))
                 return nook_err_set(err, NOOK_E_INVALID,
                         "a new user namespace needs linux.uidMappings and linux.gidMappings");
+        r = plan_cgroup_path(p, o->id, err);
+        if (r < 0)
+                return r;
         r = make_state_dir(o, &p->dir, err);
         if (r < 0)
                 return r;
@@ -528,7 +549,11 @@ static int plan_prepare(const oci_create_opts *o, create_plan *p, nook_error *er
         p->fifo_fd = open(fifo, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
         if (p->fifo_fd < 0)
                 return nook_err_errno(err, NOOK_E_IO, "Cannot open '%s'", fifo);
-        return plan_cgroup(p, o->id, err);
+        r = plan_cgroup(p, err);
+        if (r < 0)
+                return r;
+        test_kill_at("NOOK_TEST_OCI_CREATE_KILL_AT", "cgroup");
+        return 0;
 }
 
 static int parent_finish(const oci_create_opts *o, create_plan *p, pid_t pid, nook_error *err) {
@@ -538,6 +563,7 @@ static int parent_finish(const oci_create_opts *o, create_plan *p, pid_t pid, no
                 .pid = pid,
                 .start_time = proc_start_time(pid),
                 .bundle = p->spec->bundle,
+                .rootfs = p->spec->root,
                 .no_process = !p->spec->has_process,
                 .cgroup_path = p->cgpath,
                 .created = created,
@@ -546,6 +572,7 @@ static int parent_finish(const oci_create_opts *o, create_plan *p, pid_t pid, no
         int r = oci_state_save(&st, err);
         if (r < 0)
                 return r;
+        oci_create_note_remove(p->dir); /* the state names the cgroup now */
         if (o->pid_file && (r = oci_pid_file_write(o->pid_file, pid, err)) < 0)
                 return r;
         json_t *j = oci_state_to_json(&st);
@@ -623,6 +650,7 @@ static int spawn_init(const oci_create_opts *o, create_plan *p, pid_t *ret_pid, 
         r = iso_cgroup_attach_all(p->cg, pid, err);
         if (r < 0)
                 return r;
+        test_kill_at("NOOK_TEST_OCI_CREATE_KILL_AT", "spawned");
         r = apply_network(pid, p->rules, err);
         if (r < 0)
                 return r;
@@ -630,6 +658,7 @@ static int spawn_init(const oci_create_opts *o, create_plan *p, pid_t *ret_pid, 
         r = sync_expect(sp[0], SYNC_READY, "setup", err);
         if (r < 0)
                 return r;
+        test_kill_at("NOOK_TEST_OCI_CREATE_KILL_AT", "ready");
         r = parent_finish(o, p, pid, err);
         if (r < 0)
                 return r;

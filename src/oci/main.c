@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -18,6 +19,7 @@
 #include "config.h"
 #include "nook.h"
 #include "oci/container.h"
+#include "oci/seccomp.h"
 #include "oci/spec.h"
 #include "oci/state.h"
 #include "util/error.h"
@@ -317,14 +319,19 @@ static int cmd_ps(int argc, char **argv, nook_error *err) {
                 if (c == 'f' && (streq(optarg, "json") || streq(optarg, "table")))
                         json = streq(optarg, "json");
                 else if (c == 'h') {
-                        (void)printf("Usage: nook-oci ps [--format table|json] ID\n");
+                        (void)printf("Usage: nook-oci ps [--format table|json] ID [PS-OPTION...]\n");
                         exit(0);
                 } else
                         return usage_error(err, "ps", "unknown option or --format (table or json)");
         }
         if (argc - optind < 1)
                 return usage_error(err, "ps", "give the container id");
-        return oci_ps(arg_root, argv[optind], json, err);
+        /* what follows the id goes to ps(1), as with runc; a "--" first is dropped (runc 1.1.5
+         * hands it to ps, which refuses it) */
+        char **ps_args = argv + optind + 1;
+        if (ps_args[0] && streq(ps_args[0], "--"))
+                ps_args++;
+        return oci_ps(arg_root, argv[optind], json, ps_args, err);
 }
 
 static int cmd_update(int argc, char **argv, nook_error *err) {
@@ -527,25 +534,52 @@ static int cmd_spec(int argc, char **argv, nook_error *err) {
         return 0;
 }
 
+/* What does not depend on this host; capabilities, seccomp architectures and libseccomp's
+ * version are filled in by cmd_features. */
+static const char features_base[] =
+        "{\"ociVersionMin\":\"1.0.0\",\"ociVersionMax\":\"1.1.0\","
+        "\"hooks\":[\"prestart\",\"createRuntime\",\"createContainer\",\"startContainer\",\"poststart\",\"poststop\"],"
+        "\"mountOptions\":[\"async\",\"atime\",\"bind\",\"dev\",\"diratime\",\"dirsync\",\"exec\",\"mand\",\"noatime\","
+        "\"nodev\",\"nodiratime\",\"noexec\",\"nomand\",\"norelatime\",\"nostrictatime\",\"nosuid\",\"private\",\"rbind\","
+        "\"relatime\",\"remount\",\"ro\",\"rprivate\",\"rshared\",\"rslave\",\"runbindable\",\"rw\",\"shared\",\"slave\","
+        "\"strictatime\",\"suid\",\"sync\",\"unbindable\"],"
+        "\"linux\":{\"namespaces\":[\"cgroup\",\"ipc\",\"mount\",\"network\",\"pid\",\"user\",\"uts\"],"
+        "\"capabilities\":[],\"cgroup\":{\"v1\":true,\"v2\":true,\"systemd\":false,\"systemdUser\":false},"
+        "\"seccomp\":{\"enabled\":true,\"actions\":[\"SCMP_ACT_ALLOW\",\"SCMP_ACT_ERRNO\",\"SCMP_ACT_KILL\","
+        "\"SCMP_ACT_KILL_PROCESS\",\"SCMP_ACT_KILL_THREAD\",\"SCMP_ACT_LOG\",\"SCMP_ACT_TRAP\",\"SCMP_ACT_TRACE\"],"
+        "\"operators\":[\"SCMP_CMP_EQ\",\"SCMP_CMP_GE\",\"SCMP_CMP_GT\",\"SCMP_CMP_LE\",\"SCMP_CMP_LT\","
+        "\"SCMP_CMP_MASKED_EQ\",\"SCMP_CMP_NE\"],\"archs\":[]},\"apparmor\":{\"enabled\":false},\"selinux\":{\"enabled\":false}},"
+        "\"annotations\":{\"io.nook.profile\":\"default|restricted\",\"io.nook.network\":\"public|policy\","
+        "\"io.nook.allow\":\"CIDR[:PORTS],...\"}}";
+
+/* The capability names process.capabilities accepts that this kernel has: PR_CAPBSET_READ
+ * answers EINVAL past the kernel's last one (runc lists its known names up to it too). */
+static int features_caps(json_t *list) {
+        const char *name;
+        for (int c = 0; (name = oci_cap_name(c)) && prctl(PR_CAPBSET_READ, (unsigned long)c, 0, 0, 0) >= 0;
+                c++)
+                if (json_array_append_new(list, json_string(name)) < 0)
+                        return -ENOMEM;
+        return 0;
+}
+
 static int cmd_features(int argc, char **argv, nook_error *err) {
         (void)argc;
         (void)argv;
-        (void)err;
-        (void)printf(
-                "{\"ociVersionMin\":\"1.0.0\",\"ociVersionMax\":\"1.1.0\","
-                "\"hooks\":[\"prestart\",\"createRuntime\",\"createContainer\",\"startContainer\",\"poststart\",\"poststop\"],"
-                "\"mountOptions\":[\"async\",\"atime\",\"bind\",\"dev\",\"diratime\",\"dirsync\",\"exec\",\"mand\",\"noatime\","
-                "\"nodev\",\"nodiratime\",\"noexec\",\"nomand\",\"norelatime\",\"nostrictatime\",\"nosuid\",\"private\",\"rbind\","
-                "\"relatime\",\"remount\",\"ro\",\"rprivate\",\"rshared\",\"rslave\",\"runbindable\",\"rw\",\"shared\",\"slave\","
-                "\"strictatime\",\"suid\",\"sync\",\"unbindable\"],"
-                "\"linux\":{\"namespaces\":[\"cgroup\",\"ipc\",\"mount\",\"network\",\"pid\",\"user\",\"uts\"],"
-                "\"capabilities\":[],\"cgroup\":{\"v1\":true,\"v2\":true,\"systemd\":false,\"systemdUser\":false},"
-                "\"seccomp\":{\"enabled\":true,\"actions\":[\"SCMP_ACT_ALLOW\",\"SCMP_ACT_ERRNO\",\"SCMP_ACT_KILL\","
-                "\"SCMP_ACT_KILL_PROCESS\",\"SCMP_ACT_KILL_THREAD\",\"SCMP_ACT_LOG\",\"SCMP_ACT_TRAP\",\"SCMP_ACT_TRACE\"],"
-                "\"operators\":[\"SCMP_CMP_EQ\",\"SCMP_CMP_GE\",\"SCMP_CMP_GT\",\"SCMP_CMP_LE\",\"SCMP_CMP_LT\","
-                "\"SCMP_CMP_MASKED_EQ\",\"SCMP_CMP_NE\"]},\"apparmor\":{\"enabled\":false},\"selinux\":{\"enabled\":false}},"
-                "\"annotations\":{\"io.nook.profile\":\"default|restricted\",\"io.nook.network\":\"public|policy\","
-                "\"io.nook.allow\":\"CIDR[:PORTS],...\"}}\n");
+        _cleanup_(json_decrefp) json_t *f = json_loads(features_base, 0, NULL);
+        char version[32];
+        if (!f)
+                return nook_err_oom(err);
+        json_t *linux_ = json_object_get(f, "linux");
+        json_t *sc = json_object_get(linux_, "seccomp");
+        oci_seccomp_version(version, sizeof(version));
+        if (features_caps(json_object_get(linux_, "capabilities")) < 0 ||
+                json_object_set_new(sc, "archs", oci_seccomp_arch_names()) < 0 ||
+                json_object_set_new(json_object_get(f, "annotations"),
+                        "io.github.seccomp.libseccomp.version", json_string(version)) < 0)
+                return nook_err_oom(err);
+        (void)json_dumpf(f, stdout, JSON_COMPACT);
+        (void)fputc('\n', stdout);
         return 0;
 }
 
@@ -562,7 +596,7 @@ static const struct {
         { "kill", cmd_kill, "send a signal (default TERM) to the container's init, or --all" },
         { "delete", cmd_delete, "delete a stopped container (--force: any)" },
         { "exec", cmd_exec, "run a new process in a running container" },
-        { "ps", cmd_ps, "list the container's processes (host pids)" },
+        { "ps", cmd_ps, "list the container's processes (ps(1) lines, or --format json)" },
         { "pause", cmd_pause, "freeze every process of the container" },
         { "resume", cmd_resume, "thaw a paused container" },
         { "update", cmd_update, "change the container's resource limits" },

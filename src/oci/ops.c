@@ -6,11 +6,14 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
+#include <pwd.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "nook.h"
@@ -138,26 +141,62 @@ static void wait_gone(const oci_state *st) {
                 usleep(2000);
 }
 
-/* A create killed before it wrote state.json leaves ROOT/ID (exec.fifo only) and maybe its
- * default cgroup: --force removes them, so the id can be used again.  A container whose
- * cgroupsPath was given is not found this way; its engine removes that cgroup's parent. */
-static int delete_half_created(const char *root, const char *id, nook_error *err) {
+/* SIGKILL to a create still at work (delete --force), then wait until it is gone: its init dies
+ * with it (PR_SET_PDEATHSIG, or the sync socket's end). */
+static void stop_creator(const oci_create_note *n) {
+        _cleanup_close_ int fd = pidfd_open_(n->pid);
+        if (fd < 0 || proc_start_time(n->pid) != n->start_time)
+                return;
+        (void)pidfd_send_signal_(fd, SIGKILL);
+        struct pollfd p = { .fd = fd, .events = POLLIN };
+        (void)poll(&p, 1, 2000);
+}
+
+/* ROOT/ID without state.json: a create still at work, or one killed before it wrote the state.
+ * Its create.json names the cgroup it made (linux.cgroupsPath or /nook-oci/ID) and the create's
+ * process; without one (killed before it wrote it) no cgroup was made, except by a nook-oci from
+ * before create.json, whose default path is tried.  Once that create is dead the only process
+ * its cgroup can hold is its init, dying with it: destroy kills what is left and removes the
+ * folders, as delete does for a created container.  runc removes the state folder alone and
+ * leaves such a cgroup behind; like runc, the answer is "does not exist" unless --force. */
+static int delete_half_created(const char *root, const char *id, bool force, nook_error *err) {
         _cleanup_free_ char *dir = strprintf("%s/%s", root, id);
-        _cleanup_free_ char *cgpath = strprintf("/nook-oci/%s", id);
+        _cleanup_free_ char *fallback = strprintf("/nook-oci/%s", id);
+        _cleanup_(oci_create_note_done) oci_create_note note = { 0 };
+        nook_error ignore = { 0 };
         iso_cgroup *cg = NULL;
-        if (!dir || !cgpath)
+        if (!dir || !fallback)
                 return nook_err_oom(err);
-        if (iso_cgroup_open_path(cgpath, &cg, err) == 0)
-                (void)iso_cgroup_destroy(cg);
+        if (access(dir, F_OK) < 0)
+                return force ? 0
+                             : nook_err_set(err, NOOK_E_NOT_FOUND, "container \"%s\" does not exist", id);
+        int r = oci_create_note_load(dir, &note, &ignore);
+        if (r >= 0 && proc_alive(note.pid, note.start_time)) {
+                if (!force)
+                        return nook_err_set(err, NOOK_E_STATE,
+                                "container \"%s\" is being created (nook-oci pid %d): use --force to stop that create",
+                                id, (int)note.pid);
+                stop_creator(&note);
+        }
+        if (iso_cgroup_open_path(r >= 0 ? note.cgroup_path : fallback, &cg, &ignore) == 0 &&
+                !iso_cgroup_destroy(cg)) {
+                iso_cgroup_free(cg);
+                return nook_err_set(err, NOOK_E_IO,
+                        "Cannot remove the cgroup '%s' of container \"%s\": it still has processes",
+                        r >= 0 ? note.cgroup_path : fallback, id);
+        }
         iso_cgroup_free(cg);
-        return oci_state_remove(dir, err);
+        r = oci_state_remove(dir, err);
+        if (r < 0)
+                return r;
+        return force ? 0 : nook_err_set(err, NOOK_E_NOT_FOUND, "container \"%s\" does not exist", id);
 }
 
 int oci_delete(const char *root, const char *id, bool force, nook_error *err) {
         _cleanup_(oci_state_freep) oci_state *st = NULL;
         int r = oci_state_load(root, id, &st, err);
-        if (r == -NOOK_E_NOT_FOUND && force)
-                return delete_half_created(root, id, err);
+        if (r == -NOOK_E_NOT_FOUND)
+                return delete_half_created(root, id, force, err);
         if (r < 0)
                 return r;
         oci_status s = oci_state_status(st);
@@ -207,13 +246,28 @@ int oci_state_print(const char *root, const char *id, nook_error *err) {
         int r = oci_state_load(root, id, &st, err);
         if (r < 0)
                 return r;
-        json_t *j = oci_state_to_json(st);
+        json_t *j = oci_state_to_runc_json(st, /* owner= */ NULL);
         if (!j)
                 return nook_err_oom(err);
         (void)json_dumpf(j, stdout, JSON_INDENT(2));
         (void)fputc('\n', stdout);
         json_decref(j);
         return 0;
+}
+
+/* The user owning ROOT/ID, "#UID" when it has no name: runc's list prints it as the owner. */
+static void dir_owner(const char *dir, char *ret, size_t len) {
+        struct stat sb;
+        struct passwd pw, *res = NULL;
+        char buf[1024];
+        if (stat(dir, &sb) < 0) {
+                (void)snprintf(ret, len, "?");
+                return;
+        }
+        if (getpwuid_r(sb.st_uid, &pw, buf, sizeof(buf), &res) == 0 && res)
+                (void)snprintf(ret, len, "%s", res->pw_name);
+        else
+                (void)snprintf(ret, len, "#%u", (unsigned)sb.st_uid);
 }
 
 int oci_list(const char *root, bool json, bool quiet, nook_error *err) {
@@ -223,21 +277,24 @@ int oci_list(const char *root, bool json, bool quiet, nook_error *err) {
         if (!arr)
                 return nook_err_oom(err);
         if (!json && !quiet)
-                (void)printf("%-24s %-8s %-10s %-40s %s\n", "ID", "PID", "STATUS", "BUNDLE", "CREATED");
+                (void)printf("%-24s %-8s %-10s %-40s %-32s %s\n", "ID", "PID", "STATUS", "BUNDLE", "CREATED",
+                        "OWNER");
         while (d && (e = readdir(d))) {
                 oci_state *st = NULL;
                 nook_error ignore;
+                char owner[256];
                 if (e->d_name[0] == '.' || oci_state_load(root, e->d_name, &st, &ignore) < 0)
                         continue;
                 oci_status s = oci_state_status(st);
+                dir_owner(st->dir, owner, sizeof(owner));
                 if (quiet)
                         (void)printf("%s\n", st->id);
                 else if (!json)
-                        (void)printf("%-24s %-8d %-10s %-40s %s\n", st->id,
+                        (void)printf("%-24s %-8d %-10s %-40s %-32s %s\n", st->id,
                                 s == OCI_STATUS_STOPPED ? 0 : (int)st->pid, oci_status_to_string(s),
-                                st->bundle ? st->bundle : "", st->created ? st->created : "");
+                                st->bundle ? st->bundle : "", st->created ? st->created : "", owner);
                 else
-                        (void)json_array_append_new(arr, oci_state_to_json(st));
+                        (void)json_array_append_new(arr, oci_state_to_runc_json(st, owner));
                 oci_state_free(st);
         }
         if (json) {
@@ -248,7 +305,99 @@ int oci_list(const char *root, bool json, bool quiet, nook_error *err) {
         return 0;
 }
 
-int oci_ps(const char *root, const char *id, bool json, nook_error *err) {
+/* `ps ARGS...` on the host, stdin /dev/null, stdout and stderr together in *ret (as runc takes
+ * its CombinedOutput); *ret_status is its wait status. */
+static int run_ps(char *const *args, char **ret, int *ret_status, nook_error *err) {
+        static char *const def[] = { (char *)"-ef", NULL };
+        _cleanup_strv_free_ char **argv = NULL;
+        _cleanup_close_pair_ int p[2] = { -1, -1 };
+        _cleanup_free_ char *text = NULL;
+        posix_spawn_file_actions_t fa;
+        size_t len = 0;
+        pid_t pid = 0;
+        if (strv_push(&argv, "ps") < 0)
+                return nook_err_oom(err);
+        STRV_FOREACH (a, (char **)(args && args[0] ? args : def))
+                if (strv_push(&argv, *a) < 0)
+                        return nook_err_oom(err);
+        if (pipe2(p, O_CLOEXEC) < 0)
+                return nook_err_errno(err, NOOK_E_IO, "Cannot create a pipe");
+        int r = posix_spawn_file_actions_init(&fa);
+        if (r != 0)
+                return nook_err_errnum(err, NOOK_E_NOMEM, r, "Cannot prepare to run 'ps'");
+        r = posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+        if (r == 0)
+                r = posix_spawn_file_actions_adddup2(&fa, p[1], 1);
+        if (r == 0)
+                r = posix_spawn_file_actions_adddup2(&fa, p[1], 2);
+        if (r == 0)
+                r = posix_spawnp(&pid, "ps", &fa, NULL, argv, environ);
+        (void)posix_spawn_file_actions_destroy(&fa);
+        p[1] = safe_close(p[1]);
+        if (r != 0)
+                return nook_err_errnum(err, NOOK_E_MISSING_FEATURE, r,
+                        "Cannot run 'ps' (procps): 'nook-oci ps' in table form lists the container's processes with it");
+        r = fd_read_to_end(p[0], 16u << 20, &text, &len, err);
+        int w = pid_wait(pid, ret_status);
+        if (r < 0)
+                return r;
+        if (w < 0)
+                return nook_err_errnum(err, NOOK_E_IO, -w, "Cannot wait for 'ps'");
+        *ret = text ? TAKE_PTR(text) : strdup("");
+        return *ret ? 0 : nook_err_oom(err);
+}
+
+static bool pid_in(pid_t p, const pid_t *pids, size_t n) {
+        for (size_t i = 0; i < n; i++)
+                if (pids[i] == p)
+                        return true;
+        return false;
+}
+
+/* Field n (from 0) of a line of ps, split on blanks, in buf; NULL past the last one. */
+static const char *ps_field(const char *line, int n, char *buf, size_t len) {
+        (void)snprintf(buf, len, "%s", line);
+        char *save = NULL, *f = strtok_r(buf, " \t", &save);
+        for (int i = 0; f && i < n; i++)
+                f = strtok_r(NULL, " \t", &save);
+        return f;
+}
+
+/* runc's table: ps's header, then the lines of ps whose PID column is one of the container's. */
+static int print_ps_table(char *const *args, const pid_t *pids, size_t n, nook_error *err) {
+        _cleanup_free_ char *text = NULL;
+        char buf[4096];
+        const char *f = NULL;
+        int status = 0, col = 0;
+        int r = run_ps(args, &text, &status, err);
+        if (r < 0)
+                return r;
+        for (size_t k = strlen(text); k > 0 && strchr("\n ", text[k - 1]); k--)
+                text[k - 1] = 0;
+        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+                return nook_err_set(err, NOOK_E_INVALID, "ps failed (%s %d): %s",
+                        WIFEXITED(status) ? "exit status" : "signal",
+                        WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status), text);
+        char *save = NULL, *line = strtok_r(text, "\n", &save);
+        while (line && (f = ps_field(line, col, buf, sizeof(buf))) && !streq(f, "PID"))
+                col++;
+        if (!line || !f)
+                return nook_err_set(err, NOOK_E_INVALID, "couldn't find PID field in ps output");
+        (void)printf("%s\n", line);
+        while ((line = strtok_r(NULL, "\n", &save))) {
+                char *end = NULL;
+                f = ps_field(line, col, buf, sizeof(buf));
+                long v = f ? strtol(f, &end, 10) : 0;
+                if (!f || *end || v <= 0)
+                        return nook_err_set(
+                                err, NOOK_E_INVALID, "unable to parse pid in ps output line '%s'", line);
+                if (pid_in((pid_t)v, pids, n))
+                        (void)printf("%s\n", line);
+        }
+        return 0;
+}
+
+int oci_ps(const char *root, const char *id, bool json, char *const *ps_args, nook_error *err) {
         _cleanup_(oci_state_freep) oci_state *st = NULL;
         _cleanup_free_ pid_t *pids = NULL;
         iso_cgroup *cg = NULL;
@@ -265,29 +414,82 @@ int oci_ps(const char *root, const char *id, bool json, nook_error *err) {
         if (r < 0)
                 return r;
         if (!json)
-                (void)printf("PID\n");
+                return print_ps_table(ps_args, pids, n, err);
         for (size_t i = 0; i < n; i++)
-                (void)printf(json ? "%s%d" : "%.0s%d\n", i ? "," : "[", (int)pids[i]);
-        if (json)
-                (void)printf("%s]\n", n ? "" : "[");
+                (void)printf("%s%d", i ? "," : "[", (int)pids[i]);
+        (void)printf("%s]\n", n ? "" : "[");
         return 0;
 }
 
-static int opt_i64(const char *s, const char *name, bool *has, int64_t *ret, nook_error *err) {
+/* runc's values, on the command line and in --resources (runc update.go, libcontainer/cgroups):
+ * 0 leaves a limit as it is and -1 lifts it ("max"; for pids any negative number does). */
+static void set_limit(int64_t val, bool *ret_has, int64_t *ret) {
+        if (val == 0)
+                return;
+        *ret_has = true;
+        *ret = val;
+}
+
+/* --pids-limit, --cpu-quota, --cpu-period, --cpu-share: a whole number. */
+static int opt_int(const char *s, const char *name, int64_t *ret, nook_error *err) {
         char *end = NULL;
-        if (!s)
-                return 0;
         errno = 0;
         long long v = strtoll(s, &end, 10);
-        if (errno || !end || *end) {
-                uint64_t b = 0;
-                if (parse_size(s, &b, err) < 0 || b > INT64_MAX)
-                        return nook_err_set(err, NOOK_E_INVALID, "--%s '%s' is not a number", name, s);
-                v = (long long)b;
-        }
+        if (errno || !end || end == s || *end)
+                return nook_err_set(err, NOOK_E_INVALID, "--%s '%s' is not a whole number", name, s);
         *ret = v;
-        *has = true;
         return 0;
+}
+
+/* --memory, --memory-swap: bytes with an optional unit (64m, 1g), or -1 for unlimited. */
+static int opt_bytes(const char *s, const char *name, int64_t *ret, nook_error *err) {
+        uint64_t b = 0;
+        if (streq(s, "-1")) {
+                *ret = -1;
+                return 0;
+        }
+        if (parse_size(s, &b, err) < 0 || b > INT64_MAX)
+                return nook_err_set(err, NOOK_E_INVALID,
+                        "--%s '%s' is not a size in bytes (67108864, 64m, 1g) or -1 (unlimited)", name, s);
+        *ret = (int64_t)b;
+        return 0;
+}
+
+static int update_flags(const oci_update_opts *o, iso_cgroup_values *v, nook_error *err) {
+        int64_t x = 0;
+        if (o->memory && opt_bytes(o->memory, "memory", &x, err) < 0)
+                return -NOOK_E_INVALID;
+        if (o->memory)
+                set_limit(x, &v->has_memory, &v->memory);
+        if (o->memory_swap && opt_bytes(o->memory_swap, "memory-swap", &x, err) < 0)
+                return -NOOK_E_INVALID;
+        if (o->memory_swap)
+                set_limit(x, &v->has_swap, &v->swap);
+        if (o->cpu_quota && opt_int(o->cpu_quota, "cpu-quota", &x, err) < 0)
+                return -NOOK_E_INVALID;
+        if (o->cpu_quota)
+                set_limit(x, &v->has_cpu_quota, &v->cpu_quota);
+        if (o->cpu_period && opt_int(o->cpu_period, "cpu-period", &x, err) < 0)
+                return -NOOK_E_INVALID;
+        if (o->cpu_period && x > 0)
+                v->has_cpu_period = true, v->cpu_period = (uint64_t)x;
+        if (o->cpu_shares && opt_int(o->cpu_shares, "cpu-share", &x, err) < 0)
+                return -NOOK_E_INVALID;
+        if (o->cpu_shares && x > 0)
+                v->cpu_shares = (uint64_t)x;
+        if (o->pids_limit && opt_int(o->pids_limit, "pids-limit", &x, err) < 0)
+                return -NOOK_E_INVALID;
+        if (o->pids_limit)
+                set_limit(x, &v->has_pids, &v->pids);
+        if (o->cpuset_cpus)
+                v->cpuset_cpus = o->cpuset_cpus;
+        return 0;
+}
+
+static void json_limit(json_t *obj, const char *field, bool *ret_has, int64_t *ret) {
+        json_t *x = json_object_get(obj, field);
+        if (json_is_integer(x))
+                set_limit(json_integer_value(x), ret_has, ret);
 }
 
 static int resources_json(const char *file, iso_cgroup_values *v, json_t **keep, nook_error *err) {
@@ -305,17 +507,16 @@ static int resources_json(const char *file, iso_cgroup_values *v, json_t **keep,
                 return nook_err_wrap(err, "--resources");
         *keep = j;
         if ((o = json_object_get(j, "memory")) && json_is_object(o)) {
-                json_t *l = json_object_get(o, "limit"), *sw = json_object_get(o, "swap");
-                if (json_is_integer(l))
-                        v->has_memory = true, v->memory = json_integer_value(l);
-                if (json_is_integer(sw))
-                        v->has_swap = true, v->swap = json_integer_value(sw);
+                json_limit(o, "limit", &v->has_memory, &v->memory);
+                json_limit(o, "swap", &v->has_swap, &v->swap);
+                if ((v->has_memory && v->memory < -1) || (v->has_swap && v->swap < -1))
+                        return nook_err_set(err, NOOK_E_INVALID,
+                                "--resources: memory.limit and memory.swap are bytes, or -1 for unlimited");
         }
         if ((o = json_object_get(j, "cpu")) && json_is_object(o)) {
-                json_t *q = json_object_get(o, "quota"), *p = json_object_get(o, "period"),
-                       *sh = json_object_get(o, "shares"), *c = json_object_get(o, "cpus");
-                if (json_is_integer(q))
-                        v->has_cpu_quota = true, v->cpu_quota = json_integer_value(q);
+                json_t *p = json_object_get(o, "period"), *sh = json_object_get(o, "shares"),
+                       *c = json_object_get(o, "cpus");
+                json_limit(o, "quota", &v->has_cpu_quota, &v->cpu_quota);
                 if (json_is_integer(p) && json_integer_value(p) > 0)
                         v->has_cpu_period = true, v->cpu_period = (uint64_t)json_integer_value(p);
                 if (json_is_integer(sh) && json_integer_value(sh) > 0)
@@ -323,9 +524,8 @@ static int resources_json(const char *file, iso_cgroup_values *v, json_t **keep,
                 if (json_is_string(c) && json_string_length(c))
                         v->cpuset_cpus = json_string_value(c);
         }
-        if ((o = json_object_get(j, "pids")) && json_is_object(o) &&
-                json_is_integer(json_object_get(o, "limit")))
-                v->has_pids = true, v->pids = json_integer_value(json_object_get(o, "limit"));
+        if ((o = json_object_get(j, "pids")) && json_is_object(o))
+                json_limit(o, "limit", &v->has_pids, &v->pids);
         return 0;
 }
 
@@ -334,33 +534,20 @@ int oci_update(const char *root, const char *id, const oci_update_opts *o, nook_
         iso_cgroup_values v = { 0 };
         json_t *keep = NULL;
         iso_cgroup *cg = NULL;
-        bool has_shares = false, has_period = false;
-        int64_t shares = 0, period = 0;
         int r = oci_state_load(root, id, &st, err);
         if (r < 0)
                 return r;
         if (oci_state_status(st) == OCI_STATUS_STOPPED)
                 return nook_err_set(err, NOOK_E_STATE, "container \"%s\" is stopped: nothing to update", id);
-        if (o->resources_file && (r = resources_json(o->resources_file, &v, &keep, err)) < 0)
-                return r;
-        if (opt_i64(o->memory, "memory", &v.has_memory, &v.memory, err) < 0 ||
-                opt_i64(o->memory_swap, "memory-swap", &v.has_swap, &v.swap, err) < 0 ||
-                opt_i64(o->cpu_quota, "cpu-quota", &v.has_cpu_quota, &v.cpu_quota, err) < 0 ||
-                opt_i64(o->cpu_period, "cpu-period", &has_period, &period, err) < 0 ||
-                opt_i64(o->cpu_shares, "cpu-share", &has_shares, &shares, err) < 0 ||
-                opt_i64(o->pids_limit, "pids-limit", &v.has_pids, &v.pids, err) < 0) {
+        if (o->resources_file && (r = resources_json(o->resources_file, &v, &keep, err)) < 0) {
                 json_decref(keep);
-                return -NOOK_E_INVALID;
+                return r;
         }
-        if (has_period && period > 0)
-                v.has_cpu_period = true, v.cpu_period = (uint64_t)period;
-        if (has_shares && shares > 0)
-                v.cpu_shares = (uint64_t)shares;
-        if (o->cpuset_cpus)
-                v.cpuset_cpus = o->cpuset_cpus;
-        r = st->cgroup_path
-                ? iso_cgroup_open_path(st->cgroup_path, &cg, err)
-                : nook_err_set(err, NOOK_E_MISSING_FEATURE, "container \"%s\" has no cgroup", id);
+        r = update_flags(o, &v, err);
+        if (r >= 0)
+                r = st->cgroup_path
+                        ? iso_cgroup_open_path(st->cgroup_path, &cg, err)
+                        : nook_err_set(err, NOOK_E_MISSING_FEATURE, "container \"%s\" has no cgroup", id);
         if (r >= 0)
                 r = iso_cgroup_apply(cg, &v, err);
         iso_cgroup_free(cg);

@@ -190,6 +190,31 @@ static int add_arches(scmp_filter_ctx ctx, json_t *arches, nook_error *err) {
         return 0;
 }
 
+json_t *oci_seccomp_arch_names(void) {
+        /* libseccomp's names (seccomp_arch_resolve_name), runtime-spec's SCMP_ARCH_ spelling */
+        static const char *const names[] = { "aarch64", "arm", "loongarch64", "m68k", "mips", "mips64",
+                "mips64n32", "mipsel", "mipsel64", "mipsel64n32", "parisc", "parisc64", "ppc", "ppc64",
+                "ppc64le", "riscv64", "s390", "s390x", "sh", "sheb", "x32", "x86", "x86_64" };
+        json_t *arr = json_array();
+        for (size_t i = 0; arr && i < ELEMENTSOF(names); i++) {
+                char upper[32] = "SCMP_ARCH_";
+                size_t n = strlen(upper);
+                if (seccomp_arch_resolve_name(names[i]) == 0)
+                        continue;
+                for (const char *c = names[i]; *c && n + 1 < sizeof(upper); c++)
+                        upper[n++] = (char)(*c >= 'a' && *c <= 'z' ? *c - 32 : *c);
+                upper[n] = 0;
+                if (json_array_append_new(arr, json_string(upper)) < 0)
+                        arr = (json_decref(arr), NULL);
+        }
+        return arr;
+}
+
+void oci_seccomp_version(char *buf, size_t len) {
+        const struct scmp_version *v = seccomp_version();
+        (void)snprintf(buf, len, "%u.%u.%u", v->major, v->minor, v->micro);
+}
+
 static int compile(json_t *sc, iso_seccomp_prog *ret, nook_error *err) {
         _cleanup_(ctx_releasep) scmp_filter_ctx ctx = NULL;
         const char *def = NULL;

@@ -15,3 +15,9 @@ int oci_seccomp_prepare(json_t *seccomp, const char *cache_dir, oci_seccomp **re
 int oci_seccomp_load(oci_seccomp *f, nook_error *err);
 oci_seccomp *oci_seccomp_free(oci_seccomp *f);
 DEFINE_TRIVIAL_CLEANUP_FUNC(oci_seccomp *, oci_seccomp_free);
+
+/* For `features`: the SCMP_ARCH_* names of linux.seccomp.architectures this libseccomp knows
+ * (others are skipped), as a JSON array; NULL on OOM. */
+json_t *oci_seccomp_arch_names(void);
+/* "2.5.4": the libseccomp linked at run time. */
+void oci_seccomp_version(char *buf, size_t len);

@@ -52,56 +52,58 @@ const oci_ns *oci_spec_ns(const oci_spec *s, int flag) {
 }
 
 static const char *const cap_names[] = {
-        "CHOWN",
-        "DAC_OVERRIDE",
-        "DAC_READ_SEARCH",
-        "FOWNER",
-        "FSETID",
-        "KILL",
-        "SETGID",
-        "SETUID",
-        "SETPCAP",
-        "LINUX_IMMUTABLE",
-        "NET_BIND_SERVICE",
-        "NET_BROADCAST",
-        "NET_ADMIN",
-        "NET_RAW",
-        "IPC_LOCK",
-        "IPC_OWNER",
-        "SYS_MODULE",
-        "SYS_RAWIO",
-        "SYS_CHROOT",
-        "SYS_PTRACE",
-        "SYS_PACCT",
-        "SYS_ADMIN",
-        "SYS_BOOT",
-        "SYS_NICE",
-        "SYS_RESOURCE",
-        "SYS_TIME",
-        "SYS_TTY_CONFIG",
-        "MKNOD",
-        "LEASE",
-        "AUDIT_WRITE",
-        "AUDIT_CONTROL",
-        "SETFCAP",
-        "MAC_OVERRIDE",
-        "MAC_ADMIN",
-        "SYSLOG",
-        "WAKE_ALARM",
-        "BLOCK_SUSPEND",
-        "AUDIT_READ",
-        "PERFMON",
-        "BPF",
-        "CHECKPOINT_RESTORE",
+        "CAP_CHOWN",
+        "CAP_DAC_OVERRIDE",
+        "CAP_DAC_READ_SEARCH",
+        "CAP_FOWNER",
+        "CAP_FSETID",
+        "CAP_KILL",
+        "CAP_SETGID",
+        "CAP_SETUID",
+        "CAP_SETPCAP",
+        "CAP_LINUX_IMMUTABLE",
+        "CAP_NET_BIND_SERVICE",
+        "CAP_NET_BROADCAST",
+        "CAP_NET_ADMIN",
+        "CAP_NET_RAW",
+        "CAP_IPC_LOCK",
+        "CAP_IPC_OWNER",
+        "CAP_SYS_MODULE",
+        "CAP_SYS_RAWIO",
+        "CAP_SYS_CHROOT",
+        "CAP_SYS_PTRACE",
+        "CAP_SYS_PACCT",
+        "CAP_SYS_ADMIN",
+        "CAP_SYS_BOOT",
+        "CAP_SYS_NICE",
+        "CAP_SYS_RESOURCE",
+        "CAP_SYS_TIME",
+        "CAP_SYS_TTY_CONFIG",
+        "CAP_MKNOD",
+        "CAP_LEASE",
+        "CAP_AUDIT_WRITE",
+        "CAP_AUDIT_CONTROL",
+        "CAP_SETFCAP",
+        "CAP_MAC_OVERRIDE",
+        "CAP_MAC_ADMIN",
+        "CAP_SYSLOG",
+        "CAP_WAKE_ALARM",
+        "CAP_BLOCK_SUSPEND",
+        "CAP_AUDIT_READ",
+        "CAP_PERFMON",
+        "CAP_BPF",
+        "CAP_CHECKPOINT_RESTORE",
 };
 
 int oci_cap_from_name(const char *name) {
-        if (!startswith(name, "CAP_"))
-                return -1;
         for (size_t i = 0; i < ELEMENTSOF(cap_names); i++)
-                if (streq(cap_names[i], name + 4))
+                if (streq(cap_names[i], name))
                         return (int)i;
         return -1;
+}
+
+const char *oci_cap_name(int cap) {
+        return cap >= 0 && (size_t)cap < ELEMENTSOF(cap_names) ? cap_names[cap] : NULL;
 }
 
 static int get_int64(json_t *obj, const char *field, bool *ret_has, int64_t *ret, nook_error *err) {
@@ -533,8 +535,11 @@ static int parse_resources(oci_spec *s, json_t *res, nook_error *err) {
                         return nook_err_set(err, NOOK_E_INVALID,
                                 "linux.resources.memory.swappiness %lld is outside 0..100", (long long)sw);
                 r->swappiness = (uint64_t)sw;
+                /* 0 leaves a limit unset, as runc does (libcontainer/cgroups/fs) */
                 if (r->has_memory && r->memory == 0)
                         r->has_memory = false;
+                if (r->has_swap && r->swap == 0)
+                        r->has_swap = false;
                 if (r->has_memory && r->memory > 0 && r->memory < 65536)
                         return nook_err_set(err, NOOK_E_INVALID,
                                 "linux.resources.memory.limit %lld bytes is too small (64 KiB at least)",
@@ -547,6 +552,7 @@ static int parse_resources(oci_spec *s, json_t *res, nook_error *err) {
                         json_get_string(cpu, "cpus", false, &r->cpuset_cpus, err) < 0 ||
                         json_get_string(cpu, "mems", false, &r->cpuset_mems, err) < 0)
                         return nook_err_wrap(err, "linux.resources.cpu");
+                r->has_cpu_quota = r->has_cpu_quota && r->cpu_quota != 0;
                 r->has_cpu_period = r->cpu_period != 0;
                 r->has_cpu_shares = r->cpu_shares != 0;
                 r->has_cpus = !isempty(r->cpuset_cpus);
@@ -562,7 +568,7 @@ static int parse_resources(oci_spec *s, json_t *res, nook_error *err) {
         if ((pids = json_object_get(res, "pids")) && json_is_object(pids) &&
                 get_int64(pids, "limit", &has, &r->pids, err) < 0)
                 return nook_err_wrap(err, "linux.resources.pids");
-        r->has_pids = has;
+        r->has_pids = has && r->pids != 0;
         s->device_rules = json_object_get(res, "devices");
         return 0;
 }

@@ -75,7 +75,7 @@ typedef struct oci_resources {
         int64_t memory, swap; /* -1: unlimited */
         int64_t cpu_quota; /* -1: unlimited */
         uint64_t cpu_period, cpu_shares;
-        int64_t pids; /* <= 0: unlimited */
+        int64_t pids; /* < 0: unlimited; 0 is unset (has_pids false), as runc reads it */
         const char *cpuset_cpus, *cpuset_mems;
         bool has_reservation, has_swappiness, disable_oom_killer;
         int64_t reservation;
@@ -135,6 +135,8 @@ const oci_ns *oci_spec_ns(const oci_spec *s, int flag);
 int oci_mount_options(json_t *opts, oci_mount *m, nook_error *err);
 /* A capability name ("CAP_SYS_ADMIN") as its number, -1 if unknown. */
 int oci_cap_from_name(const char *name);
+/* "CAP_CHOWN" for 0, ...; NULL past the last capability nook-oci knows. */
+const char *oci_cap_name(int cap);
 /* The annotation value, or NULL. */
 const char *oci_spec_annotation(const oci_spec *s, const char *key);
 

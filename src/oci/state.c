@@ -98,6 +98,7 @@ int oci_state_load(const char *root, const char *id, oci_state **ret, nook_error
         if (json_get_uint64(st->json, "pid", true, &pid, err) < 0 ||
                 json_get_uint64(st->json, "start_time", false, &st->start_time, err) < 0 ||
                 dup_field(st->json, "bundle", &st->bundle, err) < 0 ||
+                dup_field(st->json, "rootfs", &st->rootfs, err) < 0 ||
                 dup_field(st->json, "cgroup_path", &st->cgroup_path, err) < 0 ||
                 dup_field(st->json, "created", &st->created, err) < 0)
                 return nook_err_wrap(err, "state of container '%s'", id);
@@ -109,22 +110,75 @@ int oci_state_load(const char *root, const char *id, oci_state **ret, nook_error
         return 0;
 }
 
-int oci_state_save(const oci_state *st, nook_error *err) {
-        json_t *j = json_pack("{s:s, s:I, s:I, s:s, s:s?, s:s, s:O?, s:b}", "id", st->id, "pid",
-                (json_int_t)st->pid, "start_time", (json_int_t)st->start_time, "bundle",
-                st->bundle ? st->bundle : "", "cgroup_path", st->cgroup_path, "created",
-                st->created ? st->created : "", "annotations", st->annotations, "no_process",
-                st->no_process);
+/* Writes j (consumed) to DIR/NAME atomically: a temporary file renamed over it. */
+static int save_json(const char *dir, const char *name, json_t *j, nook_error *err) {
         char tmp[PATH_MAX], path[PATH_MAX];
         if (!j)
                 return nook_err_oom(err);
-        (void)snprintf(tmp, sizeof(tmp), "%s/.state.json.tmp", st->dir);
-        (void)snprintf(path, sizeof(path), "%s/state.json", st->dir);
+        (void)snprintf(tmp, sizeof(tmp), "%s/.%s.tmp", dir, name);
+        (void)snprintf(path, sizeof(path), "%s/%s", dir, name);
         int r = json_dump_file(j, tmp, JSON_COMPACT);
         json_decref(j);
         if (r < 0 || rename(tmp, path) < 0)
                 return nook_err_errno(err, NOOK_E_IO, "Cannot write '%s'", path);
         return 0;
+}
+
+int oci_state_save(const oci_state *st, nook_error *err) {
+        json_t *j = json_pack("{s:s, s:I, s:I, s:s, s:s?, s:s?, s:s, s:O?, s:b}", "id", st->id, "pid",
+                (json_int_t)st->pid, "start_time", (json_int_t)st->start_time, "bundle",
+                st->bundle ? st->bundle : "", "rootfs", st->rootfs, "cgroup_path", st->cgroup_path,
+                "created", st->created ? st->created : "", "annotations", st->annotations, "no_process",
+                st->no_process);
+        return save_json(st->dir, "state.json", j, err);
+}
+
+int oci_create_note_save(const char *dir, const char *cgroup_path, nook_error *err) {
+        pid_t self = getpid();
+        json_t *j = json_pack("{s:I, s:I, s:s}", "pid", (json_int_t)self, "start_time",
+                (json_int_t)proc_start_time(self), "cgroup_path", cgroup_path);
+        return save_json(dir, "create.json", j, err);
+}
+
+int oci_create_note_load(const char *dir, oci_create_note *ret, nook_error *err) {
+        _cleanup_free_ char *text = NULL;
+        _cleanup_(json_decrefp) json_t *j = NULL;
+        char path[PATH_MAX];
+        size_t len = 0;
+        uint64_t pid = 0, start = 0;
+        (void)snprintf(path, sizeof(path), "%s/create.json", dir);
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+        if (fd < 0 && errno == ENOENT)
+                return nook_err_set(err, NOOK_E_NOT_FOUND, "No '%s'", path);
+        if (fd < 0)
+                return nook_err_errno(err, NOOK_E_IO, "Cannot open '%s'", path);
+        int r = fd_read_to_end(fd, (size_t)JSON_MAX_BYTES, &text, &len, err);
+        if (r >= 0)
+                r = json_parse_object(text, len, &j, err);
+        if (r >= 0 &&
+                (json_get_uint64(j, "pid", true, &pid, err) < 0 ||
+                        json_get_uint64(j, "start_time", true, &start, err) < 0))
+                r = -NOOK_E_INVALID;
+        oci_create_note n = { .pid = (pid_t)pid, .start_time = start };
+        if (r >= 0)
+                r = dup_field(j, "cgroup_path", &n.cgroup_path, err);
+        if (r >= 0 && !n.cgroup_path)
+                r = nook_err_set(err, NOOK_E_INVALID, "field 'cgroup_path' is missing");
+        if (r < 0)
+                return nook_err_wrap(err, "reading '%s'", path);
+        *ret = n;
+        return 0;
+}
+
+void oci_create_note_remove(const char *dir) {
+        char path[PATH_MAX];
+        (void)snprintf(path, sizeof(path), "%s/create.json", dir);
+        (void)unlink(path);
+}
+
+void oci_create_note_done(oci_create_note *n) {
+        free(n->cgroup_path);
+        n->cgroup_path = NULL;
 }
 
 oci_state *oci_state_free(oci_state *st) {
@@ -133,6 +187,7 @@ oci_state *oci_state_free(oci_state *st) {
         free(st->id);
         free(st->dir);
         free(st->bundle);
+        free(st->rootfs);
         free(st->cgroup_path);
         free(st->created);
         json_decref(st->annotations);
@@ -170,6 +225,25 @@ json_t *oci_state_to_json(const oci_state *st) {
                 "status", oci_status_to_string(s), "pid",
                 (json_int_t)(s == OCI_STATUS_STOPPED ? 0 : st->pid), "bundle", st->bundle ? st->bundle : "",
                 "annotations", a, "created", st->created);
+}
+
+static json_t *json_decref_null(json_t *j) {
+        json_decref(j);
+        return NULL;
+}
+
+json_t *oci_state_to_runc_json(const oci_state *st, const char *owner) {
+        oci_status s = oci_state_status(st);
+        json_t *j = json_pack("{s:s, s:s, s:I, s:s, s:s, s:s, s:s}", "ociVersion", OCI_VERSION, "id", st->id,
+                "pid", (json_int_t)(s == OCI_STATUS_STOPPED ? 0 : st->pid), "status",
+                oci_status_to_string(s), "bundle", st->bundle ? st->bundle : "", "rootfs",
+                st->rootfs ? st->rootfs : "", "created", st->created ? st->created : "");
+        if (j && json_object_size(st->annotations) > 0 &&
+                json_object_set(j, "annotations", st->annotations) < 0)
+                j = json_decref_null(j);
+        if (j && json_object_set_new(j, "owner", json_string(owner ? owner : "")) < 0)
+                j = json_decref_null(j);
+        return j;
 }
 
 int oci_state_remove(const char *dir, nook_error *err) {

@@ -52,7 +52,7 @@ done
         not_ok "every flag the --help texts list is in the page" "missing:$missing"
 
 # the annotations: what the binary reports = what the page and docs/kubernetes.md describe
-features=$("$NOOK_OCI" features | jq -r '.annotations | keys[]' | sort)
+features=$("$NOOK_OCI" features | jq -r '.annotations | keys[] | select(startswith("io.nook."))' | sort)
 page_ann=$(grep -oE '^\.B io\.nook\.[a-z]+' <<<"$text" | sed 's/^\.B //' | sort -u)
 doc_ann=$(grep -oE '^\| `io\.nook\.[a-z]+`' "$src/docs/kubernetes.md" | tr -d '|` ' | sort -u)
 is "$doc_ann" "$features" "docs/kubernetes.md's annotation table lists exactly what nook-oci features reports"

@@ -75,6 +75,19 @@ static int ws_names_dir_error(const char *path, const char *what, nook_error *er
                 what, path);
 }
 
+/* The path a write names, normalised into rel: never the root itself, never a name that ends in
+ * '/' (a directory). */
+static int ws_write_rel(const char *path, char rel[static PATH_MAX], nook_error *err) {
+        int r = ws_path_normalize_buf(path, rel, err);
+        if (r < 0)
+                return r;
+        if (!rel[0])
+                return ws_root_itself(path, err);
+        if (ws_names_dir(path))
+                return ws_names_dir_error(path, "write", err);
+        return 0;
+}
+
 static int ws_normalize_nonroot(const char *path, char **ret_rel, nook_error *err) {
         _cleanup_free_ char *rel = NULL;
         int r = ws_path_normalize(path, &rel, err);
@@ -300,13 +313,9 @@ static int ws_write_common(
         char rel[PATH_MAX], tmp[64];
         int tfd = -1, r;
 
-        r = ws_path_normalize_buf(path, rel, err);
+        r = ws_write_rel(path, rel, err);
         if (r < 0)
                 return r;
-        if (!rel[0])
-                return ws_root_itself(path, err);
-        if (ws_names_dir(path))
-                return ws_names_dir_error(path, "write", err);
         r = ws_parent(w, rel, path, /* create= */ true, &d, err);
         if (r < 0)
                 return r;
@@ -449,13 +458,9 @@ static void ws_in_place_undo(ws *w, char *rel, int fd) {
 static int ws_write_in_place(
         ws *w, const char *path, const void *data, size_t len, int src_fd, mode_t mode, nook_error *err) {
         char rel[PATH_MAX];
-        int r = ws_path_normalize_buf(path, rel, err);
+        int r = ws_write_rel(path, rel, err);
         if (r < 0)
                 return r;
-        if (!rel[0])
-                return ws_root_itself(path, err);
-        if (ws_names_dir(path))
-                return ws_names_dir_error(path, "write", err);
 
         _cleanup_close_ int fd = -1;
         bool made = false;

@@ -15,6 +15,22 @@ oci_stage_reason() {
         fi
 }
 
+# oci_require_stage: the top of a nook-oci test.  Where this stage cannot run nook-oci the whole
+# file is one expected skip (plan 1) and ends; without busybox-static or jq it bails out.
+oci_require_stage() {
+        require_bin "$NOOK_OCI"
+        local reason
+        reason=$(oci_stage_reason)
+        if [[ -n "$reason" ]]; then
+                plan 1
+                skip_expected "$reason"
+                exit 0
+        fi
+        if ! command -v busybox >/dev/null || ! command -v jq >/dev/null; then
+                bail_out "needs busybox (busybox-static) and jq"
+        fi
+}
+
 # oci_rootfs DIR: a busybox-static root filesystem.
 oci_rootfs() {
         local d=$1 c

@@ -6,14 +6,7 @@
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/oci_lib.sh"
 
-require_bin "$NOOK_OCI"
-reason=$(oci_stage_reason)
-if [[ -n "$reason" ]]; then
-        plan 1
-        skip_expected "$reason"
-        exit 0
-fi
-command -v busybox >/dev/null && command -v jq >/dev/null || bail_out "needs busybox (busybox-static) and jq"
+oci_require_stage
 plan 57
 
 B="$NOOK_HOME/b"

@@ -10,14 +10,7 @@
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/oci_lib.sh"
 
-require_bin "$NOOK_OCI"
-reason=$(oci_stage_reason)
-if [[ -n "$reason" ]]; then
-        plan 1
-        skip_expected "$reason"
-        exit 0
-fi
-command -v busybox >/dev/null && command -v jq >/dev/null || bail_out "needs busybox (busybox-static) and jq"
+oci_require_stage
 if [[ ! -f /sys/fs/cgroup/memory/memory.limit_in_bytes || ! -d /sys/fs/cgroup/pids ]]; then
         plan 1
         skip_expected "this file reads cgroup v1 memory and pids files; the host has none"

@@ -277,7 +277,9 @@ static int apply_limits(iso_cgroup *cg, const iso_limits *l, bool fresh, nook_er
                 if (!l->pids_max && fresh)
                         return 0;
                 (void)snprintf(v, sizeof(v), l->pids_max ? "%" PRIu64 : "max", l->pids_max);
-                return write_file(cg->path, "pids.max", v, err);
+                nook_error optional;
+                r = write_file(cg->path, "pids.max", v, l->pids_optional ? &optional : err);
+                return l->pids_optional ? 0 : r;
         }
         if (l->cpus && !cg->v1[V1_CPU])
                 return nook_err_set(
@@ -285,7 +287,7 @@ static int apply_limits(iso_cgroup *cg, const iso_limits *l, bool fresh, nook_er
         if (l->memory_bytes && !cg->v1[V1_MEMORY])
                 return nook_err_set(
                         err, NOOK_E_MISSING_FEATURE, "Cannot limit memory: no cgroup v1 memory hierarchy");
-        if (l->pids_max && !cg->v1[V1_PIDS])
+        if (l->pids_max && !l->pids_optional && !cg->v1[V1_PIDS])
                 return nook_err_set(
                         err, NOOK_E_MISSING_FEATURE, "Cannot limit pids: no cgroup v1 pids hierarchy");
         if (cg->v1[V1_CPU] && (l->cpus || !fresh)) {

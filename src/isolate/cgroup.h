@@ -17,6 +17,8 @@ typedef struct iso_limits {
         unsigned cpus; /* 0: unlimited */
         uint64_t memory_bytes; /* 0: unlimited */
         uint64_t pids_max; /* 0: unlimited */
+        bool pids_optional; /* pids_max is a default, not a request: not set where the cgroup has no
+                             * pids controller (a delegated subtree of cpu and memory only) */
 } iso_limits;
 
 typedef struct iso_cgroup_stats {

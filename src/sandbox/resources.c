@@ -130,9 +130,10 @@ static int update_running(nook *n, const char *name, const char *update_json, no
         if (r < 0)
                 return r;
         sb_spec eff = { .pids_max = pids };
-        iso_limits l = {
-                .cpus = cpus, .memory_bytes = mib * 1024 * 1024, .pids_max = sb_spec_pids_limit(&eff)
-        };
+        iso_limits l = { .cpus = cpus,
+                .memory_bytes = mib * 1024 * 1024,
+                .pids_max = sb_spec_pids_limit(&eff),
+                .pids_optional = !pids }; /* the default: as at create, only where it can be */
         r = iso_cgroup_set_limits(cg, &l, err);
         if (r < 0)
                 return r;

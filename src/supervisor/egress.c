@@ -121,7 +121,7 @@ static int recv_reply(int sock, int timeout_ms, json_t **ret, int *ret_fd, nook_
         int k = poll(&p, 1, timeout_ms);
         if (k == 0)
                 return nook_err_set(err, NOOK_E_TIMEOUT, "The egress gateway did not answer within %d s",
-                        EGRESS_REPLY_MS / 1000);
+                        timeout_ms / 1000);
         _cleanup_free_ char *buf = malloc(EGRESS_REPLY_MAX + 1);
         if (!buf)
                 return nook_err_oom(err);
@@ -495,8 +495,12 @@ void sup_egress_tick(sup_egress *e, uint64_t now) {
                 return;
         if (e->step == SUP_EGRESS_STEP_WAIT)
                 restart_begin(e, now);
-        else
-                gateway_kill(e, "did not finish starting within 15 s");
+        else {
+                char why[64];
+                (void)snprintf(
+                        why, sizeof(why), "did not finish starting within %d s", EGRESS_REPLY_MS / 1000);
+                gateway_kill(e, why);
+        }
 }
 
 void sup_egress_resumed(sup_egress *e, uint64_t now) {

@@ -123,22 +123,17 @@ static uint64_t oom_kills(sup *s) {
  * nothing delegated) the sandbox runs without it. */
 static int setup_cgroup(sup *s, nook_error *err) {
         const sup_config *c = s->cfg;
-        iso_limits l = { .cpus = c->cpus, .memory_bytes = c->memory_bytes, .pids_max = c->pids_max };
-        bool wanted = l.cpus || l.memory_bytes || (l.pids_max && !c->pids_default);
+        iso_limits l = { .cpus = c->cpus,
+                .memory_bytes = c->memory_bytes,
+                .pids_max = c->pids_max,
+                .pids_optional = c->pids_default };
+        bool wanted = l.cpus || l.memory_bytes || (l.pids_max && !l.pids_optional);
         if (!c->home)
                 return 0;
         /* It says when the host has no cgroup for us (iso_cgroup_available's reason): an
          * error only when a limit was asked for. */
         nook_error optional = { 0 };
         int r = iso_cgroup_create(c->home, c->name, &l, &s->cg, wanted ? err : &optional);
-        if (r < 0 && c->pids_default && l.pids_max) {
-                /* a cgroup without the pids controller (a delegated v1 subtree of cpu and
-                 * memory only): the default process limit was not asked for, the rest was */
-                log_debug("the default process limit cannot be set: %s, ignoring",
-                        wanted ? err->msg : optional.msg);
-                l.pids_max = 0;
-                r = iso_cgroup_create(c->home, c->name, &l, &s->cg, wanted ? err : &optional);
-        }
         if (r < 0 && !wanted) {
                 log_debug("no cgroup for the sandbox: %s, ignoring", optional.msg);
                 return 0;

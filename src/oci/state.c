@@ -68,12 +68,24 @@ static int dup_field(json_t *j, const char *field, char **ret, nook_error *err) 
         return *ret ? 0 : nook_err_oom(err);
 }
 
-int oci_state_load(const char *root, const char *id, oci_state **ret, nook_error *err) {
-        _cleanup_(oci_state_freep) oci_state *st = calloc(1, sizeof(*st));
+/* Reads DIR/NAME, a JSON object: the twin of save_json.  NOOK_E_NOT_FOUND when it is not there. */
+static int load_json(const char *dir, const char *name, json_t **ret, nook_error *err) {
         _cleanup_free_ char *text = NULL;
         size_t len = 0;
-        uint64_t pid = 0;
         char path[PATH_MAX];
+        (void)snprintf(path, sizeof(path), "%s/%s", dir, name);
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+        if (fd < 0 && errno == ENOENT)
+                return nook_err_set(err, NOOK_E_NOT_FOUND, "No '%s'", path);
+        if (fd < 0)
+                return nook_err_errno(err, NOOK_E_IO, "Cannot open '%s'", path);
+        int r = fd_read_to_end(fd, (size_t)JSON_MAX_BYTES, &text, &len, err);
+        return r < 0 ? r : json_parse_object(text, len, ret, err);
+}
+
+int oci_state_load(const char *root, const char *id, oci_state **ret, nook_error *err) {
+        _cleanup_(oci_state_freep) oci_state *st = calloc(1, sizeof(*st));
+        uint64_t pid = 0;
         int r = oci_id_check(id, err);
         if (r < 0)
                 return r;
@@ -83,16 +95,9 @@ int oci_state_load(const char *root, const char *id, oci_state **ret, nook_error
         st->dir = strprintf("%s/%s", root, id);
         if (!st->id || !st->dir)
                 return nook_err_oom(err);
-        (void)snprintf(path, sizeof(path), "%s/state.json", st->dir);
-        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-        if (fd < 0 && errno == ENOENT)
+        r = load_json(st->dir, "state.json", &st->json, err);
+        if (r == -NOOK_E_NOT_FOUND)
                 return nook_err_set(err, NOOK_E_NOT_FOUND, "container \"%s\" does not exist", id);
-        if (fd < 0)
-                return nook_err_errno(err, NOOK_E_IO, "Cannot open '%s'", path);
-        r = fd_read_to_end(fd, (size_t)JSON_MAX_BYTES, &text, &len, err);
-        if (r < 0)
-                return r;
-        r = json_parse_object(text, len, &st->json, err);
         if (r < 0)
                 return nook_err_wrap(err, "state of container '%s'", id);
         if (json_get_uint64(st->json, "pid", true, &pid, err) < 0 ||
@@ -141,20 +146,11 @@ int oci_create_note_save(const char *dir, const char *cgroup_path, nook_error *e
 }
 
 int oci_create_note_load(const char *dir, oci_create_note *ret, nook_error *err) {
-        _cleanup_free_ char *text = NULL;
         _cleanup_(json_decrefp) json_t *j = NULL;
-        char path[PATH_MAX];
-        size_t len = 0;
         uint64_t pid = 0, start = 0;
-        (void)snprintf(path, sizeof(path), "%s/create.json", dir);
-        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-        if (fd < 0 && errno == ENOENT)
-                return nook_err_set(err, NOOK_E_NOT_FOUND, "No '%s'", path);
-        if (fd < 0)
-                return nook_err_errno(err, NOOK_E_IO, "Cannot open '%s'", path);
-        int r = fd_read_to_end(fd, (size_t)JSON_MAX_BYTES, &text, &len, err);
-        if (r >= 0)
-                r = json_parse_object(text, len, &j, err);
+        int r = load_json(dir, "create.json", &j, err);
+        if (r == -NOOK_E_NOT_FOUND)
+                return r;
         if (r >= 0 &&
                 (json_get_uint64(j, "pid", true, &pid, err) < 0 ||
                         json_get_uint64(j, "start_time", true, &start, err) < 0))
@@ -165,7 +161,7 @@ int oci_create_note_load(const char *dir, oci_create_note *ret, nook_error *err)
         if (r >= 0 && !n.cgroup_path)
                 r = nook_err_set(err, NOOK_E_INVALID, "field 'cgroup_path' is missing");
         if (r < 0)
-                return nook_err_wrap(err, "reading '%s'", path);
+                return nook_err_wrap(err, "reading '%s/create.json'", dir);
         *ret = n;
         return 0;
 }

@@ -31,6 +31,14 @@ oci_require_stage() {
         fi
 }
 
+# oci_bundle_beside BASE NAME CGROUP [JQ]: the bundle $NOOK_HOME/NAME, sharing bundle BASE's root
+# filesystem, with linux.cgroupsPath CGROUP and then the jq filter JQ applied to BASE's config.
+oci_bundle_beside() {
+        mkdir -p "$NOOK_HOME/$2"
+        jq --arg cg "$3" --arg root "$1/rootfs" ".root.path = \$root | .linux.cgroupsPath = \$cg | ${4:-.}" \
+                "$1/config.json" >"$NOOK_HOME/$2/config.json"
+}
+
 # oci_rootfs DIR: a busybox-static root filesystem.
 oci_rootfs() {
         local d=$1 c

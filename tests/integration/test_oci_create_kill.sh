@@ -19,11 +19,7 @@ B="$NOOK_HOME/b"
 oci_bundle "$B" '.process.args = ["sleep", "1000"]' || bail_out "nook-oci spec failed"
 
 # bundle NAME: $B with cgroupsPath $CGP/NAME
-bundle() {
-        mkdir -p "$NOOK_HOME/$1"
-        jq --arg cg "$CGP/$1" --arg root "$B/rootfs" '.root.path = $root | .linux.cgroupsPath = $cg' \
-                "$B/config.json" >"$NOOK_HOME/$1/config.json"
-}
+bundle() { oci_bundle_beside "$B" "$1" "$CGP/$1"; }
 # cgroups NAME: the folders of cgroup $CGP/NAME, in any hierarchy
 cgroups() { find /sys/fs/cgroup -mindepth 2 -maxdepth 3 -type d -path "*$CGP/$1" 2>/dev/null; }
 # left NAME: what container NAME left: its state folder, its cgroups

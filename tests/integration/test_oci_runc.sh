@@ -27,11 +27,7 @@ B="$NOOK_HOME/b"
 oci_bundle "$B" '.process.args = ["sleep", "1000"]' || bail_out "nook-oci spec failed"
 
 # bundle NAME JQ: a bundle sharing $B's root filesystem with its own cgroupsPath ($CGP/NAME)
-bundle() {
-        mkdir -p "$NOOK_HOME/$1"
-        jq --arg cg "$CGP/$1" --arg root "$B/rootfs" ".root.path = \$root | .linux.cgroupsPath = \$cg | ${2:-.}" \
-                "$B/config.json" >"$NOOK_HOME/$1/config.json"
-}
+bundle() { oci_bundle_beside "$B" "$1" "$CGP/$1" "${2:-.}"; }
 
 # rt RUNTIME ARGS...: nook-oci or runc with this file's roots; sets $out, $err, $status.
 rt() {
